@@ -1,0 +1,97 @@
+"""Settings, resolved as: built-in defaults < ``<index>/config.toml`` < ``SLEUTH_*`` env < flags."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from sleuth.errors import ConfigError
+from sleuth.fusion import DEFAULT_LANE_WEIGHTS, RRF_K
+
+#: Name of the index folder created in the first root and looked for in parent folders.
+INDEX_DIR_NAME = ".sleuth"
+#: Environment variable naming the index folder.
+INDEX_ENV = "SLEUTH_INDEX"
+ALL_LANES = ("bm25", "tfidf", "index", "exact")
+#: Every lane returns at least this many blocks before fusion.
+LANE_DEPTH_MIN_BLOCKS = 100
+#: ... and at least this many blocks per requested result.
+LANE_DEPTH_BLOCKS_PER_RESULT = 5
+
+
+@dataclass(frozen=True)
+class Config:
+    """Ranking settings. ``lane_weights`` are RRF weights; ``rrf_k`` the RRF constant."""
+
+    lanes: tuple[str, ...] = ALL_LANES
+    lane_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_LANE_WEIGHTS))
+    rrf_k: int = RRF_K
+    lane_depth_min_blocks: int = LANE_DEPTH_MIN_BLOCKS
+    lane_depth_blocks_per_result: int = LANE_DEPTH_BLOCKS_PER_RESULT
+
+    def with_lanes(self, lanes: list[str] | tuple[str, ...] | None) -> Config:
+        """A copy running only ``lanes`` (validated)."""
+        if lanes is None:
+            return self
+        return replace(self, lanes=validate_lanes(lanes))
+
+
+def validate_lanes(lanes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Check lane names; raises ConfigError naming the unknown ones."""
+    lanes = tuple(dict.fromkeys(lane.strip() for lane in lanes if lane.strip()))
+    unknown = [lane for lane in lanes if lane not in ALL_LANES]
+    if unknown or not lanes:
+        raise ConfigError(f"unknown lane(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(ALL_LANES)}")
+    return lanes
+
+
+def load_config(index_dir: Path | None) -> Config:
+    """Defaults, overlaid with ``<index_dir>/config.toml`` and ``SLEUTH_LANES``/``SLEUTH_RRF_K``.
+
+    config.toml keys: ``lanes = [..]``, ``rrf_k = 60``, ``[lane_weights] bm25 = 1.2 ...``.
+    Raises ConfigError on an unreadable file or bad values.
+    """
+    cfg = Config()
+    values: dict[str, object] = {}
+    if index_dir is not None and (index_dir / "config.toml").is_file():
+        try:
+            values = tomllib.loads((index_dir / "config.toml").read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {index_dir / 'config.toml'}: {exc}") from exc
+    if "SLEUTH_LANES" in os.environ:
+        values["lanes"] = os.environ["SLEUTH_LANES"].split(",")
+    if "SLEUTH_RRF_K" in os.environ:
+        values["rrf_k"] = os.environ["SLEUTH_RRF_K"]
+    try:
+        if "lanes" in values:
+            cfg = cfg.with_lanes(list(values["lanes"]))  # type: ignore[arg-type]
+        if "rrf_k" in values:
+            k = int(values["rrf_k"])  # type: ignore[arg-type]
+            if k <= 0:
+                raise ValueError("rrf_k must be positive")
+            cfg = replace(cfg, rrf_k=k)
+        if "lane_weights" in values:
+            weights = dict(cfg.lane_weights)
+            for lane, w in dict(values["lane_weights"]).items():  # type: ignore[call-overload]
+                validate_lanes([lane])
+                weights[lane] = float(w)
+            cfg = replace(cfg, lane_weights=weights)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"bad configuration value: {exc}") from exc
+    return cfg
+
+
+def find_index_dir(explicit: str | Path | None, start: Path | None = None) -> Path | None:
+    """The index folder: ``explicit``, else ``$SLEUTH_INDEX``, else the nearest ``.sleuth/`` found
+    in ``start`` (default: the current folder) or its parents, as git finds ``.git``."""
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    if os.environ.get(INDEX_ENV):
+        return Path(os.environ[INDEX_ENV]).expanduser().resolve()
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / INDEX_DIR_NAME / "catalog.sqlite3").is_file():
+            return folder / INDEX_DIR_NAME
+    return None

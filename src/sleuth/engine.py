@@ -1,0 +1,520 @@
+"""The engine: indexing (sources → blocks → catalog → lanes) and search (lanes → fusion → hits).
+
+``Engine`` is the one object the CLI, the MCP server, the evaluation and the tests call. It owns
+an index folder holding the SQLite catalog (the source of truth) and the derived lane indexes.
+Reads are safe from many threads and processes; writes take the folder's write lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
+from sleuth.errors import DocumentNotFound, IndexBusy, IndexNotFound, ProjectNotFound, QueryError
+from sleuth.fusion import rrf
+from sleuth.ingest import DecodeError, ParseError, kind_for_path, parse_document, read_text, walk_roots
+from sleuth.lanes.base import LaneQuery
+from sleuth.lanes.lexical import BM25Lane, ExactLane, IndexLane
+from sleuth.lanes.postings import Postings
+from sleuth.lanes.tfidf import TfidfLane, TfidfModel
+from sleuth.store.catalog import Catalog, DocumentRow, IndexedBlock
+from sleuth.summaries import make_snippet
+from sleuth.text import analyze, parse_query
+from sleuth.types import (
+    Block,
+    DocumentContent,
+    Hit,
+    IndexReport,
+    LaneContribution,
+    ParsedDocument,
+    ProjectInfo,
+    SearchRequest,
+    SearchResponse,
+    SkippedFile,
+)
+
+#: Documents written to the catalog (and committed to the lanes) per transaction while indexing.
+FLUSH_DOCUMENTS = 500
+#: How long ``index`` waits for another writer to release the index, in seconds.
+WRITE_LOCK_TIMEOUT_S = 30.0
+#: At most this many blocks are considered when a quoted phrase restricts the tfidf lane.
+PHRASE_FILTER_MAX_BLOCKS = 100_000
+
+_PROJECT_ID_RE = re.compile(r"[^a-z0-9._-]+")
+
+
+def now_rfc3339() -> str:
+    """The current UTC time as RFC 3339 with milliseconds, e.g. ``2026-09-03T10:00:00.000Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _ns_to_rfc3339(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def project_id_for(name: str) -> str:
+    """A project id from a name: lowercased, runs of other characters replaced by ``-``.
+
+    Raises:
+        QueryError: nothing usable is left of ``name``.
+    """
+    pid = _PROJECT_ID_RE.sub("-", name.strip().lower()).strip("-.")
+    if not pid:
+        raise QueryError(f"invalid project name {name!r}: use letters, digits, '.', '_' or '-'")
+    return pid
+
+
+def _hash(*parts: str) -> str:
+    h = hashlib.sha1()
+    for p in parts:
+        h.update(p.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def doc_id_for(project_id: str, root_label: str, rel_path: str) -> str:
+    """Stable document id: 16 hex digits of SHA-1 over (project, root folder name, relative path)."""
+    return _hash(project_id, root_label, rel_path)[:16]
+
+
+def doc_of_block(block_id: str) -> str:
+    """The document id embedded in a block id (``<doc_id>:<suffix>``)."""
+    return block_id.split(":", 1)[0]
+
+
+def block_terms(text: str, title_terms: Sequence[str]) -> str:
+    """The terms a block is indexed under: its text's, with its document title's in front unless
+    the text already starts with them (so every block of a document carries its title)."""
+    terms = analyze(text)
+    if title_terms and terms[: len(title_terms)] != list(title_terms):
+        terms = [*title_terms, *terms]
+    return " ".join(terms)
+
+
+def make_blocks(project_id: str, doc_id: str, title: str, parsed: ParsedDocument) -> list[tuple[Block, str]]:
+    """Assign ids to a parsed document's blocks and compute their index terms.
+
+    Block ids are ``<doc_id>:<12 hex of SHA-1(heading path, text)>`` (plus ``-N`` for repeats), so
+    they survive edits elsewhere in the document.
+    """
+    title_terms = analyze(title)
+    out: list[tuple[Block, str]] = []
+    seen: dict[str, int] = {}
+    for ordinal, draft in enumerate(parsed.blocks):
+        content_hash = _hash(draft.text)[:16]
+        suffix = _hash(" > ".join(draft.heading_path), draft.text)[:12]
+        n = seen.get(suffix, 0)
+        seen[suffix] = n + 1
+        block_id = f"{doc_id}:{suffix}" + (f"-{n + 1}" if n else "")
+        block = Block(
+            block_id=block_id, doc_id=doc_id, project_id=project_id, ordinal=ordinal, text=draft.text,
+            heading_path=draft.heading_path, start_line=draft.start_line, end_line=draft.end_line,
+            start_char=draft.start_char, end_char=draft.end_char, content_hash=content_hash,
+        )
+        out.append((block, block_terms(draft.text, title_terms)))
+    return out
+
+
+@dataclass(frozen=True)
+class Record:
+    """A document given as text rather than a file (used by ``eval`` and later by records)."""
+
+    rel_path: str
+    text: str
+    title: str = ""
+    kind: str = "text"
+
+
+class _WriteLock:
+    """An exclusive ``flock`` on ``<index>/write.lock``, waited for at most ``timeout_s``."""
+
+    def __init__(self, path: Path, timeout_s: float) -> None:
+        self.path, self.timeout_s = path, timeout_s
+        self._fd: int | None = None
+
+    def acquire(self, blocking: bool = True) -> bool:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + (self.timeout_s if blocking else 0)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self._fd = fd
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    return False
+                time.sleep(0.05)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        if not self.acquire():
+            raise IndexBusy(f"another process is writing to {self.path.parent}; waited {self.timeout_s:.0f} s")
+        try:
+            yield
+        finally:
+            self.release()
+
+
+class Engine:
+    """An index folder opened for indexing and search.
+
+    Args:
+        index_dir: the folder (created when missing) holding ``catalog.sqlite3`` and ``postings/``.
+        config: ranking settings; default: :func:`sleuth.config.load_config` of ``index_dir``.
+    """
+
+    def __init__(self, index_dir: str | Path, config: Config | None = None) -> None:
+        self.index_dir = Path(index_dir).expanduser().resolve()
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        self.config = config or load_config(self.index_dir)
+        self.catalog = Catalog(self.index_dir / "catalog.sqlite3")
+        self.postings = Postings(self.index_dir / "postings")
+        self._write_lock = _WriteLock(self.index_dir / "write.lock", WRITE_LOCK_TIMEOUT_S)
+        self._tfidf: tuple[int, TfidfModel] | None = None
+        self._tfidf_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sleuth-lane")
+        self.lanes = {
+            "bm25": BM25Lane(self.postings),
+            "tfidf": TfidfLane(self._tfidf_model, self._phrase_blocks),
+            "index": IndexLane(self.postings),
+            "exact": ExactLane(self.postings),
+        }
+        self._catch_up(blocking=False)
+
+    @classmethod
+    def open(cls, index: str | Path | None = None, config: Config | None = None) -> Engine:
+        """Open an existing index: ``index``, ``$SLEUTH_INDEX``, or the nearest ``.sleuth/`` upwards.
+
+        Raises:
+            IndexNotFound: none given and none found, or the folder holds no catalog.
+        """
+        found = find_index_dir(index)
+        if found is None:
+            raise IndexNotFound(
+                f"no index found: pass --index DIR, set SLEUTH_INDEX, or run `sleuth index PATH` first"
+                f" (looked for {INDEX_DIR_NAME}/ in {Path.cwd()} and its parents)"
+            )
+        if not (found / "catalog.sqlite3").is_file():
+            raise IndexNotFound(f"{found} is not a sleuth index (no catalog.sqlite3); run `sleuth index` first")
+        return cls(found, config)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.catalog.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ================================================================== lanes' state
+
+    def _catch_up(self, blocking: bool) -> None:
+        """Replay catalog changes the postings have not seen (after a crash or another writer)."""
+        if self.postings.generation() >= self.catalog.generation():
+            return
+        if not self._write_lock.acquire(blocking=blocking):
+            return  # another process is writing; it brings the postings up to date itself
+        try:
+            self.postings.catch_up(self.catalog)
+        finally:
+            self._write_lock.release()
+
+    def _tfidf_model(self) -> TfidfModel:
+        gen = self.catalog.generation()
+        with self._tfidf_lock:
+            if self._tfidf is None or self._tfidf[0] != gen:
+                rows = ((ib.block.block_id, ib.block.project_id, ib.terms) for ib in self.catalog.indexed_blocks(0))
+                self._tfidf = (gen, TfidfModel(rows))
+            return self._tfidf[1]
+
+    def _phrase_blocks(self, q: LaneQuery) -> set[str]:
+        phrases = [self.postings.phrase(p) for p in q.parsed.phrases]
+        hits = self.postings.search(phrases[0], PHRASE_FILTER_MAX_BLOCKS, q.projects, phrases[1:])
+        return {h.block_id for h in hits}
+
+    # ================================================================== indexing
+
+    def index(
+        self,
+        roots: Sequence[str | Path],
+        project: str | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> IndexReport:
+        """Index (or re-index incrementally) files under ``roots`` into ``project``.
+
+        Only changed files are re-read; files gone from the roots are removed. Every skipped or
+        failing file is reported with its reason, and none aborts the run.
+
+        Args:
+            roots: folders (or single files) to walk.
+            project: project name; default: the first root's folder name.
+            progress: called with each indexed file's path (for a progress display).
+        Raises:
+            FileNotFoundError / NotADirectoryError: a root does not exist.
+            IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
+        """
+        started = time.perf_counter()
+        paths = [Path(r).expanduser().resolve() for r in roots]
+        for p in paths:
+            if not p.exists():
+                raise FileNotFoundError(f"root does not exist: {p}")
+        name = project or paths[0].name or "default"
+        pid = project_id_for(name)
+        now = now_rfc3339()
+        report = IndexReport(project=pid, roots=[str(p) for p in paths], scanned=0, added=0, updated=0,
+                             unchanged=0, removed=0, skipped=[], problems=[], blocks=0, took_s=0.0)
+        with self._write_lock.held():
+            self.postings.catch_up(self.catalog)
+            self.catalog.upsert_project(pid, name, [str(p) for p in paths], now)
+            for root in paths:
+                self._index_root(pid, root, report, now, progress)
+            self.catalog.mark_indexed(pid, now)
+        report.took_s = round(time.perf_counter() - started, 3)
+        return report
+
+    def _index_root(self, pid: str, root: Path, report: IndexReport, now: str,
+                    progress: Callable[[str], None] | None) -> None:
+        root_key = str(root)
+        root_label = root.name if root.is_dir() else root.parent.name
+        known = self.catalog.file_states(pid, [root_key])
+        seen: set[str] = set()
+        batch: list[tuple[DocumentRow, list[tuple[Block, str]]]] = []
+        touched: list[tuple[str, int]] = []
+        skips: list[tuple[str, str]] = []
+        for item in walk_roots([root]):
+            if isinstance(item, SkippedFile):
+                skips.append((item.path, item.reason))
+                continue
+            report.scanned += 1
+            rel = item.rel_path
+            kind = kind_for_path(rel)
+            if kind is None:
+                skips.append((rel, "unsupported format"))
+                continue
+            seen.add(rel)
+            state = known.get((root_key, rel))
+            if state and state.mtime_ns == item.mtime_ns and state.size_bytes == item.size_bytes:
+                report.unchanged += 1
+                continue
+            try:
+                decoded = read_text(item.path)
+            except (DecodeError, OSError) as exc:
+                skips.append((rel, f"unreadable: {exc}"))
+                continue
+            content_hash = _hash(decoded.text)
+            if state and state.content_hash == content_hash:
+                touched.append((state.doc_id, item.mtime_ns))
+                report.unchanged += 1
+                continue
+            try:
+                parsed = parse_document(rel, decoded.text)
+            except ParseError as exc:
+                skips.append((rel, f"cannot parse: {exc}"))
+                continue
+            except Exception as exc:  # noqa: BLE001 - one bad file never aborts an index
+                skips.append((rel, f"parser failed: {type(exc).__name__}: {exc}"))
+                continue
+            for problem in parsed.problems:
+                report.problems.append({"path": rel, "problem": problem})
+            doc = self._document_row(pid, root_key, root_label, rel, parsed, content_hash,
+                                     item.mtime_ns, item.size_bytes, now)
+            batch.append((doc, make_blocks(pid, doc.doc_id, doc.title, parsed)))
+            if state:
+                report.updated += 1
+            else:
+                report.added += 1
+            if progress:
+                progress(rel)
+            if len(batch) >= FLUSH_DOCUMENTS:
+                report.blocks += self._flush(batch, now)
+                batch = []
+        report.blocks += self._flush(batch, now)
+        self.catalog.touch_documents(touched)
+        gone = [state.doc_id for (_, rel), state in known.items() if rel not in seen]
+        if gone:
+            gen = self.catalog.delete_documents(gone)
+            self.postings.apply([], gone, [], gen)
+            report.removed += len(gone)
+        self.catalog.record_skips(pid, root_key, skips, now)
+        report.skipped.extend({"path": p, "reason": r} for p, r in skips)
+
+    @staticmethod
+    def _document_row(pid: str, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,
+                      content_hash: str, mtime_ns: int, size_bytes: int, now: str) -> DocumentRow:
+        return DocumentRow(
+            doc_id=doc_id_for(pid, root_label, rel), project_id=pid, root=root_key, rel_path=rel,
+            title=parsed.title or Path(rel).name, tags=list(parsed.tags), kind=parsed.kind,
+            front_matter=dict(parsed.front_matter), mtime_ns=mtime_ns, size_bytes=size_bytes,
+            content_hash=content_hash, revision=content_hash[:12], text=parsed.text, generation=0,
+            indexed_at=now,
+        )
+
+    def _flush(self, batch: list[tuple[DocumentRow, list[tuple[Block, str]]]], now: str) -> int:
+        """Write a batch to the catalog, then to the postings (catalog first: see DESIGN)."""
+        if not batch:
+            return 0
+        gen = self.catalog.write_documents(batch, now)
+        blocks = [
+            IndexedBlock(block, terms, doc.title, doc.tags, doc.rel_path)
+            for doc, pairs in batch
+            for block, terms in pairs
+        ]
+        self.postings.apply(blocks, [], [doc.doc_id for doc, _ in batch], gen)
+        return len(blocks)
+
+    def index_records(self, project: str, records: Iterable[Record]) -> IndexReport:
+        """Index documents given as text (replacing same-path records of ``project``).
+
+        Used by ``sleuth eval`` for BEIR corpora: each record is parsed as its ``kind`` says
+        (``text`` or ``markdown``) with ``rel_path`` as its path.
+        """
+        started = time.perf_counter()
+        pid = project_id_for(project)
+        now = now_rfc3339()
+        report = IndexReport(project=pid, roots=[], scanned=0, added=0, updated=0, unchanged=0,
+                             removed=0, skipped=[], problems=[], blocks=0, took_s=0.0)
+        with self._write_lock.held():
+            self.postings.catch_up(self.catalog)
+            self.catalog.upsert_project(pid, project, [], now)
+            batch: list[tuple[DocumentRow, list[tuple[Block, str]]]] = []
+            for rec in records:
+                report.scanned += 1
+                suffix = ".md" if rec.kind == "markdown" else ".txt"
+                parsed = parse_document(rec.rel_path + suffix, rec.text)
+                if rec.title:
+                    parsed.title = rec.title
+                data_hash = _hash(rec.title, rec.text)
+                doc = self._document_row(pid, "", "", rec.rel_path, parsed, data_hash, 0, len(rec.text), now)
+                batch.append((doc, make_blocks(pid, doc.doc_id, doc.title, parsed)))
+                report.added += 1
+                if len(batch) >= FLUSH_DOCUMENTS:
+                    report.blocks += self._flush(batch, now)
+                    batch = []
+            report.blocks += self._flush(batch, now)
+            self.catalog.mark_indexed(pid, now)
+        report.took_s = round(time.perf_counter() - started, 3)
+        return report
+
+    # ================================================================== reading
+
+    def project_ids(self) -> list[str]:
+        return [str(p["project_id"]) for p in self.catalog.projects()]
+
+    def projects(self) -> list[ProjectInfo]:
+        """Every project of the index with its roots and counts."""
+        return [ProjectInfo(**p) for p in self.catalog.projects()]  # type: ignore[arg-type]
+
+    def _check_projects(self, projects: Sequence[str] | None) -> tuple[str, ...] | None:
+        if projects is None:
+            return None
+        known = set(self.project_ids())
+        missing = [p for p in projects if p not in known]
+        if missing:
+            raise ProjectNotFound(f"project not found: {', '.join(missing)} (see `sleuth projects`)")
+        return tuple(dict.fromkeys(projects))
+
+    def search(self, request: SearchRequest | str, **kwargs: object) -> SearchResponse:
+        """Run a search: every configured lane in parallel, fused by weighted RRF, grouped to documents.
+
+        Args:
+            request: a SearchRequest, or a query string with SearchRequest fields as keywords.
+        Raises:
+            QueryError: the query is too long or a parameter is invalid.
+            ProjectNotFound: a requested project does not exist.
+            ConfigError: an unknown lane was requested.
+        """
+        started = time.perf_counter()
+        req = request if isinstance(request, SearchRequest) else SearchRequest(query=request, **kwargs)  # type: ignore[arg-type]
+        parsed = parse_query(req.query)
+        cfg = self.config.with_lanes(req.lanes)
+        projects = self._check_projects(req.projects)
+        if parsed.is_empty:
+            return SearchResponse(
+                query=req.query, terms=[], result_count=0, hits=[], lanes=[],
+                took_ms=round((time.perf_counter() - started) * 1000, 3),
+                notice="the query has no searchable terms (only stop words, punctuation or blanks)",
+            )
+        self._catch_up(blocking=False)
+        depth = max(cfg.lane_depth_min_blocks, req.limit * cfg.lane_depth_blocks_per_result)
+        lane_query = LaneQuery(parsed, depth, projects)
+        futures = [self._pool.submit(self.lanes[name].search, lane_query) for name in cfg.lanes]
+        lists = [f.result() for f in futures]
+        fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k)[: req.limit]
+        docs = self.catalog.documents([d.doc_id for d in fused])
+        blocks = self.catalog.blocks([d.best_block_id for d in fused])
+        snippet_terms = set(parsed.terms) | {t for p in parsed.phrases for t in analyze(" ".join(p))}
+        hits: list[Hit] = []
+        for d in fused:
+            doc, block = docs.get(d.doc_id), blocks.get(d.best_block_id)
+            if doc is None or block is None:
+                continue  # deleted between the lanes' answer and now
+            snip = make_snippet(block.text, snippet_terms)
+            hits.append(Hit(
+                rank=len(hits) + 1, doc_id=d.doc_id, project=doc.project_id, path=doc.rel_path,
+                title=doc.title, kind=doc.kind, tags=doc.tags, score=d.score, sources=d.sources,
+                block_ids=d.block_ids, best_block_id=d.best_block_id, heading_path=list(block.heading_path),
+                lines=(block.start_line, block.end_line), snippet=snip.text, highlights=snip.highlights,
+                explain=[LaneContribution(lane=t.lane, rank=t.rank, weight=t.weight,
+                                          contribution=t.contribution, lane_score=t.lane_score)
+                         for t in d.trace] if req.explain else None,
+            ))
+        return SearchResponse(
+            query=req.query, terms=list(parsed.terms), phrases=[" ".join(p) for p in parsed.phrases],
+            result_count=len(hits), hits=hits, lanes=list(cfg.lanes),
+            took_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+
+    def get(self, doc_id: str, projects: Sequence[str] | None = None) -> DocumentContent:
+        """The whole stored document ``doc_id`` (restricted to ``projects`` when given).
+
+        Raises:
+            DocumentNotFound: no such document (or not in ``projects``).
+        """
+        doc = self.catalog.document(doc_id.strip())
+        if doc is None or (projects is not None and doc.project_id not in projects):
+            raise DocumentNotFound(f"document not found: {doc_id!r}")
+        return DocumentContent(
+            doc_id=doc.doc_id, project=doc.project_id, path=doc.rel_path, root=doc.root, title=doc.title,
+            kind=doc.kind, tags=doc.tags, front_matter=doc.front_matter,
+            mtime=_ns_to_rfc3339(doc.mtime_ns), revision=doc.revision, content_hash=doc.content_hash,
+            text=doc.text,
+            blocks=[
+                {"block_id": b.block_id, "heading_path": list(b.heading_path), "lines": [b.start_line, b.end_line],
+                 "chars": [b.start_char, b.end_char]}
+                for b in self.catalog.blocks_of(doc.doc_id)
+            ],
+        )
+
+    def status(self) -> dict[str, object]:
+        """Index health: counts, lane generations, projects and skipped files with reasons."""
+        counts = self.catalog.counts()
+        return {
+            "index_dir": str(self.index_dir),
+            **counts,
+            "generation": self.catalog.generation(),
+            "postings_generation": self.postings.generation(),
+            "lanes": list(self.config.lanes),
+            "projects": [p.model_dump() for p in self.projects()],
+            "skipped_files": self.catalog.skipped(),
+        }
+

@@ -1,0 +1,456 @@
+"""Per-format parsing: markdown (with front matter), Jupyter notebooks, code, config and plain text.
+
+:func:`parse_document` turns one decoded text into a :class:`~sleuth.types.ParsedDocument` whose blocks
+point into ``ParsedDocument.text`` (``block.text == doc.text[block.start_char:block.end_char]``).
+Pure functions: no I/O.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+import tomllib
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+from frontmatter.default_handlers import BaseHandler, YAMLHandler
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from sleuth.ingest.chunk import (
+    CHUNK_MAX_CHARS,
+    CODE_WINDOW_LINES,
+    CODE_WINDOW_OVERLAP_LINES,
+    LineIndex,
+    blocks_for_span,
+    line_windows,
+    make_block,
+    trim_span,
+)
+from sleuth.types import BlockDraft, DocumentKind, ParsedDocument
+
+MARKDOWN_EXTENSIONS: frozenset[str] = frozenset({".md", ".markdown", ".mdx", ".mdown", ".mkd", ".mkdn"})
+NOTEBOOK_EXTENSIONS: frozenset[str] = frozenset({".ipynb"})
+CODE_EXTENSIONS: dict[str, str] = {
+    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".jsx": "jsx", ".ts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust", ".java": "java",
+    ".c": "c", ".h": "c", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
+    ".cs": "csharp", ".rb": "ruby", ".php": "php", ".swift": "swift", ".kt": "kotlin", ".kts": "kotlin",
+    ".scala": "scala", ".sh": "bash", ".bash": "bash", ".zsh": "zsh", ".fish": "fish", ".ps1": "powershell",
+    ".sql": "sql", ".lua": "lua", ".r": "r", ".m": "objective-c", ".mm": "objective-c", ".pl": "perl",
+    ".pm": "perl", ".hs": "haskell", ".ex": "elixir", ".exs": "elixir", ".erl": "erlang", ".clj": "clojure",
+    ".cljs": "clojure", ".dart": "dart", ".vue": "vue", ".svelte": "svelte", ".jl": "julia", ".zig": "zig",
+    ".nim": "nim", ".ml": "ocaml", ".fs": "fsharp", ".groovy": "groovy", ".gradle": "groovy",
+    ".css": "css", ".scss": "scss", ".less": "less", ".html": "html", ".htm": "html", ".proto": "protobuf",
+    ".graphql": "graphql", ".tf": "terraform", ".cmake": "cmake", ".mk": "make",
+}
+TEXT_EXTENSIONS: frozenset[str] = frozenset(
+    {".txt", ".text", ".rst", ".adoc", ".asciidoc", ".org", ".tex", ".csv", ".tsv", ".log"}
+)
+CONFIG_EXTENSIONS: frozenset[str] = frozenset(
+    {".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env.example", ".xml", ".properties"}
+)
+TEXT_FILENAMES: frozenset[str] = frozenset(
+    {"readme", "license", "licence", "copying", "notice", "authors", "contributors", "changelog",
+     "changes", "history", "contributing", "install", "todo", "news", "codeowners"}
+)
+CODE_FILENAMES: dict[str, str] = {
+    "makefile": "make", "gnumakefile": "make", "dockerfile": "dockerfile", "containerfile": "dockerfile",
+    "rakefile": "ruby", "gemfile": "ruby", "vagrantfile": "ruby", "jenkinsfile": "groovy",
+    "procfile": "text", "justfile": "just",
+}
+
+SMALL_CELL_CHARS = 200
+"""Notebook cells shorter than this many characters are grouped with their neighbours."""
+
+
+class ParseError(Exception):
+    """A document that cannot be parsed at all (e.g. a notebook that is not valid JSON)."""
+
+
+# --------------------------------------------------------------------------- format detection
+
+
+def kind_for_path(rel_path: str) -> DocumentKind | None:
+    """Document kind for a path by its extension or well-known file name, case-insensitively.
+
+    Returns None for formats that are not indexed (including PDF, for now).
+    """
+    name = PurePosixPath(rel_path).name.lower()
+    suffix = PurePosixPath(name).suffix
+    if suffix in MARKDOWN_EXTENSIONS:
+        return "markdown"
+    if suffix in NOTEBOOK_EXTENSIONS:
+        return "notebook"
+    if any(name.endswith(ext) for ext in CONFIG_EXTENSIONS if ext.count(".") > 1) or suffix in CONFIG_EXTENSIONS:
+        return "config"
+    if suffix in CODE_EXTENSIONS or name in CODE_FILENAMES:
+        return "code"
+    if suffix in TEXT_EXTENSIONS or name in TEXT_FILENAMES:
+        return "text"
+    stem = PurePosixPath(name).stem
+    if suffix and stem in TEXT_FILENAMES and suffix not in CODE_EXTENSIONS:  # e.g. LICENSE.MIT
+        return "text"
+    return None
+
+
+def parse_document(rel_path: str, text: str) -> ParsedDocument:
+    """Parse decoded ``text`` (``\\n`` line endings) according to :func:`kind_for_path`.
+
+    Paths of unknown kind are parsed as plain text. The document's blocks never exceed
+    ``CHUNK_MAX_CHARS`` characters and satisfy ``block.text == doc.text[start_char:end_char]``.
+
+    Raises:
+        ParseError: the document is unusable (malformed notebook JSON or structure).
+    """
+    kind = kind_for_path(rel_path) or "text"
+    if kind == "markdown":
+        return parse_markdown(rel_path, text)
+    if kind == "notebook":
+        return parse_notebook(rel_path, text)
+    if kind in ("code", "config"):
+        return parse_code(rel_path, text, kind)
+    return parse_text(rel_path, text)
+
+
+# --------------------------------------------------------------------------- front matter
+
+
+class _TomlHandler(BaseHandler):
+    """python-frontmatter handler for ``+++`` TOML front matter using the standard library's tomllib."""
+
+    FM_BOUNDARY = re.compile(r"^\+{3,}\s*$", re.MULTILINE)
+    START_DELIMITER = END_DELIMITER = "+++"
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        return tomllib.loads(fm)
+
+
+_FM_HANDLERS: tuple[tuple[str, BaseHandler], ...] = (("YAML", YAMLHandler()), ("TOML", _TomlHandler()))
+
+
+def _jsonable(value: Any) -> Any:
+    """Convert a front-matter value to JSON-serialisable data (dates to ISO strings, others to str)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bool | int | str) or value is None:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dt.date | dt.time):  # datetime is a date
+        return value.isoformat()
+    return str(value)
+
+
+def _error_line(exc: Exception, fm_first_line: int) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is not None:
+        return f"line {fm_first_line + mark.line}: {what}"
+    return what
+
+
+def _split_front_matter(
+    text: str, lines: LineIndex
+) -> tuple[dict[str, Any], int, int, list[str]]:
+    """Find front matter at the very start of ``text``.
+
+    Returns ``(front_matter, index_start, scan_start, problems)``: blocks cover ``text[index_start:]``;
+    headings are looked for in ``text[scan_start:]`` (both 0 when there is no usable front matter,
+    except that headings are not looked for inside malformed front matter).
+    """
+    for name, handler in _FM_HANDLERS:
+        assert handler.FM_BOUNDARY is not None
+        opening = handler.FM_BOUNDARY.match(text)
+        if opening is None:
+            continue
+        closing = handler.FM_BOUNDARY.search(text, opening.end())
+        if closing is None:
+            return {}, 0, 0, []  # a lone thematic break, not front matter
+        body_start = closing.end()
+        if text.startswith("\n", body_start):
+            body_start += 1
+        raw = text[opening.end() : closing.start()]
+        try:
+            data = handler.load(raw)
+        except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError) as exc:
+            problem = f"front matter: invalid {name} ({_error_line(exc, lines(opening.end()))})"
+            return {}, 0, body_start, [problem]
+        if data is None:
+            return {}, body_start, body_start, []
+        if not isinstance(data, dict):
+            problem = f"front matter: not a {name} mapping (got {type(data).__name__}); indexed as body text"
+            return {}, 0, 0, [problem]
+        return _jsonable(data), body_start, body_start, []
+    return {}, 0, 0, []
+
+
+def _tags(front_matter: dict[str, Any]) -> list[str]:
+    """Tags from ``tags`` (list or comma-separated string) plus ``keywords``/``categories`` lists."""
+    found: list[str] = []
+    for key in ("tags", "keywords", "categories"):
+        value = front_matter.get(key)
+        if key == "tags" and isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list):
+            found.extend(str(v).strip() for v in value if v is not None and not isinstance(v, dict | list))
+    return list(dict.fromkeys(t for t in found if t))
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+_MD = MarkdownIt("commonmark")
+_HEADING_ATTRS = re.compile(r"\s*\{[#.][^}]*\}\s*$")  # Hugo/Pandoc "## Title {#anchor}"
+
+
+def _inline_text(token: Token) -> str:
+    parts: list[str] = []
+    for child in token.children or []:
+        if child.type in ("text", "code_inline", "html_inline"):
+            parts.append(child.content)
+        elif child.type == "image":
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return _HEADING_ATTRS.sub("", " ".join("".join(parts).split()))
+
+
+def _headings(text: str) -> list[tuple[int, int, str]]:
+    """Top-level headings (ATX and setext) of markdown ``text`` as ``(line0, level, text)``.
+
+    ``line0`` is 0-based within ``text``. Lines inside code fences, HTML blocks, block quotes and
+    lists are not headings.
+    """
+    tokens = _MD.parse(text)
+    found = []
+    for i, token in enumerate(tokens):
+        if token.type == "heading_open" and token.level == 0 and token.map:
+            found.append((token.map[0], int(token.tag[1:]), _inline_text(tokens[i + 1])))
+    return found
+
+
+def parse_markdown(rel_path: str, text: str) -> ParsedDocument:
+    """Parse a markdown page: front matter, title, tags, and one block per heading section.
+
+    Each section runs from its heading line to the next heading (any level) and carries the path of
+    enclosing heading texts; text before the first heading has path ``()``. Long sections are cut
+    with overlap. Malformed or non-mapping front matter is reported in ``problems`` and the whole
+    text is indexed.
+    """
+    lines = LineIndex(text)
+    front_matter, index_start, scan_start, problems = _split_front_matter(text, lines)
+    first_scan_line = lines(scan_start)
+    stack: list[tuple[int, str]] = []
+    sections: list[tuple[int, tuple[str, ...]]] = [(index_start, ())]
+    h1_title = None
+    for line0, level, heading in _headings(text[scan_start:]):
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, heading))
+        if level == 1 and h1_title is None and heading:
+            h1_title = heading
+        sections.append((lines.line_start(first_scan_line + line0), tuple(h for _, h in stack)))
+    blocks: list[BlockDraft] = []
+    for i, (start, path) in enumerate(sections):
+        end = sections[i + 1][0] if i + 1 < len(sections) else len(text)
+        blocks.extend(blocks_for_span(text, start, end, path, lines))
+    fm_title = front_matter.get("title")
+    if isinstance(fm_title, str) and fm_title.strip():
+        title = fm_title.strip()
+    else:
+        title = h1_title or PurePosixPath(rel_path).stem
+    return ParsedDocument(
+        kind="markdown",
+        title=title,
+        text=text,
+        blocks=blocks,
+        tags=_tags(front_matter),
+        front_matter=front_matter,
+        problems=problems,
+    )
+
+
+# --------------------------------------------------------------------------- notebooks
+
+
+def _cell_source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", cell.get("input", ""))
+    if isinstance(source, list):
+        source = "".join(str(s) for s in source)
+    return str(source).replace("\r\n", "\n").replace("\r", "\n").strip("\n").rstrip()
+
+
+def _notebook_cells(rel_path: str, text: str) -> tuple[list[dict[str, Any]], str]:
+    try:
+        nb = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"{rel_path}: invalid notebook JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})")
+    if not isinstance(nb, dict):
+        raise ParseError(f"{rel_path}: notebook JSON is not an object")
+    cells = nb.get("cells")
+    if cells is None and isinstance(nb.get("worksheets"), list):  # nbformat 3
+        cells = [c for ws in nb["worksheets"] if isinstance(ws, dict) for c in ws.get("cells", [])]
+    if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
+        raise ParseError(f"{rel_path}: notebook has no list of cell objects")
+    meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    lang = (meta.get("language_info") or {}).get("name") or (meta.get("kernelspec") or {}).get("language")
+    return cells, str(lang or "python")
+
+
+def parse_notebook(rel_path: str, text: str) -> ParsedDocument:
+    """Parse a Jupyter notebook (JSON, nbformat 3 or 4) into a rendered text with one block per cell.
+
+    ``ParsedDocument.text`` is the cells joined by blank lines: markdown and raw cells as-is, code
+    cells inside a fenced block tagged with the kernel language; outputs and empty cells are left
+    out. Consecutive cells under the same heading that are each shorter than ``SMALL_CELL_CHARS``
+    share a block. Title: the first level-1 heading, else the file stem.
+
+    Raises:
+        ParseError: invalid JSON or no list of cells.
+    """
+    cells, lang = _notebook_cells(rel_path, text)
+    parts: list[str] = []
+    spans: list[tuple[int, int, tuple[str, ...], bool]] = []  # start, end, heading path, opens a heading
+    stack: list[tuple[int, str]] = []
+    title = None
+    offset = 0
+    for cell in cells:
+        source = _cell_source(cell)
+        if not source.strip():
+            continue
+        cell_type = cell.get("cell_type", "code")
+        rendered = f"```{lang}\n{source}\n```" if cell_type == "code" else source
+        path_before = tuple(h for _, h in stack)
+        path, opens = path_before, False
+        if cell_type == "markdown":
+            for _, level, heading in _headings(source):
+                while stack and stack[-1][0] >= level:
+                    stack.pop()
+                stack.append((level, heading))
+                if not opens:
+                    path, opens = tuple(h for _, h in stack), True
+                if level == 1 and title is None and heading:
+                    title = heading
+        if parts:
+            offset += 2
+        spans.append((offset, offset + len(rendered), path, opens))
+        parts.append(rendered)
+        offset += len(rendered)
+    full = "\n\n".join(parts)
+    lines = LineIndex(full)
+    blocks: list[BlockDraft] = []
+    group: list[int] | None = None  # [start, end] of the current group of cells
+    group_path: tuple[str, ...] = ()
+    for start, end, path, opens in spans:
+        small = end - start < SMALL_CELL_CHARS
+        if group is not None and small and not opens and path == group_path and group[1] - group[0] < SMALL_CELL_CHARS:
+            group[1] = end
+            continue
+        if group is not None:
+            blocks.extend(blocks_for_span(full, group[0], group[1], group_path, lines))
+        group, group_path = [start, end], path
+    if group is not None:
+        blocks.extend(blocks_for_span(full, group[0], group[1], group_path, lines))
+    return ParsedDocument(
+        kind="notebook", title=title or PurePosixPath(rel_path).stem, text=full, blocks=blocks
+    )
+
+
+# --------------------------------------------------------------------------- code and config
+
+_PY_TOP_LEVEL = re.compile(r"(?:async\s+def|def|class)\s+([A-Za-z_]\w*)")
+
+
+def _python_scopes(text: str) -> list[str | None]:
+    """For each line (index 0-based), the enclosing top-level ``def``/``class`` name, if any."""
+    scopes: list[str | None] = []
+    current: str | None = None
+    for line in text.split("\n"):
+        if line and not line[0].isspace() and not line.startswith("#"):
+            match = _PY_TOP_LEVEL.match(line)
+            current = match.group(1) if match else None
+        scopes.append(current)
+    return scopes
+
+
+def parse_code(rel_path: str, text: str, kind: DocumentKind = "code") -> ParsedDocument:
+    """Parse source code or config into overlapping line windows (see :func:`line_windows`).
+
+    Title: the file name. For Python, a block's heading path is the top-level ``def``/``class``
+    enclosing its first line (``()`` outside any).
+    """
+    lines = LineIndex(text)
+    name = PurePosixPath(rel_path).name
+    scopes = _python_scopes(text) if name.lower().endswith((".py", ".pyi")) else None
+    blocks: list[BlockDraft] = []
+    for start, end in line_windows(text, CODE_WINDOW_LINES, CODE_WINDOW_OVERLAP_LINES, CHUNK_MAX_CHARS):
+        start, end = trim_span(text, start, end)
+        if start == end:
+            continue
+        path: tuple[str, ...] = ()
+        if scopes is not None:
+            scope = scopes[lines(start) - 1]
+            path = (scope,) if scope else ()
+        blocks.append(make_block(text, start, end, path, lines))
+    return ParsedDocument(kind=kind, title=name, text=text, blocks=blocks)
+
+
+# --------------------------------------------------------------------------- plain text
+
+_BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)*")
+
+
+def _paragraphs(text: str) -> Iterable[tuple[int, int]]:
+    pos = 0
+    for match in _BLANK_LINES.finditer(text):
+        yield pos, match.start()
+        pos = match.end()
+    yield pos, len(text)
+
+
+def parse_text(rel_path: str, text: str) -> ParsedDocument:
+    """Parse plain text: paragraphs (separated by blank lines) packed into blocks of at most
+    ``CHUNK_MAX_CHARS`` characters; a longer paragraph is cut with overlap. Title: the file name.
+    """
+    lines = LineIndex(text)
+    spans: list[tuple[int, int]] = []
+    group: list[int] | None = None
+    for start, end in _paragraphs(text):
+        start, end = trim_span(text, start, end)
+        if start == end:
+            continue
+        if group is not None and end - group[0] <= CHUNK_MAX_CHARS:
+            group[1] = end
+            continue
+        if group is not None:
+            spans.append((group[0], group[1]))
+        group = [start, end]
+    if group is not None:
+        spans.append((group[0], group[1]))
+    blocks: list[BlockDraft] = []
+    for start, end in spans:
+        blocks.extend(blocks_for_span(text, start, end, (), lines))
+    return ParsedDocument(kind="text", title=PurePosixPath(rel_path).name, text=text, blocks=blocks)
+
+
+__all__ = [
+    "CODE_EXTENSIONS",
+    "CONFIG_EXTENSIONS",
+    "MARKDOWN_EXTENSIONS",
+    "NOTEBOOK_EXTENSIONS",
+    "TEXT_EXTENSIONS",
+    "ParseError",
+    "kind_for_path",
+    "parse_code",
+    "parse_document",
+    "parse_markdown",
+    "parse_notebook",
+    "parse_text",
+]

@@ -1,0 +1,160 @@
+"""Finding files under roots: .gitignore rules (nested, as git applies them), default excludes,
+size limit, binary detection. Yields candidates and reasons for files that cannot be indexed."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pathspec
+
+from sleuth.ingest.decode import SNIFF_BYTES, looks_binary
+from sleuth.types import SkippedFile, SourceFile
+
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    ".git/", ".hg/", ".svn/", ".jj/",
+    "node_modules/", "bower_components/",
+    ".venv/", "venv/", "__pycache__/", "*.egg-info/", ".eggs/",
+    ".tox/", ".nox/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/", ".ipynb_checkpoints/",
+    ".sleuth/", "build/", "dist/", "target/", ".next/", ".nuxt/", ".svelte-kit/", ".turbo/",
+    "coverage/", "htmlcov/", ".coverage", ".cache/", ".gradle/", ".terraform/",
+    ".idea/", ".vscode/", ".DS_Store", "Thumbs.db",
+)
+"""Gitignore-style patterns never walked, on top of .gitignore files. Directories holding a
+``pyvenv.cfg`` (virtual environments under any name) are skipped too."""
+
+FILE_MAX_BYTES: int = 5 * 1024 * 1024
+"""Files larger than this many bytes are skipped with a reason."""
+
+BINARY_EXTENSIONS: frozenset[str] = frozenset(
+    """.png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .icns .psd .heic .avif
+    .mp3 .mp4 .m4a .wav .ogg .flac .avi .mov .mkv .webm .zip .gz .tgz .bz2 .xz .zst .7z .rar .tar
+    .jar .war .whl .egg .so .dylib .dll .exe .bin .o .a .lib .obj .class .pyc .pyo .pyd
+    .woff .woff2 .ttf .otf .eot .sqlite .sqlite3 .db .parquet .feather .arrow .npy .npz .pkl .pickle
+    .h5 .hdf5 .pt .pth .ckpt .onnx .safetensors .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp
+    .dmg .iso .deb .rpm .wasm""".split()
+)
+"""Extensions skipped without reading the file (reason ``"binary file type: .ext"``)."""
+
+UNSUPPORTED_EXTENSIONS: dict[str, str] = {".pdf": "pdf"}
+"""Document formats recognised but not indexed yet (reason ``"unsupported format: pdf"``)."""
+
+
+class _Ignores:
+    """The ignore rules in force in one directory: defaults plus the chain of .gitignore files."""
+
+    def __init__(self, defaults: pathspec.GitIgnoreSpec, chain: tuple[tuple[str, pathspec.GitIgnoreSpec], ...]):
+        self.defaults = defaults
+        self.chain = chain  # (directory rel path with trailing "/" or "", spec), outermost first
+
+    def excluded(self, rel: str, is_dir: bool) -> bool:
+        probe = rel + "/" if is_dir else rel
+        if self.defaults.match_file(probe):
+            return True
+        for base, spec in reversed(self.chain):  # the deepest .gitignore with a matching rule decides
+            result = spec.check_file(probe[len(base) :])
+            if result.include is not None:
+                return bool(result.include)
+        return False
+
+    def entering(self, rel_dir: str, directory: Path) -> _Ignores:
+        gitignore = directory / ".gitignore"
+        try:
+            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return self
+        base = rel_dir + "/" if rel_dir else ""
+        return _Ignores(self.defaults, self.chain + ((base, pathspec.GitIgnoreSpec.from_lines(lines)),))
+
+
+def _check_file(root: Path, path: Path, rel: str, st: os.stat_result) -> SourceFile | SkippedFile:
+    suffix = os.path.splitext(rel)[1].lower()
+    if suffix in UNSUPPORTED_EXTENSIONS:
+        return SkippedFile(rel, f"unsupported format: {UNSUPPORTED_EXTENSIONS[suffix]}")
+    if suffix in BINARY_EXTENSIONS:
+        return SkippedFile(rel, f"binary file type: {suffix}")
+    if st.st_size > FILE_MAX_BYTES:
+        return SkippedFile(rel, f"too large: {st.st_size} bytes > {FILE_MAX_BYTES} byte limit")
+    try:
+        with open(path, "rb") as handle:
+            sample = handle.read(SNIFF_BYTES)
+    except OSError as exc:
+        return SkippedFile(rel, f"unreadable: {exc.strerror or exc}")
+    if looks_binary(sample):
+        return SkippedFile(rel, "binary content")
+    return SourceFile(root=root, path=path, rel_path=rel, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns)
+
+
+def _walk_dir(root: Path, directory: Path, rel_dir: str, ignores: _Ignores) -> Iterator[SourceFile | SkippedFile]:
+    ignores = ignores.entering(rel_dir, directory)
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as exc:
+        yield SkippedFile(rel_dir or ".", f"unreadable directory: {exc.strerror or exc}")
+        return
+    for entry in entries:
+        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+        path = directory / entry.name
+        try:
+            is_link = entry.is_symlink()
+            if entry.is_dir(follow_symlinks=False):
+                if ignores.excluded(rel, is_dir=True) or (path / "pyvenv.cfg").is_file():
+                    continue
+                yield from _walk_dir(root, path, rel, ignores)
+                continue
+            if ignores.excluded(rel, is_dir=False):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=True)
+            except FileNotFoundError:
+                yield SkippedFile(rel, "broken symlink")
+                continue
+        except OSError as exc:
+            yield SkippedFile(rel, f"unreadable: {exc.strerror or exc}")
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            if is_link and not ignores.excluded(rel, is_dir=True):
+                yield SkippedFile(rel, "symlinked directory not followed")
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            yield SkippedFile(rel, "not a regular file")
+            continue
+        yield _check_file(root, path, rel, st)
+
+
+def _walk(roots: list[Path], defaults: pathspec.GitIgnoreSpec) -> Iterator[SourceFile | SkippedFile]:
+    for root in roots:
+        if root.is_dir():
+            yield from _walk_dir(root, root, "", _Ignores(defaults, ()))
+        else:
+            yield _check_file(root.parent, root, root.name, root.stat())
+
+
+def walk_roots(roots: Sequence[Path], extra_excludes: Sequence[str] = ()) -> Iterator[SourceFile | SkippedFile]:
+    """Find candidate files under each root, in a deterministic (name-sorted, depth-first) order.
+
+    A root may be a directory (walked recursively) or a single file (yielded with ``root`` = its
+    parent and ``rel_path`` = its name, without applying ignore rules). Paths matched by
+    ``DEFAULT_EXCLUDES``, ``extra_excludes`` (gitignore syntax, relative to each root) or any
+    ``.gitignore`` (each applying to its own subtree, deeper files overriding shallower ones) are
+    silently left out; excluded directories and symlinked directories are not descended into.
+    Other files that cannot be indexed come out as :class:`SkippedFile` with a reason: a binary or
+    unsupported extension, larger than ``FILE_MAX_BYTES``, unreadable, binary content, a broken
+    symlink, a symlinked directory, or not a regular file. ``SourceFile.path`` is ``root / rel_path``
+    (symlinked files are not resolved).
+
+    Raises (at call time, before anything is yielded):
+        FileNotFoundError: a root does not exist.
+        NotADirectoryError: a root exists but is neither a directory nor a regular file.
+    """
+    checked: list[Path] = []
+    for root in map(Path, roots):
+        if not root.exists():
+            raise FileNotFoundError(f"root does not exist: {root}")
+        if not (root.is_dir() or root.is_file()):
+            raise NotADirectoryError(f"root is neither a directory nor a regular file: {root}")
+        checked.append(root)
+    defaults = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *extra_excludes])
+    return _walk(checked, defaults)

@@ -1,0 +1,88 @@
+"""The three lanes served from the tantivy postings: ``bm25``, ``index`` and ``exact``.
+
+- ``bm25``: Okapi BM25 over block text (plus the document title), as in Robertson & Zaragoza
+  2009, with Lucene's idf ``ln(1 + (N - n + 0.5) / (n + 0.5))`` and tantivy's k1 = 1.2, b = 0.75.
+- ``index``: the fielded lane over titles, heading paths, tags and file paths; BM25 per field,
+  fields weighted by ``INDEX_FIELD_BOOSTS`` and summed.
+- ``exact``: blocks containing a quoted phrase or a whole identifier of the query verbatim
+  (folded, unstemmed); scored by BM25 over those exact tokens.
+
+Quoted phrases are required by every lane: a block that lacks one is filtered out before top-k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import tantivy
+
+from sleuth.lanes.base import LaneQuery
+from sleuth.lanes.postings import Postings
+from sleuth.text import ParsedQuery
+from sleuth.types import RankedList
+
+#: Per-field weights of the index lane (multipliers on each field's BM25 score).
+INDEX_FIELD_BOOSTS: dict[str, float] = {"title": 2.0, "heading": 1.5, "tags": 1.5, "path": 1.0}
+
+
+def required_phrases(postings: Postings, parsed: ParsedQuery) -> list[tantivy.Query]:
+    """One required query per quoted phrase of ``parsed``."""
+    return [postings.phrase(p) for p in parsed.phrases]
+
+
+def _ranked(name: str, hits: Sequence[tuple[str, float]]) -> RankedList:
+    return RankedList(name, tuple(h[0] for h in hits), tuple(h[1] for h in hits))
+
+
+class _TantivyLane:
+    name = ""
+
+    def __init__(self, postings: Postings) -> None:
+        self.postings = postings
+
+    def scoring_query(self, parsed: ParsedQuery) -> tantivy.Query | None:
+        raise NotImplementedError
+
+    def search(self, q: LaneQuery) -> RankedList:
+        scoring = self.scoring_query(q.parsed)
+        if scoring is None:
+            return RankedList(self.name, (), ())
+        hits = self.postings.search(scoring, q.k, q.projects, required_phrases(self.postings, q.parsed))
+        return _ranked(self.name, [(h.block_id, h.score) for h in hits])
+
+
+class BM25Lane(_TantivyLane):
+    """BM25 over the ``body`` field (block text with its document's title)."""
+
+    name = "bm25"
+
+    def scoring_query(self, parsed: ParsedQuery) -> tantivy.Query | None:
+        return self.postings.any_of("body", parsed.terms)
+
+
+class IndexLane(_TantivyLane):
+    """The fielded lane: title, heading path, tags and path, weighted by ``INDEX_FIELD_BOOSTS``."""
+
+    name = "index"
+
+    def __init__(self, postings: Postings, boosts: dict[str, float] | None = None) -> None:
+        super().__init__(postings)
+        self.boosts = dict(INDEX_FIELD_BOOSTS if boosts is None else boosts)
+
+    def scoring_query(self, parsed: ParsedQuery) -> tantivy.Query | None:
+        per_field = [self.postings.any_of(f, parsed.terms, b) for f, b in self.boosts.items() if b > 0]
+        clauses = [(tantivy.Occur.Should, q) for q in per_field if q is not None]
+        return tantivy.Query.boolean_query(clauses) if clauses else None
+
+
+class ExactLane(_TantivyLane):
+    """Verbatim matches of quoted phrases and whole identifiers in the ``exact`` field."""
+
+    name = "exact"
+
+    def scoring_query(self, parsed: ParsedQuery) -> tantivy.Query | None:
+        clauses = [(tantivy.Occur.Should, self.postings.phrase(p)) for p in parsed.phrases]
+        clauses += [(tantivy.Occur.Should, self.postings.term("exact", i)) for i in parsed.identifiers]
+        if not clauses:
+            return None
+        return clauses[0][1] if len(clauses) == 1 else tantivy.Query.boolean_query(clauses)

@@ -1,0 +1,215 @@
+"""The postings of the lexical lanes, kept in tantivy (a Rust full-text engine).
+
+One tantivy index per sleuth index holds one tantivy document per block. sleuth tokenizes text
+itself (``sleuth.text``) and hands tantivy whitespace-joined terms, analysed with tantivy's
+built-in ``whitespace`` tokenizer; no custom analyzer needs registering in the processes that open
+the index, and user text never reaches tantivy's query parser: queries are built from terms.
+
+Fields: ``block_id`` (stored), ``doc_id`` and ``project`` (raw, for deletes and filters), ``body``
+(analysed terms with positions: the bm25 lane), ``exact`` (surface tokens with positions: the
+exact lane), ``title``, ``heading``, ``tags``, ``path`` (analysed terms: the index lane).
+
+The index records the catalog generation it reflects in ``generation.txt`` beside it, written
+after each tantivy commit; on open, :meth:`Postings.catch_up` replays newer catalog changes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import tantivy
+
+from sleuth.store.catalog import Catalog, IndexedBlock
+from sleuth.text import analyze, surface_tokens
+
+#: Memory budget of the tantivy writer, in bytes (tantivy's minimum is 15 MB per thread).
+WRITER_HEAP_BYTES = 128 * 1024 * 1024
+#: tantivy writer threads (the machine has 2 cores).
+WRITER_THREADS = 1
+#: Blocks added between two tantivy commits while catching up.
+CATCH_UP_BATCH_BLOCKS = 20_000
+
+TEXT_FIELDS = ("body", "exact", "title", "heading", "tags", "path")
+
+
+def _schema() -> tantivy.Schema:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("block_id", stored=True, tokenizer_name="raw")
+    sb.add_text_field("doc_id", stored=False, tokenizer_name="raw")
+    sb.add_text_field("project", stored=False, tokenizer_name="raw")
+    sb.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="position")
+    sb.add_text_field("exact", stored=False, tokenizer_name="whitespace", index_option="position")
+    for name in ("title", "heading", "tags", "path"):
+        sb.add_text_field(name, stored=False, tokenizer_name="whitespace", index_option="freq")
+    return sb.build()
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One tantivy hit: a block id and tantivy's score for it."""
+
+    block_id: str
+    score: float
+
+
+class Postings:
+    """A tantivy index of blocks. Reads are thread-safe; writes need the index's write lock.
+
+    Args:
+        path: folder of the tantivy index; created (or rebuilt when unreadable) as needed.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.schema = _schema()
+        self._lock = threading.Lock()
+        self._generation_file = path.parent / f"{path.name}.generation"
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
+        except (ValueError, OSError):
+            self._reset()
+        self._searcher_generation = -1
+        self._searcher = self.index.searcher()
+
+    def _reset(self) -> None:
+        """Throw away an unreadable index; the catalog will refill it (generation 0)."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.path.mkdir(parents=True)
+        self.index = tantivy.Index(self.schema, path=str(self.path), reuse=False)
+        self._generation_file.write_text("0")
+
+    # ------------------------------------------------------------------ generations
+
+    def generation(self) -> int:
+        """The catalog generation these postings reflect (0 when unknown)."""
+        try:
+            return int(self._generation_file.read_text().strip() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def _set_generation(self, generation: int) -> None:
+        tmp = self._generation_file.with_suffix(".tmp")
+        tmp.write_text(str(generation))
+        tmp.replace(self._generation_file)
+
+    # ------------------------------------------------------------------ writing
+
+    def _document(self, ib: IndexedBlock, title_terms: str, path_terms: str, tag_terms: str) -> tantivy.Document:
+        b = ib.block
+        heading = " ".join(analyze_heading(b.heading_path))
+        return tantivy.Document(
+            block_id=b.block_id,
+            doc_id=b.doc_id,
+            project=b.project_id,
+            body=ib.terms,
+            exact=" ".join(surface_tokens(b.text)),
+            title=title_terms,
+            heading=heading,
+            tags=tag_terms,
+            path=path_terms,
+        )
+
+    def apply(self, catalog_blocks: Iterable[IndexedBlock], deleted_doc_ids: Iterable[str],
+              rewritten_doc_ids: Iterable[str], generation: int) -> None:
+        """Delete ``deleted_doc_ids`` and ``rewritten_doc_ids``, add blocks, commit, record ``generation``."""
+        writer = self.index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=WRITER_THREADS)
+        try:
+            for doc_id in {*deleted_doc_ids, *rewritten_doc_ids}:
+                writer.delete_documents_by_term("doc_id", doc_id)
+            added = 0
+            cache: dict[str, tuple[str, str, str]] = {}
+            for ib in catalog_blocks:
+                fields = cache.get(ib.block.doc_id)
+                if fields is None:
+                    fields = (
+                        " ".join(analyze(ib.title)),
+                        " ".join(analyze(ib.rel_path.replace("/", " / "))),
+                        " ".join(analyze(" ; ".join(ib.tags))),
+                    )
+                    cache = {ib.block.doc_id: fields}
+                writer.add_document(self._document(ib, *fields))
+                added += 1
+                if added % CATCH_UP_BATCH_BLOCKS == 0:
+                    writer.commit()
+            writer.commit()
+            writer.wait_merging_threads()
+        except BaseException:
+            writer.rollback()
+            raise
+        self._set_generation(generation)
+        self.reload()
+
+    def catch_up(self, catalog: Catalog) -> bool:
+        """Bring the postings up to the catalog's generation; True when anything was replayed."""
+        target = catalog.generation()
+        current = self.generation()
+        if current >= target:
+            return False
+        written, deleted = catalog.changes_since(current)
+        self.apply(catalog.indexed_blocks(current), deleted, written, target)
+        return True
+
+    def rebuild(self, catalog: Catalog) -> None:
+        """Drop every posting and re-index all blocks from the catalog."""
+        self._reset()
+        self.catch_up(catalog)
+
+    # ------------------------------------------------------------------ reading
+
+    def reload(self) -> None:
+        """Pick up commits made by this or another process."""
+        with self._lock:
+            self.index.reload()
+            self._searcher = self.index.searcher()
+            self._searcher_generation = self.generation()
+
+    def searcher(self) -> tantivy.Searcher:
+        if self._searcher_generation != self.generation():
+            self.reload()
+        return self._searcher
+
+    def num_blocks(self) -> int:
+        return int(self.searcher().num_docs)
+
+    def term(self, field: str, term: str) -> tantivy.Query:
+        return tantivy.Query.term_query(self.schema, field, term)
+
+    def any_of(self, field: str, terms: Sequence[str], boost: float = 1.0) -> tantivy.Query | None:
+        """Blocks whose ``field`` holds at least one of ``terms`` (BM25 summed over matching terms)."""
+        if not terms:
+            return None
+        clauses = [(tantivy.Occur.Should, self.term(field, t)) for t in terms]
+        q = clauses[0][1] if len(clauses) == 1 else tantivy.Query.boolean_query(clauses)
+        return tantivy.Query.boost_query(q, boost) if boost != 1.0 else q
+
+    def phrase(self, tokens: Sequence[str]) -> tantivy.Query:
+        """Blocks whose ``exact`` field holds ``tokens`` consecutively."""
+        if len(tokens) == 1:
+            return self.term("exact", tokens[0])
+        return tantivy.Query.phrase_query(self.schema, "exact", list(tokens))
+
+    def search(self, scoring: tantivy.Query, k: int, projects: Sequence[str] | None,
+               required: Sequence[tantivy.Query] = ()) -> list[Hit]:
+        """Top ``k`` blocks by ``scoring``, restricted (before the top-k cut) to ``projects``
+        and to blocks matching every ``required`` query (which add nothing to the score)."""
+        clauses = [(tantivy.Occur.Must, scoring)]
+        if projects is not None:
+            proj = [(tantivy.Occur.Should, self.term("project", p)) for p in projects]
+            clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(
+                tantivy.Query.boolean_query(proj), 0.0)))
+        for q in required:
+            clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(q, 0.0)))
+        query = scoring if len(clauses) == 1 else tantivy.Query.boolean_query(clauses)
+        searcher = self.searcher()
+        result = searcher.search(query, k)
+        return [Hit(searcher.doc(addr)["block_id"][0], float(score)) for score, addr in result.hits]
+
+
+def analyze_heading(heading_path: Sequence[str]) -> list[str]:
+    """Index-lane terms of a heading path (every heading above the block)."""
+    return analyze(" ; ".join(heading_path))

@@ -1,0 +1,402 @@
+"""The SQLite catalog: the source of truth for projects, documents, blocks and skipped files.
+
+One database file (``catalog.sqlite3``, WAL mode) per index directory. Every committed write bumps
+a monotonically increasing *generation*; each document row records the generation that wrote it
+and every deletion leaves a tombstone, so a lane index that reflects generation ``g`` can catch up
+by replaying what changed after ``g`` (see ``changes_since``). Readers in other processes see
+either the state before a write transaction or after it, never half of it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sleuth.types import Block
+
+SCHEMA_VERSION = 1
+#: How long a connection waits for another writer's lock before failing, in milliseconds.
+BUSY_TIMEOUT_MS = 30_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS projects (
+    project_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    roots TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    last_indexed TEXT
+);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL REFERENCES projects(project_id),
+    root TEXT NOT NULL,
+    rel_path TEXT NOT NULL,
+    title TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    front_matter TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    revision TEXT NOT NULL,
+    text TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    indexed_at TEXT NOT NULL,
+    UNIQUE (project_id, root, rel_path)
+);
+CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
+CREATE TABLE IF NOT EXISTS blocks (
+    block_id TEXT PRIMARY KEY,
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    text TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    start_char INTEGER NOT NULL,
+    end_char INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    terms TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS blocks_doc ON blocks(doc_id, ordinal);
+CREATE TABLE IF NOT EXISTS tombstones (
+    doc_id TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    generation INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tombstones_generation ON tombstones(generation);
+CREATE TABLE IF NOT EXISTS skipped (
+    project_id TEXT NOT NULL,
+    root TEXT NOT NULL,
+    path TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (project_id, root, path)
+);
+"""
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    """A document as stored (``text`` is the whole decoded file)."""
+
+    doc_id: str
+    project_id: str
+    root: str
+    rel_path: str
+    title: str
+    tags: list[str]
+    kind: str
+    front_matter: dict[str, object]
+    mtime_ns: int
+    size_bytes: int
+    content_hash: str
+    revision: str
+    text: str
+    generation: int
+    indexed_at: str
+
+
+@dataclass(frozen=True)
+class IndexedBlock:
+    """A block with what the lanes index: its analysed terms and its document's fields."""
+
+    block: Block
+    terms: str
+    title: str
+    tags: list[str]
+    rel_path: str
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What the catalog knows of an indexed file, for change detection."""
+
+    doc_id: str
+    mtime_ns: int
+    size_bytes: int
+    content_hash: str
+
+
+class Catalog:
+    """Thread-safe access to one catalog database (one connection per thread).
+
+    Args:
+        path: the SQLite file; created with the schema when missing.
+    Raises:
+        sqlite3.DatabaseError: the file exists but is not a sleuth catalog.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self.conn.executescript(_SCHEMA)
+        with self.write() as conn:
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+
+    # ------------------------------------------------------------------ connections
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their threads end)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on error)."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every query inside sees one consistent snapshot."""
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ generation
+
+    def generation(self) -> int:
+        """The number of committed writes so far (0 for a new catalog)."""
+        return int(self.conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
+
+    @staticmethod
+    def _bump(conn: sqlite3.Connection) -> int:
+        conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
+        return int(conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
+
+    # ------------------------------------------------------------------ projects
+
+    def upsert_project(self, project_id: str, name: str, roots: Sequence[str], now: str) -> None:
+        """Create a project or add ``roots`` to its root list (order kept, no repeats)."""
+        with self.write() as conn:
+            row = conn.execute("SELECT roots FROM projects WHERE project_id=?", (project_id,)).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO projects VALUES (?, ?, ?, ?, NULL)",
+                    (project_id, name, json.dumps(list(roots)), now),
+                )
+            else:
+                merged = list(dict.fromkeys([*json.loads(row[0]), *roots]))
+                conn.execute("UPDATE projects SET roots=? WHERE project_id=?", (json.dumps(merged), project_id))
+
+    def mark_indexed(self, project_id: str, now: str) -> None:
+        with self.write() as conn:
+            conn.execute("UPDATE projects SET last_indexed=? WHERE project_id=?", (now, project_id))
+
+    def projects(self) -> list[dict[str, object]]:
+        """Every project with document and block counts: ``[{project_id, name, roots, ...}]``."""
+        rows = self.conn.execute(
+            """SELECT p.project_id, p.name, p.roots, p.last_indexed,
+                      (SELECT COUNT(*) FROM documents d WHERE d.project_id = p.project_id),
+                      (SELECT COUNT(*) FROM blocks b JOIN documents d ON b.doc_id = d.doc_id
+                        WHERE d.project_id = p.project_id)
+               FROM projects p ORDER BY p.project_id"""
+        ).fetchall()
+        return [
+            {
+                "project_id": r[0],
+                "name": r[1],
+                "roots": json.loads(r[2]),
+                "last_indexed": r[3],
+                "documents": r[4],
+                "blocks": r[5],
+            }
+            for r in rows
+        ]
+
+    # ------------------------------------------------------------------ documents
+
+    def file_states(self, project_id: str, roots: Iterable[str]) -> dict[tuple[str, str], FileState]:
+        """``{(root, rel_path): FileState}`` of the project's documents under ``roots``."""
+        out: dict[tuple[str, str], FileState] = {}
+        for root in roots:
+            for doc_id, rel, mtime, size, chash in self.conn.execute(
+                "SELECT doc_id, rel_path, mtime_ns, size_bytes, content_hash FROM documents"
+                " WHERE project_id=? AND root=?",
+                (project_id, root),
+            ):
+                out[(root, rel)] = FileState(doc_id, mtime, size, chash)
+        return out
+
+    def write_documents(
+        self, docs: Sequence[tuple[DocumentRow, Sequence[tuple[Block, str]]]], now: str
+    ) -> int:
+        """Insert or replace documents with their blocks (``(Block, terms)`` pairs) in one transaction.
+
+        Returns the new generation, which every written document row records.
+        """
+        with self.write() as conn:
+            gen = self._bump(conn)
+            for doc, blocks in docs:
+                conn.execute("DELETE FROM blocks WHERE doc_id=?", (doc.doc_id,))
+                conn.execute(
+                    "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        doc.doc_id, doc.project_id, doc.root, doc.rel_path, doc.title,
+                        json.dumps(doc.tags), doc.kind, json.dumps(doc.front_matter, default=str),
+                        doc.mtime_ns, doc.size_bytes, doc.content_hash, doc.revision, doc.text,
+                        gen, now,
+                    ),
+                )
+                conn.executemany(
+                    "INSERT INTO blocks VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    [
+                        (
+                            b.block_id, b.doc_id, b.ordinal, json.dumps(list(b.heading_path)), b.text,
+                            b.start_line, b.end_line, b.start_char, b.end_char, b.content_hash, terms,
+                        )
+                        for b, terms in blocks
+                    ],
+                )
+            return gen
+
+    def touch_documents(self, updates: Sequence[tuple[str, int]]) -> None:
+        """Record new ``(doc_id, mtime_ns)`` for files whose content did not change (no new generation)."""
+        if updates:
+            with self.write() as conn:
+                conn.executemany("UPDATE documents SET mtime_ns=? WHERE doc_id=?", [(m, d) for d, m in updates])
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> int:
+        """Remove documents (and their blocks), leaving tombstones; returns the new generation."""
+        with self.write() as conn:
+            gen = self._bump(conn)
+            for doc_id in doc_ids:
+                row = conn.execute("SELECT project_id FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+                if row is None:
+                    continue
+                conn.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+                conn.execute("INSERT INTO tombstones VALUES (?,?,?)", (doc_id, row[0], gen))
+            return gen
+
+    def record_skips(self, project_id: str, root: str, skips: Sequence[tuple[str, str]], now: str) -> None:
+        """Replace the skipped-file list of one root with ``[(path, reason)]``."""
+        with self.write() as conn:
+            conn.execute("DELETE FROM skipped WHERE project_id=? AND root=?", (project_id, root))
+            conn.executemany(
+                "INSERT OR REPLACE INTO skipped VALUES (?,?,?,?,?)",
+                [(project_id, root, p, r, now) for p, r in skips],
+            )
+
+    def skipped(self, project_id: str | None = None) -> list[dict[str, str]]:
+        sql = "SELECT project_id, root, path, reason, at FROM skipped"
+        args: tuple[str, ...] = ()
+        if project_id is not None:
+            sql += " WHERE project_id=?"
+            args = (project_id,)
+        return [
+            {"project": r[0], "root": r[1], "path": r[2], "reason": r[3], "at": r[4]}
+            for r in self.conn.execute(sql + " ORDER BY project_id, root, path", args)
+        ]
+
+    def document(self, doc_id: str) -> DocumentRow | None:
+        row = self.conn.execute("SELECT * FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        return None if row is None else _document_row(row)
+
+    def documents(self, doc_ids: Sequence[str]) -> dict[str, DocumentRow]:
+        """``{doc_id: DocumentRow}`` for the ids that exist (missing ids are left out)."""
+        out: dict[str, DocumentRow] = {}
+        for i in range(0, len(doc_ids), 500):
+            part = doc_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(f"SELECT * FROM documents WHERE doc_id IN ({marks})", part):
+                doc = _document_row(row)
+                out[doc.doc_id] = doc
+        return out
+
+    def blocks_of(self, doc_id: str) -> list[Block]:
+        rows = self.conn.execute(
+            "SELECT b.*, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+            " WHERE b.doc_id=? ORDER BY ordinal",
+            (doc_id,),
+        ).fetchall()
+        return [_block(r) for r in rows]
+
+    def blocks(self, block_ids: Sequence[str]) -> dict[str, Block]:
+        """``{block_id: Block}`` for the ids that exist."""
+        out: dict[str, Block] = {}
+        for i in range(0, len(block_ids), 500):
+            part = block_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(
+                "SELECT b.*, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+                f" WHERE b.block_id IN ({marks})",
+                part,
+            ):
+                block = _block(row)
+                out[block.block_id] = block
+        return out
+
+    def indexed_blocks(self, min_generation: int = 0) -> Iterator[IndexedBlock]:
+        """Every block of documents written after ``min_generation``, with its index fields."""
+        cur = self.conn.execute(
+            "SELECT b.*, d.project_id, d.title, d.tags, d.rel_path FROM blocks b"
+            " JOIN documents d ON b.doc_id=d.doc_id WHERE d.generation > ? ORDER BY b.doc_id, b.ordinal",
+            (min_generation,),
+        )
+        for row in cur:
+            yield IndexedBlock(_block(row[:12]), row[10], row[12], json.loads(row[13]), row[14])
+
+    def changes_since(self, generation: int) -> tuple[list[str], list[str]]:
+        """``(written_doc_ids, deleted_doc_ids)`` after ``generation`` (a doc may be in both)."""
+        written = [r[0] for r in self.conn.execute("SELECT doc_id FROM documents WHERE generation > ?", (generation,))]
+        deleted = [r[0] for r in self.conn.execute("SELECT doc_id FROM tombstones WHERE generation > ?", (generation,))]
+        return written, deleted
+
+    def counts(self) -> dict[str, int]:
+        c = self.conn
+        return {
+            "projects": c.execute("SELECT COUNT(*) FROM projects").fetchone()[0],
+            "documents": c.execute("SELECT COUNT(*) FROM documents").fetchone()[0],
+            "blocks": c.execute("SELECT COUNT(*) FROM blocks").fetchone()[0],
+            "skipped": c.execute("SELECT COUNT(*) FROM skipped").fetchone()[0],
+        }
+
+
+def _document_row(r: Sequence[object]) -> DocumentRow:
+    return DocumentRow(
+        doc_id=str(r[0]), project_id=str(r[1]), root=str(r[2]), rel_path=str(r[3]), title=str(r[4]),
+        tags=json.loads(str(r[5])), kind=str(r[6]), front_matter=json.loads(str(r[7])),
+        mtime_ns=int(r[8]), size_bytes=int(r[9]), content_hash=str(r[10]), revision=str(r[11]),  # type: ignore[arg-type]
+        text=str(r[12]), generation=int(r[13]), indexed_at=str(r[14]),  # type: ignore[arg-type]
+    )
+
+
+def _block(r: Sequence[object]) -> Block:
+    # r: blocks columns (11, ``terms`` at 10) followed by the document's project_id.
+    return Block(
+        block_id=str(r[0]), doc_id=str(r[1]), ordinal=int(r[2]),  # type: ignore[arg-type]
+        heading_path=tuple(json.loads(str(r[3]))), text=str(r[4]),
+        start_line=int(r[5]), end_line=int(r[6]), start_char=int(r[7]), end_char=int(r[8]),  # type: ignore[arg-type]
+        content_hash=str(r[9]), project_id=str(r[11]),
+    )

@@ -1,0 +1,200 @@
+"""Text analysis shared by indexing and querying: one tokenizer, so the two can never drift.
+
+Pipeline for a piece of text (the seed's normalisation plus what real corpora need):
+
+1. Find *chunks*: runs of word characters joined by single connectors (``. - / : _ @ # +``),
+   e.g. ``sleuth.engine.Engine``, ``src/cli.py``, ``ABC-123``, ``v1.2.3``, ``snake_case``.
+2. Normalise each chunk: Unicode NFKD, combining marks removed (accents folded), casefolded.
+3. A chunk that looks like an identifier (has a connector, an underscore, a camelCase hump or a
+   letter-digit mix) is indexed whole *and* in parts (split at connectors, underscores, camelCase
+   and letter/digit boundaries). Other chunks are words.
+4. Han, Hiragana, Katakana and Hangul runs become overlapping character bigrams (a lone character
+   stays a unigram); other scripts are kept as words.
+5. Words and identifier parts drop English stop words and terms shorter than ``TERM_MIN_CHARS``
+   (except the configured important short terms) and are stemmed with Snowball English
+   (Porter 2001, via PyStemmer). Whole identifiers are kept verbatim (lowercased).
+
+Every token carries its ``[start, end)`` span in code points of the original text, which the
+summaries use for highlights. All functions are pure.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import Stemmer
+
+from sleuth.text.stopwords import ENGLISH_STOP_WORDS, IMPORTANT_SHORT_TERMS
+
+#: Terms shorter than this (in code points) are dropped unless listed as important short terms.
+TERM_MIN_CHARS = 2
+#: Terms longer than this are dropped (base64 blobs, hashes glued to text).
+TERM_MAX_CHARS = 64
+
+_CONNECTORS = ".\\-/:@#+'’"
+# A chunk: word characters, optionally joined by single connectors between word characters.
+_CHUNK_RE = re.compile(rf"\w+(?:[{_CONNECTORS}]\w+)*")
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u3131-\u318e]+")
+_SPLIT_CONNECTOR_RE = re.compile(rf"[{_CONNECTORS}_]+")
+# camelCase / PascalCase / acronym / digit boundaries: getHTTPResponse2 -> get HTTP Response 2
+_CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
+_HUMP_RE = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+_LETTER_DIGIT_RE = re.compile(r"[^\W\d_]\d|\d[^\W\d_]")
+_APOSTROPHES = "'’"
+
+_STEMMER = Stemmer.Stemmer("english")
+
+
+@dataclass(frozen=True)
+class Token:
+    """One analysed term and the ``[start, end)`` code-point span of the text it came from."""
+
+    term: str
+    start: int
+    end: int
+
+
+def fold(text: str) -> str:
+    """Return ``text`` NFKD-normalised, without combining marks, casefolded (``"Café"`` → ``"cafe"``)."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+
+
+def _keep(term: str) -> bool:
+    if term in IMPORTANT_SHORT_TERMS:
+        return True
+    return TERM_MIN_CHARS <= len(term) <= TERM_MAX_CHARS and term not in ENGLISH_STOP_WORDS
+
+
+def _cjk_bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _word_terms(word: str) -> list[str]:
+    """Analyse one folded word without connectors (may still contain CJK runs)."""
+    if _CJK_RE.search(word) is None:
+        return [_STEMMER.stemWord(word)] if _keep(word) else []
+    terms: list[str] = []
+    pos = 0
+    for m in _CJK_RE.finditer(word):
+        if m.start() > pos and _keep(word[pos : m.start()]):
+            terms.append(_STEMMER.stemWord(word[pos : m.start()]))
+        terms.extend(_cjk_bigrams(m.group()))
+        pos = m.end()
+    if pos < len(word) and _keep(word[pos:]):
+        terms.append(_STEMMER.stemWord(word[pos:]))
+    return terms
+
+
+def is_identifier(chunk: str) -> bool:
+    """True when a raw chunk looks like a code identifier, path, ticket id or version number."""
+    if "_" in chunk or any(c in chunk for c in ".-/:@#+"):
+        return True
+    return _HUMP_RE.search(chunk) is not None or _LETTER_DIGIT_RE.search(chunk) is not None
+
+
+def identifier_parts(chunk: str) -> list[str]:
+    """Split a raw identifier into its parts: connectors, underscores, camelCase, digits.
+
+    ``"getHTTPResponse_v2"`` → ``["get", "HTTP", "Response", "v", "2"]`` (not folded).
+    """
+    parts: list[str] = []
+    for piece in _SPLIT_CONNECTOR_RE.split(chunk):
+        if piece:
+            parts.extend(_CAMEL_RE.findall(piece))
+    return parts
+
+
+@lru_cache(maxsize=262_144)
+def _chunk_terms(chunk: str) -> tuple[str, ...]:
+    """Index terms of one raw chunk (cached: vocabularies are Zipfian)."""
+    stripped = chunk.strip(_APOSTROPHES)
+    if any(a in stripped for a in _APOSTROPHES):
+        # Possessives and contractions: "engine's" -> "engine", "don't" -> "dont" (a stop word).
+        head, _, tail = stripped.replace("’", "'").partition("'")
+        stripped = head if tail in ("s", "") else head + tail
+    if not stripped:
+        return ()
+    if not is_identifier(stripped):
+        return tuple(_word_terms(fold(stripped)))
+    whole = fold(stripped)
+    terms: list[str] = [whole] if len(whole) <= TERM_MAX_CHARS else []
+    for part in identifier_parts(stripped):
+        for term in _word_terms(fold(part)):
+            if term != whole:
+                terms.append(term)
+    return tuple(terms)
+
+
+@lru_cache(maxsize=262_144)
+def _chunk_surface(chunk: str) -> tuple[str, ...]:
+    """Exact-match tokens of one raw chunk: folded, unstemmed, identifiers whole, stop words kept."""
+    folded = fold(chunk.strip(_APOSTROPHES))
+    if not folded:
+        return ()
+    if _CJK_RE.search(folded) is None:
+        return (folded,)
+    out: list[str] = []
+    pos = 0
+    for m in _CJK_RE.finditer(folded):
+        if m.start() > pos:
+            out.append(folded[pos : m.start()])
+        out.extend(m.group())  # one token per character: phrase positions stay exact
+        pos = m.end()
+    if pos < len(folded):
+        out.append(folded[pos:])
+    return tuple(out)
+
+
+def tokenize(text: str) -> list[Token]:
+    """Analyse ``text`` into index terms with spans (see the module docstring).
+
+    Returns tokens in text order; a term may repeat (term frequency matters for ranking).
+    """
+    tokens: list[Token] = []
+    for m in _CHUNK_RE.finditer(text):
+        start, end = m.span()
+        for term in _chunk_terms(m.group()):
+            tokens.append(Token(term, start, end))
+    return tokens
+
+
+def analyze(text: str) -> list[str]:
+    """Index terms of ``text`` in order, with repeats; the fast path of :func:`tokenize`."""
+    terms: list[str] = []
+    for chunk in _CHUNK_RE.findall(text):
+        terms.extend(_chunk_terms(chunk))
+    return terms
+
+
+def surface_tokens(text: str) -> list[str]:
+    """Exact-lane tokens of ``text``: folded words in order, nothing stemmed or removed.
+
+    Two texts contain the same phrase exactly when one's surface-token sequence contains the
+    other's; punctuation between words does not count.
+    """
+    out: list[str] = []
+    for chunk in _CHUNK_RE.findall(text):
+        out.extend(_chunk_surface(chunk))
+    return out
+
+
+def identifiers(text: str) -> list[str]:
+    """Folded whole identifiers found in ``text``, deduplicated, in order of appearance."""
+    seen: dict[str, None] = {}
+    for chunk in _CHUNK_RE.findall(text):
+        chunk = chunk.strip(_APOSTROPHES)
+        if is_identifier(chunk):
+            seen.setdefault(fold(chunk), None)
+    return list(seen)
+
+
+def unique(terms: Iterable[str]) -> list[str]:
+    """``terms`` without repeats, first occurrence order kept (the seed's "dedupe")."""
+    return list(dict.fromkeys(terms))

@@ -1,0 +1,66 @@
+"""Turning a user's query into what the lanes search for. Pure; never an engine query syntax.
+
+Quotes, colons, parentheses, asterisks, ``OR``, ``NOT`` and ``-`` are literal text. The one
+operator is a balanced pair of double quotes (straight or curly): the quoted words are an exact
+phrase that every result must contain. An unbalanced quote is plain text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sleuth.errors import QueryError
+from sleuth.text.analyze import analyze, identifiers, surface_tokens, unique
+
+#: Longest query accepted, in code points; longer input gets a QueryError, not a truncation.
+QUERY_MAX_CHARS = 4_000
+#: At most this many distinct terms are searched (the first ones in query order).
+QUERY_MAX_TERMS = 64
+
+_PHRASE_RE = re.compile(r"[\"“”„]([^\"“”„]*)[\"“”„]")
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """A query after analysis.
+
+    ``terms``: distinct index terms (stemmed) in query order, at most ``QUERY_MAX_TERMS``.
+    ``phrases``: each quoted phrase as its surface-token sequence (required verbatim).
+    ``identifiers``: folded whole identifiers (``snake_case``, ``a.b.c``, ``ABC-12``) for the exact lane.
+    """
+
+    text: str
+    terms: tuple[str, ...]
+    phrases: tuple[tuple[str, ...], ...]
+    identifiers: tuple[str, ...]
+
+    @property
+    def is_empty(self) -> bool:
+        """True when nothing in the query can match (only stop words, punctuation, blanks)."""
+        return not self.terms and not self.phrases
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Analyse a user's query with the same tokenizer as indexing.
+
+    Raises:
+        QueryError: the query is not a string or is longer than ``QUERY_MAX_CHARS``.
+    """
+    if not isinstance(text, str):
+        raise QueryError(f"query must be a string, got {type(text).__name__}")
+    text = text.strip()
+    if len(text) > QUERY_MAX_CHARS:
+        raise QueryError(f"query is {len(text)} characters long; the limit is {QUERY_MAX_CHARS}")
+    phrases: list[tuple[str, ...]] = []
+    for m in _PHRASE_RE.finditer(text):
+        tokens = tuple(surface_tokens(m.group(1)))
+        if tokens and tokens not in phrases:
+            phrases.append(tokens)
+    terms = unique(analyze(text))[:QUERY_MAX_TERMS]
+    return ParsedQuery(
+        text=text,
+        terms=tuple(terms),
+        phrases=tuple(phrases),
+        identifiers=tuple(identifiers(text)[:QUERY_MAX_TERMS]),
+    )
