@@ -33,6 +33,7 @@ from sleuth.summaries import make_snippet
 from sleuth.text import analyze, parse_query
 from sleuth.types import (
     Block,
+    BlockDraft,
     DocumentContent,
     Hit,
     IndexReport,
@@ -105,18 +106,23 @@ def block_terms(text: str, title_terms: Sequence[str]) -> str:
 def make_blocks(project_id: str, doc_id: str, title: str, parsed: ParsedDocument) -> list[tuple[Block, str]]:
     """Assign ids to a parsed document's blocks and compute their index terms.
 
-    Block ids are ``<doc_id>:<12 hex of SHA-1(heading path, text)>`` (plus ``-N`` for repeats), so
-    they survive edits elsewhere in the document.
+    Block ids are ``<doc_id>:<12 hex of SHA-1(heading path, text, repeat number)>``, so they
+    survive edits elsewhere in the document. A document with no block (front matter only) gets
+    one block holding its whole text, so it can still be found.
     """
     title_terms = analyze(title)
+    drafts = list(parsed.blocks)
+    if not drafts and parsed.text.strip():
+        lines = parsed.text.rstrip().count("\n") + 1
+        drafts = [BlockDraft(parsed.text.rstrip(), (), 1, lines, 0, len(parsed.text.rstrip()))]
     out: list[tuple[Block, str]] = []
     seen: dict[str, int] = {}
-    for ordinal, draft in enumerate(parsed.blocks):
+    for ordinal, draft in enumerate(drafts):
         content_hash = _hash(draft.text)[:16]
-        suffix = _hash(" > ".join(draft.heading_path), draft.text)[:12]
-        n = seen.get(suffix, 0)
-        seen[suffix] = n + 1
-        block_id = f"{doc_id}:{suffix}" + (f"-{n + 1}" if n else "")
+        heading = " > ".join(draft.heading_path)
+        n = seen.get(heading + "\0" + draft.text, 0)
+        seen[heading + "\0" + draft.text] = n + 1
+        block_id = f"{doc_id}:{_hash(heading, draft.text, str(n))[:12]}"
         block = Block(
             block_id=block_id, doc_id=doc_id, project_id=project_id, ordinal=ordinal, text=draft.text,
             heading_path=draft.heading_path, start_line=draft.start_line, end_line=draft.end_line,
@@ -468,12 +474,13 @@ class Engine:
             doc, block = docs.get(d.doc_id), blocks.get(d.best_block_id)
             if doc is None or block is None:
                 continue  # deleted between the lanes' answer and now
-            snip = make_snippet(block.text, snippet_terms)
+            snip = make_snippet(block.text, snippet_terms) if req.snippets else None
             hits.append(Hit(
                 rank=len(hits) + 1, doc_id=d.doc_id, project=doc.project_id, path=doc.rel_path,
                 title=doc.title, kind=doc.kind, tags=doc.tags, score=d.score, sources=d.sources,
                 block_ids=d.block_ids, best_block_id=d.best_block_id, heading_path=list(block.heading_path),
-                lines=(block.start_line, block.end_line), snippet=snip.text, highlights=snip.highlights,
+                lines=(block.start_line, block.end_line), snippet=snip.text if snip else "",
+                highlights=snip.highlights if snip else [],
                 explain=[LaneContribution(lane=t.lane, rank=t.rank, weight=t.weight,
                                           contribution=t.contribution, lane_score=t.lane_score)
                          for t in d.trace] if req.explain else None,

@@ -140,7 +140,7 @@ class Hit(BaseModel):
     best_block_id: str
     heading_path: list[str] = Field(default_factory=list, description="Headings above the best block")
     lines: tuple[int, int] = Field(description="1-based inclusive line span of the best block")
-    snippet: str = Field(description="Passage of the best block around the query terms")
+    snippet: str = Field(default="", description="Passage of the best block around the query terms")
     highlights: list[tuple[int, int]] = Field(
         default_factory=list,
         description="Matched-term spans in the snippet, [start, end) offsets in code points",
@@ -158,6 +158,7 @@ class SearchRequest(BaseModel):
     limit: int = Field(default=20, ge=1, le=1000, description="Maximum number of documents")
     lanes: list[str] | None = Field(default=None, description="Lanes to run; None = the configured ones")
     explain: bool = False
+    snippets: bool = Field(default=True, description="Compute snippets and highlights (off for evaluation)")
 
 
 class SearchResponse(BaseModel):

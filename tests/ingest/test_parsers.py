@@ -81,6 +81,9 @@ def test_toml_front_matter() -> None:
     assert doc.title == "Toml page"
     assert doc.tags == ["a", "b", "c"]
     assert doc.front_matter == {"title": "Toml page", "tags": "a, b ,c", "date": "2023-05-06"}
+    bad = parse_document("t.md", "+++\ntitle = \n+++\nBody\n")
+    assert bad.problems == ["front matter: invalid TOML (Invalid value (at line 2, column 9))"]
+    assert bad.blocks[0].text == "+++\ntitle = \n+++\nBody"
     assert sections(doc) == [((), "Body here.")]
 
 
@@ -111,13 +114,20 @@ def test_malformed_yaml_body_still_indexed() -> None:
     doc = parse_document("bad.md", text)
     check_invariants(doc)
     assert doc.front_matter == {}
-    assert len(doc.problems) == 1
-    assert doc.problems[0].startswith("front matter: invalid YAML (line ")
+    assert doc.problems == ["front matter: invalid YAML (line 4: did not find expected ',' or ']')"]
     assert doc.title == "Real heading"
     assert sections(doc) == [
         ((), "---\ntitle: ok\ntags: [unclosed\nfoo: bar\n---"),
         (("Real heading",), "# Real heading\n\nBody text."),
     ]
+
+
+def test_prose_between_rules_that_fails_yaml_keeps_its_headings() -> None:
+    text = "---\n# Intro\n\n- a: b\nplain: [\n---\n\n# Next\n\nBody\n"
+    doc = parse_document("rules.md", text)
+    check_invariants(doc)
+    assert doc.problems and doc.problems[0].startswith("front matter: invalid YAML")
+    assert [b.heading_path for b in doc.blocks] == [(), ("Intro",), ("Next",)]
 
 
 def test_empty_front_matter_and_front_matter_only() -> None:
@@ -127,7 +137,10 @@ def test_empty_front_matter_and_front_matter_only() -> None:
 
 
 def test_headings_inside_fences_are_ignored() -> None:
-    text = "# Top\n\n```bash\n# not a heading\necho hi\n```\n\n~~~\n## also not\n~~~\n\n## Real\n\nx\n"
+    text = (
+        "# Top\n\n```bash\n# not a heading\necho hi\n```\n\n~~~\n## also not\n~~~\n\n"
+        "> # quoted, not a section\n\n## Real\n\nx\n"
+    )
     doc = parse_document("f.md", text)
     check_invariants(doc)
     assert [b.heading_path for b in doc.blocks] == [("Top",), ("Top", "Real")]
@@ -172,7 +185,8 @@ def test_notebook_cells() -> None:
     assert doc.title == "Analysis"
     assert "IGNORED OUTPUT" not in doc.text
     assert doc.text == (
-        "# Analysis\n\nIntro.\n\n```python\n" + big.rstrip() + "\n```\n\n## Results\n\nShort.\n\n```python\nprint(2)\n```"
+        "# Analysis\n\nIntro.\n\n```python\n" + big.rstrip() + "\n```\n\n"
+        "## Results\n\nShort.\n\n```python\nprint(2)\n```"
     )
     assert sections(doc) == [
         (("Analysis",), "# Analysis\n\nIntro."),

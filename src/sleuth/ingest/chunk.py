@@ -76,12 +76,17 @@ def _cut_point(text: str, start: int, limit: int) -> int:
 
 
 def _overlap_start(text: str, lo: int, cut: int) -> int:
-    """Start of the next piece: the first line (else word) boundary at or after ``lo`` before ``cut``."""
-    idx = text.find("\n", lo, cut)
-    if idx >= 0 and idx + 1 < cut:
+    """Start of the piece after one ending at ``cut``: a line, else sentence, else word boundary in
+    ``[lo, cut - (cut - lo) // 2)``, so that at least half of the wanted overlap is kept; else ``lo``."""
+    hi = cut - (cut - lo) // 2
+    idx = text.find("\n", lo, hi)
+    if idx >= 0:
         return idx + 1
-    idx = text.find(" ", lo, cut)
-    if idx >= 0 and idx + 1 < cut:
+    match = _SENTENCE_END.search(text, lo, hi)
+    if match is not None:
+        return match.end()
+    idx = text.find(" ", lo, hi)
+    if idx >= 0:
         return idx + 1
     return lo
 
@@ -105,7 +110,9 @@ def split_span(
         ValueError: ``max_chars < 1``, ``overlap_chars < 0`` or ``overlap_chars >= max_chars``.
     """
     if max_chars < 1 or overlap_chars < 0 or overlap_chars >= max_chars:
-        raise ValueError(f"need max_chars >= 1 and 0 <= overlap_chars < max_chars, got {max_chars}, {overlap_chars}")
+        raise ValueError(
+            f"need max_chars >= 1 and 0 <= overlap_chars < max_chars, got {max_chars}, {overlap_chars}"
+        )
     if end <= start:
         return []
     pieces: list[tuple[int, int]] = []
@@ -137,7 +144,7 @@ def line_windows(
         ValueError: ``window_lines < 1`` or ``overlap_lines`` not in ``[0, window_lines)``.
     """
     if window_lines < 1 or not 0 <= overlap_lines < window_lines:
-        raise ValueError(f"need window_lines >= 1 and 0 <= overlap_lines < window_lines")
+        raise ValueError("need window_lines >= 1 and 0 <= overlap_lines < window_lines")
     if not text:
         return []
     index = LineIndex(text)

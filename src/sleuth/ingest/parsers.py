@@ -86,7 +86,8 @@ def kind_for_path(rel_path: str) -> DocumentKind | None:
         return "markdown"
     if suffix in NOTEBOOK_EXTENSIONS:
         return "notebook"
-    if any(name.endswith(ext) for ext in CONFIG_EXTENSIONS if ext.count(".") > 1) or suffix in CONFIG_EXTENSIONS:
+    compound = any(name.endswith(ext) for ext in CONFIG_EXTENSIONS if ext.count(".") > 1)  # .env.example
+    if compound or suffix in CONFIG_EXTENSIONS:
         return "config"
     if suffix in CODE_EXTENSIONS or name in CODE_FILENAMES:
         return "code"
@@ -156,14 +157,17 @@ def _error_line(exc: Exception, fm_first_line: int) -> str:
     return what
 
 
+_METADATA_LINE = re.compile(r"[ \t]*[\w\"'.-]+[ \t]*[:=]")
+
+
 def _split_front_matter(
     text: str, lines: LineIndex
 ) -> tuple[dict[str, Any], int, int, list[str]]:
     """Find front matter at the very start of ``text``.
 
     Returns ``(front_matter, index_start, scan_start, problems)``: blocks cover ``text[index_start:]``;
-    headings are looked for in ``text[scan_start:]`` (both 0 when there is no usable front matter,
-    except that headings are not looked for inside malformed front matter).
+    headings are looked for in ``text[scan_start:]``. Both are 0 when there is no usable front
+    matter, except that headings are not looked for inside malformed metadata (``key: ...`` lines).
     """
     for name, handler in _FM_HANDLERS:
         assert handler.FM_BOUNDARY is not None
@@ -181,7 +185,10 @@ def _split_front_matter(
             data = handler.load(raw)
         except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError) as exc:
             problem = f"front matter: invalid {name} ({_error_line(exc, lines(opening.end()))})"
-            return {}, 0, body_start, [problem]
+            # Broken metadata ("key: ...") is not searched for headings; prose between two
+            # thematic breaks (a page that merely starts with "---") is.
+            looks_like_metadata = _METADATA_LINE.match(raw.lstrip("\n")) is not None
+            return {}, 0, body_start if looks_like_metadata else 0, [problem]
         if data is None:
             return {}, body_start, body_start, []
         if not isinstance(data, dict):
@@ -291,7 +298,8 @@ def _notebook_cells(rel_path: str, text: str) -> tuple[list[dict[str, Any]], str
     try:
         nb = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ParseError(f"{rel_path}: invalid notebook JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})")
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise ParseError(f"{rel_path}: invalid notebook JSON ({where}: {exc.msg})") from None
     if not isinstance(nb, dict):
         raise ParseError(f"{rel_path}: notebook JSON is not an object")
     cells = nb.get("cells")
@@ -350,7 +358,13 @@ def parse_notebook(rel_path: str, text: str) -> ParsedDocument:
     group_path: tuple[str, ...] = ()
     for start, end, path, opens in spans:
         small = end - start < SMALL_CELL_CHARS
-        if group is not None and small and not opens and path == group_path and group[1] - group[0] < SMALL_CELL_CHARS:
+        if (
+            group is not None
+            and small
+            and not opens
+            and path == group_path
+            and group[1] - group[0] < SMALL_CELL_CHARS
+        ):
             group[1] = end
             continue
         if group is not None:

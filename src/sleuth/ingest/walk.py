@@ -33,7 +33,7 @@ BINARY_EXTENSIONS: frozenset[str] = frozenset(
     .mp3 .mp4 .m4a .wav .ogg .flac .avi .mov .mkv .webm .zip .gz .tgz .bz2 .xz .zst .7z .rar .tar
     .jar .war .whl .egg .so .dylib .dll .exe .bin .o .a .lib .obj .class .pyc .pyo .pyd
     .woff .woff2 .ttf .otf .eot .sqlite .sqlite3 .db .parquet .feather .arrow .npy .npz .pkl .pickle
-    .h5 .hdf5 .pt .pth .ckpt .onnx .safetensors .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp
+    .h5 .hdf5 .pt .ckpt .onnx .safetensors .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp
     .dmg .iso .deb .rpm .wasm""".split()
 )
 """Extensions skipped without reading the file (reason ``"binary file type: .ext"``)."""
@@ -45,7 +45,9 @@ UNSUPPORTED_EXTENSIONS: dict[str, str] = {".pdf": "pdf"}
 class _Ignores:
     """The ignore rules in force in one directory: defaults plus the chain of .gitignore files."""
 
-    def __init__(self, defaults: pathspec.GitIgnoreSpec, chain: tuple[tuple[str, pathspec.GitIgnoreSpec], ...]):
+    def __init__(
+        self, defaults: pathspec.GitIgnoreSpec, chain: tuple[tuple[str, pathspec.GitIgnoreSpec], ...]
+    ) -> None:
         self.defaults = defaults
         self.chain = chain  # (directory rel path with trailing "/" or "", spec), outermost first
 
@@ -87,7 +89,9 @@ def _check_file(root: Path, path: Path, rel: str, st: os.stat_result) -> SourceF
     return SourceFile(root=root, path=path, rel_path=rel, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns)
 
 
-def _walk_dir(root: Path, directory: Path, rel_dir: str, ignores: _Ignores) -> Iterator[SourceFile | SkippedFile]:
+def _walk_dir(
+    root: Path, directory: Path, rel_dir: str, ignores: _Ignores
+) -> Iterator[SourceFile | SkippedFile]:
     ignores = ignores.entering(rel_dir, directory)
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
@@ -132,7 +136,9 @@ def _walk(roots: list[Path], defaults: pathspec.GitIgnoreSpec) -> Iterator[Sourc
             yield _check_file(root.parent, root, root.name, root.stat())
 
 
-def walk_roots(roots: Sequence[Path], extra_excludes: Sequence[str] = ()) -> Iterator[SourceFile | SkippedFile]:
+def walk_roots(
+    roots: Sequence[Path], extra_excludes: Sequence[str] = ()
+) -> Iterator[SourceFile | SkippedFile]:
     """Find candidate files under each root, in a deterministic (name-sorted, depth-first) order.
 
     A root may be a directory (walked recursively) or a single file (yielded with ``root`` = its

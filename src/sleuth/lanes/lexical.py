@@ -2,8 +2,8 @@
 
 - ``bm25``: Okapi BM25 over block text (plus the document title), as in Robertson & Zaragoza
   2009, with Lucene's idf ``ln(1 + (N - n + 0.5) / (n + 0.5))`` and tantivy's k1 = 1.2, b = 0.75.
-- ``index``: the fielded lane over titles, heading paths, tags and file paths; BM25 per field,
-  fields weighted by ``INDEX_FIELD_BOOSTS`` and summed.
+- ``index``: the fielded lane over titles, heading paths, tags and file paths (and the body);
+  BM25 per field, fields weighted by ``INDEX_FIELD_BOOSTS`` and summed.
 - ``exact``: blocks containing a quoted phrase or a whole identifier of the query verbatim
   (folded, unstemmed); scored by BM25 over those exact tokens.
 
@@ -21,8 +21,9 @@ from sleuth.lanes.postings import Postings
 from sleuth.text import ParsedQuery
 from sleuth.types import RankedList
 
-#: Per-field weights of the index lane (multipliers on each field's BM25 score).
-INDEX_FIELD_BOOSTS: dict[str, float] = {"title": 2.0, "heading": 1.5, "tags": 1.5, "path": 1.0}
+#: Per-field weights of the index lane (multipliers on each field's BM25 score), chosen on SciFact
+#: and Cranfield (docs/EVAL.md): the fields beside the body, BM25F-like, rather than fields alone.
+INDEX_FIELD_BOOSTS: dict[str, float] = {"title": 1.0, "heading": 1.0, "tags": 1.0, "path": 0.5, "body": 1.0}
 
 
 def required_phrases(postings: Postings, parsed: ParsedQuery) -> list[tantivy.Query]:

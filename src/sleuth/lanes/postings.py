@@ -39,6 +39,9 @@ TEXT_FIELDS = ("body", "exact", "title", "heading", "tags", "path")
 def _schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("block_id", stored=True, tokenizer_name="raw")
+    # The block id as two numbers, read from fast (columnar) fields instead of stored documents.
+    sb.add_unsigned_field("doc_key", fast=True)
+    sb.add_unsigned_field("block_key", fast=True)
     sb.add_text_field("doc_id", stored=False, tokenizer_name="raw")
     sb.add_text_field("project", stored=False, tokenizer_name="raw")
     sb.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="position")
@@ -102,7 +105,8 @@ class Postings:
     def _document(self, ib: IndexedBlock, title_terms: str, path_terms: str, tag_terms: str) -> tantivy.Document:
         b = ib.block
         heading = " ".join(analyze_heading(b.heading_path))
-        return tantivy.Document(
+        doc_key, block_key = block_id_keys(b.block_id)
+        doc = tantivy.Document(
             block_id=b.block_id,
             doc_id=b.doc_id,
             project=b.project_id,
@@ -113,6 +117,9 @@ class Postings:
             tags=tag_terms,
             path=path_terms,
         )
+        doc.add_unsigned("doc_key", doc_key)
+        doc.add_unsigned("block_key", block_key)
+        return doc
 
     def apply(self, catalog_blocks: Iterable[IndexedBlock], deleted_doc_ids: Iterable[str],
               rewritten_doc_ids: Iterable[str], generation: int) -> None:
@@ -206,8 +213,20 @@ class Postings:
             clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(q, 0.0)))
         query = scoring if len(clauses) == 1 else tantivy.Query.boolean_query(clauses)
         searcher = self.searcher()
-        result = searcher.search(query, k)
-        return [Hit(searcher.doc(addr)["block_id"][0], float(score)) for score, addr in result.hits]
+        hits = searcher.search(query, k, count=False).hits
+        addrs = [addr for _, addr in hits]
+        doc_keys = searcher.fast_field_values("doc_key", addrs)
+        block_keys = searcher.fast_field_values("block_key", addrs)
+        return [
+            Hit(f"{dk:016x}:{bk:012x}", float(score))
+            for (score, _), dk, bk in zip(hits, doc_keys, block_keys, strict=True)
+        ]
+
+
+def block_id_keys(block_id: str) -> tuple[int, int]:
+    """The two integers a block id ``<16 hex>:<12 hex>`` is made of (see ``engine.make_blocks``)."""
+    doc_hex, _, block_hex = block_id.partition(":")
+    return int(doc_hex, 16), int(block_hex, 16)
 
 
 def analyze_heading(heading_path: Sequence[str]) -> list[str]:

@@ -324,12 +324,14 @@ class Catalog:
         return None if row is None else _document_row(row)
 
     def documents(self, doc_ids: Sequence[str]) -> dict[str, DocumentRow]:
-        """``{doc_id: DocumentRow}`` for the ids that exist (missing ids are left out)."""
+        """``{doc_id: DocumentRow}`` for the ids that exist (missing ids are left out), without
+        their text (``text`` is ``""``; use :meth:`document` for the whole document)."""
         out: dict[str, DocumentRow] = {}
+        cols = ", ".join(f"'' AS {c}" if c == "text" else c for c in _DOCUMENT_COLUMNS)
         for i in range(0, len(doc_ids), 500):
             part = doc_ids[i : i + 500]
             marks = ",".join("?" * len(part))
-            for row in self.conn.execute(f"SELECT * FROM documents WHERE doc_id IN ({marks})", part):
+            for row in self.conn.execute(f"SELECT {cols} FROM documents WHERE doc_id IN ({marks})", part):
                 doc = _document_row(row)
                 out[doc.doc_id] = doc
         return out
@@ -381,6 +383,12 @@ class Catalog:
             "blocks": c.execute("SELECT COUNT(*) FROM blocks").fetchone()[0],
             "skipped": c.execute("SELECT COUNT(*) FROM skipped").fetchone()[0],
         }
+
+
+_DOCUMENT_COLUMNS = (
+    "doc_id", "project_id", "root", "rel_path", "title", "tags", "kind", "front_matter", "mtime_ns",
+    "size_bytes", "content_hash", "revision", "text", "generation", "indexed_at",
+)
 
 
 def _document_row(r: Sequence[object]) -> DocumentRow:

@@ -185,12 +185,21 @@ def surface_tokens(text: str) -> list[str]:
     return out
 
 
+_CODE_LIKE_RE = re.compile(r"_|[^\W\d_][./:@#][^\W\d_]|[a-z][A-Z]")
+
+
 def identifiers(text: str) -> list[str]:
-    """Folded whole identifiers found in ``text``, deduplicated, in order of appearance."""
+    """Folded whole code-like identifiers in ``text`` (deduplicated, in order of appearance).
+
+    Code-like: has an underscore, a camelCase hump, or a ``. / : @ #`` between letters
+    (``snake_case``, ``getUser``, ``os.Getenv``, ``src/cli.py``). Hyphenated words, ticket-like
+    ``ABC-12`` and letter-digit mixes (``COX-2``, ``p53``) are indexed whole but are not treated
+    as identifiers that the exact lane looks up, since in prose they are ordinary words.
+    """
     seen: dict[str, None] = {}
     for chunk in _CHUNK_RE.findall(text):
         chunk = chunk.strip(_APOSTROPHES)
-        if is_identifier(chunk):
+        if _CODE_LIKE_RE.search(chunk):
             seen.setdefault(fold(chunk), None)
     return list(seen)
 

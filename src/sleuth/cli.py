@@ -1,0 +1,253 @@
+"""The command line: ``sleuth index|search|get|projects|status|serve|eval``.
+
+Errors from sleuth (``SleuthError``) become one readable line on stderr and the error's exit code;
+nothing else is caught, so real bugs still show their traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from sleuth import __version__
+from sleuth.config import INDEX_DIR_NAME, INDEX_ENV, find_index_dir, validate_lanes
+from sleuth.engine import Engine
+from sleuth.errors import ConfigError, SleuthError
+from sleuth.types import SearchRequest, SearchResponse
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def index_option(f: F) -> F:
+    """``--index DIR`` (also ``$SLEUTH_INDEX``), shared by every command."""
+    return click.option(
+        "--index", "index_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+        help=f"Index folder (default: $SLEUTH_INDEX, else the nearest {INDEX_DIR_NAME}/ upwards).",
+    )(f)
+
+
+def format_option(f: F) -> F:
+    """``--format text|json``: one output switch for every command that prints results."""
+    return click.option(
+        "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+        help="Human-readable text, or one JSON object.",
+    )(f)
+
+
+def handle_errors(f: F) -> F:
+    """Turn SleuthError (and missing roots) into a one-line message and its exit code."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except SleuthError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _emit_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="sleuth")
+def cli() -> None:
+    """sleuth: local-first hybrid search over a project's knowledge, for people and AI agents."""
+
+
+@cli.command("index")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--project", default=None, help="Project name (default: the first path's folder name).")
+@index_option
+@format_option
+@handle_errors
+def index_cmd(paths: tuple[Path, ...], project: str | None, index_dir: Path | None, fmt: str) -> None:
+    """Index PATHS (folders or files) incrementally: only changed files are re-read, deleted ones removed."""
+    for p in paths:
+        if not p.exists():
+            raise FileNotFoundError(f"path does not exist: {p}")
+    if index_dir is not None or os.environ.get(INDEX_ENV):
+        target = find_index_dir(index_dir)
+    else:
+        first = paths[0].resolve()
+        target = (first if first.is_dir() else first.parent) / INDEX_DIR_NAME
+    assert target is not None
+    with Engine(target) as engine:
+        report = engine.index(list(paths), project=project)
+    if fmt == "json":
+        _emit_json({"index_dir": str(target), **report.model_dump()})
+        return
+    click.echo(
+        f"indexed project {report.project!r} into {target}: {report.scanned} files scanned, "
+        f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+        f"{report.removed} removed, {report.blocks} blocks written, {len(report.skipped)} skipped "
+        f"({report.took_s:.2f} s)"
+    )
+    for s in report.skipped:
+        click.echo(f"  skipped {s['path']}: {s['reason']}")
+    for p in report.problems:
+        click.echo(f"  warning {p['path']}: {p['problem']}")
+
+
+def _parse_lanes(lanes: str | None) -> list[str] | None:
+    return list(validate_lanes(lanes.split(","))) if lanes else None
+
+
+def render_text(resp: SearchResponse, explain: bool) -> str:
+    """A search response as text: rank, score, path, title, heading, snippet (and the trace)."""
+    if not resp.hits:
+        return f"no results for {resp.query!r}" + (f": {resp.notice}" if resp.notice else "")
+    out: list[str] = []
+    for h in resp.hits:
+        heading = " > ".join(h.heading_path)
+        out.append(f"{h.rank:>2}. {h.path}  [{h.project}]  score {h.score:.4f}  lines {h.lines[0]}-{h.lines[1]}")
+        out.append(f"    {h.title}" + (f"  §  {heading}" if heading else ""))
+        out.append("    " + " ".join(h.snippet.split())[:240])
+        out.append(f"    id {h.doc_id}  lanes {', '.join(h.sources)}")
+        if explain and h.explain:
+            for c in h.explain:
+                out.append(
+                    f"      {c.lane:<6} rank {c.rank:>4}  {c.weight:g}/(k+{c.rank}) = {c.contribution:.6f}"
+                    f"  (lane score {c.lane_score:.4f})"
+                )
+            out.append(f"      sum = {sum(c.contribution for c in h.explain):.6f}")
+    out.append(f"{resp.result_count} result(s) in {resp.took_ms:.1f} ms")
+    return "\n".join(out)
+
+
+@cli.command("search")
+@click.argument("query")
+@click.option("--project", "projects", multiple=True, help="Search only this project (repeatable).")
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Maximum results.")
+@click.option("--lanes", default=None, help="Comma-separated lanes to run (bm25,tfidf,index,exact).")
+@click.option("--explain", is_flag=True, help="Show each result's per-lane rank and RRF contribution.")
+@index_option
+@format_option
+@handle_errors
+def search_cmd(query: str, projects: tuple[str, ...], limit: int, lanes: str | None, explain: bool,
+               index_dir: Path | None, fmt: str) -> None:
+    """Search the index for QUERY. Quote words ("like this") to require an exact phrase."""
+    with Engine.open(index_dir) as engine:
+        resp = engine.search(SearchRequest(query=query, projects=list(projects) or None, limit=limit,
+                                           lanes=_parse_lanes(lanes), explain=explain))
+    if fmt == "json":
+        _emit_json(resp.model_dump())
+    else:
+        click.echo(render_text(resp, explain))
+
+
+@cli.command("get")
+@click.argument("doc_id")
+@index_option
+@format_option
+@handle_errors
+def get_cmd(doc_id: str, index_dir: Path | None, fmt: str) -> None:
+    """Print the whole document DOC_ID (as shown by `sleuth search`)."""
+    with Engine.open(index_dir) as engine:
+        doc = engine.get(doc_id)
+    if fmt == "json":
+        _emit_json(doc.model_dump())
+    else:
+        click.echo(f"# {doc.title}\n({doc.project}: {doc.path}, {doc.kind}, revision {doc.revision})\n")
+        click.echo(doc.text)
+
+
+@cli.command("projects")
+@index_option
+@format_option
+@handle_errors
+def projects_cmd(index_dir: Path | None, fmt: str) -> None:
+    """List the projects of the index with their roots and counts."""
+    with Engine.open(index_dir) as engine:
+        projects = engine.projects()
+    if fmt == "json":
+        _emit_json({"projects": [p.model_dump() for p in projects]})
+        return
+    if not projects:
+        click.echo("no projects yet: run `sleuth index PATH`")
+    for p in projects:
+        click.echo(f"{p.project_id}: {p.documents} documents, {p.blocks} blocks, last indexed {p.last_indexed}")
+        for root in p.roots:
+            click.echo(f"    {root}")
+
+
+@cli.command("status")
+@index_option
+@format_option
+@handle_errors
+def status_cmd(index_dir: Path | None, fmt: str) -> None:
+    """Show index health: documents, blocks, skipped files with reasons, last indexed."""
+    with Engine.open(index_dir) as engine:
+        st = engine.status()
+    if fmt == "json":
+        _emit_json(st)
+        return
+    click.echo(f"index {st['index_dir']}")
+    click.echo(f"  {st['documents']} documents, {st['blocks']} blocks, {st['projects'] and len(st['projects'])} "
+               f"project(s), generation {st['generation']} (postings at {st['postings_generation']})")
+    click.echo(f"  lanes: {', '.join(st['lanes'])}")  # type: ignore[arg-type]
+    for p in st["projects"]:  # type: ignore[attr-defined]
+        click.echo(f"  project {p['project_id']}: {p['documents']} documents, last indexed {p['last_indexed']}")
+    skipped = st["skipped_files"]
+    click.echo(f"  {len(skipped)} skipped file(s)")  # type: ignore[arg-type]
+    for s in skipped:  # type: ignore[attr-defined]
+        click.echo(f"    {s['path']}: {s['reason']}")
+
+
+@cli.command("serve")
+@click.option("--project", "projects", multiple=True,
+              help="Projects the MCP client may access (repeatable; default: every project).")
+@index_option
+@handle_errors
+def serve_cmd(projects: tuple[str, ...], index_dir: Path | None) -> None:
+    """Serve the index over MCP on stdio (tools: search_project, get_notebook, get_projects)."""
+    from sleuth.mcp.server import run_stdio
+
+    engine = Engine.open(index_dir)
+    unknown = set(projects) - set(engine.project_ids())
+    if unknown:
+        raise ConfigError(f"unknown project(s) for --project: {', '.join(sorted(unknown))}")
+    run_stdio(engine, allowed_projects=list(projects) or None)
+
+
+@cli.command("eval")
+@click.argument("dataset_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--lanes", default=None, help="Comma-separated lanes to fuse (default: the configured lanes).")
+@format_option
+@handle_errors
+def eval_cmd(dataset_dir: Path, lanes: str | None, fmt: str) -> None:
+    """Evaluate ranking on a BEIR-layout dataset: nDCG@10, Recall@100, MRR@10."""
+    from sleuth.eval import DatasetError
+    from sleuth.evaluation import run_eval
+
+    try:
+        result = run_eval(dataset_dir, _parse_lanes(lanes))
+    except DatasetError as exc:
+        raise ConfigError(f"bad dataset: {exc}") from exc
+    if fmt == "json":
+        _emit_json(result)
+        return
+    click.echo(
+        f"{result['dataset']} ({result['documents']} documents, {result['queries']} queries), "
+        f"lanes {','.join(result['lanes'])}:"  # type: ignore[arg-type]
+    )
+    click.echo(f"  nDCG@10 {result['ndcg@10']:.4f}   Recall@100 {result['recall@100']:.4f}   MRR@10 {result['mrr@10']:.4f}")
+    click.echo(f"  indexed in {result['index_s']} s, {result['query_ms_mean']} ms per query")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="sleuth")

@@ -1,0 +1,174 @@
+"""Seed 000, the wott-style tools: ``search_project``, ``get_notebook`` and ``get_projects``.
+
+Contracts (../shared/seeds/000_*): input schemas, read-only annotations, the response envelope
+``{success, result_count, items, timestamp}``, result fields ``markdown_item_id``, ``block_ids``,
+``score``, ``rank``, ``sources``, ``item``; errors "Query is required" and project-access errors;
+no results is not an error. The engine does the ranking; this module only adapts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import ToolAnnotations
+
+from sleuth.engine import Engine
+from sleuth.errors import DocumentNotFound, SleuthError
+from sleuth.mcp.envelope import bounded_int, envelope, required_text
+from sleuth.types import Hit, SearchRequest
+
+SEARCH_LIMIT_DEFAULT = 20
+SEARCH_LIMIT_MAX = 50
+
+READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False, destructiveHint=False)
+
+SEARCH_PROJECT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "project_id": {"type": "string", "minLength": 1, "description": "ID of the project to search."},
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Search query describing the information to find.",
+        },
+        "limit": {
+            "type": "number",
+            "integer": True,
+            "minimum": 1,
+            "maximum": 50,
+            "description": "Maximum number of results to return. Defaults to 20.",
+        },
+    },
+    "required": ["project_id", "query"],
+    "additionalProperties": False,
+}
+
+GET_NOTEBOOK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "project_id": {"type": "string", "minLength": 1, "description": "ID of the project holding the item."},
+        "item_id": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The item's ID: a search result's markdown_item_id.",
+        },
+    },
+    "required": ["project_id", "item_id"],
+    "additionalProperties": False,
+}
+
+GET_PROJECTS_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+
+SEARCH_PROJECT_DESCRIPTION = """Search project knowledge (notes, docs, code) using hybrid retrieval.
+
+Combines BM25, TF-IDF and index (title / heading / tags / path) search with weighted reciprocal
+rank fusion over blocks, grouped to documents (items). Returns {success, result_count, items,
+timestamp}; each item has markdown_item_id (use it with get_notebook), block_ids, score (for
+ordering only, not a confidence), rank (1 = best), sources (retrieval lanes, not file types) and
+item (title, path, snippet with highlight offsets). Put words in "double quotes" to require an
+exact phrase. Get project_id from get_projects; never guess it. No results is not an error."""
+
+GET_NOTEBOOK_DESCRIPTION = """Return one item (document) of a project in full: metadata, front matter, text and blocks.
+
+Use it after search_project, with a result's markdown_item_id as item_id, when the whole
+content is needed. Read-only."""
+
+GET_PROJECTS_DESCRIPTION = """List the projects this server may search, with their IDs, roots and counts.
+
+Use it first when the project must be identified; pass a project_id to search_project."""
+
+
+class ProjectTools:
+    """The three tools bound to one engine and the projects a client may access.
+
+    Args:
+        engine: the open index.
+        allowed_projects: project ids the client may access; None = every project of the index.
+    """
+
+    def __init__(self, engine: Engine, allowed_projects: Sequence[str] | None = None) -> None:
+        self.engine = engine
+        self.allowed = None if allowed_projects is None else set(allowed_projects)
+
+    def require_project_access(self, project_id: Any) -> str:
+        """The checked project id; ToolError when it is missing, unknown or not allowed."""
+        pid = required_text(project_id, "project_id is required")
+        if pid not in self.engine.project_ids() or (self.allowed is not None and pid not in self.allowed):
+            raise ToolError(f"Project not found or access denied: {pid}")
+        return pid
+
+    @staticmethod
+    def _item(h: Hit) -> dict[str, Any]:
+        return {
+            "item_id": h.doc_id,
+            "project_id": h.project,
+            "title": h.title,
+            "path": h.path,
+            "kind": h.kind,
+            "tags": h.tags,
+            "heading_path": h.heading_path,
+            "lines": list(h.lines),
+            "snippet": h.snippet,
+            "highlights": [list(span) for span in h.highlights],
+        }
+
+    async def search_project(self, project_id: Any = None, query: Any = None, limit: Any = None) -> dict[str, Any]:
+        q = required_text(query, "Query is required")
+        pid = self.require_project_access(project_id)
+        n = bounded_int(limit, "limit", SEARCH_LIMIT_DEFAULT, 1, SEARCH_LIMIT_MAX)
+        try:
+            resp = await anyio.to_thread.run_sync(
+                lambda: self.engine.search(SearchRequest(query=q, projects=[pid], limit=n))
+            )
+        except SleuthError as exc:
+            raise ToolError(str(exc)) from exc
+        items = [
+            {
+                "markdown_item_id": h.doc_id,
+                "block_ids": h.block_ids,
+                "score": h.score,
+                "rank": h.rank,
+                "sources": h.sources,
+                "item": self._item(h),
+            }
+            for h in resp.hits
+        ]
+        return envelope(result_count=len(items), items=items)
+
+    async def get_notebook(self, project_id: Any = None, item_id: Any = None) -> dict[str, Any]:
+        pid = self.require_project_access(project_id)
+        iid = required_text(item_id, "item_id is required")
+        try:
+            doc = await anyio.to_thread.run_sync(lambda: self.engine.get(iid, projects=[pid]))
+        except DocumentNotFound:
+            raise ToolError(f"Item not found in project {pid}: {iid}") from None
+        item = doc.model_dump(exclude={"root", "project"})
+        item["item_id"] = item.pop("doc_id")
+        item["project_id"] = pid
+        return envelope(item=item)
+
+    async def get_projects(self) -> dict[str, Any]:
+        items = [
+            p.model_dump()
+            for p in self.engine.projects()
+            if self.allowed is None or p.project_id in self.allowed
+        ]
+        return envelope(result_count=len(items), items=items)
+
+    def tools(self) -> list[Tool]:
+        """The MCP tools, each advertising exactly its contract's input schema."""
+        specs = [
+            (self.search_project, "search_project", SEARCH_PROJECT_DESCRIPTION, SEARCH_PROJECT_SCHEMA),
+            (self.get_notebook, "get_notebook", GET_NOTEBOOK_DESCRIPTION, GET_NOTEBOOK_SCHEMA),
+            (self.get_projects, "get_projects", GET_PROJECTS_DESCRIPTION, GET_PROJECTS_SCHEMA),
+        ]
+        tools = []
+        for fn, name, description, schema in specs:
+            tool = Tool.from_function(fn, name=name, description=description, annotations=READ_ONLY)
+            tool.parameters = schema
+            tools.append(tool)
+        return tools

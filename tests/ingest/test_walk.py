@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sleuth.ingest import walk as walk_module
+from sleuth.ingest.walk import FILE_MAX_BYTES, walk_roots
+from sleuth.types import SkippedFile, SourceFile
+
+
+def write(root: Path, rel: str, content: str | bytes = "text\n") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return path
+
+
+def collect(roots: list[Path], extra: tuple[str, ...] = ()) -> tuple[list[str], dict[str, str]]:
+    found: list[str] = []
+    skipped: dict[str, str] = {}
+    for item in walk_roots(roots, extra):
+        if isinstance(item, SourceFile):
+            found.append(item.rel_path)
+        else:
+            assert isinstance(item, SkippedFile)
+            skipped[item.path] = item.reason
+    return found, skipped
+
+
+def test_sorted_relative_paths_and_fields(tmp_path: Path) -> None:
+    write(tmp_path, "b.md")
+    write(tmp_path, "a/z.md", "hello")
+    write(tmp_path, "a/b/c.txt")
+    items = list(walk_roots([tmp_path]))
+    assert [i.rel_path for i in items] == ["a/b/c.txt", "a/z.md", "b.md"]
+    first = items[1]
+    assert isinstance(first, SourceFile)
+    assert first.root == tmp_path and first.path == tmp_path / "a" / "z.md"
+    assert first.size_bytes == 5
+    assert first.mtime_ns == os.stat(tmp_path / "a" / "z.md").st_mtime_ns
+
+
+def test_nested_gitignore(tmp_path: Path) -> None:
+    write(tmp_path, ".gitignore", "*.log\nsecret/\n")
+    write(tmp_path, "app.log")
+    write(tmp_path, "keep.md")
+    write(tmp_path, "secret/x.md")
+    write(tmp_path, "sub/.gitignore", "local.md\n!important.log\n/anchored.md\n")
+    write(tmp_path, "sub/local.md")
+    write(tmp_path, "sub/important.log")
+    write(tmp_path, "sub/other.log")
+    write(tmp_path, "sub/anchored.md")
+    write(tmp_path, "sub/deeper/anchored.md")
+    write(tmp_path, "sub/deeper/local.md")
+    write(tmp_path, "other/local.md")  # the sub/.gitignore does not apply outside sub/
+    found, skipped = collect([tmp_path])
+    assert found == [
+        ".gitignore",
+        "keep.md",
+        "other/local.md",
+        "sub/.gitignore",
+        "sub/deeper/anchored.md",
+        "sub/important.log",
+    ]
+    assert skipped == {}
+
+
+def test_default_and_extra_excludes(tmp_path: Path) -> None:
+    for rel in [
+        ".git/config", "node_modules/x/index.js", ".venv/lib/a.py", "__pycache__/m.txt", ".sleuth/db.txt",
+        "build/out.txt", "dist/x.txt", "pkg.egg-info/PKG-INFO", "deep/node_modules/y.js", ".DS_Store",
+        "myenv/lib/site.py", "drafts/wip.md", "src/main.py",
+    ]:
+        write(tmp_path, rel)
+    write(tmp_path, "myenv/pyvenv.cfg", "home = /usr\n")
+    found, skipped = collect([tmp_path], extra=("drafts/",))
+    assert found == ["src/main.py"]
+    assert skipped == {}
+
+
+def test_binary_and_size_skips(tmp_path: Path) -> None:
+    write(tmp_path, "nul.txt", b"hello\x00world")
+    write(tmp_path, "pic.png", b"not even read")
+    write(tmp_path, "paper.pdf", b"%PDF-1.4")
+    write(tmp_path, "big.md", b"a" * (FILE_MAX_BYTES + 1))
+    write(tmp_path, "limit.md", b"a" * FILE_MAX_BYTES)
+    write(tmp_path, "utf16.txt", "\ufeffhi".encode("utf-16-le"))
+    found, skipped = collect([tmp_path])
+    assert found == ["limit.md", "utf16.txt"]
+    assert skipped == {
+        "nul.txt": "binary content",
+        "pic.png": "binary file type: .png",
+        "paper.pdf": "unsupported format: pdf",
+        "big.md": f"too large: {FILE_MAX_BYTES + 1} bytes > {FILE_MAX_BYTES} byte limit",
+    }
+
+
+def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "locked.md")
+
+    def deny(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(walk_module, "open", deny, raising=False)
+    assert list(walk_roots([tmp_path])) == [SkippedFile("locked.md", "unreadable: Permission denied")]
+
+
+def test_symlinks(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    write(outside, "doc.md")
+    write(root, "real.md")
+    (root / "linked_dir").symlink_to(outside, target_is_directory=True)
+    (root / "loop").symlink_to(root, target_is_directory=True)
+    (root / "link.md").symlink_to(outside / "doc.md")
+    (root / "broken.md").symlink_to(tmp_path / "missing.md")
+    found, skipped = collect([root])
+    assert found == ["link.md", "real.md"]
+    assert skipped == {
+        "broken.md": "broken symlink",
+        "linked_dir": "symlinked directory not followed",
+        "loop": "symlinked directory not followed",
+    }
+    link = next(i for i in walk_roots([root]) if isinstance(i, SourceFile) and i.rel_path == "link.md")
+    assert link.path == root / "link.md"
+
+
+def test_single_file_root_and_bad_roots(tmp_path: Path) -> None:
+    path = write(tmp_path, "sub/one.md")
+    (item,) = list(walk_roots([path]))
+    assert item == SourceFile(
+        root=tmp_path / "sub", path=path, rel_path="one.md", size_bytes=5, mtime_ns=path.stat().st_mtime_ns
+    )
+    with pytest.raises(FileNotFoundError, match="root does not exist"):
+        walk_roots([tmp_path, tmp_path / "nope"])  # raised at call time, before iterating
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(NotADirectoryError):
+        walk_roots([fifo])
+
+
+def test_fifo_inside_root_is_reported_not_opened(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    assert list(walk_roots([tmp_path])) == [SkippedFile("pipe", "not a regular file")]

@@ -1,0 +1,178 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sleuth.fusion import RRF_K, rrf
+from sleuth.types import RankedList
+
+
+def doc_of(block_id: str) -> str:
+    return block_id.split(":", 1)[0]
+
+
+def ranked(lane: str, blocks: list[str]) -> RankedList:
+    return RankedList(lane, tuple(blocks), tuple(float(len(blocks) - i) for i in range(len(blocks))))
+
+
+WEIGHTS = {"bm25": 1.2, "tfidf": 0.8, "index": 1.5}
+
+
+def example_lists() -> list[RankedList]:
+    return [
+        ranked("bm25", ["d1:a", "d2:a", "d1:b", "d3:a"]),
+        ranked("tfidf", ["d2:b", "d3:a"]),
+        ranked("index", ["d3:a"]),
+    ]
+
+
+def test_rrf_k_default_is_60():
+    assert RRF_K == 60
+
+
+def test_hand_computed_example():
+    fused = rrf(example_lists(), doc_of, WEIGHTS)
+    scores = {d.doc_id: d.score for d in fused}
+    # bm25 documents: d1 rank 1, d2 rank 2, d3 rank 3 (d1:b does not take rank 3: blocks are grouped)
+    expected = {
+        "d1": 1.2 / 61,
+        "d2": 1.2 / 62 + 0.8 / 61,
+        "d3": 1.2 / 63 + 0.8 / 62 + 1.5 / 61,
+    }
+    assert set(scores) == set(expected)
+    for doc_id, value in expected.items():
+        assert math.isclose(scores[doc_id], value, rel_tol=1e-12), doc_id
+    assert [d.doc_id for d in fused] == ["d3", "d2", "d1"]
+
+
+def test_trace_ranks_are_one_based_and_grouped():
+    fused = {d.doc_id: d for d in rrf(example_lists(), doc_of, WEIGHTS)}
+    d3 = {t.lane: t for t in fused["d3"].trace}
+    assert d3["bm25"].rank == 3
+    assert d3["tfidf"].rank == 2
+    assert d3["index"].rank == 1
+    assert math.isclose(d3["index"].contribution, 1.5 / 61)
+    assert d3["index"].weight == 1.5
+    d1 = {t.lane: t for t in fused["d1"].trace}
+    assert d1["bm25"].rank == 1
+    assert math.isclose(d1["bm25"].contribution, 1.2 / 61)
+    # lane_score is the lane's own score of the document's best block
+    assert d1["bm25"].lane_score == 4.0
+    assert d3["bm25"].lane_score == 1.0
+
+
+def test_absent_documents_get_nothing_from_a_lane():
+    fused = {d.doc_id: d for d in rrf(example_lists(), doc_of, WEIGHTS)}
+    assert fused["d1"].sources == ["bm25"]
+    assert len(fused["d1"].trace) == 1
+    assert sorted(fused["d2"].sources) == ["bm25", "tfidf"]
+
+
+def test_blocks_grouped_and_best_block():
+    fused = {d.doc_id: d for d in rrf(example_lists(), doc_of, WEIGHTS)}
+    assert fused["d1"].block_ids == ["d1:a", "d1:b"]
+    assert fused["d1"].best_block_id == "d1:a"
+    # d2:a has 1.2/62 (bm25 rank 2) > d2:b 0.8/61 (tfidf rank 1)
+    assert fused["d2"].block_ids == ["d2:a", "d2:b"]
+    assert fused["d2"].best_block_id == "d2:a"
+
+
+def test_many_blocks_of_one_document_count_once():
+    fused = rrf([ranked("bm25", ["d1:a", "d1:b", "d1:c", "d2:a"])], doc_of, {"bm25": 1.0})
+    scores = {d.doc_id: d.score for d in fused}
+    assert math.isclose(scores["d1"], 1 / 61)
+    assert math.isclose(scores["d2"], 1 / 62)
+
+
+def test_missing_lane_weight_defaults_to_one():
+    fused = rrf([ranked("other", ["d1:a"])], doc_of, {"bm25": 2.0})
+    assert math.isclose(fused[0].score, 1 / 61)
+
+
+def test_custom_k():
+    fused = rrf([ranked("bm25", ["d1:a", "d2:a"])], doc_of, {"bm25": 1.0}, k=1)
+    assert [(d.doc_id, d.score) for d in fused] == [("d1", 0.5), ("d2", 1 / 3)]
+
+
+def test_ties_broken_by_doc_id():
+    fused = rrf([ranked("a", ["z:1"]), ranked("b", ["y:1"])], doc_of, {"a": 1.0, "b": 1.0})
+    assert [d.doc_id for d in fused] == ["y", "z"]
+    assert fused[0].score == fused[1].score
+
+
+@pytest.mark.parametrize("k", [0, -1, -60])
+def test_non_positive_k_raises(k):
+    with pytest.raises(ValueError):
+        rrf(example_lists(), doc_of, WEIGHTS, k=k)
+
+
+def test_empty_input():
+    assert rrf([], doc_of, WEIGHTS) == []
+    assert rrf([ranked("bm25", [])], doc_of, WEIGHTS) == []
+
+
+# --------------------------------------------------------------------------- properties
+
+LANE_NAMES = ["bm25", "tfidf", "index", "exact", "extra"]
+BLOCK_POOL = [f"d{d}:b{b}" for d in range(6) for b in range(3)]
+
+
+@st.composite
+def lane_lists(draw):
+    names = draw(st.lists(st.sampled_from(LANE_NAMES), min_size=1, max_size=4, unique=True))
+    lists = []
+    for name in names:
+        blocks = draw(st.lists(st.sampled_from(BLOCK_POOL), max_size=12, unique=True))
+        lists.append(ranked(name, blocks))
+    weights = {n: draw(st.floats(min_value=0.01, max_value=5.0)) for n in names}
+    return lists, weights
+
+
+def summary(fused):
+    return [(d.doc_id, d.score, tuple(d.block_ids), d.best_block_id, tuple(d.trace)) for d in fused]
+
+
+@settings(max_examples=200, deadline=None)
+@given(lane_lists(), st.randoms(use_true_random=False))
+def test_property_input_order_irrelevant(data, rnd):
+    lists, weights = data
+    shuffled = list(lists)
+    rnd.shuffle(shuffled)
+    assert summary(rrf(lists, doc_of, weights)) == summary(rrf(shuffled, doc_of, weights))
+
+
+@settings(max_examples=200, deadline=None)
+@given(lane_lists())
+def test_property_trace_sums_to_score(data):
+    lists, weights = data
+    for d in rrf(lists, doc_of, weights):
+        assert math.isclose(sum(t.contribution for t in d.trace), d.score, rel_tol=1e-9)
+        for t in d.trace:
+            assert math.isclose(t.contribution, t.weight / (RRF_K + t.rank), rel_tol=1e-12)
+            assert t.rank >= 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(lane_lists(), st.lists(st.sampled_from(BLOCK_POOL), min_size=1, max_size=12, unique=True))
+def test_property_zero_weight_lane_changes_nothing(data, extra_blocks):
+    lists, weights = data
+    w = dict(weights)
+    w["zero"] = 0.0
+    before = summary(rrf(lists, doc_of, w))
+    after = summary(rrf([*lists, ranked("zero", extra_blocks)], doc_of, w))
+    assert before == after
+
+
+@settings(max_examples=200, deadline=None)
+@given(lane_lists())
+def test_property_scores_non_increasing(data):
+    lists, weights = data
+    fused = rrf(lists, doc_of, weights)
+    scores = [d.score for d in fused]
+    assert all(a >= b for a, b in zip(scores, scores[1:]))
+    # every document with a block in any list appears exactly once
+    expected_docs = {doc_of(b) for r in lists for b in r.block_ids}
+    assert sorted(d.doc_id for d in fused) == sorted(expected_docs)

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import pytest
+
+from sleuth.text import analyze, fold, parse_query, surface_tokens, tokenize, unique
+
+
+def test_fold_strips_accents_and_lowercases():
+    assert fold("Café Crème") == "cafe creme"
+    assert fold("ÅNGSTRÖM") == "angstrom"
+
+
+def test_accent_folding_terms():
+    assert analyze("Café Crème") == ["cafe", "creme"]
+
+
+def test_lowercasing():
+    assert analyze("DATABASE") == analyze("database") == ["databas"]
+
+
+def test_punctuation_removed():
+    assert analyze("Hello, World! (really?)") == ["hello", "world", "realli"]
+
+
+def test_stop_words_dropped():
+    assert analyze("the cat and the hat") == ["cat", "hat"]
+    assert analyze("the of and is it") == []
+
+
+@pytest.mark.parametrize("text,term", [("C", "c"), ("R", "r"), ("go", "go"), ("Go", "go")])
+def test_important_short_terms_kept(text, term):
+    assert analyze(text) == [term]
+
+
+def test_other_single_letters_dropped():
+    assert analyze("x q z") == []
+
+
+def test_snake_case_whole_and_parts():
+    assert analyze("snake_case_name") == ["snake_case_name", "snake", "case", "name"]
+
+
+def test_camel_case_with_acronym():
+    assert analyze("getHTTPResponse") == ["gethttpresponse", "get", "http", "respons"]
+
+
+def test_dotted_name():
+    terms = analyze("sleuth.engine.Engine")
+    assert terms[0] == "sleuth.engine.engine"
+    assert set(terms[1:]) == {"sleuth", "engin"}
+
+
+def test_file_path():
+    assert analyze("src/sleuth/cli.py") == ["src/sleuth/cli.py", "src", "sleuth", "cli", "py"]
+
+
+def test_ticket_id():
+    assert analyze("ABC-123") == ["abc-123", "abc", "123"]
+
+
+def test_version_number_whole():
+    terms = analyze("release 1.2.3")
+    assert "1.2.3" in terms
+    assert terms[0] == "releas"
+
+
+def test_cjk_bigrams():
+    assert analyze("東京都") == ["東京", "京都"]
+
+
+def test_cjk_single_character_unigram():
+    assert analyze("猫") == ["猫"]
+
+
+def test_cjk_mixed_with_latin():
+    terms = analyze("Tokyo 東京都 city")
+    assert terms == ["tokyo", "東京", "京都", "citi"]
+
+
+@pytest.mark.parametrize("word,stem", [("running", "run"), ("runs", "run"), ("connection", "connect"),
+                                       ("connected", "connect")])
+def test_snowball_stemming(word, stem):
+    assert analyze(word) == [stem]
+
+
+def test_repeats_kept_in_analyze():
+    assert analyze("cat cat dog") == ["cat", "cat", "dog"]
+
+
+def test_token_spans_point_at_source_chunk():
+    text = "Call getHTTPResponse from src/sleuth/cli.py, then Café 東京都!"
+    tokens = tokenize(text)
+    assert tokens, "expected tokens"
+    by_term = {t.term: text[t.start:t.end] for t in tokens}
+    assert by_term["call"] == "Call"
+    assert by_term["gethttpresponse"] == "getHTTPResponse"
+    assert by_term["http"] == "getHTTPResponse"
+    assert by_term["src/sleuth/cli.py"] == "src/sleuth/cli.py"
+    assert by_term["cli"] == "src/sleuth/cli.py"
+    assert by_term["cafe"] == "Café"
+    assert by_term["東京"] == "東京都"
+    # tokens come out in text order, and each span's text analyses to a list containing the term
+    assert [t.start for t in tokens] == sorted(t.start for t in tokens)
+    for t in tokens:
+        assert t.term in analyze(text[t.start:t.end])
+
+
+def test_tokenize_terms_equal_analyze():
+    text = "The quick_brown fox jumps over getHTTPResponse 1.2.3 東京都 Café."
+    assert [t.term for t in tokenize(text)] == analyze(text)
+
+
+def test_token_spans_with_emoji_prefix():
+    text = "😀😀 naïve résumé"
+    tokens = tokenize(text)
+    assert [(t.term, text[t.start:t.end]) for t in tokens] == [("naiv", "naïve"), ("resum", "résumé")]
+
+
+def test_surface_tokens_unstemmed_with_stop_words():
+    assert surface_tokens("The Running, of Cats") == ["the", "running", "of", "cats"]
+
+
+def test_unique_keeps_first_order():
+    assert unique(["b", "a", "b", "c", "a"]) == ["b", "a", "c"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Café Crème brûlée",
+        "getHTTPResponse snake_case_value sleuth.cli src/app/main.py ABC-123 1.2.3",
+        "東京都 大阪",
+        "running quickly toward C and R with go",
+        "Indexing BM25 rankings effectively",
+    ],
+)
+def test_index_and_query_analysis_identical(text):
+    terms = analyze(text)
+    assert len(terms) == len(set(terms)), "test text must not repeat terms"
+    assert list(parse_query(text).terms) == terms
