@@ -251,3 +251,7 @@ def eval_cmd(dataset_dir: Path, lanes: str | None, fmt: str) -> None:
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="sleuth")
+
+
+if __name__ == "__main__":
+    main()

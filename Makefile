@@ -1,0 +1,31 @@
+# sleuth: the two set-up commands are `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_INDEX := .demo-index
+SHARED_DATA ?= ../shared/data
+
+.PHONY: demo test venv eval clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+venv: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+
+demo: venv
+	rm -rf $(DEMO_INDEX)
+	$(BIN)/sleuth index docs src --project sleuth --index $(DEMO_INDEX)
+	$(BIN)/sleuth search "how are lanes fused into one ranking" --index $(DEMO_INDEX) --limit 3
+	$(BIN)/sleuth search "parse_query" --index $(DEMO_INDEX) --limit 3
+	$(BIN)/sleuth search '"write lock" catalog generation' --index $(DEMO_INDEX) --limit 3 --explain
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+eval: venv
+	$(BIN)/python bench/eval_table.py $(SHARED_DATA)
+
+clean:
+	rm -rf $(VENV) $(DEMO_INDEX) .pytest_cache

@@ -1,0 +1,132 @@
+"""The real command line on a real corpus (a sample of the Hugo docs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import run_cli
+
+
+def search_json(index: Path, *args: str) -> dict:
+    return json.loads(run_cli("search", *args, "--index", str(index), "--format", "json").stdout)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected_first"),
+    [
+        ("read environment variable", "functions/os/Getenv.md"),
+        ("os.Getenv", "functions/os/Getenv.md"),
+        ("image render hook", "render-hooks/images.md"),
+        ('"page bundle"', "content-management/page-bundles.md"),
+        ("translate content into several languages", "content-management/multilingual.md"),
+    ],
+)
+def test_relevant_page_first(hugo_index: Path, query: str, expected_first: str) -> None:
+    resp = search_json(hugo_index, query, "--limit", "3")
+    assert resp["hits"][0]["path"] == expected_first
+    assert resp["hits"][0]["snippet"]
+    assert [h["rank"] for h in resp["hits"]] == list(range(1, len(resp["hits"]) + 1))
+
+
+def test_json_hit_shape_and_highlights(hugo_index: Path) -> None:
+    hit = search_json(hugo_index, "environment variable", "--limit", "1")["hits"][0]
+    assert hit["project"] == "hugo"
+    assert set(hit["sources"]) <= {"bm25", "tfidf", "index"}
+    assert hit["best_block_id"] == hit["block_ids"][0]
+    assert hit["best_block_id"].startswith(hit["doc_id"] + ":")
+    words = [hit["snippet"][s:e].lower() for s, e in hit["highlights"]]
+    assert words and all(w.startswith(("environment", "variable")) for w in words)
+
+
+def test_explain_adds_up(hugo_index: Path) -> None:
+    for hit in search_json(hugo_index, "render hooks for links", "--explain")["hits"]:
+        assert sum(c["contribution"] for c in hit["explain"]) == pytest.approx(hit["score"], rel=1e-12)
+        for c in hit["explain"]:
+            assert c["contribution"] == pytest.approx(c["weight"] / (60 + c["rank"]))
+
+
+def test_text_explain_output(hugo_index: Path) -> None:
+    out = run_cli("search", "render hooks", "--index", str(hugo_index), "--limit", "1", "--explain").stdout
+    assert out.startswith(" 1. render-hooks/")
+    assert "sum = " in out and "1 result(s)" in out
+
+
+def test_get_returns_whole_document(hugo_index: Path, hugo_sample: Path) -> None:
+    doc_id = search_json(hugo_index, "os.Getenv", "--limit", "1")["hits"][0]["doc_id"]
+    doc = json.loads(run_cli("get", doc_id, "--index", str(hugo_index), "--format", "json").stdout)
+    assert doc["path"] == "functions/os/Getenv.md"
+    assert doc["text"] == (hugo_sample / "functions/os/Getenv.md").read_text(encoding="utf-8")
+    missing = run_cli("get", "0000000000000000", "--index", str(hugo_index), check=False)
+    assert missing.returncode == 4 and "document not found" in missing.stderr
+
+
+def test_projects_and_status(hugo_index: Path) -> None:
+    projects = json.loads(run_cli("projects", "--index", str(hugo_index), "--format", "json").stdout)
+    assert [p["project_id"] for p in projects["projects"]] == ["hugo"]
+    assert projects["projects"][0]["documents"] == 39
+    status = json.loads(run_cli("status", "--index", str(hugo_index), "--format", "json").stdout)
+    assert status["documents"] == 39 and status["generation"] == status["postings_generation"]
+    assert status["skipped_files"] == []
+
+
+@pytest.mark.parametrize("query", ["", "   ", "?!.,;", "the of and", '"', "(", "a:b", "*", "x" * 10_000, "NOT OR -"])
+def test_bad_queries_get_clear_answers(hugo_index: Path, query: str) -> None:
+    proc = run_cli("search", query, "--index", str(hugo_index), "--format", "json", check=False)
+    assert "Traceback" not in proc.stderr
+    if proc.returncode == 0:
+        resp = json.loads(proc.stdout)
+        # Never every document: either a readable notice or only documents matching a term.
+        assert resp["result_count"] == 0 and resp["notice"] or resp["result_count"] < 39
+    else:
+        assert proc.returncode == 2 and proc.stderr.startswith("error: ")
+
+
+def test_long_query_is_a_readable_error(hugo_index: Path) -> None:
+    proc = run_cli("search", "word " * 2000, "--index", str(hugo_index), check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: query is 9999 characters long; the limit is 4000"
+
+
+def test_unknown_project_and_lane(hugo_index: Path) -> None:
+    proc = run_cli("search", "x", "--project", "nope", "--index", str(hugo_index), check=False)
+    assert proc.returncode == 4 and "project not found: nope" in proc.stderr
+    proc = run_cli("search", "x", "--lanes", "bm25,magic", "--index", str(hugo_index), check=False)
+    assert proc.returncode == 2 and "unknown lane(s) magic" in proc.stderr
+
+
+def test_missing_index_is_reported(tmp_path: Path) -> None:
+    proc = run_cli("search", "x", "--index", str(tmp_path / "none"), check=False)
+    assert proc.returncode == 3 and "not a sleuth index" in proc.stderr
+
+
+def test_incremental_reindex_and_default_index_location(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\n\nThe zephyr protocol handshake.\n", encoding="utf-8")
+    (root / "b.md").write_text("# Beta\n\nQuokka migration plan.\n", encoding="utf-8")
+    (root / "blob.txt").write_bytes(b"\x00\x01binary")
+    first = json.loads(run_cli("index", str(root), "--format", "json").stdout)
+    assert first["index_dir"] == str(root / ".sleuth")
+    assert (first["added"], first["skipped"]) == (2, [{"path": "blob.txt", "reason": first["skipped"][0]["reason"]}])
+    assert first["skipped"][0]["reason"].startswith("binary content")
+    (root / "a.md").write_text("# Alpha\n\nThe walrus protocol handshake.\n", encoding="utf-8")
+    (root / "b.md").rename(root / "c.md")
+    second = json.loads(run_cli("index", str(root), "--format", "json").stdout)
+    assert (second["added"], second["updated"], second["removed"], second["unchanged"]) == (1, 1, 1, 0)
+    # Commands find the index in the current folder or its parents, as git finds .git.
+    (root / "sub").mkdir()
+    assert json.loads(run_cli("search", "zephyr", "--format", "json", cwd=root / "sub").stdout)["hits"] == []
+    hits = json.loads(run_cli("search", "walrus", "--format", "json", cwd=root / "sub").stdout)["hits"]
+    assert [h["path"] for h in hits] == ["a.md"]
+    hits = json.loads(run_cli("search", "quokka", "--format", "json", cwd=root).stdout)["hits"]
+    assert [h["path"] for h in hits] == ["c.md"]
+
+
+def test_every_command_has_help() -> None:
+    for command in ["index", "search", "get", "projects", "status", "serve", "eval"]:
+        out = run_cli(command, "--help").stdout
+        assert out.startswith(f"Usage: sleuth {command}") or f"sleuth {command}" in out
+        assert len(out.splitlines()) > 3

@@ -1,0 +1,128 @@
+"""A real MCP client session over stdio against `sleuth serve` (seed 000's contract)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from sleuth.mcp.project_tools import SEARCH_PROJECT_SCHEMA
+
+TIMESTAMP_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+def session_calls(index: Path, calls: list[tuple[str, dict[str, Any]]], extra: list[str] = ()) -> dict[str, Any]:
+    """Start `sleuth serve`, list tools, make ``calls`` in order; return what came back."""
+
+    async def main() -> dict[str, Any]:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "sleuth.cli", "serve", "--index", str(index), *extra]
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            results = [await session.call_tool(name, args) for name, args in calls]
+            return {"tools": tools, "results": results}
+
+    return anyio.run(main)
+
+
+def payload(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)
+
+
+def error_text(result: Any) -> str:
+    assert result.is_error
+    return result.content[0].text
+
+
+def test_tools_advertise_the_seed_contract(hugo_index: Path) -> None:
+    out = session_calls(hugo_index, [])
+    assert set(out["tools"]) == {"search_project", "get_notebook", "get_projects"}
+    tool = out["tools"]["search_project"]
+    assert tool.input_schema == SEARCH_PROJECT_SCHEMA
+    assert tool.input_schema["required"] == ["project_id", "query"]
+    assert tool.input_schema["properties"]["limit"] == {
+        "type": "number", "integer": True, "minimum": 1, "maximum": 50,
+        "description": "Maximum number of results to return. Defaults to 20.",
+    }
+    for t in out["tools"].values():
+        assert (t.annotations.read_only_hint, t.annotations.open_world_hint, t.annotations.destructive_hint) == (
+            True, False, False)
+
+
+def test_search_project_envelope_and_items(hugo_index: Path) -> None:
+    out = session_calls(hugo_index, [
+        ("get_projects", {}),
+        ("search_project", {"project_id": "hugo", "query": "MCP OAuth, Cloud Run! environment variable"}),
+        ("search_project", {"project_id": "hugo", "query": "render hook", "limit": "5"}),
+        ("search_project", {"project_id": "hugo", "query": "render hook", "limit": 2.0}),
+        ("search_project", {"project_id": "hugo", "query": "zzyzx qwertyuiop"}),
+    ])
+    projects, env, five, two, empty = (payload(r) for r in out["results"])
+    assert projects["success"] is True and [p["project_id"] for p in projects["items"]] == ["hugo"]
+    assert set(env) == {"success", "result_count", "items", "timestamp"}
+    assert env["success"] is True and TIMESTAMP_RE.match(env["timestamp"])
+    assert env["result_count"] == len(env["items"]) <= 20
+    first = env["items"][0]
+    assert set(first) == {"markdown_item_id", "block_ids", "score", "rank", "sources", "item"}
+    assert first["rank"] == 1 and first["item"]["path"] == "functions/os/Getenv.md"
+    assert first["markdown_item_id"] == first["item"]["item_id"]
+    assert set(first["sources"]) <= {"bm25", "tfidf", "index"}
+    assert [i["score"] for i in env["items"]] == sorted((i["score"] for i in env["items"]), reverse=True)
+    assert five["result_count"] == 5 and two["result_count"] == 2
+    assert five["items"][0]["item"]["path"] == "render-hooks/_index.md"
+    assert empty == {"success": True, "result_count": 0, "items": [], "timestamp": empty["timestamp"]}
+
+
+def test_get_notebook_returns_the_item(hugo_index: Path, hugo_sample: Path) -> None:
+    first = session_calls(hugo_index, [("search_project", {"project_id": "hugo", "query": "os.Getenv"})])
+    item_id = payload(first["results"][0])["items"][0]["markdown_item_id"]
+    out = session_calls(hugo_index, [
+        ("get_notebook", {"project_id": "hugo", "item_id": item_id}),
+        ("get_notebook", {"project_id": "hugo", "item_id": "0000000000000000"}),
+    ])
+    got = payload(out["results"][0])
+    assert got["item"]["item_id"] == item_id
+    assert got["item"]["text"] == (hugo_sample / "functions/os/Getenv.md").read_text(encoding="utf-8")
+    assert "Item not found in project hugo: 0000000000000000" in error_text(out["results"][1])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"project_id": "hugo", "query": ""}, "Query is required"),
+        ({"project_id": "hugo", "query": "   "}, "Query is required"),
+        ({"project_id": "hugo"}, "Query is required"),
+        ({"query": "hooks"}, "project_id is required"),
+        ({"project_id": "other", "query": "hooks"}, "Project not found or access denied: other"),
+        ({"project_id": "hugo", "query": "hooks", "limit": 0}, "limit must be an integer from 1 to 50; got 0"),
+        ({"project_id": "hugo", "query": "hooks", "limit": 51}, "limit must be an integer from 1 to 50; got 51"),
+        ({"project_id": "hugo", "query": "hooks", "limit": "five"}, "limit must be an integer from 1 to 50; got 'five'"),
+        ({"project_id": "hugo", "query": "hooks", "limit": 2.5}, "limit must be an integer from 1 to 50; got 2.5"),
+        ({"project_id": "hugo", "query": "x" * 10_000}, "query is 10000 characters long; the limit is 4000"),
+    ],
+)
+def test_bad_input_gets_a_readable_tool_error(hugo_index: Path, args: dict[str, Any], message: str) -> None:
+    out = session_calls(hugo_index, [("search_project", args)])
+    assert message in error_text(out["results"][0])
+
+
+def test_allowed_projects_restrict_access(hugo_index: Path) -> None:
+    out = session_calls(hugo_index, [("get_projects", {}), ("search_project", {"project_id": "hugo", "query": "hooks"})],
+                        extra=["--project", "hugo"])
+    assert payload(out["results"][0])["result_count"] == 1
+    assert payload(out["results"][1])["result_count"] > 0
+
+
+def test_punctuation_only_query_is_empty_not_everything(hugo_index: Path) -> None:
+    out = session_calls(hugo_index, [("search_project", {"project_id": "hugo", "query": "?!) (*:"})])
+    assert payload(out["results"][0])["result_count"] == 0
