@@ -42,7 +42,12 @@ def main() -> None:
             rows.append({"lanes": "+".join(lanes), "nDCG@10": r["ndcg@10"], "Recall@100": r["recall@100"],
                          "MRR@10": r["mrr@10"], "ms/query": r["query_ms_mean"]})
             print(name, rows[-1], file=sys.stderr, flush=True)
+        single = max((row for row in rows if "+" not in row["lanes"]), key=lambda row: row["nDCG@10"])
+        fused = next(row for row in rows if row["lanes"] == "bm25+tfidf+index")
+        verdict = "above" if fused["nDCG@10"] > single["nDCG@10"] else "below"
         out += [f"## {name} ({r['documents']} documents, {r['queries']} queries)", "",
+                f"Default fusion (bm25+tfidf+index) nDCG@10 {fused['nDCG@10']:.4f} is {verdict} the best single "
+                f"lane ({single['lanes']}, {single['nDCG@10']:.4f}).", "",
                 format_table(rows, ["lanes", "nDCG@10", "Recall@100", "MRR@10", "ms/query"], markdown=True), "",
                 f"Published: {PUBLISHED[name]}.", ""]
     Path("docs/EVAL.md").write_text("\n".join(out), encoding="utf-8")

@@ -204,7 +204,7 @@ def bm25_corpus(tmp_path: Path):
     src = tmp_path / "corpus"
     for i in range(20):
         words = ["apple"] * (i % 4) + ["banana"] * (i % 3) + ["cherry"] * (1 if i % 5 == 0 else 0)
-        words += [FILLER[(i + j) % len(FILLER)] for j in range(3 + 2 * i)]
+        words += [FILLER[(i + j) % len(FILLER)] for j in range(3 + 7 * i)]
         write(src, f"doc{i:02d}.txt", " ".join(words) + "\n")
     eng = Engine(tmp_path / "idx")
     eng.index([src], project="corpus")
@@ -230,14 +230,15 @@ def test_bm25_matches_independent_bm25(bm25_corpus, query):
     # scores agree within tantivy's field-length quantisation
     for b, s in ours.items():
         assert math.isclose(theirs[b], s, rel_tol=0.05), (b, theirs[b], s)
-    # top-10 rankings agree, except between documents whose scores are within 5% of each other
-    our_rank = sorted(ours, key=lambda b: -ours[b])[:10]
+    # top-10 rankings agree; a swap is tolerated only between near-ties (within 5%)
+    our_rank = sorted(ours, key=lambda b: (-ours[b], b))[:10]
     their_rank = list(res.block_ids[:10])
-    assert set(our_rank) == set(their_rank) or all(
-        math.isclose(ours[a], ours[b], rel_tol=0.05) for a in set(our_rank) ^ set(their_rank)
-        for b in [our_rank[-1]]
-    )
+    tenth = ours[our_rank[-1]]
+    for b in set(our_rank) ^ set(their_rank):
+        assert math.isclose(ours[b], tenth, rel_tol=0.05), f"{b} differs in top-10 membership"
     for i, a in enumerate(their_rank):
         for b in their_rank[i + 1:]:
-            if b in ours and a in ours and ours[b] > ours[a] * 1.05:
-                pytest.fail(f"tantivy ranks {a} ({ours[a]:.4f}) above {b} ({ours[b]:.4f})")
+            assert ours[a] * 1.05 >= ours[b], f"tantivy ranks {a} ({ours[a]:.4f}) above {b} ({ours[b]:.4f})"
+    strict = [b for b in our_rank if all(
+        not math.isclose(ours[b], ours[c], rel_tol=0.05) for c in ours if c != b)]
+    assert [b for b in their_rank if b in strict] == strict

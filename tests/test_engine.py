@@ -1,0 +1,250 @@
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from sleuth.config import Config
+from sleuth.engine import Engine, doc_id_for, make_blocks, now_rfc3339
+from sleuth.errors import ProjectNotFound, QueryError
+from sleuth.ingest import parse_document
+from sleuth.lanes.base import LaneQuery
+from sleuth.text import parse_query
+from sleuth.store.catalog import DocumentRow
+
+
+def write(root: Path, rel: str, text: str, mtime_ns: int | None = None) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    if mtime_ns is not None:
+        os.utime(p, ns=(mtime_ns, mtime_ns))
+    return p
+
+
+def paths(resp) -> list[str]:
+    return [h.path for h in resp.hits]
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    write(root, "fox.md", "# Foxes\n\nThe quick brown fox jumps over the lazy dog.\n", 1_000_000_000)
+    write(root, "reversed.md", "# Reversed\n\nA brown quick fox sleeps under the tree.\n", 1_000_000_000)
+    write(root, "cats.md", "# Cats\n\nCats sleep all day in the warm sun.\n", 1_000_000_000)
+    write(root, "code/app.py", "def get_user_name(user):\n    return user.name\n", 1_000_000_000)
+    return root
+
+
+@pytest.fixture
+def engine(tmp_path: Path):
+    eng = Engine(tmp_path / "idx")
+    yield eng
+    eng.close()
+
+
+def test_index_then_search(engine, src):
+    report = engine.index([src], project="notes")
+    assert report.project == "notes"
+    assert (report.added, report.updated, report.unchanged, report.removed) == (4, 0, 0, 0)
+    assert report.scanned == 4
+    assert report.skipped == [] and report.problems == []
+    resp = engine.search("sleeping cats")
+    assert resp.result_count == len(resp.hits) >= 1
+    assert resp.hits[0].path == "cats.md"
+    assert resp.hits[0].rank == 1
+    assert resp.hits[0].project == "notes"
+    assert resp.terms == ["sleep", "cat"]
+    assert "Cats" in resp.hits[0].snippet
+    for s, e in resp.hits[0].highlights:
+        assert resp.hits[0].snippet[s:e].lower().startswith(("cat", "sleep"))
+    resp = engine.search("get_user_name")
+    assert paths(resp)[0] == "code/app.py"
+
+
+def test_search_only_returns_matching_documents(engine, src):
+    engine.index([src], project="notes")
+    resp = engine.search("fox")
+    assert sorted(paths(resp)) == ["fox.md", "reversed.md"]
+    assert engine.search("zebra").result_count == 0
+
+
+def test_quoted_phrase_requires_exact_phrase(engine, src):
+    engine.index([src], project="notes")
+    resp = engine.search('"quick brown"')
+    assert paths(resp) == ["fox.md"]
+    resp = engine.search('"brown quick" fox')
+    assert paths(resp) == ["reversed.md"]
+    assert resp.phrases == ["brown quick"]
+    resp = engine.search('"quick brown"', lanes=["bm25", "tfidf", "index", "exact"])
+    assert paths(resp) == ["fox.md"]
+
+
+def test_project_filter_before_top_k(tmp_path: Path):
+    big, small = tmp_path / "big", tmp_path / "small"
+    for i in range(30):
+        write(big, f"w{i:02d}.md", f"# Widget {i}\n\nwidget widget widget gadget widget {i}\n")
+    write(small, "only.md", "# Lonely\n\n" + "filler text about many other things. " * 20 + "one widget here.\n")
+    cfg = Config(lane_depth_min_blocks=1, lane_depth_blocks_per_result=1)
+    with Engine(tmp_path / "idx", config=cfg) as eng:
+        eng.index([big], project="big")
+        eng.index([small], project="small")
+        unfiltered = eng.search("widget", limit=1)
+        assert unfiltered.hits[0].project == "big"
+        resp = eng.search("widget", projects=["small"], limit=1)
+        assert resp.result_count == 1
+        assert resp.hits[0].path == "only.md"
+        assert resp.hits[0].project == "small"
+        resp = eng.search("widget", projects=["big"], limit=50)
+        assert resp.result_count == 30
+        assert {h.project for h in resp.hits} == {"big"}
+        assert {p.project_id: p.documents for p in eng.projects()} == {"big": 30, "small": 1}
+
+
+def test_incremental_reindex(engine, src):
+    engine.index([src], project="notes")
+    again = engine.index([src], project="notes")
+    assert (again.added, again.updated, again.unchanged, again.removed) == (0, 0, 4, 0)
+
+    # edit
+    write(src, "cats.md", "# Cats\n\nCats chase laser pointers.\n", 2_000_000_000)
+    # delete
+    (src / "fox.md").unlink()
+    # rename
+    (src / "code/app.py").rename(src / "code/users.py")
+    rep = engine.index([src], project="notes")
+    assert rep.updated == 1
+    assert rep.unchanged == 1  # reversed.md
+    assert rep.added == 1  # users.py
+    assert rep.removed == 2  # fox.md, app.py
+
+    assert engine.search("warm sun").result_count == 0
+    assert paths(engine.search("laser pointers")) == ["cats.md"]
+    assert paths(engine.search('"quick brown"')) == []
+    assert "fox.md" not in paths(engine.search("fox lazy dog jumps"))
+    assert paths(engine.search("get_user_name")) == ["code/users.py"]
+    all_paths = {p for q in ("cats", "fox", "user name", "brown") for p in paths(engine.search(q))}
+    assert "code/app.py" not in all_paths and "fox.md" not in all_paths
+    assert engine.projects()[0].documents == 3
+
+
+def test_touched_file_same_content_unchanged(engine, src):
+    engine.index([src], project="notes")
+    os.utime(src / "cats.md", ns=(3_000_000_000, 3_000_000_000))
+    rep = engine.index([src], project="notes")
+    assert (rep.added, rep.updated, rep.unchanged) == (0, 0, 4)
+    gen = engine.catalog.generation()
+    rep = engine.index([src], project="notes")
+    assert rep.unchanged == 4
+    assert engine.catalog.generation() == gen
+
+
+def test_binary_and_malformed_front_matter_reported(engine, src):
+    (src / "image.bin").write_bytes(b"\x00\x01\x02\x03garbage")
+    (src / "data.txt").write_bytes(b"abc\x00\x00\x00def" * 10)
+    write(src, "broken.md", "---\ntitle: [unclosed\nfoo: : bar\n---\n# Broken\n\nstill searchable zanzibar text.\n")
+    rep = engine.index([src], project="notes")
+    skipped = {s["path"]: s["reason"] for s in rep.skipped}
+    assert "image.bin" in skipped and "data.txt" in skipped
+    assert "binary" in skipped["data.txt"]
+    problems = {p["path"] for p in rep.problems}
+    assert problems == {"broken.md"}
+    assert rep.added == 5  # 4 good files + broken.md
+    assert paths(engine.search("zanzibar")) == ["broken.md"]
+    assert paths(engine.search("sleeping cats"))[0] == "cats.md"
+    assert {s["path"] for s in engine.catalog.skipped("notes")} >= {"image.bin", "data.txt"}
+
+
+def test_explain_traces_add_up(engine, src):
+    engine.index([src], project="notes")
+    resp = engine.search("quick brown fox", explain=True)
+    assert resp.hits
+    for h in resp.hits:
+        assert h.explain
+        assert math.isclose(sum(c.contribution for c in h.explain), h.score, rel_tol=1e-9)
+        for c in h.explain:
+            assert math.isclose(c.contribution, c.weight / (60 + c.rank), rel_tol=1e-12)
+        assert sorted(c.lane for c in h.explain) == sorted(h.sources)
+    assert engine.search("quick brown fox").hits[0].explain is None
+    scores = [h.score for h in resp.hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_get_returns_whole_text(engine, src):
+    engine.index([src], project="notes")
+    hit = engine.search("laziest dog").hits[0]
+    doc = engine.get(hit.doc_id)
+    assert doc.text == (src / "fox.md").read_text()
+    assert doc.path == "fox.md"
+    assert doc.blocks
+    for b in doc.blocks:
+        s, e = b["chars"]
+        assert 0 <= s < e <= len(doc.text)
+
+
+def test_unknown_project_raises(engine, src):
+    engine.index([src], project="notes")
+    with pytest.raises(ProjectNotFound):
+        engine.search("fox", projects=["nope"])
+    with pytest.raises(ProjectNotFound):
+        engine.search("the", projects=["nope"])
+
+
+@pytest.mark.parametrize("query", ["", "   ", "the of and", "!!! ??"])
+def test_empty_query(engine, src, query):
+    engine.index([src], project="notes")
+    resp = engine.search(query)
+    assert resp.result_count == 0
+    assert resp.hits == []
+    assert resp.notice
+
+
+def test_too_long_query(engine, src):
+    engine.index([src], project="notes")
+    with pytest.raises(QueryError):
+        engine.search("fox " * 2_500)
+
+
+def _row(pid: str, root: Path, rel: str, text: str) -> tuple[DocumentRow, list]:
+    parsed = parse_document(rel, text)
+    doc_id = doc_id_for(pid, root.name, rel)
+    title = parsed.title or rel
+    row = DocumentRow(
+        doc_id=doc_id, project_id=pid, root=str(root), rel_path=rel, title=title, tags=[],
+        kind=parsed.kind, front_matter={}, mtime_ns=1, size_bytes=len(text), content_hash="h" + rel,
+        revision="r", text=parsed.text, generation=0, indexed_at=now_rfc3339(),
+    )
+    return row, make_blocks(pid, doc_id, title, parsed)
+
+
+def test_postings_catch_up_after_crash(tmp_path: Path, src):
+    idx = tmp_path / "idx"
+    with Engine(idx) as eng:
+        eng.index([src], project="notes")
+        # simulate a crash: catalog committed, postings never told
+        row, blocks = _row("notes", src.resolve(), "crash.md", "# Crash\n\nxylophone quartet rehearsal\n")
+        gen = eng.catalog.write_documents([(row, blocks)], now_rfc3339())
+        fox_id = eng.search('"quick brown"').hits[0].doc_id
+        gen = eng.catalog.delete_documents([fox_id])
+        assert eng.postings.generation() < gen
+    with Engine(idx) as fresh:
+        assert fresh.postings.generation() == fresh.catalog.generation() == gen
+        resp = fresh.search("xylophone")
+        assert paths(resp) == ["crash.md"]
+        assert fresh.get(resp.hits[0].doc_id).text == "# Crash\n\nxylophone quartet rehearsal\n"
+        assert fresh.search('"quick brown"').result_count == 0
+        raw = fresh.lanes["bm25"].search(LaneQuery(parse_query("quick lazy"), 100, None))
+        assert all(not b.startswith(fox_id) for b in raw.block_ids)
+
+
+def test_rewritten_document_catch_up(tmp_path: Path, src):
+    idx = tmp_path / "idx"
+    with Engine(idx) as eng:
+        eng.index([src], project="notes")
+        row, blocks = _row("notes", src.resolve(), "cats.md", "# Cats\n\nCats juggle oranges.\n")
+        eng.catalog.write_documents([(row, blocks)], now_rfc3339())
+    with Engine(idx) as fresh:
+        assert paths(fresh.search("juggle oranges")) == ["cats.md"]
+        assert fresh.search("warm sun").result_count == 0
