@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -42,7 +43,7 @@ def format_option(f: F) -> F:
 
 
 def handle_errors(f: F) -> F:
-    """Turn SleuthError (and missing roots) into a one-line message and its exit code."""
+    """Turn SleuthError, missing roots, unreadable catalogs and OS errors into one line and an exit code."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -54,6 +55,13 @@ def handle_errors(f: F) -> F:
         except (FileNotFoundError, NotADirectoryError) as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
+        except sqlite3.DatabaseError as exc:
+            click.echo(f"error: the index catalog cannot be read ({exc}); delete the index folder and "
+                       "run `sleuth index` again", err=True)
+            sys.exit(6)
+        except OSError as exc:
+            click.echo(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
+            sys.exit(6)
 
     return wrapper  # type: ignore[return-value]
 

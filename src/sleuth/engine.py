@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import re
@@ -23,7 +24,17 @@ from pathlib import Path
 from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
 from sleuth.errors import DocumentNotFound, IndexBusy, IndexNotFound, ProjectNotFound, QueryError
 from sleuth.fusion import rrf
-from sleuth.ingest import DecodeError, ParseError, kind_for_path, parse_document, read_text, walk_roots
+from sleuth.ingest import (
+    DecodedText,
+    DecodeError,
+    ParseError,
+    decode_bytes,
+    kind_for_path,
+    parse_document,
+    read_text,
+    walk_roots,
+)
+from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
 from sleuth.lanes.base import LaneQuery
 from sleuth.lanes.lexical import BM25Lane, ExactLane, IndexLane
 from sleuth.lanes.postings import Postings
@@ -307,29 +318,29 @@ class Engine:
         batch: list[tuple[DocumentRow, list[tuple[Block, str]]]] = []
         touched: list[tuple[str, int]] = []
         skips: list[tuple[str, str]] = []
-        for item in walk_roots([root]):
+        for item in self._candidates(root):
             if isinstance(item, SkippedFile):
                 skips.append((item.path, item.reason))
                 continue
+            rel, mtime_ns, size_bytes, load = item
             report.scanned += 1
-            rel = item.rel_path
             kind = kind_for_path(rel)
             if kind is None:
                 skips.append((rel, "unsupported format"))
                 continue
             seen.add(rel)
             state = known.get((root_key, rel))
-            if state and state.mtime_ns == item.mtime_ns and state.size_bytes == item.size_bytes:
+            if state and state.mtime_ns == mtime_ns and state.size_bytes == size_bytes:
                 report.unchanged += 1
                 continue
             try:
-                decoded = read_text(item.path)
+                decoded = load()
             except (DecodeError, OSError) as exc:
                 skips.append((rel, f"unreadable: {exc}"))
                 continue
             content_hash = _hash(decoded.text)
             if state and state.content_hash == content_hash:
-                touched.append((state.doc_id, item.mtime_ns))
+                touched.append((state.doc_id, mtime_ns))
                 report.unchanged += 1
                 continue
             try:
@@ -343,7 +354,7 @@ class Engine:
             for problem in parsed.problems:
                 report.problems.append({"path": rel, "problem": problem})
             doc = self._document_row(pid, root_key, root_label, rel, parsed, content_hash,
-                                     item.mtime_ns, item.size_bytes, now)
+                                     mtime_ns, size_bytes, now)
             batch.append((doc, make_blocks(pid, doc.doc_id, doc.title, parsed)))
             if state:
                 report.updated += 1
@@ -363,6 +374,26 @@ class Engine:
             report.removed += len(gone)
         self.catalog.record_skips(pid, root_key, skips, now)
         report.skipped.extend({"path": p, "reason": r} for p, r in skips)
+
+    @staticmethod
+    def _candidates(root: Path) -> Iterator[tuple[str, int, int, Callable[[], DecodedText]] | SkippedFile]:
+        """Files under ``root`` as ``(rel_path, mtime_ns, size_bytes, load)``, archives expanded to
+        their members (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason."""
+        for item in walk_roots([root]):
+            if isinstance(item, SkippedFile):
+                yield item
+            elif is_archive(item.rel_path):
+                try:
+                    for member in iter_archive(item.path):
+                        if isinstance(member, SkippedFile):
+                            yield SkippedFile(f"{item.rel_path}/{member.path}", member.reason)
+                        else:
+                            yield (f"{item.rel_path}/{member.name}", member.mtime_ns, len(member.data),
+                                   functools.partial(decode_bytes, member.data))
+                except ArchiveError as exc:
+                    yield SkippedFile(item.rel_path, str(exc))
+            else:
+                yield item.rel_path, item.mtime_ns, item.size_bytes, functools.partial(read_text, item.path)
 
     @staticmethod
     def _document_row(pid: str, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,

@@ -130,3 +130,32 @@ def test_every_command_has_help() -> None:
         out = run_cli(command, "--help").stdout
         assert out.startswith(f"Usage: sleuth {command}") or f"sleuth {command}" in out
         assert len(out.splitlines()) > 3
+
+
+def test_index_reads_documents_inside_archives(tmp_path: Path) -> None:
+    import tarfile
+    import zipfile
+
+    from tests.integration.conftest import HUGO_TAR
+
+    root = tmp_path / "bundle"
+    root.mkdir()
+    (root / "markdown.tar.gz").symlink_to(HUGO_TAR)
+    with zipfile.ZipFile(root / "notes.zip", "w") as zf:
+        zf.writestr("notes/plan.md", "# Plan\n\nMigrate the flamingo cluster on Friday.\n")
+        zf.writestr("notes/logo.png", b"\x89PNG\r\n\x1a\n\x00\x00")
+    (root / "broken.tar.gz").write_bytes(b"not really a tarball")
+    index = tmp_path / "idx"
+    report = json.loads(run_cli("index", str(root), "--index", str(index), "--format", "json").stdout)
+    with tarfile.open(HUGO_TAR) as tar:
+        markdown_members = sum(1 for m in tar.getmembers() if m.isfile() and m.name.endswith(".md"))
+    assert report["added"] == markdown_members + 1 == 993
+    reasons = {s["path"]: s["reason"] for s in report["skipped"]}
+    assert reasons["notes.zip/notes/logo.png"] == "unsupported format"
+    assert reasons["broken.tar.gz"].startswith("cannot read archive")
+    hits = search_json(index, "flamingo cluster", "--limit", "1")["hits"]
+    assert hits[0]["path"] == "notes.zip/notes/plan.md"
+    hits = search_json(index, "image render hooks", "--limit", "1")["hits"]
+    assert hits[0]["path"] == "markdown.tar.gz/content/en/render-hooks/images.md"
+    again = json.loads(run_cli("index", str(root), "--index", str(index), "--format", "json").stdout)
+    assert (again["added"], again["updated"], again["unchanged"]) == (0, 0, 993)

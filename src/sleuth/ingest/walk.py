@@ -71,8 +71,15 @@ class _Ignores:
         return _Ignores(self.defaults, self.chain + ((base, pathspec.GitIgnoreSpec.from_lines(lines)),))
 
 
+#: File name endings of archives, read member by member (sleuth.ingest.archive).
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar", ".zip")
+
+
 def _check_file(root: Path, path: Path, rel: str, st: os.stat_result) -> SourceFile | SkippedFile:
     suffix = os.path.splitext(rel)[1].lower()
+    if rel.lower().endswith(ARCHIVE_SUFFIXES):
+        # Archives are read member by member by the indexer (sleuth.ingest.archive).
+        return SourceFile(root=root, path=path, rel_path=rel, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns)
     if suffix in UNSUPPORTED_EXTENSIONS:
         return SkippedFile(rel, f"unsupported format: {UNSUPPORTED_EXTENSIONS[suffix]}")
     if suffix in BINARY_EXTENSIONS:
