@@ -213,20 +213,24 @@ def test_code_windows_with_overlap_and_python_scopes() -> None:
 
 
 def test_config_and_minified_code_are_capped() -> None:
-    doc = parse_document("app.min.js", "var a=1;" * 1000)
+    doc = parse_document("app.min.js", "var a=1;" * 1000)  # 8,000 characters on one line
     check_invariants(doc)
-    assert len(doc.blocks) > 5
+    assert len(doc.blocks) >= 8000 // CHUNK_MAX_CHARS + 1
+    assert max(len(b.text) for b in doc.blocks) <= CHUNK_MAX_CHARS
+    assert doc.blocks[0].start_char == 0 and doc.blocks[-1].end_char == 8000
     cfg = parse_document("settings.yaml", "a: 1\nb: 2\n")
     assert cfg.kind == "config" and sections(cfg) == [((), "a: 1\nb: 2")]
 
 
 def test_plain_text_paragraph_packing() -> None:
-    paragraphs = [f"para {i} " + "w" * 500 for i in range(5)]
+    paragraphs = [f"para {i} " + "w" * 500 for i in range(9)]  # 507 characters each
+    per_block = (CHUNK_MAX_CHARS + 3) // 510  # paragraphs (with 3-character separators) per block
     text = "\n\n\n".join(paragraphs)
     doc = parse_document("notes.txt", text)
     check_invariants(doc)
     assert doc.kind == "text" and doc.title == "notes.txt"
-    assert [b.text for b in doc.blocks] == ["\n\n\n".join(paragraphs[:3]), "\n\n\n".join(paragraphs[3:])]
+    expected = ["\n\n\n".join(paragraphs[i : i + per_block]) for i in range(0, len(paragraphs), per_block)]
+    assert [b.text for b in doc.blocks] == expected
 
 
 def test_unknown_extension_parsed_as_text() -> None:

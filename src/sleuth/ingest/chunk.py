@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from sleuth.types import BlockDraft
 
-CHUNK_MAX_CHARS = 1600
+CHUNK_MAX_CHARS = 2400  # ≈ 512 tokens; chosen on SciFact and Cranfield (docs/EVAL.md)
 """Maximum size of one block, in characters (code points)."""
 CHUNK_OVERLAP_CHARS = 200
 """Approximate overlap between consecutive pieces of one long section, in characters."""
