@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -55,8 +56,18 @@ def handle_errors(f: F) -> F:
         except (FileNotFoundError, NotADirectoryError) as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "readonly" in text or "unable to open" in text:
+                hint = "check that you may write to the index folder (or pass another --index)"
+            elif "locked" in text or "busy" in text:
+                hint = "another sleuth process is writing; try again when it has finished"
+            else:
+                hint = "the index folder may be damaged; delete it and run `sleuth index` again"
+            click.echo(f"error: the index catalog cannot be used ({text}): {hint}", err=True)
+            sys.exit(6)
         except sqlite3.DatabaseError as exc:
-            click.echo(f"error: the index catalog cannot be read ({exc}); delete the index folder and "
+            click.echo(f"error: the index catalog is damaged ({exc}); delete the index folder and "
                        "run `sleuth index` again", err=True)
             sys.exit(6)
         except OSError as exc:
@@ -204,7 +215,7 @@ def status_cmd(index_dir: Path | None, fmt: str) -> None:
         _emit_json(st)
         return
     click.echo(f"index {st['index_dir']}")
-    click.echo(f"  {st['documents']} documents, {st['blocks']} blocks, {st['projects'] and len(st['projects'])} "
+    click.echo(f"  {st['documents']} documents, {st['blocks']} blocks, {len(st['projects'])} "  # type: ignore[arg-type]
                f"project(s), generation {st['generation']} (postings at {st['postings_generation']})")
     click.echo(f"  lanes: {', '.join(st['lanes'])}")  # type: ignore[arg-type]
     for p in st["projects"]:  # type: ignore[attr-defined]
@@ -213,6 +224,10 @@ def status_cmd(index_dir: Path | None, fmt: str) -> None:
     click.echo(f"  {len(skipped)} skipped file(s)")  # type: ignore[arg-type]
     for s in skipped:  # type: ignore[attr-defined]
         click.echo(f"    {s['path']}: {s['reason']}")
+    problems = st["problems"]
+    click.echo(f"  {len(problems)} file(s) indexed with a warning")  # type: ignore[arg-type]
+    for p in problems:  # type: ignore[attr-defined]
+        click.echo(f"    {p['path']}: {p['problem']}")
 
 
 @cli.command("serve")
@@ -257,7 +272,8 @@ def eval_cmd(dataset_dir: Path, lanes: str | None, fmt: str) -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. A closed output pipe (``sleuth status | head -1``) ends quietly."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     cli(prog_name="sleuth")
 
 

@@ -68,17 +68,25 @@ def load_config(index_dir: Path | None) -> Config:
         values["rrf_k"] = os.environ["SLEUTH_RRF_K"]
     try:
         if "lanes" in values:
-            cfg = cfg.with_lanes(list(values["lanes"]))  # type: ignore[arg-type]
+            lanes = values["lanes"]
+            cfg = cfg.with_lanes(lanes.split(",") if isinstance(lanes, str) else list(lanes))  # type: ignore[arg-type]
         if "rrf_k" in values:
-            k = int(values["rrf_k"])  # type: ignore[arg-type]
-            if k <= 0:
-                raise ValueError("rrf_k must be positive")
+            raw = values["rrf_k"]
+            try:
+                k = int(str(raw).strip())
+            except ValueError:
+                k = 0
+            if k <= 0 or isinstance(raw, float | bool):
+                raise ConfigError(f"rrf_k must be a positive integer, got {raw!r}")
             cfg = replace(cfg, rrf_k=k)
         if "lane_weights" in values:
             weights = dict(cfg.lane_weights)
             for lane, w in dict(values["lane_weights"]).items():  # type: ignore[call-overload]
                 validate_lanes([lane])
-                weights[lane] = float(w)
+                try:
+                    weights[lane] = float(w)
+                except (TypeError, ValueError):
+                    raise ConfigError(f"lane_weights.{lane} must be a number, got {w!r}") from None
             cfg = replace(cfg, lane_weights=weights)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad configuration value: {exc}") from exc

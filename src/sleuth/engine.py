@@ -123,9 +123,11 @@ def make_blocks(project_id: str, doc_id: str, title: str, parsed: ParsedDocument
     """
     title_terms = analyze(title)
     drafts = list(parsed.blocks)
-    if not drafts and parsed.text.strip():
-        lines = parsed.text.rstrip().count("\n") + 1
-        drafts = [BlockDraft(parsed.text.rstrip(), (), 1, lines, 0, len(parsed.text.rstrip()))]
+    if not drafts:
+        # Front matter only, or an empty file: one block of the whole text, so the document can
+        # still be found (by its title, path and tags in the index lane, and its text if any).
+        text = parsed.text.rstrip()
+        drafts = [BlockDraft(text, (), 1, text.count("\n") + 1, 0, len(text))]
     out: list[tuple[Block, str]] = []
     seen: dict[str, int] = {}
     for ordinal, draft in enumerate(drafts):
@@ -247,7 +249,7 @@ class Engine:
 
     def _catch_up(self, blocking: bool) -> None:
         """Replay catalog changes the postings have not seen (after a crash or another writer)."""
-        if self.postings.generation() >= self.catalog.generation():
+        if self.postings.generation() == self.catalog.generation():
             return
         if not self._write_lock.acquire(blocking=blocking):
             return  # another process is writing; it brings the postings up to date itself
@@ -319,11 +321,11 @@ class Engine:
         touched: list[tuple[str, int]] = []
         skips: list[tuple[str, str]] = []
         for item in self._candidates(root):
+            report.scanned += 1
             if isinstance(item, SkippedFile):
                 skips.append((item.path, item.reason))
                 continue
             rel, mtime_ns, size_bytes, load = item
-            report.scanned += 1
             kind = kind_for_path(rel)
             if kind is None:
                 skips.append((rel, "unsupported format"))
@@ -373,6 +375,7 @@ class Engine:
             self.postings.apply([], gone, [], gen)
             report.removed += len(gone)
         self.catalog.record_skips(pid, root_key, skips, now)
+        self.catalog.record_problems(pid, root_key, [(p["path"], p["problem"]) for p in report.problems], now)
         report.skipped.extend({"path": p, "reason": r} for p, r in skips)
 
     @staticmethod
@@ -516,10 +519,13 @@ class Engine:
                                           contribution=t.contribution, lane_score=t.lane_score)
                          for t in d.trace] if req.explain else None,
             ))
+        notice = None
+        if not hits and cfg.lanes == ("exact",) and not parsed.phrases and not parsed.identifiers:
+            notice = "the exact lane matches only quoted phrases and identifiers (snake_case, a.b, camelCase)"
         return SearchResponse(
             query=req.query, terms=list(parsed.terms), phrases=[" ".join(p) for p in parsed.phrases],
             result_count=len(hits), hits=hits, lanes=list(cfg.lanes),
-            took_ms=round((time.perf_counter() - started) * 1000, 3),
+            took_ms=round((time.perf_counter() - started) * 1000, 3), notice=notice,
         )
 
     def get(self, doc_id: str, projects: Sequence[str] | None = None) -> DocumentContent:
@@ -554,5 +560,6 @@ class Engine:
             "lanes": list(self.config.lanes),
             "projects": [p.model_dump() for p in self.projects()],
             "skipped_files": self.catalog.skipped(),
+            "problems": self.catalog.problems(),
         }
 

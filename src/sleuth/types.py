@@ -171,7 +171,7 @@ class SearchResponse(BaseModel):
     hits: list[Hit]
     lanes: list[str] = Field(description="Lanes that were run")
     took_ms: float = Field(description="Wall-clock time of the search in milliseconds")
-    notice: str | None = Field(default=None, description="Why the result is empty, when it is")
+    notice: str | None = Field(default=None, description="Why the result is empty, when sleuth knows")
 
 
 class ProjectInfo(BaseModel):
@@ -206,7 +206,7 @@ class IndexReport(BaseModel):
 
     project: str
     roots: list[str]
-    scanned: int = Field(description="Files found under the roots after ignore rules")
+    scanned: int = Field(description="Files (and archive members) found under the roots after ignore rules, skipped ones included")
     added: int
     updated: int
     unchanged: int

@@ -159,3 +159,47 @@ def test_index_reads_documents_inside_archives(tmp_path: Path) -> None:
     assert hits[0]["path"] == "markdown.tar.gz/content/en/render-hooks/images.md"
     again = json.loads(run_cli("index", str(root), "--index", str(index), "--format", "json").stdout)
     assert (again["added"], again["updated"], again["unchanged"]) == (0, 0, 993)
+
+
+def test_damaged_index_parts_are_rebuilt_or_reported(hugo_sample: Path, tmp_path: Path) -> None:
+    import shutil
+
+    index = tmp_path / "idx"
+    run_cli("index", str(hugo_sample), "--project", "hugo", "--index", str(index))
+    shutil.rmtree(index / "postings")  # lost postings are rebuilt from the catalog
+    hits = search_json(index, "os.Getenv", "--limit", "1")["hits"]
+    assert hits[0]["path"] == "functions/os/Getenv.md" and "bm25" in hits[0]["sources"]
+    (index / "catalog.sqlite3").write_bytes(b"garbage" * 100)
+    proc = run_cli("search", "x", "--index", str(index), check=False)
+    assert proc.returncode == 6
+    assert proc.stderr.startswith("error: the index catalog is damaged (file is not a database)")
+
+
+def test_config_file_errors_name_the_setting(hugo_index: Path, tmp_path: Path) -> None:
+    import shutil
+
+    index = tmp_path / "idx"
+    shutil.copytree(hugo_index, index)
+    (index / "config.toml").write_text('rrf_k = "x"\n', encoding="utf-8")
+    proc = run_cli("search", "hooks", "--index", str(index), check=False)
+    assert (proc.returncode, proc.stderr.strip()) == (2, "error: rrf_k must be a positive integer, got 'x'")
+    (index / "config.toml").write_text('lanes = "bm25,index"\n[lane_weights]\nbm25 = 2.0\n', encoding="utf-8")
+    hit = search_json(index, "hooks", "--limit", "1", "--explain")["hits"][0]
+    assert {c["lane"]: c["weight"] for c in hit["explain"]} == {"bm25": 2.0, "index": 1.5}
+
+
+def test_status_lists_warnings_and_counts_skipped_files(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "broken.md").write_text("---\ntitle: [unclosed\n---\n# Body\n\nStill indexed.\n", encoding="utf-8")
+    (root / "empty.md").write_text("", encoding="utf-8")
+    (root / "image.png").write_bytes(b"\x89PNG")
+    report = json.loads(run_cli("index", str(root), "--format", "json").stdout)
+    assert (report["scanned"], report["added"], len(report["skipped"])) == (3, 2, 1)
+    status = json.loads(run_cli("status", "--index", str(root / ".sleuth"), "--format", "json").stdout)
+    assert [(p["path"], p["problem"].startswith("front matter: invalid YAML")) for p in status["problems"]] == [
+        ("broken.md", True)]
+    hits = search_json(root / ".sleuth", "empty.md")["hits"]
+    assert [h["path"] for h in hits][:1] == ["empty.md"]
+    out = run_cli("status", "--index", str(root / ".sleuth")).stdout
+    assert "2 documents, " in out and ", 1 project(s)" in out and "1 file(s) indexed with a warning" in out

@@ -123,6 +123,26 @@ def test_allowed_projects_restrict_access(hugo_index: Path) -> None:
     assert payload(out["results"][1])["result_count"] > 0
 
 
-def test_punctuation_only_query_is_empty_not_everything(hugo_index: Path) -> None:
-    out = session_calls(hugo_index, [("search_project", {"project_id": "hugo", "query": "?!) (*:"})])
-    assert payload(out["results"][0])["result_count"] == 0
+def test_query_without_searchable_terms_is_explained(hugo_index: Path) -> None:
+    out = session_calls(hugo_index, [
+        ("search_project", {"project_id": "hugo", "query": "?!) (*:"}),
+        ("search_project", {"project_id": "hugo", "query": "the and of"}),
+    ])
+    for result, query in zip(out["results"], ["?!) (*:", "the and of"], strict=True):
+        assert f"Query has no searchable terms: {query!r} holds only stop words" in error_text(result)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "message"),
+    [
+        ("search_project", {"project_id": "hugo", "query": "hooks", "extra": 1},
+         "unknown argument(s) extra; search_project takes limit, project_id, query"),
+        ("get_projects", {"bogus": 1}, "unknown argument(s) bogus; get_projects takes no arguments"),
+        ("search_project", {"project_id": 5, "query": "hooks"}, "project_id must be a string, got int"),
+        ("search_project", {"project_id": "hugo", "query": ["hooks"]}, "query must be a string, got list"),
+        ("get_notebook", {"project_id": "hugo", "item_id": 42}, "item_id must be a string, got int"),
+    ],
+)
+def test_schema_violations_are_named(hugo_index: Path, tool: str, args: dict[str, Any], message: str) -> None:
+    out = session_calls(hugo_index, [(tool, args)])
+    assert message in error_text(out["results"][0])

@@ -72,8 +72,11 @@ class Postings:
         self._lock = threading.Lock()
         self._generation_file = path.parent / f"{path.name}.generation"
         try:
+            fresh = not (path / "meta.json").is_file()
             path.mkdir(parents=True, exist_ok=True)
             self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
+            if fresh:
+                self._set_generation(0)  # a new or deleted index holds nothing yet: refill it
         except (ValueError, OSError):
             self._reset()
         self._searcher_generation = -1
@@ -155,7 +158,11 @@ class Postings:
         """Bring the postings up to the catalog's generation; True when anything was replayed."""
         target = catalog.generation()
         current = self.generation()
-        if current >= target:
+        if current > target:
+            # Postings newer than the catalog: the catalog was replaced; start over from it.
+            self._reset()
+            current = 0
+        if current == target:
             return False
         written, deleted = catalog.changes_since(current)
         self.apply(catalog.indexed_blocks(current), deleted, written, target)

@@ -15,9 +15,15 @@ def envelope(**fields: Any) -> dict[str, Any]:
     return {"success": True, **fields, "timestamp": now_rfc3339()}
 
 
-def required_text(value: Any, message: str) -> str:
-    """A non-blank string argument, stripped; otherwise a ToolError with ``message``."""
-    if not isinstance(value, str) or not value.strip():
+def required_text(value: Any, name: str, message: str) -> str:
+    """A non-blank string argument, stripped.
+
+    Raises ToolError: ``message`` when it is missing or blank, "<name> must be a string" for
+    another type.
+    """
+    if value is not None and not isinstance(value, str):
+        raise ToolError(f"{name} must be a string, got {type(value).__name__}")
+    if value is None or not value.strip():
         raise ToolError(message)
     return value.strip()
 

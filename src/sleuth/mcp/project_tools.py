@@ -82,6 +82,18 @@ GET_PROJECTS_DESCRIPTION = """List the projects this server may search, with the
 Use it first when the project must be identified; pass a project_id to search_project."""
 
 
+class ContractTool(Tool):
+    """A tool that enforces its advertised schema's ``additionalProperties: false``."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        allowed = set(self.parameters.get("properties", {}))
+        unknown = sorted(set(arguments) - allowed)
+        if unknown and self.parameters.get("additionalProperties") is False:
+            takes = ", ".join(sorted(allowed)) or "no arguments"
+            raise ToolError(f"unknown argument(s) {', '.join(unknown)}; {self.name} takes {takes}")
+        return await super().run(arguments, context, convert_result=convert_result)
+
+
 class ProjectTools:
     """The three tools bound to one engine and the projects a client may access.
 
@@ -96,7 +108,7 @@ class ProjectTools:
 
     def require_project_access(self, project_id: Any) -> str:
         """The checked project id; ToolError when it is missing, unknown or not allowed."""
-        pid = required_text(project_id, "project_id is required")
+        pid = required_text(project_id, "project_id", "project_id is required")
         if pid not in self.engine.project_ids() or (self.allowed is not None and pid not in self.allowed):
             raise ToolError(f"Project not found or access denied: {pid}")
         return pid
@@ -117,7 +129,7 @@ class ProjectTools:
         }
 
     async def search_project(self, project_id: Any = None, query: Any = None, limit: Any = None) -> dict[str, Any]:
-        q = required_text(query, "Query is required")
+        q = required_text(query, "query", "Query is required")
         pid = self.require_project_access(project_id)
         n = bounded_int(limit, "limit", SEARCH_LIMIT_DEFAULT, 1, SEARCH_LIMIT_MAX)
         try:
@@ -126,6 +138,8 @@ class ProjectTools:
             )
         except SleuthError as exc:
             raise ToolError(str(exc)) from exc
+        if resp.notice:
+            raise ToolError(f"Query has no searchable terms: {q!r} holds only stop words, punctuation or blanks")
         items = [
             {
                 "markdown_item_id": h.doc_id,
@@ -141,7 +155,7 @@ class ProjectTools:
 
     async def get_notebook(self, project_id: Any = None, item_id: Any = None) -> dict[str, Any]:
         pid = self.require_project_access(project_id)
-        iid = required_text(item_id, "item_id is required")
+        iid = required_text(item_id, "item_id", "item_id is required")
         try:
             doc = await anyio.to_thread.run_sync(lambda: self.engine.get(iid, projects=[pid]))
         except DocumentNotFound:
@@ -168,7 +182,7 @@ class ProjectTools:
         ]
         tools = []
         for fn, name, description, schema in specs:
-            tool = Tool.from_function(fn, name=name, description=description, annotations=READ_ONLY)
+            tool = ContractTool.from_function(fn, name=name, description=description, annotations=READ_ONLY)
             tool.parameters = schema
             tools.append(tool)
         return tools

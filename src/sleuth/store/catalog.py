@@ -71,6 +71,13 @@ CREATE TABLE IF NOT EXISTS tombstones (
     generation INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tombstones_generation ON tombstones(generation);
+CREATE TABLE IF NOT EXISTS problems (
+    project_id TEXT NOT NULL,
+    root TEXT NOT NULL,
+    path TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS skipped (
     project_id TEXT NOT NULL,
     root TEXT NOT NULL,
@@ -136,10 +143,14 @@ class Catalog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
-        self.conn.executescript(_SCHEMA)
-        with self.write() as conn:
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+        exists = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
+        if exists is None:  # a new catalog; an existing one is opened without writing
+            self.conn.executescript(_SCHEMA)
+            with self.write() as conn:
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
 
     # ------------------------------------------------------------------ connections
 
@@ -307,6 +318,30 @@ class Catalog:
                 "INSERT OR REPLACE INTO skipped VALUES (?,?,?,?,?)",
                 [(project_id, root, p, r, now) for p, r in skips],
             )
+
+    def record_problems(self, project_id: str, root: str, problems: Sequence[tuple[str, str]], now: str) -> None:
+        """Record ``[(path, problem)]`` of files indexed with a warning in this run of ``root``.
+
+        A file re-read in this run loses its earlier problems; files not re-read keep theirs.
+        """
+        with self.write() as conn:
+            conn.executemany(
+                "DELETE FROM problems WHERE project_id=? AND root=? AND path=?",
+                [(project_id, root, p) for p in dict.fromkeys(p for p, _ in problems)],
+            )
+            conn.executemany("INSERT INTO problems VALUES (?,?,?,?,?)", [(project_id, root, p, m, now) for p, m in problems])
+            conn.execute(
+                "DELETE FROM problems WHERE project_id=? AND root=? AND path NOT IN"
+                " (SELECT rel_path FROM documents WHERE project_id=? AND root=?)",
+                (project_id, root, project_id, root),
+            )
+
+    def problems(self) -> list[dict[str, str]]:
+        """Files indexed with a warning: ``[{project, root, path, problem, at}]``."""
+        return [
+            {"project": r[0], "root": r[1], "path": r[2], "problem": r[3], "at": r[4]}
+            for r in self.conn.execute("SELECT * FROM problems ORDER BY project_id, root, path")
+        ]
 
     def skipped(self, project_id: str | None = None) -> list[dict[str, str]]:
         sql = "SELECT project_id, root, path, reason, at FROM skipped"
