@@ -12,8 +12,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sleuth.evaluation import run_eval
 from sleuth.eval import format_table
+from sleuth.evaluation import run_eval
 
 LANE_SETS = [["bm25"], ["tfidf"], ["index"], ["exact"], ["bm25", "tfidf", "index"], ["bm25", "tfidf", "index", "exact"]]
 DATASETS = ["scifact", "cranfield", "cosqa"]

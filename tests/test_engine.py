@@ -11,8 +11,8 @@ from sleuth.engine import Engine, doc_id_for, make_blocks, now_rfc3339
 from sleuth.errors import ProjectNotFound, QueryError
 from sleuth.ingest import parse_document
 from sleuth.lanes.base import LaneQuery
-from sleuth.text import parse_query
 from sleuth.store.catalog import DocumentRow
+from sleuth.text import parse_query
 
 
 def write(root: Path, rel: str, text: str, mtime_ns: int | None = None) -> Path:

@@ -172,7 +172,7 @@ def test_property_scores_non_increasing(data):
     lists, weights = data
     fused = rrf(lists, doc_of, weights)
     scores = [d.score for d in fused]
-    assert all(a >= b for a, b in zip(scores, scores[1:]))
+    assert all(a >= b for a, b in zip(scores, scores[1:], strict=False))
     # every document with a block in any list appears exactly once
     expected_docs = {doc_of(b) for r in lists for b in r.block_ids}
     assert sorted(d.doc_id for d in fused) == sorted(expected_docs)

@@ -267,7 +267,9 @@ def eval_cmd(dataset_dir: Path, lanes: str | None, fmt: str) -> None:
         f"{result['dataset']} ({result['documents']} documents, {result['queries']} queries), "
         f"lanes {','.join(result['lanes'])}:"  # type: ignore[arg-type]
     )
-    click.echo(f"  nDCG@10 {result['ndcg@10']:.4f}   Recall@100 {result['recall@100']:.4f}   MRR@10 {result['mrr@10']:.4f}")
+    click.echo(
+        f"  nDCG@10 {result['ndcg@10']:.4f}   Recall@100 {result['recall@100']:.4f}   MRR@10 {result['mrr@10']:.4f}"
+    )
     click.echo(f"  indexed in {result['index_s']} s, {result['query_ms_mean']} ms per query")
 
 

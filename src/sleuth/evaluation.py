@@ -40,8 +40,10 @@ def run_eval(dataset_dir: Path, lanes: Sequence[str] | None = None, config: Conf
             run: dict[str, list[str]] = {}
             started = time.perf_counter()
             for qid, text in dataset.queries.items():
-                resp = engine.search(SearchRequest(query=text, limit=EVAL_DEPTH_DOCS, lanes=list(lanes) if lanes else None,
-                                                   snippets=False))
+                request = SearchRequest(
+                    query=text, limit=EVAL_DEPTH_DOCS, lanes=list(lanes) if lanes else None, snippets=False
+                )
+                resp = engine.search(request)
                 run[qid] = [h.path for h in resp.hits]
             query_ms = (time.perf_counter() - started) * 1000 / max(1, len(dataset.queries))
             used_lanes = list(engine.config.with_lanes(list(lanes) if lanes else None).lanes)

@@ -206,7 +206,9 @@ class IndexReport(BaseModel):
 
     project: str
     roots: list[str]
-    scanned: int = Field(description="Files (and archive members) found under the roots after ignore rules, skipped ones included")
+    scanned: int = Field(
+        description="Files (and archive members) found under the roots after ignore rules, skipped ones included"
+    )
     added: int
     updated: int
     unchanged: int

@@ -16,7 +16,7 @@ import ir_measures
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ir_measures import R, RR, nDCG
+from ir_measures import RR, R, nDCG
 
 from sleuth.eval import (
     evaluate,

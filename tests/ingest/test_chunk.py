@@ -38,7 +38,7 @@ def test_split_prefers_paragraph_boundaries_with_overlap() -> None:
     pieces = split_span(text, 0, len(text), max_chars=1000, overlap_chars=200)
     assert len(pieces) > 1
     assert pieces[0][0] == 0 and pieces[-1][1] == len(text)
-    for (s1, e1), (s2, e2) in zip(pieces, pieces[1:]):
+    for (s1, e1), (s2, _e2) in zip(pieces, pieces[1:], strict=False):
         assert text[e1 - 2 : e1] == "\n\n"  # cut right after a blank line
         assert s1 < s2 < e1  # progress, and overlap with the previous piece
         assert 0 < e1 - s2 <= 200
@@ -114,7 +114,7 @@ def test_split_span_properties(text: str, max_chars: int, data: st.DataObject) -
     assert pieces[0][0] == start and pieces[-1][1] == end
     for s, e in pieces:
         assert start <= s < e <= end and e - s <= max_chars
-    for (s1, e1), (s2, _) in zip(pieces, pieces[1:]):
+    for (s1, e1), (s2, _) in zip(pieces, pieces[1:], strict=False):
         assert s1 < s2 <= e1  # progress, no gap
 
 

@@ -159,7 +159,7 @@ def test_long_section_split_with_overlap() -> None:
     check_invariants(doc)
     long_blocks = [b for b in doc.blocks if b.heading_path == ("Title", "Long")]
     assert len(long_blocks) >= 5
-    for first, second in zip(long_blocks, long_blocks[1:]):
+    for first, second in zip(long_blocks, long_blocks[1:], strict=False):
         assert first.start_char < second.start_char < first.end_char  # overlapping cuts
         assert second.text.startswith("Paragraph number") or second.text[0].isalpha()
 

@@ -106,7 +106,8 @@ def test_get_notebook_returns_the_item(hugo_index: Path, hugo_sample: Path) -> N
         ({"project_id": "other", "query": "hooks"}, "Project not found or access denied: other"),
         ({"project_id": "hugo", "query": "hooks", "limit": 0}, "limit must be an integer from 1 to 50; got 0"),
         ({"project_id": "hugo", "query": "hooks", "limit": 51}, "limit must be an integer from 1 to 50; got 51"),
-        ({"project_id": "hugo", "query": "hooks", "limit": "five"}, "limit must be an integer from 1 to 50; got 'five'"),
+        ({"project_id": "hugo", "query": "hooks", "limit": "five"},
+         "limit must be an integer from 1 to 50; got 'five'"),
         ({"project_id": "hugo", "query": "hooks", "limit": 2.5}, "limit must be an integer from 1 to 50; got 2.5"),
         ({"project_id": "hugo", "query": "x" * 10_000}, "query is 10000 characters long; the limit is 4000"),
     ],
@@ -117,8 +118,8 @@ def test_bad_input_gets_a_readable_tool_error(hugo_index: Path, args: dict[str, 
 
 
 def test_allowed_projects_restrict_access(hugo_index: Path) -> None:
-    out = session_calls(hugo_index, [("get_projects", {}), ("search_project", {"project_id": "hugo", "query": "hooks"})],
-                        extra=["--project", "hugo"])
+    calls = [("get_projects", {}), ("search_project", {"project_id": "hugo", "query": "hooks"})]
+    out = session_calls(hugo_index, calls, extra=["--project", "hugo"])
     assert payload(out["results"][0])["result_count"] == 1
     assert payload(out["results"][1])["result_count"] > 0
 

@@ -32,7 +32,11 @@ def small_engine(tmp_path: Path):
     write(src, "reversed.md", "# Reversed\n\nA brown quick fox sleeps under the tree.\n")
     write(src, "cats.md", "# Cats\n\nCats sleep all day in the sun.\n")
     write(src, "code.py", "def get_user_name(user):\n    return user.name\n")
-    write(src, "guide.md", "# Guide\n\n## Install\n\nRun pip install sleuth.\n\n## Usage\n\nCall get_user_name to read names.\n")
+    write(
+        src,
+        "guide.md",
+        "# Guide\n\n## Install\n\nRun pip install sleuth.\n\n## Usage\n\nCall get_user_name to read names.\n",
+    )
     eng = Engine(tmp_path / "idx")
     eng.index([src], project="notes")
     yield eng

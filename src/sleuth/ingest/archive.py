@@ -16,8 +16,6 @@ from sleuth.ingest.walk import ARCHIVE_SUFFIXES, FILE_MAX_BYTES
 from sleuth.types import SkippedFile
 
 
-
-
 @dataclass(frozen=True)
 class ArchiveMember:
     """One regular file inside an archive: its path inside, its bytes and its time (ns)."""
@@ -29,6 +27,10 @@ class ArchiveMember:
 
 class ArchiveError(Exception):
     """The archive cannot be opened or read (corrupt, truncated, not really an archive)."""
+
+
+def _too_large(size_bytes: int) -> str:
+    return f"too large: {size_bytes} bytes > {FILE_MAX_BYTES} byte limit"
 
 
 def is_archive(name: str) -> bool:
@@ -50,7 +52,7 @@ def iter_archive(path: Path) -> Iterator[ArchiveMember | SkippedFile]:
                     if info.is_dir():
                         continue
                     if info.file_size > FILE_MAX_BYTES:
-                        yield SkippedFile(info.filename, f"too large: {info.file_size} bytes > {FILE_MAX_BYTES} byte limit")
+                        yield SkippedFile(info.filename, _too_large(info.file_size))
                         continue
                     y, mo, d, h, mi, s = info.date_time
                     ts = datetime.datetime(y, mo, d, h, mi, s, tzinfo=datetime.UTC).timestamp()
@@ -61,7 +63,7 @@ def iter_archive(path: Path) -> Iterator[ArchiveMember | SkippedFile]:
                 if not member.isfile():
                     continue
                 if member.size > FILE_MAX_BYTES:
-                    yield SkippedFile(member.name, f"too large: {member.size} bytes > {FILE_MAX_BYTES} byte limit")
+                    yield SkippedFile(member.name, _too_large(member.size))
                     continue
                 handle = tar.extractfile(member)
                 if handle is not None:

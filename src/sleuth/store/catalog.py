@@ -329,7 +329,9 @@ class Catalog:
                 "DELETE FROM problems WHERE project_id=? AND root=? AND path=?",
                 [(project_id, root, p) for p in dict.fromkeys(p for p, _ in problems)],
             )
-            conn.executemany("INSERT INTO problems VALUES (?,?,?,?,?)", [(project_id, root, p, m, now) for p, m in problems])
+            conn.executemany(
+                "INSERT INTO problems VALUES (?,?,?,?,?)", [(project_id, root, p, m, now) for p, m in problems]
+            )
             conn.execute(
                 "DELETE FROM problems WHERE project_id=? AND root=? AND path NOT IN"
                 " (SELECT rel_path FROM documents WHERE project_id=? AND root=?)",
