@@ -12,6 +12,8 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 venv: $(BIN)/python
+	# torch first, pinned: anything that pulls an unpinned torch would fetch a multi-GB CUDA build.
+	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 
 demo: venv

@@ -7,6 +7,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from sleuth.embed import DEFAULT_MODEL, check_model_spec
 from sleuth.errors import ConfigError
 from sleuth.fusion import DEFAULT_LANE_WEIGHTS, RRF_K
 
@@ -14,9 +15,10 @@ from sleuth.fusion import DEFAULT_LANE_WEIGHTS, RRF_K
 INDEX_DIR_NAME = ".sleuth"
 #: Environment variable naming the index folder.
 INDEX_ENV = "SLEUTH_INDEX"
-ALL_LANES = ("bm25", "tfidf", "index", "exact")
-#: Lanes run by default: the seed's three (exact lowered nDCG@10 on both judged sets; docs/EVAL.md).
-DEFAULT_LANES = ("bm25", "tfidf", "index")
+ALL_LANES = ("bm25", "tfidf", "index", "exact", "vector")
+#: Lanes run by default: the seed's three and the vector lane (exact lowered nDCG@10 on both judged
+#: sets; docs/EVAL.md). Without an embedding model the vector lane is reported unavailable.
+DEFAULT_LANES = ("bm25", "tfidf", "index", "vector")
 #: Every lane returns at least this many blocks before fusion.
 LANE_DEPTH_MIN_BLOCKS = 100
 #: ... and at least this many blocks per requested result.
@@ -32,6 +34,8 @@ class Config:
     rrf_k: int = RRF_K
     lane_depth_min_blocks: int = LANE_DEPTH_MIN_BLOCKS
     lane_depth_blocks_per_result: int = LANE_DEPTH_BLOCKS_PER_RESULT
+    model: str = DEFAULT_MODEL
+    model_int8: bool = False
 
     def with_lanes(self, lanes: list[str] | tuple[str, ...] | None) -> Config:
         """A copy running only ``lanes`` (validated)."""
@@ -50,9 +54,10 @@ def validate_lanes(lanes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 
 def load_config(index_dir: Path | None) -> Config:
-    """Defaults, overlaid with ``<index_dir>/config.toml`` and ``SLEUTH_LANES``/``SLEUTH_RRF_K``.
+    """Defaults, overlaid with ``<index_dir>/config.toml`` and ``SLEUTH_LANES``/``SLEUTH_RRF_K``/``SLEUTH_MODEL``.
 
-    config.toml keys: ``lanes = [..]``, ``rrf_k = 60``, ``[lane_weights] bm25 = 1.2 ...``.
+    config.toml keys: ``lanes = [..]``, ``rrf_k = 60``, ``model = "all-MiniLM-L6-v2"`` (or a folder,
+    or ``"none"``), ``model_int8 = false``, ``[lane_weights] bm25 = 1.2 ...``.
     Raises ConfigError on an unreadable file or bad values.
     """
     cfg = Config()
@@ -66,6 +71,14 @@ def load_config(index_dir: Path | None) -> Config:
         values["lanes"] = os.environ["SLEUTH_LANES"].split(",")
     if "SLEUTH_RRF_K" in os.environ:
         values["rrf_k"] = os.environ["SLEUTH_RRF_K"]
+    if "SLEUTH_MODEL" in os.environ:
+        values["model"] = os.environ["SLEUTH_MODEL"]
+    if "model" in values:
+        cfg = replace(cfg, model=check_model_spec(values["model"]))
+    if "model_int8" in values:
+        if not isinstance(values["model_int8"], bool):
+            raise ConfigError(f"model_int8 must be true or false, got {values['model_int8']!r}")
+        cfg = replace(cfg, model_int8=values["model_int8"])
     try:
         if "lanes" in values:
             lanes = values["lanes"]

@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
+
 from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
+from sleuth.embed import Embedder, ModelUnavailable, load_embedder
 from sleuth.errors import DocumentNotFound, IndexBusy, IndexNotFound, ProjectNotFound, QueryError
 from sleuth.fusion import rrf
 from sleuth.ingest import (
@@ -39,6 +42,7 @@ from sleuth.lanes.base import LaneQuery
 from sleuth.lanes.lexical import BM25Lane, ExactLane, IndexLane
 from sleuth.lanes.postings import Postings
 from sleuth.lanes.tfidf import TfidfLane, TfidfModel
+from sleuth.lanes.vector import VectorLane, VectorMatrix
 from sleuth.store.catalog import Catalog, DocumentRow, IndexedBlock
 from sleuth.summaries import make_snippet
 from sleuth.text import analyze, parse_query
@@ -62,6 +66,10 @@ FLUSH_DOCUMENTS = 500
 WRITE_LOCK_TIMEOUT_S = 30.0
 #: At most this many blocks are considered when a quoted phrase restricts the tfidf lane.
 PHRASE_FILTER_MAX_BLOCKS = 100_000
+#: Blocks embedded (and their vectors committed) per batch while indexing.
+EMBED_COMMIT_BLOCKS = 256
+#: Query vectors kept in memory (an LRU of query text → vector).
+QUERY_VECTOR_CACHE_SIZE = 1024
 
 _PROJECT_ID_RE = re.compile(r"[^a-z0-9._-]+")
 
@@ -209,12 +217,18 @@ class Engine:
         self._write_lock = _WriteLock(self.index_dir / "write.lock", WRITE_LOCK_TIMEOUT_S)
         self._tfidf: tuple[int, TfidfModel] | None = None
         self._tfidf_lock = threading.Lock()
+        self._embedder: Embedder | None = None
+        self._embedder_error: str | None = None
+        self._embedder_lock = threading.Lock()
+        self._vectors: tuple[tuple[int, str | None], VectorMatrix] | None = None
+        self._query_vectors: dict[str, np.ndarray] = {}
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sleuth-lane")
         self.lanes = {
             "bm25": BM25Lane(self.postings),
             "tfidf": TfidfLane(self._tfidf_model, self._phrase_blocks),
             "index": IndexLane(self.postings),
             "exact": ExactLane(self.postings),
+            "vector": VectorLane(self._vector_matrix, self._embed_query, self._phrase_blocks),
         }
         self._catch_up(blocking=False)
 
@@ -266,6 +280,82 @@ class Engine:
                 self._tfidf = (gen, TfidfModel(rows))
             return self._tfidf[1]
 
+    # ================================================================== embeddings
+
+    def embedder(self) -> Embedder | None:
+        """The configured embedding model, loaded once; None when unavailable (reason in
+        :attr:`vector_unavailable`)."""
+        with self._embedder_lock:
+            if self._embedder is None and self._embedder_error is None:
+                try:
+                    self._embedder = load_embedder(self.config.model, self.config.model_int8)
+                    if self._embedder is None:
+                        self._embedder_error = "no embedding model configured (model = 'none')"
+                except ModelUnavailable as exc:
+                    self._embedder_error = str(exc)
+            return self._embedder
+
+    @property
+    def vector_unavailable(self) -> str | None:
+        """Why the vector lane cannot run, or None when it can."""
+        embedder = self.embedder()
+        if embedder is None:
+            return self._embedder_error
+        have, total = self.catalog.vector_counts(embedder.name)
+        if total and not have:
+            return f"no block has a {embedder.name} vector yet: run `sleuth index` to embed them"
+        return None
+
+    def _embed_query(self, text: str) -> np.ndarray:
+        vector = self._query_vectors.get(text)
+        if vector is None:
+            embedder = self.embedder()
+            assert embedder is not None  # the vector lane runs only with a model
+            vector = embedder.embed([text])[0]
+            if len(self._query_vectors) >= QUERY_VECTOR_CACHE_SIZE:
+                self._query_vectors.pop(next(iter(self._query_vectors)))
+            self._query_vectors[text] = vector
+        return vector
+
+    def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every block that has no vector for the configured model; returns how many.
+
+        Vectors are cached by the block's embedding text, so unchanged blocks are never embedded
+        again. ``progress(done, total)`` is called after each batch. Without a model, does nothing.
+        """
+        embedder = self.embedder()
+        if embedder is None:
+            return 0
+        have, total = self.catalog.vector_counts(embedder.name)
+        todo_estimate = total - have
+        done = 0
+        while True:
+            pending = self.catalog.blocks_without_vectors(embedder.name, EMBED_COMMIT_BLOCKS)
+            if not pending:
+                return done
+            vectors = embedder.embed([text for _, text in pending])
+            items = [(h, v.tobytes()) for (h, _), v in zip(pending, vectors, strict=True)]
+            self.catalog.store_vectors(embedder.name, items)
+            done += len(pending)
+            if progress:
+                progress(done, max(todo_estimate, done))
+
+    def _vector_matrix(self) -> VectorMatrix:
+        embedder = self.embedder()
+        model = embedder.name if embedder else ""
+        key = (self.catalog.generation(), self.catalog.get_meta(f"vectors:{model}"))
+        with self._tfidf_lock:
+            if self._vectors is None or self._vectors[0] != key:
+                block_ids, projects, rows = [], [], []
+                for block_id, project_id, blob in self.catalog.block_vectors(model):
+                    block_ids.append(block_id)
+                    projects.append(project_id)
+                    rows.append(np.frombuffer(blob, dtype=np.float32))
+                dim = embedder.dim if embedder else 0
+                matrix = np.vstack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+                self._vectors = (key, VectorMatrix(block_ids, projects, matrix))
+            return self._vectors[1]
+
     def _phrase_blocks(self, q: LaneQuery) -> set[str]:
         phrases = [self.postings.phrase(p) for p in q.parsed.phrases]
         hits = self.postings.search(phrases[0], PHRASE_FILTER_MAX_BLOCKS, q.projects, phrases[1:])
@@ -278,6 +368,7 @@ class Engine:
         roots: Sequence[str | Path],
         project: str | None = None,
         progress: Callable[[str], None] | None = None,
+        embed_progress: Callable[[int, int], None] | None = None,
     ) -> IndexReport:
         """Index (or re-index incrementally) files under ``roots`` into ``project``.
 
@@ -288,6 +379,7 @@ class Engine:
             roots: folders (or single files) to walk.
             project: project name; default: the first root's folder name.
             progress: called with each indexed file's path (for a progress display).
+            embed_progress: called with (blocks embedded, blocks to embed) after each batch.
         Raises:
             FileNotFoundError / NotADirectoryError: a root does not exist.
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
@@ -308,6 +400,7 @@ class Engine:
             for root in paths:
                 self._index_root(pid, root, report, now, progress)
             self.catalog.mark_indexed(pid, now)
+            report.embedded = self.embed_pending(embed_progress)
         report.took_s = round(time.perf_counter() - started, 3)
         return report
 
@@ -452,6 +545,7 @@ class Engine:
                     batch = []
             report.blocks += self._flush(batch, now)
             self.catalog.mark_indexed(pid, now)
+            report.embedded = self.embed_pending()
         report.took_s = round(time.perf_counter() - started, 3)
         return report
 
@@ -497,7 +591,13 @@ class Engine:
         self._catch_up(blocking=False)
         depth = max(cfg.lane_depth_min_blocks, req.limit * cfg.lane_depth_blocks_per_result)
         lane_query = LaneQuery(parsed, depth, projects)
-        futures = [self._pool.submit(self.lanes[name].search, lane_query) for name in cfg.lanes]
+        unavailable: dict[str, str] = {}
+        if "vector" in cfg.lanes:
+            reason = self.vector_unavailable
+            if reason:
+                unavailable["vector"] = reason
+        run_lanes = [name for name in cfg.lanes if name not in unavailable]
+        futures = [self._pool.submit(self.lanes[name].search, lane_query) for name in run_lanes]
         lists = [f.result() for f in futures]
         fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k)[: req.limit]
         docs = self.catalog.documents([d.doc_id for d in fused])
@@ -524,9 +624,18 @@ class Engine:
             notice = "the exact lane matches only quoted phrases and identifiers (snake_case, a.b, camelCase)"
         return SearchResponse(
             query=req.query, terms=list(parsed.terms), phrases=[" ".join(p) for p in parsed.phrases],
-            result_count=len(hits), hits=hits, lanes=list(cfg.lanes),
-            took_ms=round((time.perf_counter() - started) * 1000, 3), notice=notice,
+            result_count=len(hits), hits=hits, lanes=run_lanes,
+            took_ms=round((time.perf_counter() - started) * 1000, 3), notice=notice, unavailable_lanes=unavailable,
         )
+
+    def _vector_status(self) -> dict[str, object]:
+        embedder = self.embedder()
+        if embedder is None:
+            return {"available": False, "reason": self._embedder_error}
+        have, total = self.catalog.vector_counts(embedder.name)
+        reason = self.vector_unavailable
+        return {"available": reason is None, "reason": reason, "model": embedder.name,
+                "dimensions": embedder.dim, "blocks_with_vectors": have, "blocks": total}
 
     def get(self, doc_id: str, projects: Sequence[str] | None = None) -> DocumentContent:
         """The whole stored document ``doc_id`` (restricted to ``projects`` when given).
@@ -558,6 +667,7 @@ class Engine:
             "generation": self.catalog.generation(),
             "postings_generation": self.postings.generation(),
             "lanes": list(self.config.lanes),
+            "vector_lane": self._vector_status(),
             "projects": [p.model_dump() for p in self.projects()],
             "skipped_files": self.catalog.skipped(),
             "problems": self.catalog.problems(),

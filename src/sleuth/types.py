@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 DocumentKind = Literal["markdown", "notebook", "code", "text", "pdf", "config"]
-LaneName = Literal["bm25", "tfidf", "index", "exact"]
+LaneName = Literal["bm25", "tfidf", "index", "exact", "vector"]
 
 
 # --------------------------------------------------------------------------- ingestion
@@ -172,6 +172,9 @@ class SearchResponse(BaseModel):
     lanes: list[str] = Field(description="Lanes that were run")
     took_ms: float = Field(description="Wall-clock time of the search in milliseconds")
     notice: str | None = Field(default=None, description="Why the result is empty, when sleuth knows")
+    unavailable_lanes: dict[str, str] = Field(
+        default_factory=dict, description="Requested lanes that could not run, with the reason"
+    )
 
 
 class ProjectInfo(BaseModel):
@@ -216,4 +219,5 @@ class IndexReport(BaseModel):
     skipped: list[dict[str, str]] = Field(description="[{path, reason}] files not indexed")
     problems: list[dict[str, str]] = Field(description="[{path, problem}] indexed with a warning")
     blocks: int = Field(description="Blocks written in this run")
+    embedded: int = Field(default=0, description="Blocks embedded in this run (vectors not already cached)")
     took_s: float

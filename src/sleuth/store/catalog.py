@@ -9,6 +9,7 @@ either the state before a write transaction or after it, never half of it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -17,9 +18,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from sleuth.errors import SleuthError
 from sleuth.types import Block
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: How long a connection waits for another writer's lock before failing, in milliseconds.
 BUSY_TIMEOUT_MS = 30_000
 
@@ -62,9 +64,17 @@ CREATE TABLE IF NOT EXISTS blocks (
     start_char INTEGER NOT NULL,
     end_char INTEGER NOT NULL,
     content_hash TEXT NOT NULL,
-    terms TEXT NOT NULL
+    terms TEXT NOT NULL,
+    embed_hash TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS blocks_doc ON blocks(doc_id, ordinal);
+CREATE INDEX IF NOT EXISTS blocks_embed ON blocks(embed_hash);
+CREATE TABLE IF NOT EXISTS vectors (
+    model TEXT NOT NULL,
+    embed_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, embed_hash)
+);
 CREATE TABLE IF NOT EXISTS tombstones (
     doc_id TEXT NOT NULL,
     project_id TEXT NOT NULL,
@@ -87,6 +97,22 @@ CREATE TABLE IF NOT EXISTS skipped (
     PRIMARY KEY (project_id, root, path)
 );
 """
+
+
+class IndexFormatError(SleuthError):
+    """The catalog was written by another version of sleuth, in a format this one cannot read."""
+
+    exit_code = 6
+
+
+def embedding_text(title: str, text: str) -> str:
+    """What is embedded for a block: its text, preceded by its document title unless it starts with it."""
+    return text if not title or text.lstrip().startswith(title) else f"{title}\n{text}"
+
+
+def embed_key(title: str, text: str) -> str:
+    """The vector-cache key of a block: 16 hex digits of SHA-1 over its embedding text."""
+    return hashlib.sha1(embedding_text(title, text).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -151,6 +177,12 @@ class Catalog:
             with self.write() as conn:
                 conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
                 conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+        version = int(self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+        if version != SCHEMA_VERSION:
+            raise IndexFormatError(
+                f"{path} has index format {version}; this sleuth reads format {SCHEMA_VERSION}: delete the index"
+                " folder and run `sleuth index` again"
+            )
 
     # ------------------------------------------------------------------ connections
 
@@ -281,11 +313,12 @@ class Catalog:
                     ),
                 )
                 conn.executemany(
-                    "INSERT INTO blocks VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO blocks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     [
                         (
                             b.block_id, b.doc_id, b.ordinal, json.dumps(list(b.heading_path)), b.text,
                             b.start_line, b.end_line, b.start_char, b.end_char, b.content_hash, terms,
+                            embed_key(doc.title, b.text),
                         )
                         for b, terms in blocks
                     ],
@@ -375,7 +408,7 @@ class Catalog:
 
     def blocks_of(self, doc_id: str) -> list[Block]:
         rows = self.conn.execute(
-            "SELECT b.*, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+            f"SELECT {_BLOCK_COLUMNS}, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
             " WHERE b.doc_id=? ORDER BY ordinal",
             (doc_id,),
         ).fetchall()
@@ -388,7 +421,7 @@ class Catalog:
             part = block_ids[i : i + 500]
             marks = ",".join("?" * len(part))
             for row in self.conn.execute(
-                "SELECT b.*, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+                f"SELECT {_BLOCK_COLUMNS}, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
                 f" WHERE b.block_id IN ({marks})",
                 part,
             ):
@@ -399,12 +432,58 @@ class Catalog:
     def indexed_blocks(self, min_generation: int = 0) -> Iterator[IndexedBlock]:
         """Every block of documents written after ``min_generation``, with its index fields."""
         cur = self.conn.execute(
-            "SELECT b.*, d.project_id, d.title, d.tags, d.rel_path FROM blocks b"
+            f"SELECT {_BLOCK_COLUMNS}, d.project_id, b.terms, d.title, d.tags, d.rel_path FROM blocks b"
             " JOIN documents d ON b.doc_id=d.doc_id WHERE d.generation > ? ORDER BY b.doc_id, b.ordinal",
             (min_generation,),
         )
         for row in cur:
-            yield IndexedBlock(_block(row[:12]), row[10], row[12], json.loads(row[13]), row[14])
+            yield IndexedBlock(_block(row[:11]), row[11], row[12], json.loads(row[13]), row[14])
+
+    # ------------------------------------------------------------------ vectors
+
+    def blocks_without_vectors(self, model: str, limit: int = 10_000) -> list[tuple[str, str]]:
+        """Up to ``limit`` ``(embed_hash, embedding text)`` of blocks with no vector for ``model``."""
+        rows = self.conn.execute(
+            "SELECT b.embed_hash, d.title, b.text FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+            " WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)"
+            " GROUP BY b.embed_hash LIMIT ?",
+            (model, limit),
+        ).fetchall()
+        return [(h, embedding_text(title, text)) for h, title, text in rows]
+
+    def store_vectors(self, model: str, items: Sequence[tuple[str, bytes]]) -> None:
+        """Cache ``(embed_hash, float32 vector bytes)`` for ``model`` (no new generation: derived data)."""
+        with self.write() as conn:
+            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", [(model, h, v) for h, v in items])
+            conn.execute(
+                "INSERT INTO meta VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+                (f"vectors:{model}",),
+            )
+
+    def block_vectors(self, model: str) -> Iterator[tuple[str, str, bytes]]:
+        """``(block_id, project_id, vector bytes)`` of every block that has a vector for ``model``."""
+        return iter(self.conn.execute(
+            "SELECT b.block_id, d.project_id, v.vector FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+            " JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash ORDER BY b.rowid",
+            (model,),
+        ))
+
+    def vector_counts(self, model: str) -> tuple[int, int]:
+        """``(blocks with a vector for model, all blocks)``."""
+        with_vec = self.conn.execute(
+            "SELECT COUNT(*) FROM blocks b WHERE EXISTS"
+            " (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)",
+            (model,),
+        ).fetchone()[0]
+        return int(with_vec), int(self.conn.execute("SELECT COUNT(*) FROM blocks").fetchone()[0])
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.write() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def changes_since(self, generation: int) -> tuple[list[str], list[str]]:
         """``(written_doc_ids, deleted_doc_ids)`` after ``generation`` (a doc may be in both)."""
@@ -437,11 +516,17 @@ def _document_row(r: Sequence[object]) -> DocumentRow:
     )
 
 
+_BLOCK_COLUMNS = (
+    "b.block_id, b.doc_id, b.ordinal, b.heading_path, b.text, b.start_line, b.end_line, b.start_char,"
+    " b.end_char, b.content_hash"
+)
+
+
 def _block(r: Sequence[object]) -> Block:
-    # r: blocks columns (11, ``terms`` at 10) followed by the document's project_id.
+    # r: the ten _BLOCK_COLUMNS followed by the document's project_id.
     return Block(
         block_id=str(r[0]), doc_id=str(r[1]), ordinal=int(r[2]),  # type: ignore[arg-type]
         heading_path=tuple(json.loads(str(r[3]))), text=str(r[4]),
         start_line=int(r[5]), end_line=int(r[6]), start_char=int(r[7]), end_char=int(r[8]),  # type: ignore[arg-type]
-        content_hash=str(r[9]), project_id=str(r[11]),
+        content_hash=str(r[9]), project_id=str(r[10]),
     )

@@ -1,0 +1,113 @@
+"""The ``vector`` lane: cosine similarity of sentence embeddings (exact or approximate search).
+
+Block vectors are unit length, so cosine = dot product. Up to ``VECTOR_EXACT_MAX_BLOCKS`` blocks the
+lane multiplies the whole matrix by the query (exact); above it, an HNSW index (Malkov & Yashunin
+2018, via usearch) gives the candidates. Filters (projects, required phrases) apply before the
+top-k cut: the exact path masks scores, the approximate path widens its search until enough
+filtered candidates are found or the whole index was searched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from sleuth.lanes.base import LaneQuery
+from sleuth.types import RankedList
+
+#: Up to this many blocks the vector lane searches exactly (a matrix-vector product).
+VECTOR_EXACT_MAX_BLOCKS = 50_000
+#: HNSW settings (usearch): graph degree and search breadth; recall is measured in docs/BENCH.md.
+HNSW_CONNECTIVITY = 16
+HNSW_EXPANSION_ADD = 128
+HNSW_EXPANSION_SEARCH = 128
+
+
+class VectorMatrix:
+    """The vectors of every block with one (catalog generation, model).
+
+    Args:
+        block_ids: shape (n,); project_ids: shape (n,); vectors: float32 (n, dim), unit rows.
+        exact_max_blocks: above this size an HNSW index is built for search.
+    """
+
+    def __init__(self, block_ids: list[str], project_ids: list[str], vectors: np.ndarray,
+                 exact_max_blocks: int = VECTOR_EXACT_MAX_BLOCKS) -> None:
+        self.block_ids = np.asarray(block_ids, dtype=object)
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.project_names = sorted(set(project_ids))
+        index = {p: i for i, p in enumerate(self.project_names)}
+        self.project_of_block = np.asarray([index[p] for p in project_ids], dtype=np.int32)
+        self.ann = None
+        if len(block_ids) > exact_max_blocks:
+            from usearch.index import Index
+
+            self.ann = Index(ndim=self.vectors.shape[1], metric="cos", dtype="f32",
+                             connectivity=HNSW_CONNECTIVITY, expansion_add=HNSW_EXPANSION_ADD,
+                             expansion_search=HNSW_EXPANSION_SEARCH)
+            self.ann.add(np.arange(len(block_ids), dtype=np.uint64), self.vectors, threads=2)
+
+    def __len__(self) -> int:
+        return len(self.block_ids)
+
+    def search(self, query: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` rows by cosine with ``query`` among rows where ``allowed`` (bool mask) is true.
+
+        Returns ``(rows, scores)``, best first; ties broken by block id.
+        """
+        if self.ann is not None:
+            wanted = k if allowed is None else k * 4
+            while True:
+                matches = self.ann.search(query, min(wanted, len(self)))
+                rows = np.asarray(matches.keys, dtype=np.int64)
+                scores = 1.0 - np.asarray(matches.distances, dtype=np.float32)
+                if allowed is not None:
+                    keep = allowed[rows]
+                    rows, scores = rows[keep], scores[keep]
+                if len(rows) >= k or wanted >= len(self):
+                    break
+                wanted *= 4
+            order = np.lexsort((self.block_ids[rows], -scores))[:k]
+            return rows[order], scores[order]
+        scores = self.vectors @ query
+        candidates = np.arange(len(self)) if allowed is None else np.flatnonzero(allowed)
+        if len(candidates) > k:
+            top = np.argpartition(-scores[candidates], k - 1)[:k]
+            candidates = candidates[top]
+        order = candidates[np.lexsort((self.block_ids[candidates], -scores[candidates]))]
+        return order, scores[order]
+
+
+class VectorLane:
+    """Ranks blocks by embedding similarity to the query.
+
+    Args:
+        matrix: returns the current VectorMatrix (rebuilt by the engine as the index changes).
+        embed_query: text -> unit vector of shape (dim,).
+        phrase_filter: the parsed query's phrases -> block ids containing all of them.
+    """
+
+    name = "vector"
+
+    def __init__(self, matrix: Callable[[], VectorMatrix], embed_query: Callable[[str], np.ndarray],
+                 phrase_filter: Callable[[LaneQuery], set[str]] | None = None) -> None:
+        self._matrix = matrix
+        self._embed_query = embed_query
+        self._phrase_filter = phrase_filter
+
+    def search(self, q: LaneQuery) -> RankedList:
+        m = self._matrix()
+        if len(m) == 0 or not q.parsed.text:
+            return RankedList(self.name, (), ())
+        allowed = None
+        if q.projects is not None:
+            wanted = [m.project_names.index(p) for p in q.projects if p in m.project_names]
+            allowed = np.isin(m.project_of_block, wanted)
+        if q.parsed.phrases and self._phrase_filter is not None:
+            in_phrase = np.isin(m.block_ids, list(self._phrase_filter(q)))
+            allowed = in_phrase if allowed is None else allowed & in_phrase
+        if allowed is not None and not allowed.any():
+            return RankedList(self.name, (), ())
+        rows, scores = m.search(self._embed_query(q.parsed.text), q.k, allowed)
+        return RankedList(self.name, tuple(m.block_ids[rows]), tuple(float(s) for s in scores))

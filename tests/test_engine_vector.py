@@ -1,0 +1,75 @@
+"""The vector lane inside the engine: real model, vector cache, lexical-only fallback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sleuth.config import Config
+from sleuth.engine import Engine
+from sleuth.types import SearchRequest
+
+
+def notes(root: Path) -> Path:
+    root.mkdir()
+    (root / "keys.md").write_text(
+        "# Signing keys\n\nRotate the signing keys every ninety days; revoke the old key after the switch.\n",
+        encoding="utf-8",
+    )
+    (root / "cats.md").write_text("# Cats\n\nCats sleep most of the day in warm places.\n", encoding="utf-8")
+    (root / "deploy.md").write_text("# Deploy\n\nShip the container to production with the pipeline.\n",
+                                    encoding="utf-8")
+    return root
+
+
+@pytest.fixture()
+def engine(tmp_path: Path) -> Engine:
+    e = Engine(tmp_path / "idx")
+    report = e.index([notes(tmp_path / "notes")], project="notes")
+    assert (report.added, report.embedded) == (3, 3)
+    return e
+
+
+def test_paraphrase_without_shared_terms_is_found_by_the_vector_lane(engine: Engine) -> None:
+    resp = engine.search(SearchRequest(query="feline naps", lanes=["vector"], limit=1))
+    assert [h.path for h in resp.hits] == ["cats.md"]
+    assert engine.search(SearchRequest(query="feline naps", lanes=["bm25"])).hits == []
+    hybrid = engine.search(SearchRequest(query="how often do we change cryptographic credentials", limit=3))
+    assert hybrid.hits[0].path == "keys.md" and "vector" in hybrid.hits[0].sources
+    assert hybrid.lanes == ["bm25", "tfidf", "index", "vector"] and hybrid.unavailable_lanes == {}
+
+
+def test_vectors_are_cached_by_content(engine: Engine, tmp_path: Path) -> None:
+    again = engine.index([tmp_path / "notes"], project="notes")
+    assert (again.unchanged, again.embedded) == (3, 0)
+    (tmp_path / "notes" / "cats.md").write_text("# Cats\n\nCats chase mice at night.\n", encoding="utf-8")
+    (tmp_path / "notes" / "copy.md").write_text((tmp_path / "notes" / "deploy.md").read_text(), encoding="utf-8")
+    edited = engine.index([tmp_path / "notes"], project="notes")
+    # The edited file is embedded again; the copy has the same title and text as deploy.md, so the
+    # same embedding text, and its vector comes from the cache.
+    assert (edited.updated, edited.added, edited.embedded) == (1, 1, 1)
+    status = engine.status()["vector_lane"]
+    assert status["available"] and (status["blocks_with_vectors"], status["blocks"]) == (4, 4)
+
+
+def test_without_a_model_the_vector_lane_is_reported_unavailable(tmp_path: Path) -> None:
+    e = Engine(tmp_path / "idx", Config(model="none"))
+    report = e.index([notes(tmp_path / "notes")], project="notes")
+    assert report.embedded == 0
+    resp = e.search("signing keys")
+    assert resp.hits[0].path == "keys.md"
+    assert resp.lanes == ["bm25", "tfidf", "index"]
+    assert resp.unavailable_lanes == {"vector": "no embedding model configured (model = 'none')"}
+    assert e.status()["vector_lane"] == {"available": False, "reason": "no embedding model configured (model = 'none')"}
+
+
+def test_lexical_only_index_opened_with_a_model_says_how_to_embed(tmp_path: Path) -> None:
+    Engine(tmp_path / "idx", Config(model="none")).index([notes(tmp_path / "notes")], project="notes")
+    e = Engine(tmp_path / "idx")
+    resp = e.search("signing keys")
+    assert resp.unavailable_lanes == {
+        "vector": "no block has a all-MiniLM-L6-v2 vector yet: run `sleuth index` to embed them"
+    }
+    assert e.embed_pending() == 3
+    assert e.search("signing keys").unavailable_lanes == {}
