@@ -104,15 +104,16 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, index_dir: Path | No
         first = paths[0].resolve()
         target = (first if first.is_dir() else first.parent) / INDEX_DIR_NAME
     assert target is not None
-    with Engine(target) as engine:
-        report = engine.index(list(paths), project=project)
+    with Engine(target) as engine, EmbedProgress() as progress:
+        report = engine.index(list(paths), project=project, embed_progress=progress.update)
     if fmt == "json":
         _emit_json({"index_dir": str(target), **report.model_dump()})
         return
     click.echo(
         f"indexed project {report.project!r} into {target}: {report.scanned} files scanned, "
         f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-        f"{report.removed} removed, {report.blocks} blocks written, {len(report.skipped)} skipped "
+        f"{report.removed} removed, {report.blocks} blocks written, {report.embedded} embedded, "
+        f"{len(report.skipped)} skipped "
         f"({report.took_s:.2f} s)"
     )
     for s in report.skipped:
@@ -121,15 +122,37 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, index_dir: Path | No
         click.echo(f"  warning {p['path']}: {p['problem']}")
 
 
+class EmbedProgress:
+    """A progress bar on stderr while blocks are embedded (shown only when stderr is a terminal)."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def update(self, done: int, total: int) -> None:
+        if not sys.stderr.isatty():
+            return
+        if self._bar is None:
+            self._bar = click.progressbar(length=total, label="embedding blocks", file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._bar.pos)
+
+    def __enter__(self) -> EmbedProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
 def _parse_lanes(lanes: str | None) -> list[str] | None:
     return list(validate_lanes(lanes.split(","))) if lanes else None
 
 
 def render_text(resp: SearchResponse, explain: bool) -> str:
     """A search response as text: rank, score, path, title, heading, snippet (and the trace)."""
+    out: list[str] = [f"(lane {lane} unavailable: {why})" for lane, why in resp.unavailable_lanes.items()]
     if not resp.hits:
-        return f"no results for {resp.query!r}" + (f": {resp.notice}" if resp.notice else "")
-    out: list[str] = []
+        return "\n".join([*out, f"no results for {resp.query!r}" + (f": {resp.notice}" if resp.notice else "")])
     for h in resp.hits:
         heading = " > ".join(h.heading_path)
         out.append(f"{h.rank:>2}. {h.path}  [{h.project}]  score {h.score:.4f}  lines {h.lines[0]}-{h.lines[1]}")
@@ -218,6 +241,12 @@ def status_cmd(index_dir: Path | None, fmt: str) -> None:
     click.echo(f"  {st['documents']} documents, {st['blocks']} blocks, {len(st['projects'])} "  # type: ignore[arg-type]
                f"project(s), generation {st['generation']} (postings at {st['postings_generation']})")
     click.echo(f"  lanes: {', '.join(st['lanes'])}")  # type: ignore[arg-type]
+    vec = st["vector_lane"]
+    if vec["available"]:  # type: ignore[index]
+        click.echo(f"  vector lane: {vec['model']} ({vec['dimensions']} dimensions), "  # type: ignore[index]
+                   f"{vec['blocks_with_vectors']} of {vec['blocks']} blocks embedded")  # type: ignore[index]
+    else:
+        click.echo(f"  vector lane unavailable: {vec['reason']}")  # type: ignore[index]
     for p in st["projects"]:  # type: ignore[attr-defined]
         click.echo(f"  project {p['project_id']}: {p['documents']} documents, last indexed {p['last_indexed']}")
     skipped = st["skipped_files"]
@@ -248,16 +277,19 @@ def serve_cmd(projects: tuple[str, ...], index_dir: Path | None) -> None:
 
 @cli.command("eval")
 @click.argument("dataset_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--lanes", default=None, help="Comma-separated lanes to fuse (default: the configured lanes).")
+@click.option("--lanes", default=None, help="Comma-separated lanes to fuse (default: the default lanes).")
+@click.option("--index", "index_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where to keep the evaluation index (default: sleuth's cache, so vectors are reused).")
+@click.option("--fresh", is_flag=True, help="Start from an empty evaluation index (embeds everything again).")
 @format_option
 @handle_errors
-def eval_cmd(dataset_dir: Path, lanes: str | None, fmt: str) -> None:
-    """Evaluate ranking on a BEIR-layout dataset: nDCG@10, Recall@100, MRR@10."""
+def eval_cmd(dataset_dir: Path, lanes: str | None, index_dir: Path | None, fresh: bool, fmt: str) -> None:
+    """Evaluate ranking on a BEIR-layout dataset: nDCG@10, Recall@100, MRR@10 (default settings)."""
     from sleuth.eval import DatasetError
     from sleuth.evaluation import run_eval
 
     try:
-        result = run_eval(dataset_dir, _parse_lanes(lanes))
+        result = run_eval(dataset_dir, _parse_lanes(lanes), index_dir=index_dir, fresh=fresh)
     except DatasetError as exc:
         raise ConfigError(f"bad dataset: {exc}") from exc
     if fmt == "json":
@@ -270,7 +302,10 @@ def eval_cmd(dataset_dir: Path, lanes: str | None, fmt: str) -> None:
     click.echo(
         f"  nDCG@10 {result['ndcg@10']:.4f}   Recall@100 {result['recall@100']:.4f}   MRR@10 {result['mrr@10']:.4f}"
     )
-    click.echo(f"  indexed in {result['index_s']} s, {result['query_ms_mean']} ms per query")
+    click.echo(f"  indexed in {result['index_s']} s ({result['embedded']} blocks embedded), "
+               f"{result['query_ms_mean']} ms per query")
+    for lane, reason in result["unavailable_lanes"].items():  # type: ignore[attr-defined]
+        click.echo(f"  lane {lane} unavailable: {reason}")
 
 
 def main() -> None:

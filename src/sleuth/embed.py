@@ -183,7 +183,8 @@ class Embedder:
         self.session = ort.InferenceSession(str(files.onnx_path), options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
         self._lock = threading.Lock()
-        self.dim = int(self.embed(["dimension probe"]).shape[1])
+        width = self.session.get_outputs()[0].shape[-1]
+        self.dim = int(width) if isinstance(width, int) else int(self.embed(["dimension probe"]).shape[1])
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unit-length sentence vectors of ``texts``, shape ``(len(texts), dim)``, float32."""

@@ -18,7 +18,7 @@ from sleuth.types import RankedList
 #: The RRF constant k (Cormack et al. 2009; the seed's value).
 RRF_K = 60
 #: Lane weights: the seed's bm25 / tfidf / index weights, and the exact and vector lanes'.
-DEFAULT_LANE_WEIGHTS: dict[str, float] = {"bm25": 1.2, "tfidf": 0.8, "index": 1.5, "exact": 1.0, "vector": 1.5}
+DEFAULT_LANE_WEIGHTS: dict[str, float] = {"bm25": 1.2, "tfidf": 0.8, "index": 1.5, "exact": 1.0, "vector": 2.0}
 
 
 @dataclass(frozen=True)

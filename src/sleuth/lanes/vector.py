@@ -16,6 +16,10 @@ import numpy as np
 from sleuth.lanes.base import LaneQuery
 from sleuth.types import RankedList
 
+#: Blocks less similar to the query than this (cosine) are not returned: every block has a nearest
+#: neighbour, and without a floor a query for a word found nowhere would still "match" the
+#: least-unrelated blocks. all-MiniLM-L6-v2 scores unrelated texts around 0 to 0.2.
+VECTOR_MIN_SIMILARITY = 0.3
 #: Up to this many blocks the vector lane searches exactly (a matrix-vector product).
 VECTOR_EXACT_MAX_BLOCKS = 50_000
 #: HNSW settings (usearch): graph degree and search breadth; recall is measured in docs/BENCH.md.
@@ -84,6 +88,7 @@ class VectorLane:
 
     Args:
         matrix: returns the current VectorMatrix (rebuilt by the engine as the index changes).
+        min_similarity: blocks with a lower cosine are left out (see ``VECTOR_MIN_SIMILARITY``).
         embed_query: text -> unit vector of shape (dim,).
         phrase_filter: the parsed query's phrases -> block ids containing all of them.
     """
@@ -91,7 +96,9 @@ class VectorLane:
     name = "vector"
 
     def __init__(self, matrix: Callable[[], VectorMatrix], embed_query: Callable[[str], np.ndarray],
-                 phrase_filter: Callable[[LaneQuery], set[str]] | None = None) -> None:
+                 phrase_filter: Callable[[LaneQuery], set[str]] | None = None,
+                 min_similarity: float = VECTOR_MIN_SIMILARITY) -> None:
+        self.min_similarity = min_similarity
         self._matrix = matrix
         self._embed_query = embed_query
         self._phrase_filter = phrase_filter
@@ -110,4 +117,6 @@ class VectorLane:
         if allowed is not None and not allowed.any():
             return RankedList(self.name, (), ())
         rows, scores = m.search(self._embed_query(q.parsed.text), q.k, allowed)
+        keep = scores >= self.min_similarity
+        rows, scores = rows[keep], scores[keep]
         return RankedList(self.name, tuple(m.block_ids[rows]), tuple(float(s) for s in scores))
