@@ -44,6 +44,7 @@ from sleuth.lanes.postings import Postings
 from sleuth.lanes.tfidf import TfidfLane, TfidfModel
 from sleuth.lanes.vector import VectorLane, VectorMatrix
 from sleuth.store.catalog import Catalog, DocumentRow, IndexedBlock
+from sleuth.store.lane_cache import load_arrays, save_arrays
 from sleuth.summaries import make_snippet
 from sleuth.text import analyze, parse_query
 from sleuth.types import (
@@ -276,8 +277,15 @@ class Engine:
         gen = self.catalog.generation()
         with self._tfidf_lock:
             if self._tfidf is None or self._tfidf[0] != gen:
-                rows = ((ib.block.block_id, ib.block.project_id, ib.terms) for ib in self.catalog.indexed_blocks(0))
-                self._tfidf = (gen, TfidfModel(rows))
+                path, key = self.index_dir / "tfidf.cache.npz", f"generation {gen}"
+                saved = load_arrays(path, key)
+                if saved is not None:
+                    model = TfidfModel.from_arrays(saved)
+                else:
+                    rows = ((ib.block.block_id, ib.block.project_id, ib.terms) for ib in self.catalog.indexed_blocks(0))
+                    model = TfidfModel(rows)
+                    save_arrays(path, key, **model.to_arrays())
+                self._tfidf = (gen, model)
             return self._tfidf[1]
 
     # ================================================================== embeddings
@@ -346,13 +354,21 @@ class Engine:
         key = (self.catalog.generation(), self.catalog.get_meta(f"vectors:{model}"))
         with self._tfidf_lock:
             if self._vectors is None or self._vectors[0] != key:
-                block_ids, projects, rows = [], [], []
-                for block_id, project_id, blob in self.catalog.block_vectors(model):
-                    block_ids.append(block_id)
-                    projects.append(project_id)
-                    rows.append(np.frombuffer(blob, dtype=np.float32))
-                dim = embedder.dim if embedder else 0
-                matrix = np.vstack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+                path = self.index_dir / f"vectors.{hashlib.sha1(model.encode()).hexdigest()[:8]}.cache.npz"
+                saved = load_arrays(path, f"{model} {key}")
+                if saved is not None:
+                    block_ids, projects = saved["block_ids"].tolist(), saved["projects"].tolist()
+                    matrix = saved["vectors"]
+                else:
+                    block_ids, projects, rows = [], [], []
+                    for block_id, project_id, blob in self.catalog.block_vectors(model):
+                        block_ids.append(block_id)
+                        projects.append(project_id)
+                        rows.append(np.frombuffer(blob, dtype=np.float32))
+                    dim = embedder.dim if embedder else 0
+                    matrix = np.vstack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+                    save_arrays(path, f"{model} {key}", block_ids=np.asarray(block_ids, dtype=str),
+                                projects=np.asarray(projects, dtype=str), vectors=matrix)
                 self._vectors = (key, VectorMatrix(block_ids, projects, matrix))
             return self._vectors[1]
 

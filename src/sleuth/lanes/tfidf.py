@@ -60,6 +60,28 @@ class TfidfModel:
         index = {p: i for i, p in enumerate(self.project_names)}
         self.project_of_block = np.asarray([index[p] for p in projects], dtype=np.int32)
 
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The model as plain arrays (for :func:`sleuth.store.lane_cache.save_arrays`)."""
+        vocab = np.asarray(sorted(self.vocab, key=self.vocab.__getitem__), dtype=str)
+        return {
+            "data": self.matrix.data, "indices": self.matrix.indices, "indptr": self.matrix.indptr,
+            "shape": np.asarray(self.matrix.shape), "idf": self.idf, "vocab": vocab,
+            "block_ids": self.block_ids.astype(str), "project_names": np.asarray(self.project_names, dtype=str),
+            "project_of_block": self.project_of_block,
+        }
+
+    @classmethod
+    def from_arrays(cls, a: dict[str, np.ndarray]) -> TfidfModel:
+        """Rebuild a model saved with :meth:`to_arrays`."""
+        model = cls.__new__(cls)
+        model.matrix = sp.csc_matrix((a["data"], a["indices"], a["indptr"]), shape=tuple(a["shape"]))
+        model.idf = a["idf"]
+        model.vocab = {term: i for i, term in enumerate(a["vocab"].tolist())}
+        model.block_ids = a["block_ids"].astype(object)
+        model.project_names = a["project_names"].tolist()
+        model.project_of_block = a["project_of_block"]
+        return model
+
     def __len__(self) -> int:
         return len(self.block_ids)
 
