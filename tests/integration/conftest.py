@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tarfile
@@ -16,9 +17,11 @@ SAMPLE_PREFIXES = ("content/en/functions/os/", "content/en/render-hooks/", "cont
 SLEUTH = [sys.executable, "-m", "sleuth.cli"]
 
 
-def run_cli(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run the real `sleuth` command line in a subprocess."""
-    proc = subprocess.run([*SLEUTH, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+def run_cli(*args: str, cwd: Path | None = None, check: bool = True,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real `sleuth` command line in a subprocess (``env``: extra environment variables)."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run([*SLEUTH, *args], capture_output=True, text=True, cwd=cwd, timeout=300, env=full_env)
     if check and proc.returncode != 0:
         raise AssertionError(f"sleuth {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
     return proc
