@@ -305,14 +305,20 @@ class Engine:
 
     @property
     def vector_unavailable(self) -> str | None:
-        """Why the vector lane cannot run, or None when it can."""
+        """Why the vector lane cannot run, or None when it can (cheap: no scan of the blocks)."""
         embedder = self.embedder()
         if embedder is None:
             return self._embedder_error
-        have, total = self.catalog.vector_counts(embedder.name)
-        if total and not have:
+        if len(self._vector_matrix()) == 0 and self.catalog.has_blocks():
             return f"no block has a {embedder.name} vector yet: run `sleuth index` to embed them"
         return None
+
+    def warm_lanes(self) -> None:
+        """Build (and save beside the catalog) the tfidf matrix, the vector matrix and, above the
+        exact-search size, the HNSW index, so that the first query of a new process does not."""
+        self._tfidf_model()
+        if self.embedder() is not None:
+            self._vector_matrix()
 
     def _embed_query(self, text: str) -> np.ndarray:
         vector = self._query_vectors.get(text)
@@ -369,7 +375,9 @@ class Engine:
                     matrix = np.vstack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
                     save_arrays(path, f"{model} {key}", block_ids=np.asarray(block_ids, dtype=str),
                                 projects=np.asarray(projects, dtype=str), vectors=matrix)
-                self._vectors = (key, VectorMatrix(block_ids, projects, matrix))
+                ann_path = path.with_suffix("").with_suffix(".hnsw")
+                self._vectors = (key, VectorMatrix(block_ids, projects, matrix, ann_path=ann_path,
+                                                   ann_key=f"{model} {key}"))
             return self._vectors[1]
 
     def _phrase_blocks(self, q: LaneQuery) -> set[str]:
@@ -417,6 +425,7 @@ class Engine:
                 self._index_root(pid, root, report, now, progress)
             self.catalog.mark_indexed(pid, now)
             report.embedded = self.embed_pending(embed_progress)
+            self.warm_lanes()
         report.took_s = round(time.perf_counter() - started, 3)
         return report
 
@@ -562,6 +571,7 @@ class Engine:
             report.blocks += self._flush(batch, now)
             self.catalog.mark_indexed(pid, now)
             report.embedded = self.embed_pending()
+            self.warm_lanes()
         report.took_s = round(time.perf_counter() - started, 3)
         return report
 

@@ -41,3 +41,18 @@ def test_hnsw_recall_against_exact() -> None:
     allowed = approx.project_of_block == approx.project_names.index("small")
     rows, _ = approx.search(queries[0], 5, allowed)
     assert len(rows) == 5 and set(rows) <= set(range(4_990, 5_000))
+
+
+def test_hnsw_index_is_saved_and_reused(tmp_path) -> None:
+    vectors = unit_rows(1_000, 32, seed=3)
+    ids = [f"b{i}" for i in range(1_000)]
+    path = tmp_path / "vectors.hnsw"
+    first = VectorMatrix(ids, ["p"] * 1_000, vectors, exact_max_blocks=10, ann_path=path, ann_key="gen 1")
+    assert path.is_file() and path.with_suffix(".key").read_text() == "gen 1"
+    stamp = path.stat().st_mtime_ns
+    again = VectorMatrix(ids, ["p"] * 1_000, vectors, exact_max_blocks=10, ann_path=path, ann_key="gen 1")
+    assert path.stat().st_mtime_ns == stamp  # loaded, not rebuilt
+    query = unit_rows(1, 32, seed=4)[0]
+    assert list(first.search(query, 10, None)[0]) == list(again.search(query, 10, None)[0])
+    VectorMatrix(ids, ["p"] * 1_000, vectors, exact_max_blocks=10, ann_path=path, ann_key="gen 2")
+    assert path.with_suffix(".key").read_text() == "gen 2"  # a stale index is rebuilt

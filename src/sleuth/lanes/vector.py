@@ -10,6 +10,7 @@ filtered candidates are found or the whole index was searched.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -37,7 +38,8 @@ class VectorMatrix:
     """
 
     def __init__(self, block_ids: list[str], project_ids: list[str], vectors: np.ndarray,
-                 exact_max_blocks: int = VECTOR_EXACT_MAX_BLOCKS) -> None:
+                 exact_max_blocks: int = VECTOR_EXACT_MAX_BLOCKS, ann_path: Path | None = None,
+                 ann_key: str = "") -> None:
         self.block_ids = np.asarray(block_ids, dtype=object)
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self.project_names = sorted(set(project_ids))
@@ -45,12 +47,42 @@ class VectorMatrix:
         self.project_of_block = np.asarray([index[p] for p in project_ids], dtype=np.int32)
         self.ann = None
         if len(block_ids) > exact_max_blocks:
-            from usearch.index import Index
+            self.ann = self._load_ann(ann_path, ann_key) or self._build_ann(ann_path, ann_key)
 
-            self.ann = Index(ndim=self.vectors.shape[1], metric="cos", dtype="f32",
-                             connectivity=HNSW_CONNECTIVITY, expansion_add=HNSW_EXPANSION_ADD,
-                             expansion_search=HNSW_EXPANSION_SEARCH)
-            self.ann.add(np.arange(len(block_ids), dtype=np.uint64), self.vectors, threads=2)
+    def _load_ann(self, path: Path | None, key: str) -> object | None:
+        """The HNSW index saved at ``path`` for ``key`` (memory-mapped), or None."""
+        from usearch.index import Index
+
+        if path is None or not path.is_file():
+            return None
+        try:
+            if path.with_suffix(".key").read_text() != key:
+                return None
+            index = Index.restore(str(path), view=True)
+        except (OSError, ValueError, RuntimeError):
+            return None
+        if index is None or len(index) != len(self):
+            return None
+        index.expansion_search = HNSW_EXPANSION_SEARCH
+        return index
+
+    def _build_ann(self, path: Path | None, key: str) -> object:
+        """Build the HNSW index over every row (keys = row numbers) and save it when ``path`` is given."""
+        from usearch.index import Index
+
+        index = Index(ndim=self.vectors.shape[1], metric="cos", dtype="f32",
+                      connectivity=HNSW_CONNECTIVITY, expansion_add=HNSW_EXPANSION_ADD,
+                      expansion_search=HNSW_EXPANSION_SEARCH)
+        index.add(np.arange(len(self), dtype=np.uint64), self.vectors, threads=2)
+        if path is not None:
+            try:
+                tmp = path.with_suffix(".tmp")
+                index.save(str(tmp))
+                tmp.replace(path)
+                path.with_suffix(".key").write_text(key)
+            except OSError:
+                pass  # a read-only index folder: the index lives in memory only
+        return index
 
     def __len__(self) -> int:
         return len(self.block_ids)

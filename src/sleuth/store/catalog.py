@@ -477,6 +477,10 @@ class Catalog:
         ).fetchone()[0]
         return int(with_vec), int(self.conn.execute("SELECT COUNT(*) FROM blocks").fetchone()[0])
 
+    def has_blocks(self) -> bool:
+        """True when at least one block is stored (O(1))."""
+        return self.conn.execute("SELECT 1 FROM blocks LIMIT 1").fetchone() is not None
+
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
