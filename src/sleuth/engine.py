@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,17 +28,6 @@ from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
 from sleuth.embed import Embedder, ModelUnavailable, load_embedder
 from sleuth.errors import DocumentNotFound, IndexBusy, IndexNotFound, ProjectNotFound, QueryError
 from sleuth.fusion import rrf
-from sleuth.ingest import (
-    DecodedText,
-    DecodeError,
-    ParseError,
-    decode_bytes,
-    kind_for_path,
-    parse_document,
-    read_text,
-    walk_roots,
-)
-from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
 from sleuth.lanes.base import LaneQuery
 from sleuth.lanes.lexical import BM25Lane, ExactLane, IndexLane
 from sleuth.lanes.postings import Postings
@@ -47,6 +37,10 @@ from sleuth.store.catalog import Catalog, DocumentRow, IndexedBlock
 from sleuth.store.lane_cache import load_arrays, save_arrays
 from sleuth.summaries import make_snippet
 from sleuth.text import analyze, parse_query
+
+if TYPE_CHECKING:
+    from sleuth.ingest import DecodedText
+
 from sleuth.types import (
     Block,
     BlockDraft,
@@ -431,6 +425,8 @@ class Engine:
 
     def _index_root(self, pid: str, root: Path, report: IndexReport, now: str,
                     progress: Callable[[str], None] | None) -> None:
+        from sleuth.ingest import DecodeError, ParseError, kind_for_path, parse_document
+
         root_key = str(root)
         root_label = root.name if root.is_dir() else root.parent.name
         known = self.catalog.file_states(pid, [root_key])
@@ -500,6 +496,9 @@ class Engine:
     def _candidates(root: Path) -> Iterator[tuple[str, int, int, Callable[[], DecodedText]] | SkippedFile]:
         """Files under ``root`` as ``(rel_path, mtime_ns, size_bytes, load)``, archives expanded to
         their members (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason."""
+        from sleuth.ingest import decode_bytes, read_text, walk_roots
+        from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
+
         for item in walk_roots([root]):
             if isinstance(item, SkippedFile):
                 yield item
@@ -546,6 +545,8 @@ class Engine:
         Used by ``sleuth eval`` for BEIR corpora: each record is parsed as its ``kind`` says
         (``text`` or ``markdown``) with ``rel_path`` as its path.
         """
+        from sleuth.ingest import parse_document
+
         started = time.perf_counter()
         pid = project_id_for(project)
         now = now_rfc3339()

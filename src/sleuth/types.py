@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 DocumentKind = Literal["markdown", "notebook", "code", "text", "pdf", "config"]
 LaneName = Literal["bm25", "tfidf", "index", "exact", "vector"]
@@ -114,7 +114,14 @@ class RankedList:
 # --------------------------------------------------------------------------- API models
 
 
-class LaneContribution(BaseModel):
+class Model(BaseModel):
+    """Base of the API models: validators are built on first use, not at import (faster start)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+
+class LaneContribution(Model):
     """How one lane contributed to a fused document score (``--explain``)."""
 
     lane: str = Field(description="Lane (retriever) name, e.g. bm25")
@@ -124,7 +131,7 @@ class LaneContribution(BaseModel):
     lane_score: float = Field(description="The lane's own score of the document's best block")
 
 
-class Hit(BaseModel):
+class Hit(Model):
     """One ranked document in a search response."""
 
     rank: int = Field(description="1-based final rank; lower is better")
@@ -150,7 +157,7 @@ class Hit(BaseModel):
     )
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(Model):
     """A search over one or more projects of an index."""
 
     query: str
@@ -161,7 +168,7 @@ class SearchRequest(BaseModel):
     snippets: bool = Field(default=True, description="Compute snippets and highlights (off for evaluation)")
 
 
-class SearchResponse(BaseModel):
+class SearchResponse(Model):
     """The answer to a SearchRequest: documents best first, plus what was run."""
 
     query: str
@@ -177,7 +184,7 @@ class SearchResponse(BaseModel):
     )
 
 
-class ProjectInfo(BaseModel):
+class ProjectInfo(Model):
     project_id: str
     name: str
     roots: list[str]
@@ -186,7 +193,7 @@ class ProjectInfo(BaseModel):
     last_indexed: str | None = Field(description="RFC 3339 UTC time of the last index run")
 
 
-class DocumentContent(BaseModel):
+class DocumentContent(Model):
     """A whole stored document (``sleuth get``, ``get_notebook``)."""
 
     doc_id: str
@@ -204,7 +211,7 @@ class DocumentContent(BaseModel):
     blocks: list[dict[str, object]]
 
 
-class IndexReport(BaseModel):
+class IndexReport(Model):
     """What one ``index`` run did."""
 
     project: str

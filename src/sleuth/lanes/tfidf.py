@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 import numpy as np
-import scipy.sparse as sp
 
 from sleuth.lanes.base import LaneQuery
 from sleuth.types import RankedList
@@ -27,6 +26,8 @@ class TfidfModel:
     """
 
     def __init__(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        import scipy.sparse as sp  # imported here: a search that never builds a model stays fast to start
+
         vocab: dict[str, int] = {}
         block_ids: list[str] = []
         projects: list[str] = []
@@ -73,6 +74,8 @@ class TfidfModel:
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray]) -> TfidfModel:
         """Rebuild a model saved with :meth:`to_arrays`."""
+        import scipy.sparse as sp
+
         model = cls.__new__(cls)
         model.matrix = sp.csc_matrix((a["data"], a["indices"], a["indptr"]), shape=tuple(a["shape"]))
         model.idf = a["idf"]
