@@ -78,9 +78,10 @@ def main() -> None:
            f"Default settings: lanes {', '.join(DEFAULT_LANES)}; weighted RRF k = 60, weights {weights}; "
            "BM25 k1 = 1.2, b = 0.75 (tantivy); index lane field boosts title 1, heading 1, tags 1, path 0.5, "
            "body 1; tfidf lane sublinear tf, smoothed idf, cosine; vector lane all-MiniLM-L6-v2 (fp32 ONNX, "
-           "256 word pieces, mean pooling), exact search, similarity floor 0.3; blocks ≤ 2400 characters, documents ranked by their "
-           "best block (MaxP); 100 documents retrieved per query. Metrics as trec_eval (`ndcg_cut.10`, "
-           "`recall.100`, `recip_rank` cut at 10), checked against ir-measures in tests.", ""]
+           "256 word pieces, mean pooling), exact search, similarity floor 0.3; blocks ≤ 2400 characters, "
+           "documents ranked by their best block (MaxP); 100 documents retrieved per query. Metrics as "
+           "trec_eval (`ndcg_cut.10`, `recall.100`, `recip_rank` cut at 10), checked against ir-measures in tests.",
+           ""]
     for name in DATASETS:
         run = EvalRun(data / name)
         rows = []
