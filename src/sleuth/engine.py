@@ -624,8 +624,12 @@ class Engine:
             if reason:
                 unavailable["vector"] = reason
         run_lanes = [name for name in cfg.lanes if name not in unavailable]
-        futures = [self._pool.submit(self.lanes[name].search, lane_query) for name in run_lanes]
-        lists = [f.result() for f in futures]
+        # The slowest lane (vector: embeds the query) goes to the pool first; the last lane runs
+        # in this thread, so a one-lane search pays no thread hand-off.
+        ordered = sorted(run_lanes, key=lambda name: name != "vector")
+        futures = [self._pool.submit(self.lanes[name].search, lane_query) for name in ordered[:-1]]
+        lists = [self.lanes[ordered[-1]].search(lane_query)] if ordered else []
+        lists += [f.result() for f in futures]
         fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k)[: req.limit]
         docs = self.catalog.documents([d.doc_id for d in fused])
         blocks = self.catalog.blocks([d.best_block_id for d in fused])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sleuth.text import tokenize
+from sleuth.text.analyze import find_terms
 
 #: Longest snippet, in code points (ellipses not counted).
 SNIPPET_MAX_CHARS = 280
@@ -32,8 +32,7 @@ def make_snippet(text: str, terms: Collection[str], max_chars: int = SNIPPET_MAX
     Whitespace runs inside the snippet are kept as they are, so highlight offsets index the
     returned text directly: ``snippet.text[s:e]`` is the matched word for every ``(s, e)``.
     """
-    wanted = set(terms)
-    matches = [t for t in tokenize(text) if t.term in wanted]
+    matches = find_terms(text, frozenset(terms))
     spans = sorted({(t.start, t.end): t.term for t in matches}.items())
     if len(text) <= max_chars:
         start, end = 0, len(text)

@@ -138,3 +138,21 @@ def test_index_and_query_analysis_identical(text):
     terms = analyze(text)
     assert len(terms) == len(set(terms)), "test text must not repeat terms"
     assert list(parse_query(text).terms) == terms
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from sleuth.text.analyze import find_terms  # noqa: E402
+
+_WORDS = ["Running", "runs", "cry", "cries", "os.Getenv", "getHTTPResponse", "snake_case", "a.b", "x-y-z",
+          "Taxonomies", "taxonomy", "the", "v1.2.3", "ABC-123", "..", "-", " ", "\n", ".", "__", "foo_", "_bar",
+          "→", "├──", "Café", "東京都"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS), max_size=40), st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4))
+def test_find_terms_equals_filtered_tokenize(words: list[str], query_words: list[str]) -> None:
+    text = "".join(w if i % 2 else w + " " for i, w in enumerate(words))
+    wanted = frozenset(t.term for w in query_words for t in tokenize(w))
+    assert find_terms(text, wanted) == [t for t in tokenize(text) if t.term in wanted]

@@ -165,6 +165,56 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
+@lru_cache(maxsize=4096)
+def _probe(terms: frozenset[str]) -> re.Pattern[str]:
+    # Every ASCII surface form of a term contains the term's first characters (stemming changes
+    # only endings, so a short stem loses its last character here: "cry" -> "cri" -> "cr").
+    prefixes = {t[: max(2, min(4, len(t) - 1))] for t in terms}
+    return re.compile("|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True)), re.IGNORECASE)
+
+
+_NON_ASCII_WORD_CHAR_RE = re.compile(r"[^\W\x00-\x7f]")
+
+
+def _is_chunk_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def find_terms(text: str, terms: frozenset[str]) -> list[Token]:
+    """The tokens of ``text`` whose term is in ``terms``, in text order.
+
+    Same result as ``[t for t in tokenize(text) if t.term in terms]``, but when every word character
+    is ASCII only the chunks around a cheap prefix match are analysed (what snippets need, many
+    times per query).
+    """
+    if not terms:
+        return []
+    if not text.isascii() and _NON_ASCII_WORD_CHAR_RE.search(text):
+        return [t for t in tokenize(text) if t.term in terms]  # accents, CJK: fold first
+    out: list[Token] = []
+    last_end = -1
+    for m in _probe(terms).finditer(text):
+        if m.start() < last_end:
+            continue
+        start = m.start()
+        # Back up to where the chunk holding this match begins (runs of word characters joined
+        # by single connectors), exactly where a left-to-right scan would have started it.
+        while start > 0 and (
+            _is_chunk_char(text[start - 1])
+            or (text[start - 1] in _CONNECTORS and start > 1 and _is_chunk_char(text[start - 2])
+                and _is_chunk_char(text[start]))
+        ):
+            start -= 1
+        chunk = _CHUNK_RE.match(text, start)
+        if chunk is None or chunk.end() <= m.start():
+            continue
+        last_end = chunk.end()
+        for term in _chunk_terms(chunk.group()):
+            if term in terms:
+                out.append(Token(term, chunk.start(), chunk.end()))
+    return out
+
+
 def analyze(text: str) -> list[str]:
     """Index terms of ``text`` in order, with repeats; the fast path of :func:`tokenize`."""
     terms: list[str] = []
