@@ -73,3 +73,18 @@ def test_lexical_only_index_opened_with_a_model_says_how_to_embed(tmp_path: Path
     }
     assert e.embed_pending() == 3
     assert e.search("signing keys").unavailable_lanes == {}
+
+
+def test_index_records_leaves_unchanged_records_alone(tmp_path: Path) -> None:
+    from sleuth.engine import Record
+
+    e = Engine(tmp_path / "idx", Config(model="none"))
+    records = [Record("d1", "Alpha text about walruses.", "Alpha"), Record("d2", "Beta text.", "Beta")]
+    first = e.index_records("corpus", records)
+    generation = e.catalog.generation()
+    again = e.index_records("corpus", records)
+    assert (first.added, again.added, again.unchanged, again.updated) == (2, 0, 2, 0)
+    assert e.catalog.generation() == generation
+    changed = e.index_records("corpus", [Record("d1", "Alpha text about seals.", "Alpha")])
+    assert (changed.updated, changed.unchanged) == (1, 0)
+    assert [h.path for h in e.search("seals").hits] == ["d1"] and e.search("walruses").hits == []

@@ -543,7 +543,8 @@ class Engine:
         """Index documents given as text (replacing same-path records of ``project``).
 
         Used by ``sleuth eval`` for BEIR corpora: each record is parsed as its ``kind`` says
-        (``text`` or ``markdown``) with ``rel_path`` as its path.
+        (``text`` or ``markdown``) with ``rel_path`` as its path. A record whose title and text
+        are unchanged is left alone, so re-indexing the same corpus changes nothing.
         """
         from sleuth.ingest import parse_document
 
@@ -555,9 +556,14 @@ class Engine:
         with self._write_lock.held():
             self.postings.catch_up(self.catalog)
             self.catalog.upsert_project(pid, project, [], now)
+            known = self.catalog.file_states(pid, [""])
             batch: list[tuple[DocumentRow, list[tuple[Block, str]]]] = []
             for rec in records:
                 report.scanned += 1
+                state = known.get(("", rec.rel_path))
+                if state is not None and state.content_hash == _hash(rec.title, rec.text):
+                    report.unchanged += 1
+                    continue
                 suffix = ".md" if rec.kind == "markdown" else ".txt"
                 parsed = parse_document(rec.rel_path + suffix, rec.text)
                 if rec.title:
@@ -565,7 +571,10 @@ class Engine:
                 data_hash = _hash(rec.title, rec.text)
                 doc = self._document_row(pid, "", "", rec.rel_path, parsed, data_hash, 0, len(rec.text), now)
                 batch.append((doc, make_blocks(pid, doc.doc_id, doc.title, parsed)))
-                report.added += 1
+                if state is None:
+                    report.added += 1
+                else:
+                    report.updated += 1
                 if len(batch) >= FLUSH_DOCUMENTS:
                     report.blocks += self._flush(batch, now)
                     batch = []
