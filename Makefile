@@ -29,5 +29,14 @@ test: venv
 eval: venv
 	$(BIN)/python bench/eval_table.py $(SHARED_DATA)
 
+.PHONY: bench bench-smoke
+
+# Performance benchmark: writes docs/BENCH.md (about 30 min on 2 cores); see bench/README.md.
+bench: venv
+	$(BIN)/python bench/run.py --data $(SHARED_DATA)
+
+bench-smoke: venv
+	$(BIN)/python bench/run.py --data $(SHARED_DATA) --smoke --out $${TMPDIR:-/tmp}/sleuth-bench-smoke.md
+
 clean:
 	rm -rf $(VENV) $(DEMO_INDEX) .pytest_cache
