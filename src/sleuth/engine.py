@@ -50,6 +50,7 @@ from sleuth.types import (
     LaneContribution,
     ParsedDocument,
     ProjectInfo,
+    RankedList,
     SearchRequest,
     SearchResponse,
     SkippedFile,
@@ -374,6 +375,14 @@ class Engine:
                                                    ann_key=f"{model} {key}"))
             return self._vectors[1]
 
+    def _run_lane(self, name: str, q: LaneQuery) -> RankedList | str:
+        """Lane ``name``'s answer, or why it cannot run (only the vector lane can be unavailable)."""
+        if name == "vector":
+            reason = self.vector_unavailable
+            if reason:
+                return reason
+        return self.lanes[name].search(q)
+
     def _phrase_blocks(self, q: LaneQuery) -> set[str]:
         phrases = [self.postings.phrase(p) for p in q.parsed.phrases]
         hits = self.postings.search(phrases[0], PHRASE_FILTER_MAX_BLOCKS, q.projects, phrases[1:])
@@ -627,18 +636,15 @@ class Engine:
         self._catch_up(blocking=False)
         depth = max(cfg.lane_depth_min_blocks, req.limit * cfg.lane_depth_blocks_per_result)
         lane_query = LaneQuery(parsed, depth, projects)
-        unavailable: dict[str, str] = {}
-        if "vector" in cfg.lanes:
-            reason = self.vector_unavailable
-            if reason:
-                unavailable["vector"] = reason
+        # The slowest lane (vector: may load the model, embeds the query) goes to the pool first, so
+        # it overlaps the others; the last lane runs in this thread (no hand-off for one lane).
+        ordered = sorted(cfg.lanes, key=lambda name: name != "vector")
+        futures = [self._pool.submit(self._run_lane, name, lane_query) for name in ordered[:-1]]
+        answers = ([self._run_lane(ordered[-1], lane_query)] if ordered else []) + [f.result() for f in futures]
+        unavailable = {name: a for name, a in zip([*ordered[-1:], *ordered[:-1]], answers, strict=True)
+                       if isinstance(a, str)}
+        lists = [a for a in answers if not isinstance(a, str)]
         run_lanes = [name for name in cfg.lanes if name not in unavailable]
-        # The slowest lane (vector: embeds the query) goes to the pool first; the last lane runs
-        # in this thread, so a one-lane search pays no thread hand-off.
-        ordered = sorted(run_lanes, key=lambda name: name != "vector")
-        futures = [self._pool.submit(self.lanes[name].search, lane_query) for name in ordered[:-1]]
-        lists = [self.lanes[ordered[-1]].search(lane_query)] if ordered else []
-        lists += [f.result() for f in futures]
         fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k)[: req.limit]
         docs = self.catalog.documents([d.doc_id for d in fused])
         blocks = self.catalog.blocks([d.best_block_id for d in fused])
