@@ -71,6 +71,8 @@ class Postings:
         self.schema = _schema()
         self._lock = threading.Lock()
         self._generation_file = path.parent / f"{path.name}.generation"
+        self._generation_stamp: tuple[int, int, int] | None = None
+        self._generation_value = 0
         try:
             fresh = not (path / "meta.json").is_file()
             path.mkdir(parents=True, exist_ok=True)
@@ -92,10 +94,20 @@ class Postings:
     # ------------------------------------------------------------------ generations
 
     def generation(self) -> int:
-        """The catalog generation these postings reflect (0 when unknown)."""
+        """The catalog generation these postings reflect (0 when unknown).
+
+        The file is re-read only when its stat changes (it is replaced atomically on each commit),
+        so this costs one ``stat`` per call on the query path.
+        """
         try:
-            return int(self._generation_file.read_text().strip() or 0)
+            st = self._generation_file.stat()
+            stamp = (st.st_mtime_ns, st.st_ino, st.st_size)
+            if stamp != self._generation_stamp:
+                self._generation_value = int(self._generation_file.read_text().strip() or 0)
+                self._generation_stamp = stamp
+            return self._generation_value
         except (OSError, ValueError):
+            self._generation_stamp = None
             return 0
 
     def _set_generation(self, generation: int) -> None:
