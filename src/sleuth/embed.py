@@ -220,11 +220,6 @@ def load_embedder(spec: str | None, quantized: bool = False) -> Embedder | None:
     return Embedder(resolve_model(spec, quantized))
 
 
-def describe(embedder: Embedder | None) -> dict[str, object]:
-    """JSON-friendly description for status output."""
-    return {"model": None} if embedder is None else {"model": embedder.name, "dimensions": embedder.dim}
-
-
 def check_model_spec(spec: object) -> str:
     """Validate a configured model spec (a string), raising ConfigError otherwise."""
     if not isinstance(spec, str) or not spec.strip():
