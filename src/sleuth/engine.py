@@ -104,6 +104,10 @@ def doc_id_for(project_id: str, root_label: str, rel_path: str) -> str:
     return _hash(project_id, root_label, rel_path)[:16]
 
 
+def _no_vectors_reason(model: str) -> str:
+    return f"no block has a {model} vector yet: run `sleuth index` to embed them"
+
+
 def doc_of_block(block_id: str) -> str:
     """The document id embedded in a block id (``<doc_id>:<suffix>``)."""
     return block_id.split(":", 1)[0]
@@ -212,7 +216,7 @@ class Engine:
         self.postings = Postings(self.index_dir / "postings")
         self._write_lock = _WriteLock(self.index_dir / "write.lock", WRITE_LOCK_TIMEOUT_S)
         self._tfidf: tuple[int, TfidfModel] | None = None
-        self._tfidf_lock = threading.Lock()
+        self._lane_cache_lock = threading.Lock()
         self._embedder: Embedder | None = None
         self._embedder_error: str | None = None
         self._embedder_lock = threading.Lock()
@@ -270,7 +274,7 @@ class Engine:
 
     def _tfidf_model(self) -> TfidfModel:
         gen = self.catalog.generation()
-        with self._tfidf_lock:
+        with self._lane_cache_lock:
             if self._tfidf is None or self._tfidf[0] != gen:
                 path, key = self.index_dir / "tfidf.cache.npz", f"generation {gen}"
                 saved = load_arrays(path, key)
@@ -305,7 +309,7 @@ class Engine:
         if embedder is None:
             return self._embedder_error
         if len(self._vector_matrix()) == 0 and self.catalog.has_blocks():
-            return f"no block has a {embedder.name} vector yet: run `sleuth index` to embed them"
+            return _no_vectors_reason(embedder.name)
         return None
 
     def warm_lanes(self) -> None:
@@ -353,7 +357,7 @@ class Engine:
         embedder = self.embedder()
         model = embedder.name if embedder else ""
         key = (self.catalog.generation(), self.catalog.get_meta(f"vectors:{model}"))
-        with self._tfidf_lock:
+        with self._lane_cache_lock:
             if self._vectors is None or self._vectors[0] != key:
                 path = self.index_dir / f"vectors.{hashlib.sha1(model.encode()).hexdigest()[:8]}.cache.npz"
                 saved = load_arrays(path, f"{model} {key}")
@@ -679,7 +683,8 @@ class Engine:
         if embedder is None:
             return {"available": False, "reason": self._embedder_error}
         have, total = self.catalog.vector_counts(embedder.name)
-        reason = self.vector_unavailable
+        # From the counts: status need not load (or build) the vector matrix to say this.
+        reason = _no_vectors_reason(embedder.name) if total and not have else None
         return {"available": reason is None, "reason": reason, "model": embedder.name,
                 "dimensions": embedder.dim, "blocks_with_vectors": have, "blocks": total}
 
