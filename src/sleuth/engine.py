@@ -8,16 +8,18 @@ Reads are safe from many threads and processes; writes take the folder's write l
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import hashlib
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,14 +28,14 @@ import numpy as np
 
 from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
 from sleuth.embed import Embedder, ModelUnavailable, load_embedder
-from sleuth.errors import DocumentNotFound, IndexBusy, IndexNotFound, ProjectNotFound, QueryError
-from sleuth.fusion import rrf
+from sleuth.errors import ConfigError, DocumentNotFound, IndexBusy, IndexNotFound, ProjectNotFound, QueryError
+from sleuth.fusion import FusedDocument, rrf
 from sleuth.lanes.base import LaneQuery
 from sleuth.lanes.lexical import BM25Lane, ExactLane, IndexLane
 from sleuth.lanes.postings import Postings
 from sleuth.lanes.tfidf import TfidfLane, TfidfModel
 from sleuth.lanes.vector import VectorLane, VectorMatrix
-from sleuth.store.catalog import Catalog, DocumentRow, IndexedBlock
+from sleuth.store.catalog import Catalog, DocumentRow, FileState, IndexedBlock
 from sleuth.store.lane_cache import load_arrays, save_arrays
 from sleuth.summaries import make_snippet
 from sleuth.text import analyze, parse_query
@@ -58,8 +60,10 @@ from sleuth.types import (
 
 #: Documents written to the catalog (and committed to the lanes) per transaction while indexing.
 FLUSH_DOCUMENTS = 500
-#: How long ``index`` waits for another writer to release the index, in seconds.
+#: How long ``index`` waits for another writer to release the index, in seconds (overridden by
+#: the environment variable ``SLEUTH_WRITE_LOCK_TIMEOUT_S``).
 WRITE_LOCK_TIMEOUT_S = 30.0
+WRITE_LOCK_TIMEOUT_ENV = "SLEUTH_WRITE_LOCK_TIMEOUT_S"
 #: At most this many blocks are considered when a quoted phrase restricts the tfidf lane.
 PHRASE_FILTER_MAX_BLOCKS = 100_000
 #: Blocks embedded (and their vectors committed) per batch while indexing.
@@ -102,6 +106,24 @@ def _hash(*parts: str) -> str:
 def doc_id_for(project_id: str, root_label: str, rel_path: str) -> str:
     """Stable document id: 16 hex digits of SHA-1 over (project, root folder name, relative path)."""
     return _hash(project_id, root_label, rel_path)[:16]
+
+
+def write_lock_timeout_s() -> float:
+    """``$SLEUTH_WRITE_LOCK_TIMEOUT_S`` when set (seconds, >= 0), else ``WRITE_LOCK_TIMEOUT_S``.
+
+    Raises:
+        ConfigError: the variable is not a number >= 0.
+    """
+    raw = os.environ.get(WRITE_LOCK_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return WRITE_LOCK_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ConfigError(f"{WRITE_LOCK_TIMEOUT_ENV} must be a number of seconds >= 0, got {raw!r}")
+    return value
 
 
 def _no_vectors_reason(model: str) -> str:
@@ -163,6 +185,27 @@ class Record:
     kind: str = "text"
 
 
+@dataclass
+class _RootRun:
+    """The state of one indexing pass over a root: what the catalog knew, what was seen, what
+    waits to be written (``batch``, ``touched``, ``verified``), what was skipped and what was
+    indexed with a warning (``problems``)."""
+
+    pid: str
+    root_key: str
+    root_label: str
+    known: dict[tuple[str, str], FileState]
+    report: IndexReport
+    now: str
+    progress: Callable[[str], None] | None
+    seen: set[str] = field(default_factory=set)
+    batch: list[tuple[DocumentRow, list[tuple[Block, str]]]] = field(default_factory=list)
+    touched: list[tuple[str, int, int]] = field(default_factory=list)
+    verified: list[str] = field(default_factory=list)
+    skips: list[tuple[str, str]] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+
 class _WriteLock:
     """An exclusive ``flock`` on ``<index>/write.lock``, waited for at most ``timeout_s``."""
 
@@ -177,6 +220,9 @@ class _WriteLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 self._fd = fd
+                with contextlib.suppress(OSError):  # who holds it, for the message of a writer that waits
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, f"process {os.getpid()} ({' '.join(sys.argv[:3])[:200]})".encode(), 0)
                 return True
             except BlockingIOError:
                 if time.monotonic() >= deadline:
@@ -190,10 +236,21 @@ class _WriteLock:
             os.close(self._fd)
             self._fd = None
 
+    def holder(self) -> str:
+        """Who took the lock last (``process PID (command)``), or ``""``."""
+        try:
+            return self.path.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return ""
+
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
         if not self.acquire():
-            raise IndexBusy(f"another process is writing to {self.path.parent}; waited {self.timeout_s:.0f} s")
+            holder = self.holder() or "another process"
+            raise IndexBusy(
+                f"{holder} is writing to the index {self.path.parent}; waited {self.timeout_s:g} s for it: try again"
+                f" when it has finished (or wait longer: ${WRITE_LOCK_TIMEOUT_ENV}=seconds)"
+            )
         try:
             yield
         finally:
@@ -214,7 +271,7 @@ class Engine:
         self.config = config or load_config(self.index_dir)
         self.catalog = Catalog(self.index_dir / "catalog.sqlite3")
         self.postings = Postings(self.index_dir / "postings")
-        self._write_lock = _WriteLock(self.index_dir / "write.lock", WRITE_LOCK_TIMEOUT_S)
+        self._write_lock = _WriteLock(self.index_dir / "write.lock", write_lock_timeout_s())
         self._tfidf: tuple[int, TfidfModel] | None = None
         self._lane_cache_lock = threading.Lock()
         self._embedder: Embedder | None = None
@@ -281,8 +338,11 @@ class Engine:
                 if saved is not None:
                     model = TfidfModel.from_arrays(saved)
                 else:
-                    rows = ((ib.block.block_id, ib.block.project_id, ib.terms) for ib in self.catalog.indexed_blocks(0))
-                    model = TfidfModel(rows)
+                    with self.catalog.read():  # one snapshot: the blocks are those of the generation in the key
+                        gen = self.catalog.generation()
+                        key = f"generation {gen}"
+                        model = TfidfModel((ib.block.block_id, ib.block.project_id, ib.terms)
+                                           for ib in self.catalog.indexed_blocks(0))
                     save_arrays(path, key, **model.to_arrays())
                 self._tfidf = (gen, model)
             return self._tfidf[1]
@@ -366,10 +426,12 @@ class Engine:
                     matrix = saved["vectors"]
                 else:
                     block_ids, projects, rows = [], [], []
-                    for block_id, project_id, blob in self.catalog.block_vectors(model):
-                        block_ids.append(block_id)
-                        projects.append(project_id)
-                        rows.append(np.frombuffer(blob, dtype=np.float32))
+                    with self.catalog.read():  # one snapshot: the vectors are those of the key
+                        key = (self.catalog.generation(), self.catalog.get_meta(f"vectors:{model}"))
+                        for block_id, project_id, blob in self.catalog.block_vectors(model):
+                            block_ids.append(block_id)
+                            projects.append(project_id)
+                            rows.append(np.frombuffer(blob, dtype=np.float32))
                     dim = embedder.dim if embedder else 0
                     matrix = np.vstack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
                     save_arrays(path, f"{model} {key}", block_ids=np.asarray(block_ids, dtype=str),
@@ -436,83 +498,160 @@ class Engine:
         report.took_s = round(time.perf_counter() - started, 3)
         return report
 
+    def update_paths(self, project: str, root: str | Path, rel_paths: Iterable[str],
+                     embed_progress: Callable[[int, int], None] | None = None) -> IndexReport:
+        """Re-index only ``rel_paths`` (files or folders, relative to ``root``) of one of ``project``'s roots.
+
+        What a file watcher calls: each path is looked at as a whole-root ``index`` would (same
+        ignore rules, change detection and per-file handling); documents at or under a path that
+        no longer exists (a deleted or renamed file, a deleted folder) are removed. ``""`` stands
+        for the whole root; a root that no longer exists loses all its documents.
+
+        Args:
+            project: a project id (see ``sleuth projects``).
+            root: one of the project's roots, as listed by ``sleuth projects``.
+            rel_paths: ``/``-separated paths relative to ``root``.
+        Raises:
+            ProjectNotFound: no such project, or ``root`` is not one of its roots.
+            IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
+        """
+        from sleuth.ingest.walk import normalize_rel_paths
+
+        started = time.perf_counter()
+        root_path = Path(root).expanduser().resolve()
+        root_key = str(root_path)
+        rels = normalize_rel_paths(rel_paths)
+        report = IndexReport(project=project, roots=[root_key], scanned=0, added=0, updated=0, unchanged=0,
+                             removed=0, skipped=[], problems=[], blocks=0, took_s=0.0)
+        if not rels:
+            return report
+        info = next((p for p in self.catalog.projects() if p["project_id"] == project), None)
+        if info is None or root_key not in info["roots"]:  # type: ignore[operator]
+            raise ProjectNotFound(f"{root_key} is not a root of project {project!r} (see `sleuth projects`)")
+        now = now_rfc3339()
+        with self._write_lock.held():
+            self.postings.catch_up(self.catalog)
+            if rels == [""] or not root_path.is_dir():
+                self._index_root(project, root_path, report, now, None)
+            else:
+                run = self._root_run(project, root_path, report, now, None)
+                for item in self._candidates(root_path, rels):
+                    self._index_file(run, item)
+                under = tuple(rel + "/" for rel in rels)
+                gone = [state.doc_id for (_, rel), state in run.known.items()
+                        if rel not in run.seen and (rel in rels or rel.startswith(under))]
+                self._finish_root(run, gone)
+                self.catalog.replace_skips(project, root_key, rels, run.skips, now)
+            self.catalog.mark_indexed(project, now)
+            report.embedded = self.embed_pending(embed_progress)
+            self.warm_lanes()
+        report.took_s = round(time.perf_counter() - started, 3)
+        return report
+
+    def _root_run(self, pid: str, root: Path, report: IndexReport, now: str,
+                  progress: Callable[[str], None] | None) -> _RootRun:
+        root_key = str(root)
+        root_label = root.name if root.is_dir() or not root.exists() else root.parent.name
+        return _RootRun(pid, root_key, root_label, self.catalog.file_states(pid, [root_key]), report, now, progress)
+
     def _index_root(self, pid: str, root: Path, report: IndexReport, now: str,
                     progress: Callable[[str], None] | None) -> None:
+        """Index every file under ``root``; documents of files gone from it are removed (all of
+        them when ``root`` itself is gone)."""
+        run = self._root_run(pid, root, report, now, progress)
+        if root.exists():
+            for item in self._candidates(root):
+                self._index_file(run, item)
+        gone = [state.doc_id for (_, rel), state in run.known.items() if rel not in run.seen]
+        self._finish_root(run, gone)
+        self.catalog.record_skips(pid, run.root_key, run.skips, now)
+
+    def _index_file(self, run: _RootRun, item: tuple[str, int, int, Callable[[], DecodedText], bool] | SkippedFile,
+                    ) -> None:
+        """One candidate of a root: skipped with a reason, unchanged, or parsed into the next batch
+        (written when the batch is full)."""
         from sleuth.ingest import DecodeError, ParseError, kind_for_path, parse_document
 
-        root_key = str(root)
-        root_label = root.name if root.is_dir() else root.parent.name
-        known = self.catalog.file_states(pid, [root_key])
-        seen: set[str] = set()
-        batch: list[tuple[DocumentRow, list[tuple[Block, str]]]] = []
-        touched: list[tuple[str, int]] = []
-        skips: list[tuple[str, str]] = []
-        for item in self._candidates(root):
-            report.scanned += 1
-            if isinstance(item, SkippedFile):
-                skips.append((item.path, item.reason))
-                continue
-            rel, mtime_ns, size_bytes, load = item
-            kind = kind_for_path(rel)
-            if kind is None:
-                skips.append((rel, "unsupported format"))
-                continue
-            seen.add(rel)
-            state = known.get((root_key, rel))
-            if state and state.mtime_ns == mtime_ns and state.size_bytes == size_bytes:
-                report.unchanged += 1
-                continue
-            try:
-                decoded = load()
-            except (DecodeError, OSError) as exc:
-                skips.append((rel, f"unreadable: {exc}"))
-                continue
-            content_hash = _hash(decoded.text)
-            if state and state.content_hash == content_hash:
-                touched.append((state.doc_id, mtime_ns))
-                report.unchanged += 1
-                continue
-            try:
-                parsed = parse_document(rel, decoded.text)
-            except ParseError as exc:
-                skips.append((rel, f"cannot parse: {exc}"))
-                continue
-            except Exception as exc:  # noqa: BLE001 - one bad file never aborts an index
-                skips.append((rel, f"parser failed: {type(exc).__name__}: {exc}"))
-                continue
-            for problem in parsed.problems:
-                report.problems.append({"path": rel, "problem": problem})
-            doc = self._document_row(pid, root_key, root_label, rel, parsed, content_hash,
-                                     mtime_ns, size_bytes, now)
-            batch.append((doc, make_blocks(pid, doc.doc_id, doc.title, parsed)))
-            if state:
-                report.updated += 1
-            else:
-                report.added += 1
-            if progress:
-                progress(rel)
-            if len(batch) >= FLUSH_DOCUMENTS:
-                report.blocks += self._flush(batch, now)
-                batch = []
-        report.blocks += self._flush(batch, now)
-        self.catalog.touch_documents(touched)
-        gone = [state.doc_id for (_, rel), state in known.items() if rel not in seen]
+        report = run.report
+        report.scanned += 1
+        if isinstance(item, SkippedFile):
+            run.skips.append((item.path, item.reason))
+            return
+        rel, mtime_ns, size_bytes, load, in_archive = item
+        kind = kind_for_path(rel)
+        if kind is None:
+            run.skips.append((rel, "unsupported format"))
+            return
+        run.seen.add(rel)
+        state = run.known.get((run.root_key, rel))
+        if state and state.mtime_ns == mtime_ns and state.size_bytes == size_bytes:
+            report.unchanged += 1
+            if in_archive:  # the archive was read again: its members are as current as it is
+                run.verified.append(state.doc_id)
+            return
+        try:
+            decoded = load()
+        except (DecodeError, OSError) as exc:
+            run.skips.append((rel, f"unreadable: {exc}"))
+            return
+        content_hash = _hash(decoded.text)
+        if state and state.content_hash == content_hash:
+            run.touched.append((state.doc_id, mtime_ns, size_bytes))
+            report.unchanged += 1
+            return
+        try:
+            parsed = parse_document(rel, decoded.text)
+        except ParseError as exc:
+            run.skips.append((rel, f"cannot parse: {exc}"))
+            return
+        except Exception as exc:  # noqa: BLE001 - one bad file never aborts an index
+            run.skips.append((rel, f"parser failed: {type(exc).__name__}: {exc}"))
+            return
+        for problem in parsed.problems:
+            report.problems.append({"path": rel, "problem": problem})
+            run.problems.append((rel, problem))
+        doc = self._document_row(run.pid, run.root_key, run.root_label, rel, parsed, content_hash,
+                                 mtime_ns, size_bytes, run.now)
+        run.batch.append((doc, make_blocks(run.pid, doc.doc_id, doc.title, parsed)))
+        if state:
+            report.updated += 1
+        else:
+            report.added += 1
+        if run.progress:
+            run.progress(rel)
+        if len(run.batch) >= FLUSH_DOCUMENTS:
+            report.blocks += self._flush(run.batch, run.now)
+            run.batch = []
+
+    def _finish_root(self, run: _RootRun, gone: Sequence[str]) -> None:
+        """Write what is left of a root's run and remove the documents ``gone``."""
+        report = run.report
+        report.blocks += self._flush(run.batch, run.now)
+        run.batch = []
+        self.catalog.touch_documents(run.touched)
+        self.catalog.mark_verified(run.verified, run.now)
         if gone:
             gen = self.catalog.delete_documents(gone)
             self.postings.apply([], gone, [], gen)
             report.removed += len(gone)
-        self.catalog.record_skips(pid, root_key, skips, now)
-        self.catalog.record_problems(pid, root_key, [(p["path"], p["problem"]) for p in report.problems], now)
-        report.skipped.extend({"path": p, "reason": r} for p, r in skips)
+        self.catalog.record_problems(run.pid, run.root_key, run.problems, run.now)
+        report.skipped.extend({"path": p, "reason": r} for p, r in run.skips)
 
-    @staticmethod
-    def _candidates(root: Path) -> Iterator[tuple[str, int, int, Callable[[], DecodedText]] | SkippedFile]:
-        """Files under ``root`` as ``(rel_path, mtime_ns, size_bytes, load)``, archives expanded to
-        their members (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason."""
+    def _candidates(self, root: Path, rel_paths: Sequence[str] | None = None,
+                    ) -> Iterator[tuple[str, int, int, Callable[[], DecodedText], bool] | SkippedFile]:
+        """Files under ``root`` (only ``rel_paths`` under it when given) as ``(rel_path, mtime_ns,
+        size_bytes, load, in_archive)``, archives expanded to their members
+        (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason. The index folder, when
+        inside ``root``, is left out."""
         from sleuth.ingest import decode_bytes, read_text, walk_roots
         from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
+        from sleuth.ingest.walk import walk_paths
 
-        for item in walk_roots([root]):
+        excludes: list[str] = []
+        if root.is_dir() and self.index_dir.is_relative_to(root) and self.index_dir != root:
+            excludes.append(f"/{self.index_dir.relative_to(root).as_posix()}/")
+        items = walk_roots([root], excludes) if rel_paths is None else walk_paths(root, rel_paths, excludes)
+        for item in items:
             if isinstance(item, SkippedFile):
                 yield item
             elif is_archive(item.rel_path):
@@ -522,11 +661,11 @@ class Engine:
                             yield SkippedFile(f"{item.rel_path}/{member.path}", member.reason)
                         else:
                             yield (f"{item.rel_path}/{member.name}", member.mtime_ns, len(member.data),
-                                   functools.partial(decode_bytes, member.data))
+                                   functools.partial(decode_bytes, member.data), True)
                 except ArchiveError as exc:
                     yield SkippedFile(item.rel_path, str(exc))
             else:
-                yield item.rel_path, item.mtime_ns, item.size_bytes, functools.partial(read_text, item.path)
+                yield item.rel_path, item.mtime_ns, item.size_bytes, functools.partial(read_text, item.path), False
 
     @staticmethod
     def _document_row(pid: str, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,
@@ -649,15 +788,10 @@ class Engine:
                        if isinstance(a, str)}
         lists = [a for a in answers if not isinstance(a, str)]
         run_lanes = [name for name in cfg.lanes if name not in unavailable]
-        fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k)[: req.limit]
-        docs = self.catalog.documents([d.doc_id for d in fused])
-        blocks = self.catalog.blocks([d.best_block_id for d in fused])
+        fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k)
         snippet_terms = set(parsed.terms) | {t for p in parsed.phrases for t in analyze(" ".join(p))}
         hits: list[Hit] = []
-        for d in fused:
-            doc, block = docs.get(d.doc_id), blocks.get(d.best_block_id)
-            if doc is None or block is None:
-                continue  # deleted between the lanes' answer and now
+        for d, doc, block in self._existing(fused, req.limit):
             snip = make_snippet(block.text, snippet_terms) if req.snippets else None
             hits.append(Hit(
                 rank=len(hits) + 1, doc_id=d.doc_id, project=doc.project_id, path=doc.rel_path,
@@ -677,6 +811,40 @@ class Engine:
             result_count=len(hits), hits=hits, lanes=run_lanes,
             took_ms=round((time.perf_counter() - started) * 1000, 3), notice=notice, unavailable_lanes=unavailable,
         )
+
+    def _existing(self, fused: list[FusedDocument], limit: int) -> list[tuple[FusedDocument, DocumentRow, Block]]:
+        """The first ``limit`` fused documents that exist now, each with a block that exists now.
+
+        The lanes may answer from a slightly older state than the catalog: the postings commit after
+        the catalog (see ``_flush``), and a lane cache may have been built just before a write. A
+        document deleted since is dropped (the next one takes its place); a document rewritten since
+        keeps its place, with its matched blocks that still exist, else its current first block. It
+        is never dropped only because its block ids changed (that made a search for a file being
+        re-indexed come back empty).
+        """
+        out: list[tuple[FusedDocument, DocumentRow, Block]] = []
+        for start in range(0, len(fused), max(limit, 1)):
+            part = fused[start : start + limit]
+            docs = self.catalog.documents([d.doc_id for d in part])
+            blocks = self.catalog.blocks([b for d in part if d.doc_id in docs for b in d.block_ids])
+            for d in part:
+                doc = docs.get(d.doc_id)
+                if doc is None:
+                    continue  # deleted between the lanes' answer and now
+                alive = [b for b in d.block_ids if b in blocks]
+                if not alive:  # rewritten between the lanes' answer and now
+                    current = self.catalog.blocks_of(d.doc_id)[:1]
+                    if not current:
+                        continue  # deleted meanwhile
+                    blocks[current[0].block_id] = current[0]
+                    alive = [current[0].block_id]
+                if alive != d.block_ids:
+                    best = d.best_block_id if d.best_block_id in alive else alive[0]
+                    d = dataclasses.replace(d, block_ids=alive, best_block_id=best)
+                out.append((d, doc, blocks[d.best_block_id]))
+                if len(out) == limit:
+                    return out
+        return out
 
     def _vector_status(self) -> dict[str, object]:
         embedder = self.embedder()
@@ -709,18 +877,33 @@ class Engine:
             ],
         )
 
-    def status(self) -> dict[str, object]:
-        """Index health: counts, lane generations, projects and skipped files with reasons."""
+    def status(self, files: bool = False) -> dict[str, object]:
+        """Index health: counts, lane generations, projects, skipped files with reasons, and
+        per-root coverage (indexed / skipped / failed, last indexed).
+
+        Args:
+            files: also list every file (``files``): indexed ones with their last-indexed time
+                and freshness (one ``stat`` each), skipped and failed ones with their reason.
+        """
+        from sleuth.freshness import coverage_summary, file_coverage, skip_state
+
         counts = self.catalog.counts()
-        return {
+        projects = self.projects()
+        skipped = self.catalog.skipped()
+        out: dict[str, object] = {
             "index_dir": str(self.index_dir),
             **counts,
             "generation": self.catalog.generation(),
             "postings_generation": self.postings.generation(),
             "lanes": list(self.config.lanes),
             "vector_lane": self._vector_status(),
-            "projects": [p.model_dump() for p in self.projects()],
-            "skipped_files": self.catalog.skipped(),
+            "projects": [p.model_dump() for p in projects],
+            "skipped_files": [{**s, "state": skip_state(s["reason"])} for s in skipped],
             "problems": self.catalog.problems(),
+            "coverage": coverage_summary([(p.project_id, r) for p in projects for r in p.roots],
+                                         self.catalog.indexed_counts(), skipped),
         }
+        if files:
+            out["files"] = file_coverage(self.catalog.indexed_files(), skipped)
+        return out
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import pathspec
@@ -107,32 +107,46 @@ def _walk_dir(
         return
     for entry in entries:
         rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-        path = directory / entry.name
-        try:
-            is_link = entry.is_symlink()
-            if entry.is_dir(follow_symlinks=False):
-                if ignores.excluded(rel, is_dir=True) or (path / "pyvenv.cfg").is_file():
-                    continue
-                yield from _walk_dir(root, path, rel, ignores)
-                continue
-            if ignores.excluded(rel, is_dir=False):
-                continue
+        yield from _visit(root, directory / entry.name, rel, ignores, entry)
+
+
+def _visit(root: Path, path: Path, rel: str, ignores: _Ignores,
+           entry: os.DirEntry[str] | None = None) -> Iterator[SourceFile | SkippedFile]:
+    """One directory entry ``rel`` (``ignores``: the rules in force in its folder): a folder is
+    walked, a file checked. ``entry`` (from ``os.scandir``) saves system calls; without it the
+    path is looked at with ``lstat`` and a missing path yields nothing."""
+    try:
+        if entry is not None:
+            is_link, is_dir = entry.is_symlink(), entry.is_dir(follow_symlinks=False)
+        else:
             try:
-                st = entry.stat(follow_symlinks=True)
+                mode = os.lstat(path).st_mode
             except FileNotFoundError:
-                yield SkippedFile(rel, "broken symlink")
-                continue
-        except OSError as exc:
-            yield SkippedFile(rel, f"unreadable: {exc.strerror or exc}")
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            if is_link and not ignores.excluded(rel, is_dir=True):
-                yield SkippedFile(rel, "symlinked directory not followed")
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            yield SkippedFile(rel, "not a regular file")
-            continue
-        yield _check_file(root, path, rel, st)
+                return
+            is_link, is_dir = stat.S_ISLNK(mode), stat.S_ISDIR(mode)
+        if is_dir:
+            if ignores.excluded(rel, is_dir=True) or (path / "pyvenv.cfg").is_file():
+                return
+            yield from _walk_dir(root, path, rel, ignores)
+            return
+        if ignores.excluded(rel, is_dir=False):
+            return
+        try:
+            st = entry.stat(follow_symlinks=True) if entry is not None else os.stat(path)
+        except FileNotFoundError:
+            yield SkippedFile(rel, "broken symlink")
+            return
+    except OSError as exc:
+        yield SkippedFile(rel, f"unreadable: {exc.strerror or exc}")
+        return
+    if stat.S_ISDIR(st.st_mode):
+        if is_link and not ignores.excluded(rel, is_dir=True):
+            yield SkippedFile(rel, "symlinked directory not followed")
+        return
+    if not stat.S_ISREG(st.st_mode):
+        yield SkippedFile(rel, "not a regular file")
+        return
+    yield _check_file(root, path, rel, st)
 
 
 def _walk(roots: list[Path], defaults: pathspec.GitIgnoreSpec) -> Iterator[SourceFile | SkippedFile]:
@@ -171,3 +185,47 @@ def walk_roots(
         checked.append(root)
     defaults = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *extra_excludes])
     return _walk(checked, defaults)
+
+
+def normalize_rel_paths(rel_paths: Iterable[str]) -> list[str]:
+    """Relative paths cleaned (``./a//b/`` → ``a/b``), sorted, without repeats and without paths
+    inside another one of the list; ``""`` (the whole root) when any of them is the root itself."""
+    cleaned = sorted({"/".join(part for part in rel.replace(os.sep, "/").split("/") if part not in ("", "."))
+                      for rel in rel_paths})
+    if "" in cleaned:
+        return [""]
+    out: list[str] = []
+    for rel in cleaned:  # sorted: a folder comes right before the paths inside it
+        if not out or not rel.startswith(out[-1] + "/"):
+            out.append(rel)
+    return out
+
+
+def walk_paths(
+    root: Path, rel_paths: Iterable[str], extra_excludes: Sequence[str] = ()
+) -> Iterator[SourceFile | SkippedFile]:
+    """What :func:`walk_roots` would yield for ``root`` (a folder), restricted to ``rel_paths``.
+
+    Each path (relative to ``root``, ``/``-separated) may be a file or a folder (walked
+    recursively); the same rules apply as in a walk of the whole root, including every
+    ``.gitignore`` between ``root`` and the path. Paths that do not exist (any more) or that are
+    ignored yield nothing; ``..`` is not allowed. Used to re-index only what changed.
+    """
+    defaults = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *extra_excludes])
+    top = _Ignores(defaults, ()).entering("", root)
+    for rel in normalize_rel_paths(rel_paths):
+        if not rel:
+            yield from _walk_dir(root, root, "", _Ignores(defaults, ()))
+            continue
+        parts = rel.split("/")
+        if ".." in parts:
+            raise ValueError(f"path outside the root: {rel!r}")
+        ignores, ok = top, True
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if ignores.excluded(folder, is_dir=True) or (root / folder / "pyvenv.cfg").is_file():
+                ok = False
+                break
+            ignores = ignores.entering(folder, root / folder)
+        if ok:
+            yield from _visit(root, root / rel, rel, ignores)

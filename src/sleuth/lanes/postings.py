@@ -190,9 +190,13 @@ class Postings:
     def reload(self) -> None:
         """Pick up commits made by this or another process."""
         with self._lock:
+            # The generation is read before reloading: a commit landing in between then leaves the
+            # searcher newer than the recorded generation (reloaded again next time), never older
+            # (which kept a reader on a stale searcher until the next write).
+            generation = self.generation()
             self.index.reload()
             self._searcher = self.index.searcher()
-            self._searcher_generation = self.generation()
+            self._searcher_generation = generation
 
     def searcher(self) -> tantivy.Searcher:
         if self._searcher_generation != self.generation():

@@ -169,20 +169,32 @@ class Catalog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
-        exists = self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-        ).fetchone()
-        if exists is None:  # a new catalog; an existing one is opened without writing
-            self.conn.executescript(_SCHEMA)
-            with self.write() as conn:
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
-        version = int(self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+        if self._schema_version() is None:  # a new catalog; an existing one is opened without writing
+            # One transaction: a process killed while creating the catalog leaves none or all of it.
+            try:
+                self.conn.executescript(
+                    f"BEGIN IMMEDIATE;\n{_SCHEMA}\nINSERT OR IGNORE INTO meta VALUES ('schema_version', "
+                    f"'{SCHEMA_VERSION}');\nINSERT OR IGNORE INTO meta VALUES ('generation', '0');\nCOMMIT;"
+                )
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+        version = self._schema_version()
         if version != SCHEMA_VERSION:
             raise IndexFormatError(
                 f"{path} has index format {version}; this sleuth reads format {SCHEMA_VERSION}: delete the index"
                 " folder and run `sleuth index` again"
             )
+
+    def _schema_version(self) -> int | None:
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            raise
+        return None if row is None else int(row[0])
 
     # ------------------------------------------------------------------ connections
 
@@ -325,11 +337,21 @@ class Catalog:
                 )
             return gen
 
-    def touch_documents(self, updates: Sequence[tuple[str, int]]) -> None:
-        """Record new ``(doc_id, mtime_ns)`` for files whose content did not change (no new generation)."""
+    def touch_documents(self, updates: Sequence[tuple[str, int] | tuple[str, int, int]]) -> None:
+        """Record new ``(doc_id, mtime_ns[, size_bytes])`` for files whose content did not change (no
+        new generation), so that they count as current again."""
         if updates:
             with self.write() as conn:
-                conn.executemany("UPDATE documents SET mtime_ns=? WHERE doc_id=?", [(m, d) for d, m in updates])
+                conn.executemany(
+                    "UPDATE documents SET mtime_ns=?, size_bytes=COALESCE(?, size_bytes) WHERE doc_id=?",
+                    [(u[1], u[2] if len(u) > 2 else None, u[0]) for u in updates],  # type: ignore[misc]
+                )
+
+    def mark_verified(self, doc_ids: Sequence[str], now: str) -> None:
+        """Set ``indexed_at`` of unchanged documents found again in a re-read archive (no new generation)."""
+        if doc_ids:
+            with self.write() as conn:
+                conn.executemany("UPDATE documents SET indexed_at=? WHERE doc_id=?", [(now, d) for d in doc_ids])
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
         """Remove documents (and their blocks), leaving tombstones; returns the new generation."""
@@ -347,6 +369,19 @@ class Catalog:
         """Replace the skipped-file list of one root with ``[(path, reason)]``."""
         with self.write() as conn:
             conn.execute("DELETE FROM skipped WHERE project_id=? AND root=?", (project_id, root))
+            conn.executemany(
+                "INSERT OR REPLACE INTO skipped VALUES (?,?,?,?,?)",
+                [(project_id, root, p, r, now) for p, r in skips],
+            )
+
+    def replace_skips(self, project_id: str, root: str, rel_paths: Sequence[str], skips: Sequence[tuple[str, str]],
+                      now: str) -> None:
+        """Replace the skipped files of one root at or under ``rel_paths`` with ``[(path, reason)]``."""
+        with self.write() as conn:
+            conn.executemany(
+                "DELETE FROM skipped WHERE project_id=? AND root=? AND (path=? OR substr(path, 1, ?)=?)",
+                [(project_id, root, rel, len(rel) + 1, rel + "/") for rel in rel_paths],
+            )
             conn.executemany(
                 "INSERT OR REPLACE INTO skipped VALUES (?,?,?,?,?)",
                 [(project_id, root, p, r, now) for p, r in skips],
@@ -387,6 +422,28 @@ class Catalog:
         return [
             {"project": r[0], "root": r[1], "path": r[2], "reason": r[3], "at": r[4]}
             for r in self.conn.execute(sql + " ORDER BY project_id, root, path", args)
+        ]
+
+    def indexed_files(self, project_id: str | None = None) -> list[dict[str, object]]:
+        """Every indexed file: ``[{project, root, path, mtime_ns, size_bytes, indexed_at}]``."""
+        sql = "SELECT project_id, root, rel_path, mtime_ns, size_bytes, indexed_at FROM documents"
+        args: tuple[str, ...] = ()
+        if project_id is not None:
+            sql += " WHERE project_id=?"
+            args = (project_id,)
+        return [
+            {"project": r[0], "root": r[1], "path": r[2], "mtime_ns": r[3], "size_bytes": r[4], "indexed_at": r[5]}
+            for r in self.conn.execute(sql + " ORDER BY project_id, root, rel_path", args)
+        ]
+
+    def indexed_counts(self) -> list[tuple[str, str, int, str]]:
+        """``[(project, root, documents, last indexed_at)]`` per root holding documents."""
+        return [
+            (str(r[0]), str(r[1]), int(r[2]), str(r[3]))
+            for r in self.conn.execute(
+                "SELECT project_id, root, COUNT(*), MAX(indexed_at) FROM documents GROUP BY project_id, root"
+                " ORDER BY project_id, root"
+            )
         ]
 
     def document(self, doc_id: str) -> DocumentRow | None:

@@ -1,0 +1,116 @@
+"""Is an indexed file still as it was indexed? One ``stat`` per answer, no reading.
+
+Used to mark results whose file changed or vanished since it was indexed (``index_freshness:
+"stale"``) when no watcher keeps the index current, and by ``sleuth status --files``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import UTC, datetime
+from typing import Literal
+
+from sleuth.ingest.walk import ARCHIVE_SUFFIXES
+
+Freshness = Literal["current", "stale"]
+
+
+def _archive_split(rel_path: str) -> tuple[str, str] | None:
+    """``("docs/a.tar.gz", "inner/x.md")`` for a member of an archive, else None."""
+    parts = rel_path.split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part.lower().endswith(ARCHIVE_SUFFIXES):
+            return "/".join(parts[: i + 1]), "/".join(parts[i + 1 :])
+    return None
+
+
+def _rfc3339_ns(text: str) -> int | None:
+    try:
+        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC).timestamp() * 1e9)
+    except ValueError:
+        return None
+
+
+def freshness(root: str, rel_path: str, mtime_ns: int, size_bytes: int,
+              indexed_at: str | None = None) -> Freshness:
+    """``"current"`` when the file at ``root``/``rel_path`` has the indexed ``mtime_ns`` and
+    ``size_bytes`` (as a document row stores them), else ``"stale"`` (changed, or gone).
+
+    A member of an archive (``a.tar.gz/inner/x.md``) is checked through the archive file: stale
+    when the archive is gone, or, given the row's ``indexed_at`` (RFC 3339), when the archive was
+    modified after it (every index run that re-reads an archive refreshes its members'
+    ``indexed_at``). A root that is a single file is the file itself. Documents with no file
+    (records: an empty ``root``) are always current. One ``os.stat`` (two only for a file root or
+    a folder whose name looks like an archive); never raises for a missing or unreadable file.
+    """
+    if not root:
+        return "current"
+    member = _archive_split(rel_path)
+    try:
+        if member is not None:
+            st = os.stat(os.path.join(root, member[0]))
+            if not stat.S_ISDIR(st.st_mode):
+                if indexed_at is None:
+                    return "current"
+                since = _rfc3339_ns(indexed_at)
+                return "stale" if since is None or st.st_mtime_ns > since else "current"
+        try:
+            st = os.stat(os.path.join(root, rel_path))
+        except NotADirectoryError:
+            st = os.stat(root)  # a root that is one file: rel_path is its name
+    except OSError:
+        return "stale"
+    return "current" if st.st_mtime_ns == mtime_ns and st.st_size == size_bytes else "stale"
+
+
+#: Skip reasons that mean a file could not be read or parsed (``failed``), as opposed to files left
+#: out on purpose (``skipped``: unsupported or binary formats, too large, symlinked folders).
+FAILED_REASON_PREFIXES = ("unreadable", "cannot parse", "parser failed", "cannot read archive", "broken symlink")
+
+
+def skip_state(reason: str) -> Literal["skipped", "failed"]:
+    """Whether a file not indexed for ``reason`` failed (read or parse error) or was skipped by rule."""
+    return "failed" if reason.startswith(FAILED_REASON_PREFIXES) else "skipped"
+
+
+def coverage_summary(roots: list[tuple[str, str]], indexed: list[tuple[str, str, int, str]],
+                     skipped: list[dict[str, str]]) -> list[dict[str, object]]:
+    """Per project root: ``{project, root, indexed, skipped, failed, last_indexed}``.
+
+    Args:
+        roots: ``(project, root)`` of every project's roots (listed even when empty).
+        indexed: ``(project, root, documents, last indexed_at)`` per root holding documents.
+        skipped: the catalog's skipped-file rows (``project``, ``root``, ``reason``, ...).
+    """
+    table: dict[tuple[str, str], dict[str, object]] = {}
+
+    def row(project: str, root: str) -> dict[str, object]:
+        return table.setdefault((project, root), {"project": project, "root": root, "indexed": 0, "skipped": 0,
+                                                  "failed": 0, "last_indexed": None})
+
+    for project, root in roots:
+        row(project, root)
+    for project, root, n, last in indexed:
+        entry = row(project, root)
+        entry["indexed"], entry["last_indexed"] = n, last
+    for s in skipped:
+        entry = row(s["project"], s["root"])
+        entry[skip_state(s["reason"])] += 1  # type: ignore[operator]
+    return [table[k] for k in sorted(table)]
+
+
+def file_coverage(indexed: list[dict[str, object]], skipped: list[dict[str, str]]) -> list[dict[str, object]]:
+    """Every file the index knows of, sorted by project, root and path: indexed files as
+    ``{project, root, path, state: "indexed", indexed_at, freshness}`` (one ``stat`` each), the
+    others as ``{project, root, path, state: "skipped" | "failed", reason, at}``."""
+    out: list[dict[str, object]] = [
+        {"project": f["project"], "root": f["root"], "path": f["path"], "state": "indexed",
+         "indexed_at": f["indexed_at"],
+         "freshness": freshness(str(f["root"]), str(f["path"]), int(f["mtime_ns"]),  # type: ignore[call-overload]
+                                int(f["size_bytes"]), str(f["indexed_at"]))}  # type: ignore[call-overload]
+        for f in indexed
+    ]
+    out += [{"project": s["project"], "root": s["root"], "path": s["path"], "state": skip_state(s["reason"]),
+             "reason": s["reason"], "at": s["at"]} for s in skipped]
+    return sorted(out, key=lambda f: (str(f["project"]), str(f["root"]), str(f["path"])))
