@@ -1,4 +1,4 @@
-"""The command line: ``sleuth index|search|get|projects|status|serve|eval``.
+"""The command line: ``sleuth index|search|get|projects|status|watch|serve|eval``.
 
 Errors from sleuth (``SleuthError``) become one readable line on stderr and the error's exit code;
 nothing else is caught, so real bugs still show their traceback.
@@ -227,13 +227,15 @@ def projects_cmd(index_dir: Path | None, fmt: str) -> None:
 
 
 @cli.command("status")
+@click.option("--files", "files", is_flag=True,
+              help="List every file: indexed (last indexed, current or stale), skipped or failed (with the reason).")
 @index_option
 @format_option
 @handle_errors
-def status_cmd(index_dir: Path | None, fmt: str) -> None:
-    """Show index health: documents, blocks, skipped files with reasons, last indexed."""
+def status_cmd(files: bool, index_dir: Path | None, fmt: str) -> None:
+    """Show index health: documents, blocks, per-root coverage, skipped files with reasons, last indexed."""
     with Engine.open(index_dir) as engine:
-        st = engine.status()
+        st = engine.status(files=files)
     if fmt == "json":
         _emit_json(st)
         return
@@ -249,6 +251,9 @@ def status_cmd(index_dir: Path | None, fmt: str) -> None:
         click.echo(f"  vector lane unavailable: {vec['reason']}")  # type: ignore[index]
     for p in st["projects"]:  # type: ignore[attr-defined]
         click.echo(f"  project {p['project_id']}: {p['documents']} documents, last indexed {p['last_indexed']}")
+    for c in st["coverage"]:  # type: ignore[attr-defined]
+        click.echo(f"    {c['root'] or '(records)'}: {c['indexed']} indexed, {c['skipped']} skipped, "
+                   f"{c['failed']} failed, last indexed {c['last_indexed']}")
     skipped = st["skipped_files"]
     click.echo(f"  {len(skipped)} skipped file(s)")  # type: ignore[arg-type]
     for s in skipped:  # type: ignore[attr-defined]
@@ -257,6 +262,58 @@ def status_cmd(index_dir: Path | None, fmt: str) -> None:
     click.echo(f"  {len(problems)} file(s) indexed with a warning")  # type: ignore[arg-type]
     for p in problems:  # type: ignore[attr-defined]
         click.echo(f"    {p['path']}: {p['problem']}")
+    if files:
+        listed = st["files"]
+        stale = sum(1 for f in listed if f.get("freshness") == "stale")  # type: ignore[attr-defined]
+        click.echo(f"  {len(listed)} file(s), {stale} changed or gone since indexed (stale):")  # type: ignore[arg-type]
+        for f in listed:  # type: ignore[attr-defined]
+            if f["state"] == "indexed":
+                click.echo(f"    {f['state']:<8} {f['path']}  (indexed {f['indexed_at']}, {f['freshness']})")
+            else:
+                click.echo(f"    {f['state']:<8} {f['path']}  ({f['reason']})")
+
+
+@cli.command("watch")
+@click.argument("projects", nargs=-1)
+@click.option("--debounce-ms", type=click.IntRange(10, 60_000), default=None,
+              help="A batch of changes is indexed once nothing changed for this long [default: 100].")
+@index_option
+@format_option
+@handle_errors
+def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Path | None, fmt: str) -> None:
+    """Keep the index current: watch the roots of PROJECTS (default: every project) and re-index
+    what changes (edits, new files, deletions, renames) until interrupted (Ctrl-C)."""
+    import threading
+
+    from sleuth.watch import DEBOUNCE_MS, WatchBatch, WatchedRoot, watch_index
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+
+    def ready(roots: list[WatchedRoot]) -> None:
+        names = sorted({r.project for r in roots})
+        click.echo(f"watching {len(roots)} root(s) of {len(names)} project(s): {', '.join(names) or '(none)'}",
+                   err=True)
+
+    def show(batch: WatchBatch) -> None:
+        if fmt == "json":
+            click.echo(json.dumps({"project": batch.project, "root": batch.root, "paths": batch.paths,
+                                   "took_s": batch.took_s, "error": batch.error,
+                                   "report": batch.report.model_dump() if batch.report else None},
+                                  ensure_ascii=False))
+        elif batch.error:
+            click.echo(f"{batch.project}: {batch.root}: error: {batch.error}", err=True)
+        elif batch.report is not None:
+            r = batch.report
+            if r.added or r.updated or r.removed or r.skipped:
+                shown = ", ".join(p or "(whole root)" for p in batch.paths[:5])
+                more = f" and {len(batch.paths) - 5} more" if len(batch.paths) > 5 else ""
+                click.echo(f"{batch.project}: {shown}{more}: {r.added} added, {r.updated} updated, "
+                           f"{r.removed} removed, {len(r.skipped)} skipped ({batch.took_s:.2f} s)")
+
+    with Engine.open(index_dir) as engine:
+        watch_index(engine, list(projects) or None, stop, debounce_ms or DEBOUNCE_MS, on_batch=show, ready=ready)
 
 
 @cli.command("serve")

@@ -1,0 +1,205 @@
+"""Keeping an index current with a file watcher (``sleuth watch``; the broker will run it too).
+
+The watcher (``watchfiles``: inotify, FSEvents, ...) reports changed paths under every root of
+the watched projects. Changes are debounced (a batch closes once nothing changed for
+``debounce_ms``, or after ``max_batch_ms``) and each batch re-indexes only the changed paths of
+each root (:meth:`sleuth.Engine.update_paths`): edits, new files, deletions and renames, including
+a deleted folder or a deleted root. The walker's rules apply (``.gitignore``, default excludes);
+the index folder itself is never watched. A root that disappears loses its documents; when it
+comes back, or a project gains a root, the watch is restarted to include it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sleuth.engine import Engine
+from sleuth.errors import IndexBusy, SleuthError
+from sleuth.ingest.walk import DEFAULT_EXCLUDES
+from sleuth.types import IndexReport
+
+#: A batch closes once no change arrived for this long, in milliseconds.
+DEBOUNCE_MS = 100
+#: ... or once it has been open this long, in milliseconds.
+MAX_BATCH_MS = 1_000
+#: How often the watch wakes up without changes (to see new projects, lost or returning roots
+#: and the stop event), in milliseconds.
+WAKE_MS = 500
+#: Above this many changed paths in one root, the whole root is re-indexed (incrementally).
+FULL_ROOT_PATHS = 2_000
+
+#: Folder names whose changes never matter (the walker excludes them anyway): events under them
+#: are dropped before they wake the indexer.
+_IGNORED_DIR_NAMES = frozenset(p.rstrip("/") for p in DEFAULT_EXCLUDES if p.endswith("/") and "*" not in p)
+
+
+@dataclass(frozen=True)
+class WatchedRoot:
+    """One root of one project: ``path`` is a folder, or a single file when ``is_file``."""
+
+    project: str
+    path: Path
+    is_file: bool
+
+
+@dataclass
+class WatchBatch:
+    """What one batch of changes did to one root."""
+
+    project: str
+    root: str
+    paths: list[str] = field(default_factory=list)
+    report: IndexReport | None = None
+    error: str | None = None
+    took_s: float = 0.0
+
+
+def watched_roots(engine: Engine, projects: Sequence[str] | None = None) -> list[WatchedRoot]:
+    """The roots of ``projects`` (default: every project of the index), as stored in the catalog.
+
+    Raises:
+        ProjectNotFound: a named project does not exist.
+    """
+    wanted = engine._check_projects(projects)
+    out: list[WatchedRoot] = []
+    for info in engine.projects():
+        if wanted is not None and info.project_id not in wanted:
+            continue
+        for root in info.roots:
+            if root and os.path.isabs(root):
+                out.append(WatchedRoot(info.project_id, Path(root), os.path.isfile(root)))
+    return out
+
+
+def changed_paths(changes: Iterable[str], roots: Sequence[WatchedRoot],
+                  index_dir: Path) -> dict[WatchedRoot, set[str]]:
+    """Group changed absolute paths by root as paths relative to it (pure).
+
+    A changed ``.gitignore`` stands for its whole folder (what it ignores may have changed); a
+    change to a single-file root, or to a root folder itself, stands for the whole root (``""``).
+    Paths in the index folder or in always-excluded folders (``.git/``, ``node_modules/``, ...) are
+    dropped.
+    """
+    out: dict[WatchedRoot, set[str]] = {}
+    index_prefix = str(index_dir) + os.sep
+    for path in changes:
+        if path == str(index_dir) or path.startswith(index_prefix):
+            continue
+        for root in roots:
+            base = str(root.path)
+            if root.is_file:
+                if path == base:
+                    out.setdefault(root, set()).add("")
+                continue
+            if path == base:
+                out.setdefault(root, set()).add("")
+                continue
+            if not path.startswith(base + os.sep):
+                continue
+            rel = path[len(base) + 1 :].replace(os.sep, "/")
+            parts = rel.split("/")
+            if any(part in _IGNORED_DIR_NAMES for part in parts[:-1]) or parts[-1] in _IGNORED_DIR_NAMES:
+                continue
+            if parts[-1] == ".gitignore":
+                rel = "/".join(parts[:-1])
+            out.setdefault(root, set()).add(rel)
+    return out
+
+
+class _Watcher:
+    def __init__(self, engine: Engine, projects: Sequence[str] | None, stop: threading.Event,
+                 debounce_ms: int, max_batch_ms: int, on_batch: Callable[[WatchBatch], None] | None,
+                 ready: Callable[[list[WatchedRoot]], None] | None) -> None:
+        self.engine, self.projects, self.stop = engine, projects, stop
+        self.debounce_ms, self.max_batch_ms = debounce_ms, max_batch_ms
+        self.on_batch, self.ready = on_batch, ready
+        self.pending: dict[WatchedRoot, set[str]] = {}
+
+    def apply_pending(self) -> None:
+        """Re-index the pending paths, root by root; a busy index keeps them pending for the next try."""
+        for root in list(self.pending):
+            rels = self.pending.pop(root)
+            if len(rels) > FULL_ROOT_PATHS:
+                rels = {""}
+            batch = WatchBatch(root.project, str(root.path), sorted(rels))
+            started = time.perf_counter()
+            try:
+                batch.report = self.engine.update_paths(root.project, root.path, rels)
+            except IndexBusy as exc:
+                self.pending.setdefault(root, set()).update(rels)
+                batch.error = f"{exc} (will retry)"
+            except (SleuthError, OSError) as exc:
+                batch.error = str(exc)
+            batch.took_s = round(time.perf_counter() - started, 3)
+            if self.on_batch is not None:
+                self.on_batch(batch)
+
+    def run(self) -> None:
+        import watchfiles
+
+        scanned: set[WatchedRoot] = set()
+        present_before: set[WatchedRoot] = set()
+        while not self.stop.is_set():
+            roots = watched_roots(self.engine, self.projects)
+            present = {r for r in roots if r.path.exists()}
+            for root in roots:  # a new root is scanned whole; so is one that vanished or came back
+                if root not in scanned or (root in present) != (root in present_before):
+                    self.pending.setdefault(root, set()).add("")
+            scanned, present_before = set(roots), present
+            folders = sorted({str(r.path.parent if r.is_file else r.path) for r in present})
+            if not folders:
+                self.apply_pending()
+                self._ready(roots)
+                self.stop.wait(WAKE_MS / 1000)
+                continue
+            for changes in watchfiles.watch(
+                *folders, watch_filter=None, debounce=self.max_batch_ms, step=self.debounce_ms,
+                stop_event=self.stop, rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False,
+                ignore_permission_denied=True,
+            ):
+                # The first wake-up (changes or time-out) comes once the watch is in place: only then
+                # are roots scanned, so that no change between a scan and the watch is lost.
+                for root, rels in changed_paths((p for _, p in changes), roots, self.engine.index_dir).items():
+                    self.pending.setdefault(root, set()).update(rels)
+                self.apply_pending()
+                self._ready(roots)
+                now_roots = watched_roots(self.engine, self.projects)
+                if now_roots != roots or {r for r in now_roots if r.path.exists()} != present:
+                    break  # a root appeared or vanished, or a project gained a root: watch again
+            else:
+                return  # the stop event ended the watch
+
+    def _ready(self, roots: list[WatchedRoot]) -> None:
+        if self.ready is not None:
+            self.ready(roots)
+            self.ready = None
+
+
+def watch_index(engine: Engine, projects: Sequence[str] | None = None, stop_event: threading.Event | None = None,
+                debounce_ms: int = DEBOUNCE_MS, on_batch: Callable[[WatchBatch], None] | None = None,
+                max_batch_ms: int = MAX_BATCH_MS, ready: Callable[[list[WatchedRoot]], None] | None = None) -> None:
+    """Keep ``engine``'s index current with the files under ``projects``' roots until ``stop_event`` is set.
+
+    Every watched root is first re-indexed incrementally (changes made while nothing watched),
+    then each batch of changes re-indexes the changed paths only. Blocks until ``stop_event`` is
+    set (or KeyboardInterrupt); run it in a thread to keep serving meanwhile.
+
+    Args:
+        engine: the open index (its writer: one watcher per index).
+        projects: project ids to watch; default: every project of the index, as they are now and
+            as they are added later.
+        stop_event: set it to stop watching; default: watch until interrupted.
+        debounce_ms: a batch closes once nothing changed for this long.
+        on_batch: called after each batch with what it did (or the error it met).
+        max_batch_ms: a batch closes at the latest after this long.
+        ready: called once with the watched roots, when the watch is in place and the first scan done.
+    Raises:
+        ProjectNotFound: a named project does not exist.
+    """
+    _Watcher(engine, projects, stop_event or threading.Event(), debounce_ms, max_batch_ms, on_batch, ready).run()
+
