@@ -235,3 +235,39 @@ def test_coverage_summary_lists_empty_roots() -> None:
                             [{"project": "p", "root": "/b", "path": "x", "reason": "unreadable: no", "at": "t"}])
     assert rows == [{"project": "p", "root": "/a", "indexed": 3, "skipped": 0, "failed": 0, "last_indexed": "t1"},
                     {"project": "p", "root": "/b", "indexed": 0, "skipped": 0, "failed": 1, "last_indexed": None}]
+
+
+def test_tfidf_model_updated_scores_as_a_model_built_from_scratch() -> None:
+    import random
+
+    import numpy as np
+
+    from sleuth.lanes.tfidf import TfidfModel
+
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(40)]
+
+    def rows(doc: str, n: int) -> list[tuple[str, str, str]]:
+        return [(f"{doc}:{i:012x}", rng.choice("pq"), " ".join(rng.choices(words, k=rng.randint(1, 12))))
+                for i in range(n)]
+
+    docs = {f"{d:016x}": rows(f"{d:016x}", rng.randint(1, 3)) for d in range(30)}
+    model = TfidfModel(r for rs in docs.values() for r in rs)
+    for _ in range(5):
+        changed = rng.sample(sorted(docs), 6)
+        for d in changed[:3]:
+            del docs[d]  # deleted
+        for d in changed[3:]:
+            docs[d] = rows(d, rng.randint(1, 3))  # rewritten
+        new = f"{rng.randrange(10**6, 10**7):016x}"
+        docs[new] = rows(new, 2) + [(f"{new}:{9:012x}", "p", "brandnewterm w1")]  # added, with a new term
+        model = model.updated(changed, [r for d in [*changed[3:], new] for r in docs[d]])
+        scratch = TfidfModel(r for rs in docs.values() for r in rs)
+        assert sorted(model.block_ids) == sorted(scratch.block_ids)
+        order = {b: i for i, b in enumerate(model.block_ids)}
+        for query in (["w1"], ["w2", "w3", "w30"], ["brandnewterm"], ["nowhere"]):
+            got = model.scores(query)
+            want = scratch.scores(query)
+            assert np.allclose([got[order[b]] for b in scratch.block_ids], want, atol=1e-6)
+        again = TfidfModel.from_arrays(model.to_arrays())
+        assert np.array_equal(again.scores(["w1"]), model.scores(["w1"]))

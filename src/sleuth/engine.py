@@ -36,7 +36,7 @@ from sleuth.lanes.postings import Postings
 from sleuth.lanes.tfidf import TfidfLane, TfidfModel
 from sleuth.lanes.vector import VectorLane, VectorMatrix
 from sleuth.store.catalog import Catalog, DocumentRow, FileState, IndexedBlock
-from sleuth.store.lane_cache import load_arrays, save_arrays
+from sleuth.store.lane_cache import load_arrays, load_saved, save_arrays
 from sleuth.summaries import make_snippet
 from sleuth.text import analyze, parse_query
 
@@ -68,6 +68,10 @@ WRITE_LOCK_TIMEOUT_ENV = "SLEUTH_WRITE_LOCK_TIMEOUT_S"
 PHRASE_FILTER_MAX_BLOCKS = 100_000
 #: Blocks embedded (and their vectors committed) per batch while indexing.
 EMBED_COMMIT_BLOCKS = 256
+#: The format of the saved tfidf model (its cache key starts with it).
+TFIDF_CACHE_FORMAT = "tfidf-2"
+#: The tfidf model is saved again when an update changed at least this many blocks (or 1% of them).
+TFIDF_SAVE_MIN_CHANGED_BLOCKS = 1_000
 #: Query vectors kept in memory (an LRU of query text → vector).
 QUERY_VECTOR_CACHE_SIZE = 1024
 
@@ -333,19 +337,45 @@ class Engine:
         gen = self.catalog.generation()
         with self._lane_cache_lock:
             if self._tfidf is None or self._tfidf[0] != gen:
-                path, key = self.index_dir / "tfidf.cache.npz", f"generation {gen}"
-                saved = load_arrays(path, key)
+                path = self.index_dir / "tfidf.cache.npz"
+                saved = load_arrays(path, f"{TFIDF_CACHE_FORMAT} generation {gen}")
                 if saved is not None:
-                    model = TfidfModel.from_arrays(saved)
+                    self._tfidf = (gen, TfidfModel.from_arrays(saved))
                 else:
-                    with self.catalog.read():  # one snapshot: the blocks are those of the generation in the key
-                        gen = self.catalog.generation()
-                        key = f"generation {gen}"
-                        model = TfidfModel((ib.block.block_id, ib.block.project_id, ib.terms)
-                                           for ib in self.catalog.indexed_blocks(0))
-                    save_arrays(path, key, **model.to_arrays())
-                self._tfidf = (gen, model)
+                    self._tfidf = self._tfidf_updated(path, self._tfidf or self._saved_tfidf(path))
             return self._tfidf[1]
+
+    def _tfidf_updated(self, path: Path, base: tuple[int, TfidfModel] | None) -> tuple[int, TfidfModel]:
+        """The tfidf model of the catalog's generation, saved at ``path``: ``base`` (a model of an
+        older generation) updated with the documents written or deleted since, else built from
+        every block. A watcher's small change thus costs a few rows, not a rebuild."""
+        with self.catalog.read():  # one snapshot: the blocks are those of the generation in the key
+            gen = self.catalog.generation()
+            if base is not None and base[0] < gen:
+                written, deleted = self.catalog.changes_since(base[0])
+                rows = self.catalog.block_terms(written)
+                model = base[1].updated({*written, *deleted}, rows)
+                changed = len(rows) + len(deleted)
+            else:
+                model = TfidfModel((ib.block.block_id, ib.block.project_id, ib.terms)
+                                   for ib in self.catalog.indexed_blocks(0))
+                changed = len(model)
+        # Saved after a build or a large change; after a small one, a new process loads the last
+        # saved model and applies the few changes since, which is cheaper than writing it each time.
+        if changed >= max(TFIDF_SAVE_MIN_CHANGED_BLOCKS, len(model) // 100) or not path.exists():
+            save_arrays(path, f"{TFIDF_CACHE_FORMAT} generation {gen}", **model.to_arrays())
+        return gen, model
+
+    @staticmethod
+    def _saved_tfidf(path: Path) -> tuple[int, TfidfModel] | None:
+        """The model saved at ``path`` whatever its generation (None when absent or of another format)."""
+        saved = load_saved(path)
+        if saved is None or not saved[0].startswith(f"{TFIDF_CACHE_FORMAT} generation "):
+            return None
+        try:
+            return int(saved[0].rsplit(" ", 1)[1]), TfidfModel.from_arrays(saved[1])
+        except (KeyError, ValueError):
+            return None
 
     # ================================================================== embeddings
 
@@ -525,8 +555,7 @@ class Engine:
                              removed=0, skipped=[], problems=[], blocks=0, took_s=0.0)
         if not rels:
             return report
-        info = next((p for p in self.catalog.projects() if p["project_id"] == project), None)
-        if info is None or root_key not in info["roots"]:  # type: ignore[operator]
+        if root_key not in self.catalog.roots().get(project, []):
             raise ProjectNotFound(f"{root_key} is not a root of project {project!r} (see `sleuth projects`)")
         now = now_rfc3339()
         with self._write_lock.held():
@@ -534,12 +563,10 @@ class Engine:
             if rels == [""] or not root_path.is_dir():
                 self._index_root(project, root_path, report, now, None)
             else:
-                run = self._root_run(project, root_path, report, now, None)
+                run = self._root_run(project, root_path, report, now, None, rels)
                 for item in self._candidates(root_path, rels):
                     self._index_file(run, item)
-                under = tuple(rel + "/" for rel in rels)
-                gone = [state.doc_id for (_, rel), state in run.known.items()
-                        if rel not in run.seen and (rel in rels or rel.startswith(under))]
+                gone = [state.doc_id for (_, rel), state in run.known.items() if rel not in run.seen]
                 self._finish_root(run, gone)
                 self.catalog.replace_skips(project, root_key, rels, run.skips, now)
             self.catalog.mark_indexed(project, now)
@@ -549,10 +576,12 @@ class Engine:
         return report
 
     def _root_run(self, pid: str, root: Path, report: IndexReport, now: str,
-                  progress: Callable[[str], None] | None) -> _RootRun:
+                  progress: Callable[[str], None] | None, rel_paths: Sequence[str] | None = None) -> _RootRun:
+        """A pass over ``root`` (over ``rel_paths`` under it only, when given)."""
         root_key = str(root)
         root_label = root.name if root.is_dir() or not root.exists() else root.parent.name
-        return _RootRun(pid, root_key, root_label, self.catalog.file_states(pid, [root_key]), report, now, progress)
+        known = self.catalog.file_states(pid, [root_key], rel_paths)
+        return _RootRun(pid, root_key, root_label, known, report, now, progress)
 
     def _index_root(self, pid: str, root: Path, report: IndexReport, now: str,
                     progress: Callable[[str], None] | None) -> None:
@@ -740,7 +769,7 @@ class Engine:
     # ================================================================== reading
 
     def project_ids(self) -> list[str]:
-        return [str(p["project_id"]) for p in self.catalog.projects()]
+        return sorted(self.catalog.roots())  # no document counts: this runs on every search
 
     def projects(self) -> list[ProjectInfo]:
         """Every project of the index with its roots and counts."""

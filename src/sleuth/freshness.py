@@ -54,7 +54,9 @@ def freshness(root: str, rel_path: str, mtime_ns: int, size_bytes: int,
                 if indexed_at is None:
                     return "current"
                 since = _rfc3339_ns(indexed_at)
-                return "stale" if since is None or st.st_mtime_ns > since else "current"
+                # indexed_at has milliseconds and is taken before the archive is read: an archive
+                # written within that millisecond was still read after it was written.
+                return "stale" if since is None or st.st_mtime_ns > since + 999_999 else "current"
         try:
             st = os.stat(os.path.join(root, rel_path))
         except NotADirectoryError:

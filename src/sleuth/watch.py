@@ -67,12 +67,12 @@ def watched_roots(engine: Engine, projects: Sequence[str] | None = None) -> list
     """
     wanted = engine._check_projects(projects)
     out: list[WatchedRoot] = []
-    for info in engine.projects():
-        if wanted is not None and info.project_id not in wanted:
+    for project, roots in sorted(engine.catalog.roots().items()):
+        if wanted is not None and project not in wanted:
             continue
-        for root in info.roots:
+        for root in roots:
             if root and os.path.isabs(root):
-                out.append(WatchedRoot(info.project_id, Path(root), os.path.isfile(root)))
+                out.append(WatchedRoot(project, Path(root), os.path.isfile(root)))
     return out
 
 

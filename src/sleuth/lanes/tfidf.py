@@ -5,7 +5,8 @@ Block weight of term t: ``(1 + ln tf) * idf(t)``, rows L2-normalised; ``idf(t) =
 (1 + df)) + 1``. The query vector weighs each distinct term by its idf. Score = cosine in [0, 1].
 
 The matrix lives in memory (scipy CSC, blocks × vocabulary) and is built from the catalog's stored
-block terms; the engine rebuilds it when the catalog generation changes. Pure: no I/O here.
+block terms; when the catalog generation changes, the engine updates it with the blocks of the
+documents written or deleted since. Pure: no I/O here.
 """
 
 from __future__ import annotations
@@ -21,14 +22,25 @@ from sleuth.types import RankedList
 class TfidfModel:
     """Sublinear TF-IDF vectors of a set of blocks.
 
+    Stored as the blocks' log term frequencies ``1 + ln tf`` (``matrix``, CSC, blocks × vocabulary),
+    the terms' ``idf`` and the blocks' vector norms, so that a model can be :meth:`updated` with
+    the blocks of a few changed documents without re-reading the others (idf and norms are
+    recomputed over the whole matrix, which takes vector operations only).
+
     Args:
         rows: ``(block_id, project_id, terms)`` per block; ``terms`` is whitespace-joined.
     """
 
     def __init__(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        self.vocab: dict[str, int] = {}
+        log_tf, block_ids, projects = self._rows(rows, self.vocab)
+        self._set(log_tf, block_ids, projects)
+
+    @staticmethod
+    def _rows(rows: Iterable[tuple[str, str, str]], vocab: dict[str, int]) -> tuple[object, list[str], list[str]]:
+        """Tokenise ``rows`` against ``vocab`` (extended in place): ``(log-tf CSR, block ids, projects)``."""
         import scipy.sparse as sp  # imported here: a search that never builds a model stays fast to start
 
-        vocab: dict[str, int] = {}
         block_ids: list[str] = []
         projects: list[str] = []
         indptr = [0]
@@ -44,29 +56,71 @@ class TfidfModel:
             indices.extend(counts)
             data.extend(counts.values())
             indptr.append(len(indices))
-        n_blocks, n_terms = len(block_ids), len(vocab)
         tf = sp.csr_matrix(
             (np.asarray(data, dtype=np.float32), np.asarray(indices, dtype=np.int32), np.asarray(indptr)),
-            shape=(n_blocks, n_terms),
+            shape=(len(block_ids), len(vocab)),
         )
-        df = np.bincount(tf.indices, minlength=n_terms).astype(np.float32)
-        self.idf = (np.log((1.0 + n_blocks) / (1.0 + df)) + 1.0).astype(np.float32)
-        tf.data = (1.0 + np.log(tf.data)) * self.idf[tf.indices]
-        norms = np.sqrt(np.asarray(tf.multiply(tf).sum(axis=1)).ravel())
+        tf.data = (1.0 + np.log(tf.data)).astype(np.float32)
+        return tf, block_ids, projects
+
+    def _set(self, log_tf: object, block_ids: list[str] | np.ndarray, projects: list[str]) -> None:
+        """Take ``log_tf`` (blocks × vocabulary) as the model: idf, norms and project index follow."""
+        import scipy.sparse as sp
+
+        self.matrix = sp.csc_matrix(log_tf, dtype=np.float32)
+        n_blocks, n_terms = self.matrix.shape
+        df = np.diff(self.matrix.indptr)
+        self.idf = (np.log((1.0 + n_blocks) / (1.0 + df.astype(np.float32))) + 1.0).astype(np.float32)
+        weighted = self.matrix.data.astype(np.float64) * np.repeat(self.idf, df)
+        norms = np.sqrt(np.bincount(self.matrix.indices, weights=weighted * weighted, minlength=n_blocks))
         norms[norms == 0] = 1.0
-        self.matrix = sp.csc_matrix(sp.diags(1.0 / norms) @ tf, dtype=np.float32)
-        self.vocab = vocab
+        self.norms = norms.astype(np.float32)
         self.block_ids = np.asarray(block_ids, dtype=object)
         self.project_names = sorted(set(projects))
         index = {p: i for i, p in enumerate(self.project_names)}
         self.project_of_block = np.asarray([index[p] for p in projects], dtype=np.int32)
+
+    def updated(self, removed_docs: Iterable[str], rows: Iterable[tuple[str, str, str]]) -> TfidfModel:
+        """A new model without the blocks of ``removed_docs`` (document ids: the part of a block id
+        before ``:``) and with ``rows`` added; scores as a model built from scratch on the same
+        blocks (up to float rounding). Costs vector operations over the matrix, no re-tokenising."""
+        import scipy.sparse as sp
+
+        removed = set(removed_docs)
+        keep = np.asarray([b.split(":", 1)[0] not in removed for b in self.block_ids], dtype=bool)
+        vocab = dict(self.vocab)
+        added, new_ids, new_projects = self._rows(rows, vocab)
+        m = self.matrix
+        n_kept, n_terms = int(keep.sum()), len(vocab)
+        # The kept rows, renumbered, column by column (CSC order is kept).
+        in_kept = keep[m.indices]
+        row_number = np.cumsum(keep) - 1
+        columns = np.repeat(np.arange(m.shape[1]), np.diff(m.indptr))[in_kept]
+        indices = row_number[m.indices[in_kept]].astype(np.int32)
+        data = m.data[in_kept]
+        counts = np.bincount(columns, minlength=n_terms)
+        # The added rows go after them: each entry at the end of its column's run.
+        coo = sp.coo_matrix(added)
+        order = np.lexsort((coo.row, coo.col))
+        new_cols, new_rows, new_data = coo.col[order], coo.row[order] + n_kept, coo.data[order]
+        ends = np.cumsum(counts)
+        indices = np.insert(indices, ends[new_cols], new_rows.astype(np.int32))
+        data = np.insert(data, ends[new_cols], new_data.astype(np.float32))
+        counts += np.bincount(new_cols, minlength=n_terms)
+        indptr = np.concatenate([[0], np.cumsum(counts)])
+        matrix = sp.csc_matrix((data, indices, indptr), shape=(n_kept + len(new_ids), n_terms))
+        model = TfidfModel.__new__(TfidfModel)
+        model.vocab = vocab
+        projects = [self.project_names[i] for i in self.project_of_block[keep]] + new_projects
+        model._set(matrix, np.concatenate([self.block_ids[keep], np.asarray(new_ids, dtype=object)]), projects)
+        return model
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The model as plain arrays (for :func:`sleuth.store.lane_cache.save_arrays`)."""
         vocab = np.asarray(sorted(self.vocab, key=self.vocab.__getitem__), dtype=str)
         return {
             "data": self.matrix.data, "indices": self.matrix.indices, "indptr": self.matrix.indptr,
-            "shape": np.asarray(self.matrix.shape), "idf": self.idf, "vocab": vocab,
+            "shape": np.asarray(self.matrix.shape), "idf": self.idf, "norms": self.norms, "vocab": vocab,
             "block_ids": self.block_ids.astype(str), "project_names": np.asarray(self.project_names, dtype=str),
             "project_of_block": self.project_of_block,
         }
@@ -79,6 +133,7 @@ class TfidfModel:
         model = cls.__new__(cls)
         model.matrix = sp.csc_matrix((a["data"], a["indices"], a["indptr"]), shape=tuple(a["shape"]))
         model.idf = a["idf"]
+        model.norms = a["norms"]
         model.vocab = {term: i for i, term in enumerate(a["vocab"].tolist())}
         model.block_ids = a["block_ids"].astype(object)
         model.project_names = a["project_names"].tolist()
@@ -95,7 +150,7 @@ class TfidfModel:
             return np.zeros(len(self), dtype=np.float32)
         weights = self.idf[cols]
         weights = weights / np.linalg.norm(weights)
-        return np.asarray(self.matrix[:, cols] @ weights).ravel()
+        return (np.asarray(self.matrix[:, cols] @ (weights * self.idf[cols])).ravel() / self.norms).astype(np.float32)
 
 
 class TfidfLane:

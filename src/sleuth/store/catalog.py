@@ -269,6 +269,10 @@ class Catalog:
         with self.write() as conn:
             conn.execute("UPDATE projects SET last_indexed=? WHERE project_id=?", (now, project_id))
 
+    def roots(self) -> dict[str, list[str]]:
+        """``{project_id: roots}`` of every project (cheap: no counting)."""
+        return {r[0]: json.loads(r[1]) for r in self.conn.execute("SELECT project_id, roots FROM projects")}
+
     def projects(self) -> list[dict[str, object]]:
         """Every project with document and block counts: ``[{project_id, name, roots, ...}]``."""
         rows = self.conn.execute(
@@ -292,16 +296,21 @@ class Catalog:
 
     # ------------------------------------------------------------------ documents
 
-    def file_states(self, project_id: str, roots: Iterable[str]) -> dict[tuple[str, str], FileState]:
-        """``{(root, rel_path): FileState}`` of the project's documents under ``roots``."""
+    def file_states(self, project_id: str, roots: Iterable[str],
+                    rel_paths: Sequence[str] | None = None) -> dict[tuple[str, str], FileState]:
+        """``{(root, rel_path): FileState}`` of the project's documents under ``roots`` (only at or
+        under ``rel_paths`` when given)."""
         out: dict[tuple[str, str], FileState] = {}
+        sql = "SELECT doc_id, rel_path, mtime_ns, size_bytes, content_hash FROM documents WHERE project_id=? AND root=?"
         for root in roots:
-            for doc_id, rel, mtime, size, chash in self.conn.execute(
-                "SELECT doc_id, rel_path, mtime_ns, size_bytes, content_hash FROM documents"
-                " WHERE project_id=? AND root=?",
-                (project_id, root),
-            ):
-                out[(root, rel)] = FileState(doc_id, mtime, size, chash)
+            if rel_paths is None:
+                queries = [(sql, (project_id, root))]
+            else:
+                queries = [(sql + " AND (rel_path=? OR substr(rel_path, 1, ?)=?)",
+                            (project_id, root, rel, len(rel) + 1, rel + "/")) for rel in rel_paths]
+            for query, args in queries:
+                for doc_id, rel, mtime, size, chash in self.conn.execute(query, args):
+                    out[(root, rel)] = FileState(doc_id, mtime, size, chash)
         return out
 
     def write_documents(
@@ -495,6 +504,18 @@ class Catalog:
         )
         for row in cur:
             yield IndexedBlock(_block(row[:11]), row[11], row[12], json.loads(row[13]), row[14])
+
+    def block_terms(self, doc_ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """``(block_id, project_id, terms)`` of every block of ``doc_ids`` (for a tfidf update)."""
+        out: list[tuple[str, str, str]] = []
+        for i in range(0, len(doc_ids), 500):
+            part = doc_ids[i : i + 500]
+            out += self.conn.execute(
+                "SELECT b.block_id, d.project_id, b.terms FROM documents d JOIN blocks b ON b.doc_id = d.doc_id"
+                f" WHERE d.doc_id IN ({','.join('?' * len(part))}) ORDER BY b.doc_id, b.ordinal",
+                part,
+            ).fetchall()
+        return out
 
     # ------------------------------------------------------------------ vectors
 

@@ -13,11 +13,18 @@ import numpy as np
 
 def load_arrays(path: Path, key: str) -> dict[str, np.ndarray] | None:
     """The arrays saved at ``path`` for ``key``; None when absent, stale or unreadable."""
+    saved = load_saved(path, key)
+    return None if saved is None else saved[1]
+
+
+def load_saved(path: Path, key: str | None = None) -> tuple[str, dict[str, np.ndarray]] | None:
+    """``(key, arrays)`` saved at ``path`` (only for ``key`` when given); None when absent or unreadable."""
     try:
         with np.load(path, allow_pickle=False) as data:
-            if str(data["__key__"]) != key:
+            saved_key = str(data["__key__"])
+            if key is not None and saved_key != key:
                 return None
-            return {name: data[name] for name in data.files if name != "__key__"}
+            return saved_key, {name: data[name] for name in data.files if name != "__key__"}
     except (OSError, ValueError, KeyError, EOFError):
         return None
 
