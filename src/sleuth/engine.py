@@ -455,21 +455,60 @@ class Engine:
                     block_ids, projects = saved["block_ids"].tolist(), saved["projects"].tolist()
                     matrix = saved["vectors"]
                 else:
-                    block_ids, projects, rows = [], [], []
                     with self.catalog.read():  # one snapshot: the vectors are those of the key
                         key = (self.catalog.generation(), self.catalog.get_meta(f"vectors:{model}"))
-                        for block_id, project_id, blob in self.catalog.block_vectors(model):
-                            block_ids.append(block_id)
-                            projects.append(project_id)
-                            rows.append(np.frombuffer(blob, dtype=np.float32))
-                    dim = embedder.dim if embedder else 0
-                    matrix = np.vstack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
-                    save_arrays(path, f"{model} {key}", block_ids=np.asarray(block_ids, dtype=str),
-                                projects=np.asarray(projects, dtype=str), vectors=matrix)
+                        updated = self._vectors_updated(model, key[0], path)
+                        if updated is not None:
+                            block_ids, projects, matrix, changed = updated
+                        else:
+                            block_ids, projects, rows = [], [], []
+                            for block_id, project_id, blob in self.catalog.block_vectors(model):
+                                block_ids.append(block_id)
+                                projects.append(project_id)
+                                rows.append(np.frombuffer(blob, dtype=np.float32))
+                            dim = embedder.dim if embedder else 0
+                            matrix = np.vstack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+                            changed = len(block_ids)
+                    # Saved after a full read or a large change (see _tfidf_updated).
+                    if changed >= max(TFIDF_SAVE_MIN_CHANGED_BLOCKS, len(block_ids) // 100) or not path.exists():
+                        save_arrays(path, f"{model} {key}", block_ids=np.asarray(block_ids, dtype=str),
+                                    projects=np.asarray(projects, dtype=str), vectors=matrix,
+                                    generation=np.asarray(key[0]))
                 ann_path = path.with_suffix("").with_suffix(".hnsw")
                 self._vectors = (key, VectorMatrix(block_ids, projects, matrix, ann_path=ann_path,
                                                    ann_key=f"{model} {key}"))
             return self._vectors[1]
+
+    def _vectors_updated(self, model: str, generation: int,
+                         path: Path) -> tuple[list[str], list[str], np.ndarray, int] | None:
+        """``(block_ids, projects, vectors, rows changed)`` at ``generation``: the vector matrix held
+        in memory (else the one last saved at ``path``) without the blocks of the documents written
+        or deleted since its generation and with the new blocks' vectors; None when there is no
+        such matrix, or when vectors were also stored for unchanged blocks since (read them all)."""
+        if self._vectors is not None:
+            (base_gen, _), m = self._vectors
+            ids, vectors = m.block_ids, m.vectors
+            projects = np.asarray(m.project_names, dtype=object)[m.project_of_block]
+        else:
+            saved = load_saved(path)
+            if saved is None or not saved[0].startswith(f"{model} (") or "generation" not in saved[1]:
+                return None
+            arrays = saved[1]
+            base_gen = int(arrays["generation"])
+            ids, projects, vectors = arrays["block_ids"].astype(object), arrays["projects"], arrays["vectors"]
+        if base_gen > generation:
+            return None
+        written, deleted = self.catalog.changes_since(base_gen)
+        removed = {*written, *deleted}
+        keep = np.fromiter((str(b).split(":", 1)[0] not in removed for b in ids), dtype=bool, count=len(ids))
+        added = self.catalog.block_vectors_of(model, written)
+        if int(keep.sum()) + len(added) != self.catalog.vector_counts(model)[0]:
+            return None
+        new_vectors = [np.frombuffer(blob, dtype=np.float32) for _, _, blob in added]
+        matrix = np.vstack([vectors[keep], *new_vectors]) if new_vectors else vectors[keep]
+        return ([str(b) for b in ids[keep]] + [b for b, _, _ in added],
+                [str(p) for p in np.asarray(projects)[keep]] + [p for _, p, _ in added],
+                np.ascontiguousarray(matrix, dtype=np.float32), len(added) + int((~keep).sum()))
 
     def _run_lane(self, name: str, q: LaneQuery) -> RankedList | str:
         """Lane ``name``'s answer, or why it cannot run (only the vector lane can be unavailable)."""

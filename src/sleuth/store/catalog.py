@@ -546,6 +546,20 @@ class Catalog:
             (model,),
         ))
 
+    def block_vectors_of(self, model: str, doc_ids: Sequence[str]) -> list[tuple[str, str, bytes]]:
+        """``(block_id, project_id, vector bytes)`` of the blocks of ``doc_ids`` that have a vector for ``model``."""
+        out: list[tuple[str, str, bytes]] = []
+        for i in range(0, len(doc_ids), 500):
+            part = doc_ids[i : i + 500]
+            out += self.conn.execute(
+                "SELECT b.block_id, d.project_id, v.vector FROM documents d JOIN blocks b ON b.doc_id = d.doc_id"
+                " JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash"
+                f" WHERE d.doc_id IN ({','.join('?' * len(part))})"
+                " ORDER BY b.doc_id, b.ordinal",
+                (model, *part),
+            ).fetchall()
+        return out
+
     def vector_counts(self, model: str) -> tuple[int, int]:
         """``(blocks with a vector for model, all blocks)``."""
         with_vec = self.conn.execute(
