@@ -126,7 +126,7 @@ def test_incremental_reindex_and_default_index_location(tmp_path: Path) -> None:
 
 
 def test_every_command_has_help() -> None:
-    for command in ["index", "search", "get", "projects", "status", "serve", "eval"]:
+    for command in ["index", "search", "get", "projects", "status", "watch", "serve", "eval"]:
         out = run_cli(command, "--help").stdout
         assert out.startswith(f"Usage: sleuth {command}") or f"sleuth {command}" in out
         assert len(out.splitlines()) > 3
