@@ -81,10 +81,10 @@ def sample_tldr(tar_path: Path, n_files: int, seed: int) -> dict[str, str]:
 def versions(pages: dict[str, str], seed: int) -> tuple[dict[str, str | bytes], dict[str, str | bytes]]:
     """``(old, new)`` versions of a corpus: the old one has ~10% of the pages edited, ~5% missing
     (added by the new one) and a few extra pages (deleted by the new one). Both hold a file that
-    is skipped (pdf) and one that is binary."""
+    is skipped by its extension and one whose content is binary."""
     rng = random.Random(seed + 1)
     new: dict[str, str | bytes] = dict(pages)
-    new["extra/report.pdf"] = "%PDF-1.4 not indexed"
+    new["extra/picture.png"] = "not indexed: a binary file type"
     new["extra/blob.dat"] = b"\x00\x01\x02binary\x00"
     old: dict[str, str | bytes] = {}
     for rel, text in new.items():

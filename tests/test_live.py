@@ -89,11 +89,11 @@ def test_update_paths_matches_a_full_index(tree: Path, tmp_path: Path) -> None:
         (tree / "other/d.txt").rename(tree / "other/renamed.txt")  # rename
         write(tree, "new/f.md", "# Fresh\n\nA new folder about platypus.\n")  # new folder
         write(tree, "new/g.log", "ignored by *.log\n")
-        write(tree, "bad.pdf", "%PDF-1.4 not really")  # skipped with a reason
+        write(tree, "pic.png", "not really a picture")  # skipped with a reason
         report = eng.update_paths("notes", root, ["a.md", "sub/deeper/c.md", "sub/deeper", "other/d.txt",
-                                                  "other/renamed.txt", "new", "bad.pdf"])
+                                                  "other/renamed.txt", "new", "pic.png"])
         assert (report.added, report.updated, report.removed) == (2, 1, 2)
-        assert report.skipped == [{"path": "bad.pdf", "reason": "unsupported format: pdf"}]
+        assert report.skipped == [{"path": "pic.png", "reason": "binary file type: .png"}]
         assert paths(eng.search("echidnas")) == ["a.md"]
         assert paths(eng.search("wombats")) == []
         assert paths(eng.search("quokkas")) == []
@@ -206,7 +206,7 @@ def test_freshness(tmp_path: Path) -> None:
 
 
 def test_status_coverage_and_files(tree: Path, tmp_path: Path) -> None:
-    write(tree, "bad.pdf", "%PDF")
+    write(tree, "pic.png", "PNG")
     with Engine(tmp_path / "idx", LEXICAL) as eng:
         eng.index([tree], project="notes")
         with tarfile.open(tree / "bundle.tar.gz", "w:gz") as tar:
@@ -221,12 +221,12 @@ def test_status_coverage_and_files(tree: Path, tmp_path: Path) -> None:
                                    "last_indexed": st["coverage"][0]["last_indexed"]}]
         assert st["coverage"][0]["last_indexed"]
         skipped = [(s["path"], s["state"]) for s in st["skipped_files"]]
-        assert skipped == [(".gitignore", "skipped"), ("bad.pdf", "skipped")]
+        assert skipped == [(".gitignore", "skipped"), ("pic.png", "skipped")]
         by_path = {f["path"]: f for f in st["files"]}
         assert by_path["a.md"]["freshness"] == "stale" and by_path["sub/b.md"]["freshness"] == "current"
         assert by_path["bundle.tar.gz/inner/x.md"]["freshness"] == "current"
-        assert by_path["bad.pdf"] == {"project": "notes", "root": root, "path": "bad.pdf", "state": "skipped",
-                                      "reason": "unsupported format: pdf", "at": by_path["bad.pdf"]["at"]}
+        assert by_path["pic.png"] == {"project": "notes", "root": root, "path": "pic.png", "state": "skipped",
+                                      "reason": "binary file type: .png", "at": by_path["pic.png"]["at"]}
         assert "files" not in eng.status()
 
 
