@@ -27,7 +27,7 @@ from tests.integration.conftest import SHARED_DATA, SLEUTH, run_cli
 LEXICAL = {"SLEUTH_MODEL": "none"}
 SESSIONS = 4
 CLI_READERS = 1
-WRITER_ROUNDS = 3
+WRITER_ROUNDS = 2
 
 
 def target_text(version: int) -> str:

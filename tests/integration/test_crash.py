@@ -31,15 +31,16 @@ def test_kill_trials(tmp_path: Path) -> None:
     kt = load_script()
     pages = kt.sample_tldr(TLDR, 30, seed=3)
     lines: list[str] = []
-    # Random kill points, fresh and update runs (lexical: fast), then one kill while embedding.
+    # Random kill points in an update run and a fresh run (seed 6; lexical: fast), then a kill while embedding.
     lexical = {**os.environ, "SLEUTH_MODEL": "none"}
-    results = kt.run_trials(pages, tmp_path / "lexical", trials=3, seed=3, env=lexical, log=lines.append,
+    results = kt.run_trials(pages, tmp_path / "lexical", trials=2, seed=6, env=lexical, log=lines.append,
                             check_update=False)
     default = {k: v for k, v in os.environ.items() if k != "SLEUTH_MODEL"}  # the default model: vectors on
     results += kt.run_trials(pages, tmp_path / "vectors", trials=0, seed=3, env=default, log=lines.append,
                              kill_when_embedding=1)
-    assert len(results) == 4
-    assert [t.problems for t in results] == [[]] * 4, "\n".join(lines)
+    assert len(results) == 3
+    assert [t.problems for t in results] == [[]] * 3, "\n".join(lines)
     assert all(t.resumed_identical for t in results)
+    assert [t.kind for t in results] == ["update", "fresh", "embed"]
     assert " 0 embedded" not in lines[-2]  # the clean index of the second run has vectors
     assert results[-1].phase.startswith(("embedding", "after writing")), results[-1].phase
