@@ -29,6 +29,7 @@ from sleuth.embed import Embedder, ModelUnavailable, load_embedder
 from sleuth.errors import DocumentNotFound, IndexBusy, IndexNotFound, ProjectNotFound, QueryError
 from sleuth.fusion import rrf
 from sleuth.lanes.base import LaneQuery
+from sleuth.lanes.graph import GraphDocument, LinkGraph
 from sleuth.lanes.lexical import BM25Lane, ExactLane, IndexLane
 from sleuth.lanes.postings import Postings
 from sleuth.lanes.tfidf import TfidfLane, TfidfModel
@@ -221,6 +222,7 @@ class Engine:
         self._embedder_error: str | None = None
         self._embedder_lock = threading.Lock()
         self._vectors: tuple[tuple[int, str | None], VectorMatrix] | None = None
+        self._graph: tuple[int, LinkGraph] | None = None
         self._query_vectors: dict[str, np.ndarray] = {}
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sleuth-lane")
         self.lanes = {
@@ -379,7 +381,55 @@ class Engine:
                                                    ann_key=f"{model} {key}"))
             return self._vectors[1]
 
-    def _run_lane(self, name: str, q: LaneQuery) -> RankedList | str:
+    def embed_queries(self, texts: Sequence[str]) -> None:
+        """Embed the query texts not embedded yet in one batch (the vector lane then finds them
+        cached). Does nothing without a model."""
+        embedder = self.embedder()
+        todo = list(dict.fromkeys(t for t in texts if t not in self._query_vectors))
+        if embedder is None or not todo:
+            return
+        for text, vector in zip(todo, embedder.embed(todo), strict=True):
+            if len(self._query_vectors) >= QUERY_VECTOR_CACHE_SIZE:
+                self._query_vectors.pop(next(iter(self._query_vectors)))
+            self._query_vectors[text] = vector
+
+    def query_vector(self, text: str) -> np.ndarray | None:
+        """The unit embedding of a query text (cached), or None without a model."""
+        return None if self.embedder() is None else self._embed_query(text)
+
+    def block_vectors_of(self, block_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """``{block_id: unit vector}`` of the given blocks that have one (for reranking)."""
+        matrix = self._vector_matrix()
+        rows = matrix.derived.get("row_of_block")
+        if rows is None:
+            rows = {b: i for i, b in enumerate(matrix.block_ids.tolist())}
+            matrix.derived["row_of_block"] = rows  # type: ignore[assignment]
+        return {b: matrix.vectors[rows[b]] for b in block_ids if b in rows}
+
+    def link_graph(self) -> LinkGraph:
+        """The link graph of the whole index (documents, entities, relations), cached per generation."""
+        gen = self.catalog.generation()
+        with self._lane_cache_lock:
+            if self._graph is None or self._graph[0] != gen:
+                from sleuth.ingest.links import resolve_target
+
+                rows = list(self.catalog.graph_rows())
+                paths: dict[str, set[str]] = {}
+                titles: dict[str, dict[str, str]] = {}
+                for _doc_id, project_id, rel_path, title, _links, _entities in rows:
+                    paths.setdefault(project_id, set()).add(rel_path)
+                    titles.setdefault(project_id, {})[rel_path] = title
+
+                def resolve(project_id: str, target: str, from_rel_path: str) -> str | None:
+                    return resolve_target(target, from_rel_path, paths.get(project_id, set()),
+                                          titles.get(project_id, {}))
+
+                documents = (GraphDocument(d, p, r, t, tuple(tuple(x) for x in links), tuple(ents))  # type: ignore[misc]
+                             for d, p, r, t, links, ents in rows)
+                self._graph = (gen, LinkGraph(documents, resolve))
+            return self._graph[1]
+
+    def run_lane(self, name: str, q: LaneQuery) -> RankedList | str:
         """Lane ``name``'s answer, or why it cannot run (only the vector lane can be unavailable)."""
         if name == "vector":
             reason = self.vector_unavailable
@@ -643,8 +693,8 @@ class Engine:
         # The slowest lane (vector: may load the model, embeds the query) goes to the pool first, so
         # it overlaps the others; the last lane runs in this thread (no hand-off for one lane).
         ordered = sorted(cfg.lanes, key=lambda name: name != "vector")
-        futures = [self._pool.submit(self._run_lane, name, lane_query) for name in ordered[:-1]]
-        answers = ([self._run_lane(ordered[-1], lane_query)] if ordered else []) + [f.result() for f in futures]
+        futures = [self._pool.submit(self.run_lane, name, lane_query) for name in ordered[:-1]]
+        answers = ([self.run_lane(ordered[-1], lane_query)] if ordered else []) + [f.result() for f in futures]
         unavailable = {name: a for name, a in zip([*ordered[-1:], *ordered[:-1]], answers, strict=True)
                        if isinstance(a, str)}
         lists = [a for a in answers if not isinstance(a, str)]

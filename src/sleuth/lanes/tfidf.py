@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from sleuth.lanes.base import LaneQuery
+from sleuth.lanes.base import LaneQuery, doc_mask
 from sleuth.types import RankedList
 
 
@@ -60,6 +60,7 @@ class TfidfModel:
         self.project_names = sorted(set(projects))
         index = {p: i for i, p in enumerate(self.project_names)}
         self.project_of_block = np.asarray([index[p] for p in projects], dtype=np.int32)
+        self.derived: dict[str, np.ndarray] = {}
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The model as plain arrays (for :func:`sleuth.store.lane_cache.save_arrays`)."""
@@ -83,6 +84,7 @@ class TfidfModel:
         model.block_ids = a["block_ids"].astype(object)
         model.project_names = a["project_names"].tolist()
         model.project_of_block = a["project_of_block"]
+        model.derived = {}
         return model
 
     def __len__(self) -> int:
@@ -125,6 +127,8 @@ class TfidfLane:
         if q.parsed.phrases and self._phrase_filter is not None:
             allowed = self._phrase_filter(q)
             mask &= np.isin(model.block_ids, list(allowed))
+        if q.doc_ids is not None:
+            mask &= doc_mask(model.block_ids, q.doc_ids, model.derived)
         candidates = np.flatnonzero(mask)
         if len(candidates) > q.k:
             top = np.argpartition(-scores[candidates], q.k - 1)[: q.k]
