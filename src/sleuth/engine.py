@@ -411,18 +411,16 @@ class Engine:
         gen = self.catalog.generation()
         with self._lane_cache_lock:
             if self._graph is None or self._graph[0] != gen:
-                from sleuth.ingest.links import resolve_target
+                from sleuth.ingest.links import LinkResolver
 
                 rows = list(self.catalog.graph_rows())
-                paths: dict[str, set[str]] = {}
                 titles: dict[str, dict[str, str]] = {}
                 for _doc_id, project_id, rel_path, title, _links, _entities in rows:
-                    paths.setdefault(project_id, set()).add(rel_path)
                     titles.setdefault(project_id, {})[rel_path] = title
+                resolvers = {p: LinkResolver(list(t), t) for p, t in titles.items()}
 
                 def resolve(project_id: str, target: str, from_rel_path: str) -> str | None:
-                    return resolve_target(target, from_rel_path, paths.get(project_id, set()),
-                                          titles.get(project_id, {}))
+                    return resolvers[project_id].resolve(target, from_rel_path)
 
                 documents = (GraphDocument(d, p, r, t, tuple(tuple(x) for x in links), tuple(ents))  # type: ignore[misc]
                              for d, p, r, t, links, ents in rows)
@@ -530,10 +528,10 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - one bad file never aborts an index
                 skips.append((rel, f"parser failed: {type(exc).__name__}: {exc}"))
                 continue
-            for problem in parsed.problems:
-                report.problems.append({"path": rel, "problem": problem})
             doc = self._document_row(pid, root_key, root_label, rel, parsed, content_hash,
                                      mtime_ns, size_bytes, now)
+            for problem in parsed.problems:
+                report.problems.append({"path": rel, "problem": problem})
             batch.append((doc, make_blocks(pid, doc.doc_id, doc.title, parsed)))
             if state:
                 report.updated += 1
@@ -581,12 +579,22 @@ class Engine:
     @staticmethod
     def _document_row(pid: str, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,
                       content_hash: str, mtime_ns: int, size_bytes: int, now: str) -> DocumentRow:
+        """The catalog row of a parsed file, with its role, kind label, source family, recorded
+        time (a bad front-matter date is added to ``parsed.problems``), links and entities."""
+        from sleuth.ingest.roles import infer_role, kind_label, recorded_time, source_family
+
+        recorded_ns, date_problem = recorded_time(parsed.front_matter, mtime_ns)
+        if date_problem:
+            parsed.problems.append(date_problem)
         return DocumentRow(
             doc_id=doc_id_for(pid, root_label, rel), project_id=pid, root=root_key, rel_path=rel,
             title=parsed.title or Path(rel).name, tags=list(parsed.tags), kind=parsed.kind,
             front_matter=dict(parsed.front_matter), mtime_ns=mtime_ns, size_bytes=size_bytes,
             content_hash=content_hash, revision=content_hash[:12], text=parsed.text, generation=0,
-            indexed_at=now,
+            indexed_at=now, role=infer_role(rel, parsed.kind, parsed.front_matter),
+            label=kind_label(rel, parsed.kind, parsed.front_matter), family=source_family(parsed.kind),
+            recorded_ns=recorded_ns, links=tuple((k.target, k.relation, k.label) for k in parsed.links),
+            entities=tuple(parsed.entities),
         )
 
     def _flush(self, batch: list[tuple[DocumentRow, list[tuple[Block, str]]]], now: str) -> int:

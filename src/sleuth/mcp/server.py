@@ -11,10 +11,12 @@ from mcp.server.mcpserver import MCPServer
 
 from sleuth import __version__
 from sleuth.engine import Engine
+from sleuth.mcp.memory_tools import MemoryTools
 from sleuth.mcp.project_tools import ProjectTools
 
-INSTRUCTIONS = """sleuth searches a project's local knowledge (markdown notes, docs, notebooks, code).
-Call get_projects to find a project_id, search_project to find items, get_notebook to read one."""
+INSTRUCTIONS = """sleuth searches a project's local knowledge (markdown notes, docs, notebooks, code, PDFs).
+project_memory_search is the main tool (exact, BM25, vector and graph retrieval with bounded summaries);
+get_projects lists project ids; search_project / get_notebook are the item-level tools."""
 
 
 def build_server(engine: Engine, allowed_projects: Sequence[str] | None = None) -> MCPServer:
@@ -23,7 +25,7 @@ def build_server(engine: Engine, allowed_projects: Sequence[str] | None = None) 
         name="sleuth",
         version=__version__,
         instructions=INSTRUCTIONS,
-        tools=ProjectTools(engine, allowed_projects).tools(),
+        tools=[*MemoryTools(engine, allowed_projects).tools(), *ProjectTools(engine, allowed_projects).tools()],
         log_level="WARNING",
     )
 

@@ -46,6 +46,8 @@ class Candidate:
 
     fields: dict[str, Any]
     passages: list[Passage] = field(default_factory=list)
+    #: Characters of the document's body (what its blocks cover): a summary showing fewer is truncated.
+    body_chars: int = 0
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ def _render(c: Candidate, passages: int, max_chars: int) -> dict[str, Any]:
     ]
     if chosen:
         out["source_span"] = {"start": chosen[0].start, "end": chosen[0].end}
-    out["truncated"] = shown < int(c.fields.get("source_length", 0))
+    out["truncated"] = shown < c.body_chars
     return out
 
 

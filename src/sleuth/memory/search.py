@@ -78,6 +78,10 @@ RERANK_COSINE_WEIGHT = 0.0
 #: Passages offered per result before the budget decides (best blocks first), and their size.
 PASSAGES_PER_RESULT = 3
 PASSAGE_MAX_CHARS = 900
+#: Part of the deadline kept for the graph lane, fusion and summaries after retrieval (at most
+#: ``FINISH_RESERVE_MAX_S`` seconds).
+FINISH_RESERVE_FRACTION = 0.2
+FINISH_RESERVE_MAX_S = 0.25
 #: How often the request thread looks at its lanes and its cancel flag, in seconds.
 POLL_INTERVAL_S = 0.02
 #: Fault injection for tests and drills: ``lane=ms,lane=ms`` delays those memory lanes.
@@ -164,13 +168,15 @@ class MemorySearch:
     Args:
         engine: the open index.
         registry: running requests (shared with ``query_status`` / ``query_cancel``).
+        allowed_projects: the projects a caller may search (None: all); others count as unknown.
         lane_delays_s: fault injection: seconds each memory lane waits before running (default:
             from ``SLEUTH_FAULT_LANE_DELAY_MS``).
     """
 
     def __init__(self, engine: Engine, registry: RequestRegistry | None = None,
-                 lane_delays_s: Mapping[str, float] | None = None) -> None:
+                 lane_delays_s: Mapping[str, float] | None = None, allowed_projects: set[str] | None = None) -> None:
         self.engine = engine
+        self.allowed_projects = allowed_projects
         self.registry = registry or RequestRegistry()
         self.lane_delays_s = dict(lane_delays_s if lane_delays_s is not None
                                   else lane_delays_from_env(os.environ.get(LANE_DELAY_ENV)))
@@ -183,7 +189,8 @@ class MemorySearch:
 
     def scope(self, req: MemoryRequest) -> tuple[str, ...]:
         """The project ids searched. Raises ProjectNotFound naming unknown ids."""
-        projects = {str(p["project_id"]): p for p in self.engine.catalog.projects()}
+        projects = {str(p["project_id"]): p for p in self.engine.catalog.projects()
+                    if self.allowed_projects is None or p["project_id"] in self.allowed_projects}
         if req.all_projects:
             return tuple(sorted(p for p, info in projects.items()
                                 if p != INBOX_PROJECT_ID and int(info.get("documents", 0) or 0) > 0))
@@ -367,9 +374,10 @@ class MemorySearch:
         """Record how a lane ended (after the answer went out, its state says so)."""
         def done(fut: Future[Any]) -> None:
             exc = fut.exception()
-            if state.lanes.get(lane) in ("settling", "running", "pending"):
-                state.lanes[lane] = "failed" if exc and not isinstance(exc, RequestCancelled) else (
-                    "settled" if state.lanes.get(lane) == "settling" else "done")
+            if isinstance(exc, RequestCancelled):
+                state.lanes[lane] = "cancelled"
+            elif state.lanes.get(lane) in ("settling", "running", "pending"):
+                state.lanes[lane] = "failed" if exc else ("settled" if state.lanes.get(lane) == "settling" else "done")
         future.add_done_callback(done)
 
     def _retrieve(self, state: RequestState, lanes: list[str], questions: list[_Variants], depth: int,
@@ -385,8 +393,11 @@ class MemorySearch:
         unavailable: dict[str, str] = {}
         failed: dict[str, str] = {}
         pending = set(futures)
+        # Stop waiting a little before the deadline, so that the graph lane, fusion and summaries
+        # still fit in it.
+        reserve_s = min(FINISH_RESERVE_MAX_S, state.deadline_ms / 1000 * FINISH_RESERVE_FRACTION)
         while pending:
-            remaining = state.remaining_s()
+            remaining = state.remaining_s() - reserve_s
             if remaining <= 0:
                 break
             done, pending = wait(pending, timeout=min(POLL_INTERVAL_S, remaining), return_when=FIRST_COMPLETED)
@@ -492,6 +503,7 @@ class MemorySearch:
         first_blocks = self.engine.catalog.first_blocks(
             [d.doc_id for head in heads for d in head
              if d.doc_id in docs and not any(b in blocks for b in d.block_ids)])
+        extents = self.engine.catalog.body_extents(list(docs))
         titles = {d.doc_id: d.title for d in docs.values()}
         fresh: dict[str, str] = {}
         groups: list[list[Candidate]] = []
@@ -519,8 +531,10 @@ class MemorySearch:
                     passages.append(Passage(snip.text, b.start_char + snip.start, b.start_char + snip.end,
                                             tuple(snip.highlights)))
                 families.add(doc.family)
-                candidates.append(Candidate(self._fields(d, doc, fresh[doc.doc_id], graph, len(candidates) + 1),
-                                            passages))
+                length, body_start, body_end = extents.get(doc.doc_id, (doc.size_bytes, 0, 0))
+                fields = self._fields(d, doc, fresh[doc.doc_id], graph, len(candidates) + 1)
+                fields["source_length"] = length
+                candidates.append(Candidate(fields, passages, body_end - body_start))
             groups.append(candidates)
         unique = len({c.fields["record_id"] for g in groups for c in g})
         budget = req.budget_bytes or default_budget_bytes(unique, len(questions), len(families))
@@ -551,7 +565,7 @@ class MemorySearch:
             "score": round(d.score, 6),
             "lanes": lanes,
             "source_span": {"start": 0, "end": 0},
-            "source_length": len(doc.text) if doc.text else doc.size_bytes,
+            "source_length": 0,
             "index_freshness": fresh,
         }
         newer = sorted(graph.superseded_by.get(doc.doc_id, ())) if graph is not None else []
@@ -570,7 +584,7 @@ class MemorySearch:
             "source_span": {"start": 0, "end": len(text)}, "source_length": len(text), "index_freshness": "current",
             "mentioned_by": node.mentioned_by[:20],
         }
-        return Candidate(fields, [Passage(text, 0, len(text), ())])
+        return Candidate(fields, [Passage(text, 0, len(text), ())], len(text))
 
 
 def _doc_of_node(node_id: str) -> str:

@@ -471,6 +471,21 @@ class Catalog:
         for doc_id, project_id, rel_path, title in rows:
             yield doc_id, project_id, rel_path, title, links.get(doc_id, []), entities.get(doc_id, [])
 
+    def body_extents(self, doc_ids: Sequence[str]) -> dict[str, tuple[int, int, int]]:
+        """``{doc_id: (text length, first block start, last block end)}`` in code points: the
+        document's length and the span its blocks cover (its body, front matter excluded)."""
+        out: dict[str, tuple[int, int, int]] = {}
+        for i in range(0, len(doc_ids), 500):
+            part = list(doc_ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for doc_id, length, start, end in self.conn.execute(
+                f"SELECT d.doc_id, length(d.text), MIN(b.start_char), MAX(b.end_char) FROM documents d"
+                f" JOIN blocks b ON b.doc_id = d.doc_id WHERE d.doc_id IN ({marks}) GROUP BY d.doc_id",
+                part,
+            ):
+                out[doc_id] = (int(length), int(start), int(end))
+        return out
+
     def first_blocks(self, doc_ids: Sequence[str]) -> dict[str, Block]:
         """``{doc_id: its first block}`` for the documents that exist."""
         out: dict[str, Block] = {}
@@ -485,6 +500,15 @@ class Catalog:
                 block = _block(r)
                 out[block.doc_id] = block
         return out
+
+    def documents_for_projects(self, project_ids: Sequence[str]) -> Iterator[DocumentRow]:
+        """Every document of the projects, without its text (``text`` is ``""``)."""
+        cols = ", ".join(f"'' AS {c}" if c == "text" else c for c in _DOCUMENT_COLUMNS)
+        marks = ",".join("?" * len(project_ids))
+        rows = self.conn.execute(f"SELECT {cols} FROM documents WHERE project_id IN ({marks})",
+                                 list(project_ids)).fetchall()
+        for row in rows:
+            yield _document_row(row)
 
     def blocks_of(self, doc_id: str) -> list[Block]:
         rows = self.conn.execute(
