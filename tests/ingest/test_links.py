@@ -68,7 +68,8 @@ def test_wikilinks_survive_emphasis_characters_and_line_breaks_end_them() -> Non
 
 
 def test_link_label_collapses_whitespace_and_keeps_code() -> None:
-    assert extract_links("[the `Engine`\nclass](src/engine.md)\n", {}) == [Link("src/engine.md", "link", "the Engine class")]
+    links = extract_links("[the `Engine`\nclass](src/engine.md)\n", {})
+    assert links == [Link("src/engine.md", "link", "the Engine class")]
 
 
 def test_front_matter_relations_come_first() -> None:
