@@ -239,14 +239,13 @@ class MemorySearch:
         state.set_phase("scope")
         projects = self.scope(req)
         f = req.filters
+        families = tuple(x for x in f.source_families if x != "graph")
+        # Only graph nodes asked for: the lanes still retrieve the evidence the graph expands from.
+        graph_only = bool(f.source_families) and not families
         allowed: frozenset[str] | None = None
-        if f.narrows_documents:
-            families = tuple(x for x in f.source_families if x != "graph")
-            if f.source_families and not families:
-                allowed = frozenset()  # only graph nodes were asked for
-            else:
-                allowed = frozenset(self.engine.catalog.filter_documents(
-                    projects, f.kinds, f.roles, families, f.recorded_after_ns, f.recorded_before_ns))
+        if f.kinds or f.roles or families or f.recorded_after_ns is not None or f.recorded_before_ns is not None:
+            allowed = frozenset(self.engine.catalog.filter_documents(
+                projects, f.kinds, f.roles, families, f.recorded_after_ns, f.recorded_before_ns))
         entities_allowed = (not f.source_families or "graph" in f.source_families) and not (
             f.kinds or f.roles or f.recorded_after_ns is not None or f.recorded_before_ns is not None)
         questions = [self._variants(q) for q in req.questions]
@@ -283,8 +282,8 @@ class MemorySearch:
 
         if "graph" in lanes:
             state.set_phase("graph")
-            graph_lists = self._graph(state, fused_per_question, depth, projects, allowed, entities_allowed,
-                                      degraded, failed)
+            graph_lists = self._graph(state, fused_per_question, depth, projects,
+                                      frozenset() if graph_only else allowed, entities_allowed, degraded, failed)
             if graph_lists is not None:
                 list_weights["graph"] = GRAPH_LANE_WEIGHT
                 fused_per_question = [
@@ -292,6 +291,8 @@ class MemorySearch:
                     for lists, graph_list in zip(question_lists, graph_lists, strict=True)
                 ]
 
+        if graph_only:
+            fused_per_question = [[d for d in fused if is_entity_node(d.doc_id)] for fused in fused_per_question]
         state.set_phase("rerank")
         graph = self.engine.link_graph() if self.engine.catalog.has_blocks() else None
         ranked_per_question = [self._rerank(v.question.query, fused, graph) for v, fused in
@@ -309,7 +310,7 @@ class MemorySearch:
             "failed_lanes": failed,
             "variants": {v.question.id or "query": v.texts for v in questions} if req.grouped
             else list(questions[0].texts),
-            "filters_applied": f.narrows_documents,
+            "filters_applied": f.narrows_documents or f.lanes != MEMORY_LANES,
             "source_families": sorted(families),
             **meta_extra,
         }
