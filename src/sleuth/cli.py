@@ -259,13 +259,44 @@ def status_cmd(index_dir: Path | None, fmt: str) -> None:
         click.echo(f"    {p['path']}: {p['problem']}")
 
 
+@cli.command("doctor")
+@click.option("--project", "project", default=None, help="One project (default: all).")
+@index_option
+@format_option
+@handle_errors
+def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
+    """Check index health: stale documents (changed or deleted since indexed), skipped files, lanes."""
+    from sleuth.memory.doctor import doctor
+
+    with Engine.open(index_dir) as engine:
+        report = doctor(engine, project)
+    if fmt == "json":
+        _emit_json(report)
+        return
+    click.echo(f"index {report['index_dir']}: {'ok' if report['ok'] else 'needs attention'}")
+    for p in report["projects"]:
+        click.echo(f"  project {p['project_id']}: {p['documents']} documents, {p['blocks']} blocks, "
+                   f"{p['stale_documents']} stale, {p['skipped_files']} skipped; memory folder {p['memory_dir']}")
+    for name, lane in report["lanes"].items():
+        state = "available" if lane.get("available") else f"unavailable: {lane.get('reason')}"
+        click.echo(f"  lane {name}: {state}")
+    if report["postings_generation"] != report["generation"]:
+        click.echo(f"  postings at generation {report['postings_generation']} of {report['generation']}: "
+                   "the next search or index catches up")
+    for d in report["stale_documents"]:
+        click.echo(f"  stale: {d['project_id']} {d['path']} (indexed {d['indexed_at']}): run `sleuth index` again")
+    for s in report["skipped_files"]:
+        click.echo(f"  skipped: {s['path']}: {s['reason']}")
+
+
 @cli.command("serve")
 @click.option("--project", "projects", multiple=True,
               help="Projects the MCP client may access (repeatable; default: every project).")
 @index_option
 @handle_errors
 def serve_cmd(projects: tuple[str, ...], index_dir: Path | None) -> None:
-    """Serve the index over MCP on stdio (tools: search_project, get_notebook, get_projects)."""
+    """Serve the index over MCP on stdio (project_memory_search and companions, search_project, get_notebook,
+    get_projects)."""
     from sleuth.mcp.server import run_stdio
 
     engine = Engine.open(index_dir)

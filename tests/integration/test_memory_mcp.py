@@ -345,3 +345,22 @@ def test_bad_input_gets_a_readable_error(lab: tuple[Path, Path]) -> None:
         assert result.is_error and message in result.content[0].text
         if code is not None:
             assert result.structured_content["error"]["code"] == code
+
+
+def test_doctor_command_reports_stale_and_skipped(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nalpha\n")
+    (root / "b.md").write_text("# B\n\nbeta\n")
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    index = tmp_path / "idx"
+    run_cli("index", str(root), "--project", "notes", "--index", str(index))
+    (root / "a.md").unlink()
+    report = json.loads(run_cli("doctor", "--index", str(index), "--format", "json").stdout)
+    assert report["ok"] is False and report["stale_document_count"] == 1
+    assert [(d["path"], d["project_id"]) for d in report["stale_documents"]] == [("a.md", "notes")]
+    assert [s["path"] for s in report["skipped_files"]] == ["broken.pdf"]
+    text = run_cli("doctor", "--index", str(index)).stdout
+    assert "stale: notes a.md" in text and "skipped: broken.pdf" in text
+    missing = run_cli("doctor", "--project", "nope", "--index", str(index), check=False)
+    assert missing.returncode == 4 and "project not found: nope" in missing.stderr

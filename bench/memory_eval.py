@@ -1,0 +1,64 @@
+"""nDCG@10 of ``project_memory_search`` (the seed-004 path: exact + lexical + vector + graph lanes,
+automatic variants, rerank) on BEIR sets, beside the engine's hybrid ranking of the same index.
+
+    python bench/memory_eval.py ../shared/data/scifact ../shared/data/cranfield [--rerank 0 0.1 0.2]
+
+Prints one table row per (dataset, setting). Uses the evaluation index cache (see sleuth.evaluation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from sleuth.eval.metrics import evaluate
+from sleuth.evaluation import EvalRun
+from sleuth.memory import search as memory_search
+from sleuth.memory.request import parse_memory_request
+from sleuth.memory.search import MemorySearch
+
+#: Results per query (nDCG@10 needs 10).
+RESULTS_PER_QUERY = 10
+
+
+def memory_ndcg(run: EvalRun, rerank_weight: float) -> tuple[float, float]:
+    """(nDCG@10, mean ms per query) of project_memory_search over ``run``'s index."""
+    memory_search.RERANK_COSINE_WEIGHT = rerank_weight
+    searcher = MemorySearch(run.engine, lane_delays_s={})
+    project = run.engine.project_ids()[0]
+    ranking: dict[str, list[str]] = {}
+    started = time.perf_counter()
+    for qid, text in run.dataset.queries.items():
+        req = parse_memory_request({"query": text[:4000], "project_id": project, "limit": RESULTS_PER_QUERY,
+                                    "response_deadline_ms": 300_000})
+        payload = searcher.search(req)
+        ranking[qid] = [r["path"] for r in payload["results"]]
+    ms = (time.perf_counter() - started) * 1000 / max(1, len(run.dataset.queries))
+    searcher.close()
+    return float(evaluate(ranking, run.dataset.qrels)["ndcg@10"]), ms
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("datasets", nargs="+", type=Path)
+    parser.add_argument("--rerank", nargs="*", type=float, default=[memory_search.RERANK_COSINE_WEIGHT])
+    args = parser.parse_args(argv)
+    print("| dataset | ranking | nDCG@10 | ms/query |")
+    print("|---|---|---:|---:|")
+    for dataset in args.datasets:
+        run = EvalRun(dataset)
+        engine = run.evaluate()
+        print(f"| {run.dataset.name} | engine hybrid ({'+'.join(engine['lanes'])}) | {engine['ndcg@10']:.4f} "
+              f"| {engine['query_ms_mean']:.1f} |", flush=True)
+        for weight in args.rerank:
+            ndcg, ms = memory_ndcg(run, weight)
+            print(f"| {run.dataset.name} | project_memory_search, rerank cosine weight {weight} | {ndcg:.4f} "
+                  f"| {ms:.1f} |", flush=True)
+        run.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
