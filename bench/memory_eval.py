@@ -23,16 +23,22 @@ from sleuth.memory.search import MemorySearch
 RESULTS_PER_QUERY = 10
 
 
-def memory_ndcg(run: EvalRun, rerank_weight: float) -> tuple[float, float]:
-    """(nDCG@10, mean ms per query) of project_memory_search over ``run``'s index."""
+def memory_ndcg(run: EvalRun, rerank_weight: float, lanes: list[str] | None = None,
+                auto_variants: bool = True) -> tuple[float, float]:
+    """(nDCG@10, mean ms per query) of project_memory_search over ``run``'s index (``lanes``: the
+    ``filters.retrieval_lanes``; ``auto_variants``: add identifiers and phrases as variants)."""
     memory_search.RERANK_COSINE_WEIGHT = rerank_weight
+    memory_search.AUTO_VARIANTS = auto_variants
     searcher = MemorySearch(run.engine, lane_delays_s={})
     project = run.engine.project_ids()[0]
     ranking: dict[str, list[str]] = {}
     started = time.perf_counter()
     for qid, text in run.dataset.queries.items():
-        req = parse_memory_request({"query": text[:4000], "project_id": project, "limit": RESULTS_PER_QUERY,
-                                    "response_deadline_ms": 300_000})
+        args = {"query": text[:4000], "project_id": project, "limit": RESULTS_PER_QUERY,
+                "response_deadline_ms": 300_000}
+        if lanes:
+            args["filters"] = {"retrieval_lanes": lanes}
+        req = parse_memory_request(args)
         payload = searcher.search(req)
         ranking[qid] = [r["path"] for r in payload["results"]]
     ms = (time.perf_counter() - started) * 1000 / max(1, len(run.dataset.queries))
@@ -44,18 +50,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+", type=Path)
     parser.add_argument("--rerank", nargs="*", type=float, default=[memory_search.RERANK_COSINE_WEIGHT])
+    parser.add_argument("--lanes", nargs="*", default=None, help="retrieval_lanes filter (default: all four)")
+    parser.add_argument("--no-auto-variants", action="store_true", help="do not add identifiers/phrases as variants")
+    parser.add_argument("--skip-engine", action="store_true", help="do not evaluate the engine's hybrid ranking")
     args = parser.parse_args(argv)
     print("| dataset | ranking | nDCG@10 | ms/query |")
     print("|---|---|---:|---:|")
     for dataset in args.datasets:
         run = EvalRun(dataset)
-        engine = run.evaluate()
-        print(f"| {run.dataset.name} | engine hybrid ({'+'.join(engine['lanes'])}) | {engine['ndcg@10']:.4f} "
-              f"| {engine['query_ms_mean']:.1f} |", flush=True)
+        if not args.skip_engine:
+            engine = run.evaluate()
+            print(f"| {run.dataset.name} | engine hybrid ({'+'.join(engine['lanes'])}) | {engine['ndcg@10']:.4f} "
+                  f"| {engine['query_ms_mean']:.1f} |", flush=True)
+        setting = f"lanes {'+'.join(args.lanes or ['all'])}, auto variants {'off' if args.no_auto_variants else 'on'}"
         for weight in args.rerank:
-            ndcg, ms = memory_ndcg(run, weight)
-            print(f"| {run.dataset.name} | project_memory_search, rerank cosine weight {weight} | {ndcg:.4f} "
-                  f"| {ms:.1f} |", flush=True)
+            ndcg, ms = memory_ndcg(run, weight, args.lanes, not args.no_auto_variants)
+            print(f"| {run.dataset.name} | project_memory_search ({setting}, rerank cosine weight {weight}) "
+                  f"| {ndcg:.4f} | {ms:.1f} |", flush=True)
         run.close()
     return 0
 

@@ -85,3 +85,14 @@ def test_bad_input_names_the_field(args: dict[str, Any], message: str) -> None:
     with pytest.raises(QueryError) as err:
         parse_memory_request(args)
     assert message in str(err.value)
+
+
+def test_code_identifiers_and_phrases_become_variants() -> None:
+    from sleuth.memory.search import auto_variants, exact_query
+    from sleuth.text import parse_query
+
+    text = 'where is open_catalog used by Engine.search or parseQuery() for mRNAs, i.e. the "write lock"'
+    assert auto_variants([text]) == ['"write lock"', "open_catalog", "Engine.search", "parseQuery"]
+    exact = exact_query(parse_query(text))
+    assert exact is not None and exact.identifiers == ("open_catalog", "engine.search", "parsequery")
+    assert exact_query(parse_query("expression of mRNAs in iPSC cells")) is None

@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,6 +63,8 @@ INBOX_PROJECT_ID = "inbox"
 #: sleuth lanes run for each memory lane (the lexical family answers as ``bm25``).
 ENGINE_LANES: dict[str, tuple[str, ...]] = {"exact": ("exact",), "bm25": ("bm25", "tfidf", "index"),
                                             "vector": ("vector",)}
+#: Add the identifiers and quoted phrases of the query as variants (seed 004).
+AUTO_VARIANTS = True
 #: RRF weight of a variant's lists relative to the primary query's.
 VARIANT_WEIGHT = 0.5
 #: RRF weight of the graph lane, and how many fused documents seed its expansion.
@@ -107,20 +109,41 @@ def lane_delays_from_env(value: str | None) -> dict[str, float]:
     return delays
 
 
+def is_code_identifier(token: str) -> bool:
+    """True for a token that reads as a code identifier: ``snake_case``, ``a.b`` / ``a::b`` with
+    parts of two or more characters, ``call()``, or camelCase with a lower-upper-lower hump
+    (``openCatalog``, ``HttpClient``) -- not prose tokens such as ``mRNAs``, ``i.e`` or ``iPSC``."""
+    return bool("_" in token.strip("_") or re.fullmatch(r"\w{2,}(?:(?:\.|::)\w{2,})+", token)
+                or token.endswith("()") or re.search(r"[a-z][A-Z][a-z]", token))
+
+
 def auto_variants(texts: Sequence[str]) -> list[str]:
-    """The identifiers and quoted phrases found in ``texts``, as extra variants, in order of
-    appearance (an identifier in its surface form; a phrase with its quotes, so it stays required)."""
+    """The code identifiers (:func:`is_code_identifier`) and quoted phrases found in ``texts``, as
+    extra variants, in order of appearance (an identifier in its surface form; a phrase with its
+    quotes, so it stays required)."""
     out: list[str] = []
     for text in texts:
         for phrase in _QUOTED.findall(text):
             if phrase.strip() and len(phrase.split()) > 1:
                 out.append(f'"{phrase.strip()}"')
         identifiers = set(parse_query(text).identifiers)
-        for token in re.findall(r"[\w.$:/-]+", text):
+        for token in re.findall(r"[\w.$:/()-]+", text):
             token = token.strip(".:/-")
-            if token and token.lower() in identifiers:
-                out.append(token)
+            bare = token.removesuffix("()")
+            if bare and bare.lower() in identifiers and is_code_identifier(token):
+                out.append(bare)
     return list(dict.fromkeys(out))
+
+
+def exact_query(parsed: ParsedQuery) -> ParsedQuery | None:
+    """What the memory ``exact`` lane searches for: the query's quoted phrases and its code
+    identifiers only, or None when it has neither (a prose query has nothing to match verbatim)."""
+    surfaces = {t.lower().removesuffix("()") for t in re.findall(r"[\w.$:/()-]+", parsed.text)
+                if is_code_identifier(t.strip(".:/-"))}
+    strong = tuple(i for i in parsed.identifiers if i in surfaces)
+    if not strong and not parsed.phrases:
+        return None
+    return replace(parsed, identifiers=strong)
 
 
 def freshness(doc: DocumentRow) -> str:
@@ -328,7 +351,8 @@ class MemorySearch:
 
     @staticmethod
     def _variants(q: Question) -> _Variants:
-        texts = list(dict.fromkeys([q.query, *q.variants, *auto_variants([q.query, *q.variants])]))
+        extra = auto_variants([q.query, *q.variants]) if AUTO_VARIANTS else []
+        texts = list(dict.fromkeys([q.query, *q.variants, *extra]))
         v = _Variants(q, [], [])
         for text in texts:
             parsed = parse_query(text)
@@ -359,6 +383,11 @@ class MemorySearch:
         for qi, v in enumerate(questions):
             for vi, parsed in enumerate(v.parsed):
                 state.check()
+                if lane == "exact":
+                    exact = exact_query(parsed)
+                    if exact is None:
+                        continue
+                    parsed = exact
                 q = LaneQuery(parsed, depth, projects, allowed)
                 lists = []
                 for engine_lane in ENGINE_LANES[lane]:
