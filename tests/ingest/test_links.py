@@ -208,3 +208,24 @@ def test_case_insensitive_path_must_be_unique() -> None:
 
 def test_titles_of_unknown_paths_are_ignored() -> None:
     assert resolve_target("Ghost", "a.md", ["a.md"], {"gone.md": "Ghost"}) is None
+
+
+def test_toml_table_headers_and_template_targets_are_not_links() -> None:
+    text = (
+        "{{< code-toggle file=hugo >}}\n[[menus.main]]\nname = 'Home'\nweight = 10\n{{< /code-toggle >}}\n\n"
+        "[[Standalone note]]\nplain prose after it.\n\n"
+        "[template]({{% eturl rss %}}) [go]({{ .Site.BaseURL }}/x.md) [[{{ .Title }}]] [ok](ok.md)\n"
+    )
+    assert extract_links(text, {}) == [
+        Link("Standalone note", "wikilink", ""),
+        Link("ok.md", "link", "ok"),
+    ]
+
+
+def test_tokens_parsed_once_give_the_same_links() -> None:
+    from sleuth.ingest.links import markdown_tokens
+
+    text = "# T\n\n[a](a.md) [[B]]\n"
+    assert extract_links(text, {}, markdown_tokens(text)) == extract_links(text, {}) == [
+        Link("a.md", "link", "a"), Link("B", "wikilink", "")
+    ]

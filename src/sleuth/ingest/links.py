@@ -50,6 +50,11 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
 _WIKILINK = re.compile(r"!?\[\[([^\[\]\n|#]*)(?:#[^\[\]\n|]*)?(?:\|([^\[\]\n]*))?\]\]")
 # Tokens that end a run of plain text: a wikilink never spans them.
 _TEXT_BREAKS = frozenset({"code_inline", "link_open", "link_close", "image", "html_inline"})
+# A TOML "key = value" line: after a line that is only "[[name]]", that line is a TOML array-of-tables
+# header (config examples outside code fences, e.g. inside Hugo shortcodes), not a wikilink.
+_TOML_ASSIGNMENT = re.compile(r"[ \t]*[\w.\"'-]+[ \t]*=")
+# Template expressions ({{ .Site.BaseURL }}, {% url %}) are not paths.
+_TEMPLATE_MARKS = ("{{", "{%")
 
 
 def _markdown_parser() -> MarkdownIt:
@@ -61,6 +66,12 @@ def _markdown_parser() -> MarkdownIt:
 
 
 _MD = _markdown_parser()
+
+
+def markdown_tokens(text: str) -> list[Token]:
+    """markdown-it (CommonMark) tokens of ``text``, as :func:`extract_links` reads them; parse once and
+    pass them to it when the caller needs the tokens too (``sleuth.ingest.parsers`` does)."""
+    return _MD.parse(text)
 
 
 def _normalize_key(key: str) -> str:
@@ -92,14 +103,30 @@ def _local_target(href: str) -> str | None:
             slash = href.find("/", 2)
             href = href[slash:] if slash >= 0 else ""
     target = unquote(_strip_fragment(href))
+    if any(mark in target for mark in _TEMPLATE_MARKS):
+        return None
     return target or None
+
+
+def _is_toml_table_header(text: str, start: int, end: int) -> bool:
+    """True when ``text[start:end]`` fills its line and the next line is a TOML ``key = value``."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    if line_end < 0 or text[line_start:start].strip() or text[end:line_end].strip():
+        return False
+    return _TOML_ASSIGNMENT.match(text, line_end + 1) is not None
 
 
 def _wikilinks(text: str) -> Iterator[Link]:
     for match in _WIKILINK.finditer(text):
         target = match.group(1).strip()
-        if target:  # [[#Heading]] points into the same page
-            yield Link(target, "wikilink", (match.group(2) or "").strip())
+        if not target:  # [[#Heading]] points into the same page
+            continue
+        if _is_toml_table_header(text, match.start(), match.end()):
+            continue
+        if any(mark in target for mark in _TEMPLATE_MARKS):
+            continue
+        yield Link(target, "wikilink", (match.group(2) or "").strip())
 
 
 def _inline_links(children: list[Token]) -> Iterator[Link]:
@@ -152,7 +179,9 @@ def _front_matter_links(front_matter: Mapping[str, object]) -> Iterator[Link]:
                 yield Link(target, relation, label)
 
 
-def extract_links(text: str, front_matter: Mapping[str, object]) -> list[Link]:
+def extract_links(
+    text: str, front_matter: Mapping[str, object], tokens: list[Token] | None = None
+) -> list[Link]:
     """The outgoing links of a markdown document, deduplicated, in document order.
 
     ``text`` is the markdown body (front matter already split off, as ``parse_markdown`` does);
@@ -169,13 +198,18 @@ def extract_links(text: str, front_matter: Mapping[str, object]) -> list[Link]:
       ``//host`` URLs and same-page ``#anchor`` links are left out. Images are not links.
     - wikilinks ``[[Target]]``, ``[[Target|label]]``, ``[[Target#Heading]]`` and embeds
       ``![[Target]]``: relation ``"wikilink"``, target ``"Target"`` (heading dropped), label the alias.
+      A ``[[name]]`` alone on its line followed by a ``key = value`` line is a TOML table header
+      in a config example, not a wikilink.
 
     Targets have ``#anchor`` and ``?query`` removed and are percent-decoded (``my%20note.md`` is
-    ``my note.md``). Links inside fenced or indented code blocks, inline code spans and raw HTML are
-    ignored. Duplicates (same ``target`` and ``relation``) keep their first occurrence.
+    ``my note.md``); targets containing template syntax (``{{``, ``{%``) are left out. Links inside
+    fenced or indented code blocks, inline code spans and raw HTML are ignored. Duplicates (same
+    ``target`` and ``relation``) keep their first occurrence.
+
+    ``tokens``: :func:`markdown_tokens` of ``text`` when the caller already has them (saves a parse).
     """
     found: list[Link] = list(_front_matter_links(front_matter))
-    for token in _MD.parse(text):
+    for token in tokens if tokens is not None else _MD.parse(text):
         if token.type == "inline" and token.children:
             found.extend(_inline_links(token.children))
     unique: dict[tuple[str, str], Link] = {}
@@ -337,5 +371,6 @@ __all__ = [
     "LinkResolver",
     "declared_entities",
     "extract_links",
+    "markdown_tokens",
     "resolve_target",
 ]

@@ -19,7 +19,6 @@ from typing import Any
 
 import yaml
 from frontmatter.default_handlers import BaseHandler, YAMLHandler
-from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from sleuth.ingest.chunk import (
@@ -32,7 +31,7 @@ from sleuth.ingest.chunk import (
     make_block,
     trim_span,
 )
-from sleuth.ingest.links import declared_entities, extract_links
+from sleuth.ingest.links import declared_entities, extract_links, markdown_tokens
 from sleuth.types import BlockDraft, DocumentKind, ParsedDocument
 
 MARKDOWN_EXTENSIONS: frozenset[str] = frozenset({".md", ".markdown", ".mdx", ".mdown", ".mkd", ".mkdn"})
@@ -222,7 +221,6 @@ def _tags(front_matter: dict[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- markdown
 
 
-_MD = MarkdownIt("commonmark")
 _HEADING_ATTRS = re.compile(r"\s*\{[#.][^}]*\}\s*$")  # Hugo/Pandoc "## Title {#anchor}"
 
 
@@ -238,13 +236,14 @@ def _inline_text(token: Token) -> str:
     return _HEADING_ATTRS.sub("", " ".join("".join(parts).split()))
 
 
-def _headings(text: str) -> list[tuple[int, int, str]]:
+def _headings(text: str, tokens: list[Token] | None = None) -> list[tuple[int, int, str]]:
     """Top-level headings (ATX and setext) of markdown ``text`` as ``(line0, level, text)``.
 
     ``line0`` is 0-based within ``text``. Lines inside code fences, HTML blocks, block quotes and
-    lists are not headings.
+    lists are not headings. ``tokens``: ``markdown_tokens(text)`` when already parsed.
     """
-    tokens = _MD.parse(text)
+    if tokens is None:
+        tokens = markdown_tokens(text)
     found = []
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.level == 0 and token.map:
@@ -267,7 +266,8 @@ def parse_markdown(rel_path: str, text: str) -> ParsedDocument:
     stack: list[tuple[int, str]] = []
     sections: list[tuple[int, tuple[str, ...]]] = [(index_start, ())]
     h1_title = None
-    for line0, level, heading in _headings(text[scan_start:]):
+    tokens = markdown_tokens(text[scan_start:])
+    for line0, level, heading in _headings(text[scan_start:], tokens):
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, heading))
@@ -291,7 +291,7 @@ def parse_markdown(rel_path: str, text: str) -> ParsedDocument:
         tags=_tags(front_matter),
         front_matter=front_matter,
         problems=problems,
-        links=extract_links(text[index_start:], front_matter),
+        links=extract_links(text[index_start:], front_matter, tokens if index_start == scan_start else None),
         entities=declared_entities(front_matter),
     )
 
