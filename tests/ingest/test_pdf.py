@@ -5,6 +5,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sleuth.ingest import pdf as pdf_module
 from sleuth.ingest import walk as walk_module
@@ -167,3 +169,23 @@ def test_archive_members_that_are_pdfs(tmp_path: Path, monkeypatch: pytest.Monke
     assert list(iter_archive(archive)) == [
         SkippedFile("inner/paper.pdf", f"too large: {len(data)} bytes > 100 byte limit")
     ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="ab \n.\t", max_size=3000), min_size=1, max_size=5))
+def test_pdf_blocks_stay_inside_their_page_property(pages: list[str]) -> None:
+    pages = [p.strip("\n") for p in pages]
+    text = PAGE_SEPARATOR.join(pages)
+    doc = parse_document("p.pdf", text)
+    check_invariants(doc)
+    start = 0
+    spans = []
+    for page in text.split("\f"):
+        spans.append((start, start + len(page)))
+        start += len(page) + 1
+    assert len(spans) == len(pages)
+    for block in doc.blocks:
+        first, last = spans[int(block.heading_path[0].removeprefix("page ")) - 1]
+        assert first <= block.start_char < block.end_char <= last
+    covered = {int(b.heading_path[0][5:]) for b in doc.blocks}
+    assert covered == {n for n, p in enumerate(pages, 1) if p.strip()}
