@@ -521,7 +521,7 @@ class Engine:
                 report.unchanged += 1
                 continue
             try:
-                parsed = parse_document(rel, decoded.text)
+                parsed = parse_document(rel, decoded.text, title=decoded.title)
             except ParseError as exc:
                 skips.append((rel, f"cannot parse: {exc}"))
                 continue
