@@ -319,7 +319,8 @@ def guides_build_cmd(content_dir: Path, base_url: str, output: Path, excerpt_key
         click.echo(f"skipped {name}: {reason}", err=True)
     write_guides(report.guides, output)
     skipped = f" ({len(report.skipped)} skipped)" if report.skipped else ""
-    click.echo(f"wrote {len(report.guides)} guides to {output}{skipped}")
+    count = len(report.guides)
+    click.echo(f"wrote {count} {'guide' if count == 1 else 'guides'} to {output}{skipped}")
 
 
 @cli.command("eval")
