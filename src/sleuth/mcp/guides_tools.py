@@ -96,6 +96,8 @@ class GuidesTools:
             logger.warning("tool-call event hook failed; searching anyway", exc_info=True)
 
     async def search_guides(self, query: Any = None, limit: Any = None) -> CallToolResult:
+        """The seed's answer text for ``query`` (non-strings search as ``""``), at most the clamped ``limit``
+        matches; :data:`GUIDES_FAILURE_TEXT` (flagged as an error) when the search fails."""
         self._report_call()
         try:
             text = query if isinstance(query, str) else ""

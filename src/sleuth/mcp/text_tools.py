@@ -182,6 +182,8 @@ def _ranked(query: Any, documents: Any, top_k: Any, default_top_k: int) -> tuple
 
 
 async def search_documents(query: Any = None, documents: Any = None, top_k: Any = None) -> CallToolResult:
+    """``{"status": "ok", "query", "results"}``: the ``top_k`` (default 5) best of ``documents``."""
+
     def work() -> dict[str, Any]:
         q, _, results = _ranked(query, documents, top_k, SEARCH_DOCUMENTS_TOP_K_DEFAULT)
         return {"status": "ok", "query": q, "results": results}
@@ -190,6 +192,8 @@ async def search_documents(query: Any = None, documents: Any = None, top_k: Any 
 
 
 async def search_index_query(query: Any = None, documents: Any = None, top_k: Any = None) -> CallToolResult:
+    """``{"status": "ok", "query", "index_size", "results"}``: the ``top_k`` (default 10) best of ``documents``."""
+
     def work() -> dict[str, Any]:
         q, docs, results = _ranked(query, documents, top_k, SEARCH_INDEX_QUERY_TOP_K_DEFAULT)
         return {"status": "ok", "query": q, "index_size": len(docs), "results": results}
@@ -198,6 +202,8 @@ async def search_index_query(query: Any = None, documents: Any = None, top_k: An
 
 
 async def search_fuzzy(query: Any = None, candidates: Any = None, threshold: Any = None) -> CallToolResult:
+    """``{"status": "ok", "query", "best_match", "matches"}``: candidates at or above ``threshold`` (default 0.6)."""
+
     def work() -> dict[str, Any]:
         q = check_query(query)
         texts = check_texts(candidates, "candidates", CANDIDATES_MAX_COUNT, CANDIDATES_MAX_TOTAL_CHARS)
