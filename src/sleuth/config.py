@@ -87,7 +87,7 @@ def load_serve_settings(index_dir: Path | None) -> ServeSettings:
     Raises ConfigError on an unreadable file or values of the wrong type.
     """
     values = read_config_file(index_dir)
-    tools: object = os.environ.get("SLEUTH_TOOLS", values.get("tools"))
+    tools: object = os.environ.get("SLEUTH_TOOLS") or values.get("tools")
     if isinstance(tools, str):
         tools = tools.split(",")
     if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):

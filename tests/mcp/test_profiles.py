@@ -66,6 +66,8 @@ def test_serve_settings_from_config_and_environment(tmp_path: Path, monkeypatch:
     (tmp_path / "config.toml").write_text('tools = ["text", "guides"]\nguides = "g/guides.json"\n', encoding="utf-8")
     settings = load_serve_settings(tmp_path)
     assert settings.tools == ("text", "guides") and settings.guides == tmp_path / "g" / "guides.json"
+    monkeypatch.setenv("SLEUTH_TOOLS", "")  # empty: as if unset
+    assert load_serve_settings(tmp_path).tools == ("text", "guides")
     monkeypatch.setenv("SLEUTH_TOOLS", "project,text")
     monkeypatch.setenv("SLEUTH_GUIDES", "/abs/guides.json")
     assert load_serve_settings(tmp_path).tools == ("project", "text")
