@@ -49,7 +49,9 @@ def test_stateless_profiles_need_no_index(tmp_path: Path) -> None:
         build_server(ServeContext(), ("guides",))
     with pytest.raises(ConfigError, match="the project tool profile needs an index"):
         build_server(ServeContext(), ("project",))
-    assert set(PROFILES) == {"project", "guides", "text"}
+    with pytest.raises(ConfigError, match="the memory tool profile needs an index"):
+        build_server(ServeContext(), ("memory",))
+    assert set(PROFILES) == {"memory", "project", "guides", "text"}
 
 
 def test_two_profiles_cannot_define_one_tool() -> None:
