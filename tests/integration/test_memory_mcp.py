@@ -113,6 +113,8 @@ def test_search_contract_fields_filters_graph_and_groups(lab: tuple[Path, Path])
         calls = {
             "plain": {"query": "which database stores the catalog", "project_id": "lab"},
             "identifier": {"query": "where is open_catalog defined", "project_id": "lab", "limit": 3},
+            "variants": {"query": "storage engine choice", "project_id": "lab", "limit": 3,
+                         "query_variants": ["SQLite write-ahead log", "Engine.open_store"]},
             "papers": {"query": "rank fusion recall", "project_id": "lab", "filters": {"roles": ["paper"]}},
             "code": {"query": "catalog", "project_id": "lab", "filters": {"source_families": ["code"]}},
             "kinds": {"query": "catalog", "project_id": "lab", "filters": {"kinds": ["decision"]}},
@@ -163,6 +165,11 @@ def test_search_contract_fields_filters_graph_and_groups(lab: tuple[Path, Path])
     ident = out["identifier"]
     assert ident["meta"]["variants"] == ["where is open_catalog defined", "open_catalog"]
     assert paths(ident)[0] == "src/catalog_store.py" and "exact" in ident["results"][0]["lanes"]
+
+    variants = out["variants"]
+    assert variants["meta"]["variants"] == ["storage engine choice", "SQLite write-ahead log", "Engine.open_store"]
+    # Both mention SQLite's write-ahead log; the query alone ("storage engine choice") finds neither first.
+    assert set(paths(variants)[:2]) == {"notes/decisions/adr-001-sqlite.md", "src/catalog_store.py"}
 
     assert paths(out["papers"]) == ["papers/ram.pdf"]
     pdf = out["papers"]["results"][0]
