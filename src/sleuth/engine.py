@@ -100,6 +100,11 @@ def _hash(*parts: str) -> str:
     return h.hexdigest()
 
 
+def content_hash_of(text: str) -> str:
+    """The content hash a document's decoded text is stored under (change detection)."""
+    return _hash(text)
+
+
 def doc_id_for(project_id: str, root_label: str, rel_path: str) -> str:
     """Stable document id: 16 hex digits of SHA-1 over (project, root folder name, relative path)."""
     return _hash(project_id, root_label, rel_path)[:16]

@@ -125,6 +125,8 @@ def test_search_contract_fields_filters_graph_and_groups(lab: tuple[Path, Path])
                            "filters": {"source_families": ["graph"]}},
             "lanes": {"query": "SQLite write-ahead log", "project_id": "lab",
                       "filters": {"retrieval_lanes": ["bm25"]}},
+            "entity_kind": {"query": "SQLite", "project_id": "lab", "filters": {"kinds": ["entity"]}},
+            "exact_only": {"query": "weekend", "project_id": "lab", "filters": {"retrieval_lanes": ["exact"]}},
             "grouped": {"queries": [{"id": "db", "query": "SQLite catalog", "limit": 2},
                                     {"id": "paper", "query": "hybrid retrieval for agents", "limit": 1,
                                      "query_variants": ["reciprocal rank fusion"]}],
@@ -160,7 +162,8 @@ def test_search_contract_fields_filters_graph_and_groups(lab: tuple[Path, Path])
     order = paths(plain)
     assert order.index("notes/decisions/adr-000-json-files.md") > order.index("notes/decisions/adr-001-sqlite.md")
     assert plain["meta"]["degraded_lanes"] == [] and plain["elapsed_ms"] > 0
-    assert plain["meta"]["lanes"] == ["exact", "bm25", "vector", "graph"]
+    assert plain["meta"]["lanes"] == ["bm25", "vector", "graph"]  # exact: nothing to match verbatim
+    assert list(plain["meta"]["skipped_lanes"]) == ["exact"]
 
     ident = out["identifier"]
     assert ident["meta"]["variants"] == ["where is open_catalog defined", "open_catalog"]
@@ -181,6 +184,9 @@ def test_search_contract_fields_filters_graph_and_groups(lab: tuple[Path, Path])
     graph_only = out["graph_only"]["results"]
     assert [r["source_family"] for r in graph_only] == ["graph"] * len(graph_only)
     assert graph_only[0]["record_id"] == "entity:SQLite" and graph_only[0]["lanes"] == ["graph"]
+    assert [r["record_id"] for r in out["entity_kind"]["results"]] == ["entity:SQLite"]
+    exact_only = out["exact_only"]
+    assert exact_only["results"] == [] and exact_only["meta"]["notice"].startswith("nothing to match verbatim")
     assert out["lanes"]["meta"]["lanes"] == ["bm25"]
     assert all(r["lanes"] == ["bm25"] for r in out["lanes"]["results"])
     # The migration plan says nothing of SQLite: the graph lane brings it, linked from the decision.
@@ -259,6 +265,16 @@ def test_slow_lane_is_degraded_and_timeout_and_cancel(lab: tuple[Path, Path]) ->
         return await s.call_tool("project_memory_search", {"query": "SQLite", "project_id": "lab",
                                                             "response_deadline_ms": 1000, "request_id": "t-1"})
 
+    async def empty_script(s: ClientSession) -> Any:
+        return await s.call_tool("project_memory_search", {
+            "query": "how often do we rotate", "project_id": "lab", "response_deadline_ms": 1000,
+            "filters": {"retrieval_lanes": ["vector", "exact"]}})
+
+    # The exact lane has nothing to match and the vector lane is late: a timeout, not "nothing found".
+    empty = session(index, empty_script, env={"SLEUTH_FAULT_LANE_DELAY_MS": "vector=3000"})
+    assert empty.is_error and empty.structured_content["error"]["code"] == "QUERY_TIMEOUT"
+    assert empty.structured_content["meta"]["degraded_lanes"] == ["vector"]
+
     timed_out = session(index, timeout_script, env={"SLEUTH_FAULT_LANE_DELAY_MS": "exact=3000,bm25=3000,vector=3000"})
     assert timed_out.is_error
     error = timed_out.structured_content["error"]
@@ -296,6 +312,16 @@ def test_records_read_forget_and_doctor(lab: tuple[Path, Path]) -> None:
         out["forget_file"] = await s.call_tool("project_memory_forget", {"record_id": old_id})
         out["inbox"] = ok(await s.call_tool("project_memory_record", {"kind": "note", "title": "Loose thought",
                                                                        "body": "Try zstd for the backups."}))
+        inbox_id = out["inbox"]["record"]["record_id"]
+        out["nul"] = await s.call_tool("project_memory_record", {"kind": "note", "title": "zero\u0000byte",
+                                                                  "body": "nul", "project_id": "lab"})
+        out["self"] = await s.call_tool("project_memory_record", {"kind": "note", "title": "Loose thought",
+                                                                   "body": "again", "record_id": inbox_id,
+                                                                   "supersedes": [inbox_id]})
+        out["revise_no_project"] = ok(await s.call_tool("project_memory_record", {
+            "kind": "note", "title": "Loose thought", "body": "Try zstd, level 3.", "record_id": inbox_id}))
+        out["forget_wrong_project"] = await s.call_tool("project_memory_forget", {"record_id": inbox_id,
+                                                                                  "project_id": "lab"})
         (root / "notes/plans/migration-plan.md").write_text("# Migration plan\n\nChanged on disk.\n")
         out["stale"] = ok(await s.call_tool("project_memory_search", {"query": "migration plan", "project_id": "lab",
                                                                        "limit": 1}))
@@ -328,17 +354,28 @@ def test_records_read_forget_and_doctor(lab: tuple[Path, Path]) -> None:
     assert doctor["stale_document_count"] == 1
     assert doctor["stale_documents"][0]["path"] == "notes/plans/migration-plan.md"
     assert doctor["lanes"]["vector"]["available"] is True and doctor["projects"][0]["project_id"] == "lab"
+    assert out["nul"].structured_content["error"] == {
+        "code": "INVALID_ARGUMENT", "message": "title holds a control character (e.g. NUL); records are text"}
+    assert not list((index / "memory" / "lab" / "notes").glob("*zero*")) if (index / "memory" / "lab" / "notes"
+                                                                              ).exists() else True
+    assert "cannot relate to or supersede itself" in out["self"].content[0].text
+    assert out["revise_no_project"]["record"]["project_id"] == "inbox"
+    assert "belongs to project inbox, not lab" in out["forget_wrong_project"].content[0].text
     # The Inbox holds records filed without a project, and all_projects leaves it out.
     assert out["inbox"]["record"]["project_id"] == "inbox"
     assert "inbox" not in out["all_projects"]["meta"]["projects"]
 
 
 BAD_INPUT = [
+    ({"query": "x", "project_id": "lab", "filters": {"kinds": ["nonsense"]}}, "INVALID_ARGUMENT",
+     "filters.kinds: no document has kind 'nonsense'; kinds in this index: code, decision,"),
+    ({"query": "x", "project_id": "lab", "filters": {"recorded_after": "0000-01-01T00:00:00Z"}}, "INVALID_ARGUMENT",
+     "filters.recorded_after must be a date-time from year 0001 to 9999"),
     ({"query": "x", "project_id": "nope"}, "PROJECT_NOT_FOUND", "project not found: nope"),
     ({"query": "x", "project_id": "lab", "limit": 51}, "INVALID_ARGUMENT", "limit must be an integer from 1 to 50"),
     ({"query": "the of and", "project_id": "lab"}, "INVALID_ARGUMENT", "no searchable terms"),
     ({"query": "x", "project_id": "lab", "filters": {"roles": ["boss"]}}, "INVALID_ARGUMENT", "filters.roles[0]"),
-    ({"query": "x", "project_id": "lab", "surprise": 1}, None, "unknown argument(s) surprise"),
+    ({"query": "x", "project_id": "lab", "surprise": 1}, "INVALID_ARGUMENT", "unknown argument(s) surprise"),
 ]
 
 

@@ -45,3 +45,26 @@ def test_supersession_and_entities(graph: LinkGraph) -> None:
     assert graph.entity_summary(node.node_id, {"A": "Alpha", "D": "Delta"}) == "Kafka: mentioned by Alpha, Delta"
     # E's link to "a" resolves in project q's namespace, where no a.md exists: an entity of q.
     assert entity_node_id("q", "a") in graph.entities
+
+
+def test_superseded_records_rank_below_every_replacement_in_chains() -> None:
+    from sleuth.fusion import FusedDocument
+    from sleuth.memory.search import order_superseded
+
+    def order(ids: list[str], superseded_by: dict[str, set[str]]) -> list[str]:
+        return [d.doc_id for d in order_superseded([FusedDocument(i) for i in ids], superseded_by)]
+
+    chain = {"v1": {"v2"}, "v2": {"v3"}}
+    assert order(["v1", "v3", "v2", "x"], chain) == ["v3", "v2", "v1", "x"]
+    assert order(["v1", "v2", "v3"], chain) == ["v3", "v2", "v1"]
+    assert order(["x", "v3", "v1"], chain) == ["x", "v3", "v1"]  # v2 absent: v1 keeps its place
+    assert order(["a", "b", "c"], {"a": {"c"}}) == ["b", "c", "a"]
+    cycle = {"a": {"b"}, "b": {"a"}}
+    assert sorted(order(["a", "b"], cycle)) == ["a", "b"]  # a cycle terminates
+
+
+def test_dead_file_links_are_not_entities() -> None:
+    docs = [GraphDocument("A", "p", "a.md", "A", (("gone.md", "link", ""), ("old/b", "supersedes", ""),
+                                                  ("Kafka", "wikilink", "")))]
+    graph = LinkGraph(docs, lambda project, target, source: None)
+    assert [n.name for n in graph.entities.values()] == ["Kafka"]

@@ -96,3 +96,19 @@ def test_code_identifiers_and_phrases_become_variants() -> None:
     exact = exact_query(parse_query(text))
     assert exact is not None and exact.identifiers == ("open_catalog", "engine.search", "parsequery")
     assert exact_query(parse_query("expression of mRNAs in iPSC cells")) is None
+
+
+def test_dates_beyond_the_catalog_range_are_clamped_or_named() -> None:
+    far = parse_memory_request({"query": "x", "project_id": "p",
+                                "filters": {"recorded_before": "2300-01-01T00:00:00Z",
+                                            "recorded_after": "1600-01-01T00:00:00Z"}}).filters
+    assert (far.recorded_after_ns, far.recorded_before_ns) == (-(2**63), 2**63 - 1)
+    with pytest.raises(QueryError, match="filters.recorded_after must be a date-time from year 0001 to 9999"):
+        parse_memory_request({"query": "x", "project_id": "p", "filters": {"recorded_after": "0000-01-01T00:00:00Z"}})
+
+
+def test_front_matter_dates_beyond_the_catalog_range_are_problems() -> None:
+    from sleuth.ingest.roles import recorded_time
+
+    ns, problem = recorded_time({"date": "2300-01-01"}, 123)
+    assert ns == 123 and problem is not None and "2300-01-01" in problem

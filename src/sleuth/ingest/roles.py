@@ -286,6 +286,11 @@ def _parse_ns(value: object) -> int | None:
     return _to_ns(moment) + int((fraction or "0")[:9].ljust(9, "0"))
 
 
+#: The recorded times the catalog can store: 64-bit signed nanoseconds since the epoch.
+RECORDED_NS_MIN = -(2**63)
+RECORDED_NS_MAX = 2**63 - 1
+
+
 def recorded_time(front_matter: Mapping[str, object], mtime_ns: int) -> tuple[int, str | None]:
     """When the document was recorded, as ``(nanoseconds since the epoch, problem or None)``.
 
@@ -303,6 +308,8 @@ def recorded_time(front_matter: Mapping[str, object], mtime_ns: int) -> tuple[in
         if value is None or (isinstance(value, str) and not value.strip()):
             continue
         ns = _parse_ns(value)
+        if ns is not None and not RECORDED_NS_MIN <= ns <= RECORDED_NS_MAX:
+            ns = None  # outside what the catalog stores (64-bit nanoseconds: years 1678 to 2261)
         if ns is None:
             shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
             return mtime_ns, (

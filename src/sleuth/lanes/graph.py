@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from sleuth.text import analyze
 from sleuth.types import RankedList
 
 #: Activation passed along an edge of each relation (others: ``DEFAULT_EDGE_WEIGHT``).
@@ -28,6 +29,8 @@ EDGE_WEIGHT: dict[str, float] = {"link": 1.0, "wikilink": 1.0, "supersedes": 1.0
 DEFAULT_EDGE_WEIGHT = 0.7
 #: Activation passed between two documents through an entity they both mention.
 SHARED_ENTITY_WEIGHT = 0.3
+#: Activation multiplier of an entity whose name holds a query term.
+ENTITY_NAME_MATCH_BOOST = 2.0
 #: Entities mentioned by more documents than this are too general to connect anything.
 ENTITY_MAX_DOCUMENTS = 50
 #: Relations meaning "the source document replaces the target" and "the target replaces the source".
@@ -63,6 +66,17 @@ def entity_node_id(project_id: str, name: str) -> str:
     return f"entity-{digest}"
 
 
+#: Link targets with these suffixes name files; unresolved, they are dead links, not entities.
+FILE_SUFFIXES = frozenset({"md", "markdown", "mdx", "txt", "rst", "pdf", "ipynb", "py", "html", "htm", "json",
+                           "yaml", "yml", "toml", "csv", "ts", "js", "go", "rs", "java", "c", "h", "cpp"})
+
+
+def looks_like_file(target: str) -> bool:
+    """True for a link target that names a file path (``a/b``, ``x.md``) rather than a concept."""
+    name = target.rstrip("/")
+    return "/" in name or name.rpartition(".")[2].lower() in FILE_SUFFIXES and "." in name
+
+
 def is_entity_node(node_id: str) -> bool:
     return node_id.startswith("entity-")
 
@@ -92,6 +106,8 @@ class LinkGraph:
                 path = resolve(d.project_id, target, d.rel_path)
                 other = by_path.get((d.project_id, path)) if path is not None else None
                 if other is None:
+                    if looks_like_file(target):
+                        continue  # a dead link to a file (deleted, renamed, forgotten): not an entity
                     node = self._entity(d.project_id, target, d.doc_id)
                     self._connect(d.doc_id, node, EDGE_WEIGHT.get(relation, DEFAULT_EDGE_WEIGHT))
                     continue
@@ -118,7 +134,8 @@ class LinkGraph:
         self.neighbours[b][a] = max(weight, self.neighbours[b].get(a, 0.0))
 
     def expand(self, seeds: Sequence[tuple[str, float]], k: int, allowed_docs: Collection[str] | None,
-               projects: Collection[str] | None, entities_allowed: bool = True) -> RankedList:
+               projects: Collection[str] | None, entities_allowed: bool = True,
+               query_terms: Collection[str] = ()) -> RankedList:
         """Rank nodes by the activation they receive from ``seeds`` (``(doc_id, score)``, best first).
 
         Args:
@@ -126,6 +143,8 @@ class LinkGraph:
             allowed_docs: documents that may be returned (None: any); entities are filtered by
                 ``projects`` and ``entities_allowed`` instead.
             projects: project ids whose nodes may be returned (None: any).
+            query_terms: analysed query terms; an entity whose name holds one gets its activation
+                multiplied by ``ENTITY_NAME_MATCH_BOOST`` (the entity the query names comes first).
         Returns:
             A RankedList named ``graph`` of node ids (document ids as ``<doc_id>:`` so that fusion
             groups them to their document; entity ids as they are), scores = activation.
@@ -148,6 +167,8 @@ class LinkGraph:
                     continue
                 if projects is not None and entity.project_id not in projects:
                     continue
+                if query_terms and not set(analyze(entity.name)).isdisjoint(query_terms):
+                    score *= ENTITY_NAME_MATCH_BOOST
                 ranked.append((node, score))
             elif (allowed_docs is None or node in allowed_docs) and (
                     projects is None or self.project_of.get(node) in projects):

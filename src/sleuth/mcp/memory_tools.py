@@ -12,10 +12,13 @@ threads, so a status or cancel call is served while a search runs.
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
@@ -211,10 +214,27 @@ CONTROL = ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint
 WRITE = ToolAnnotations(readOnlyHint=False, idempotentHint=False, openWorldHint=False, destructiveHint=False)
 DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False, destructiveHint=True)
 
+logger = logging.getLogger(__name__)
+
+
+class InternalError(SleuthError):
+    """An unexpected failure inside a tool (a bug, or the index changed under the server)."""
+
+
+class MemoryTool(ContractTool):
+    """A contract tool whose argument errors are structured tool errors like its other errors."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result=convert_result)
+        except ToolError as exc:
+            return _error(QueryError(str(exc)))
+
+
 _ERROR_CODES: tuple[tuple[type[Exception], str], ...] = (
     (RequestNotFound, "REQUEST_NOT_FOUND"), (ProjectNotFound, "PROJECT_NOT_FOUND"),
     (DocumentNotFound, "RECORD_NOT_FOUND"), (IndexBusy, "INDEX_BUSY"), (QueryError, "INVALID_ARGUMENT"),
-    (SleuthError, "SLEUTH_ERROR"),
+    (InternalError, "INTERNAL_ERROR"), (SleuthError, "SLEUTH_ERROR"),
 )
 
 
@@ -249,6 +269,22 @@ class MemoryTools:
         self.searcher = MemorySearch(engine, self.registry, allowed_projects=self.allowed)
         self.records = RecordStore(engine)
 
+    def warm_up(self) -> threading.Thread:
+        """Load the model, the lanes and the link graph in a background thread, so that the first
+        request's deadline is not spent on loading (a request arriving first waits for the same loads)."""
+        def run() -> None:
+            try:
+                self.engine.embedder()
+                self.engine.warm_lanes()
+                self.engine.link_graph()
+                self.engine.postings.searcher()
+            except Exception:  # noqa: BLE001 - warming is best effort; requests report real failures
+                logger.warning("warming the index failed", exc_info=True)
+
+        thread = threading.Thread(target=run, name="sleuth-warm-up", daemon=True)
+        thread.start()
+        return thread
+
     def _check_access(self, *project_ids: str | None) -> None:
         for pid in project_ids:
             if pid and self.allowed is not None and pid not in self.allowed:
@@ -259,6 +295,9 @@ class MemoryTools:
             payload = await anyio.to_thread.run_sync(fn)
         except SleuthError as exc:
             return _error(exc, request_id)
+        except Exception as exc:  # noqa: BLE001 - a tool answers with a readable error, never a dropped session
+            logger.exception("memory tool failed")
+            return _error(InternalError(f"{type(exc).__name__}: {exc} (details in the server's log)"), request_id)
         return _result(payload, is_error="error" in payload)
 
     async def project_memory_search(
@@ -279,8 +318,10 @@ class MemoryTools:
         return await self._run(lambda: self.searcher.search(req), req.request_id)
 
     async def query_status(self, request_id: Any = None) -> CallToolResult:
-        if not isinstance(request_id, str) or not request_id.strip():
-            return _error(QueryError("request_id is required"))
+        try:
+            request_id = _text_arg(request_id, "request_id")
+        except QueryError as exc:
+            return _error(exc)
         try:
             state = self.registry.get(request_id)
         except RequestNotFound as exc:
@@ -288,8 +329,10 @@ class MemoryTools:
         return _result({"query_status": state.snapshot()})
 
     async def query_cancel(self, request_id: Any = None, reason: Any = None) -> CallToolResult:
-        if not isinstance(request_id, str) or not request_id.strip():
-            return _error(QueryError("request_id is required"))
+        try:
+            request_id = _text_arg(request_id, "request_id")
+        except QueryError as exc:
+            return _error(exc)
         why = reason.strip() if isinstance(reason, str) and reason.strip() else "cancelled by query_cancel"
         try:
             state, was_running = self.registry.cancel(request_id, why)
@@ -304,8 +347,7 @@ class MemoryTools:
     async def project_memory_read(self, body_handle: Any = None, offset: Any = None,
                                   max_chars: Any = None) -> CallToolResult:
         def run() -> dict[str, Any]:
-            if not isinstance(body_handle, str) or not body_handle.strip():
-                raise QueryError("body_handle is required")
+            _text_arg(body_handle, "body_handle")
             start = _int_arg(offset, "offset", 0)
             size = _int_arg(max_chars, "max_chars", BODY_PAGE_DEFAULT_CHARS)
             return {"body": read_body(self.engine, body_handle.strip(), start, size, self.allowed)}
@@ -315,31 +357,36 @@ class MemoryTools:
                                     project_id: Any = None, tags: Any = None, related: Any = None,
                                     supersedes: Any = None, record_id: Any = None) -> CallToolResult:
         def run() -> dict[str, Any]:
-            pid = project_id if project_id is not None else INBOX_PROJECT_ID
-            for name, value in (("kind", kind), ("title", title), ("body", body), ("project_id", pid)):
-                if not isinstance(value, str):
-                    raise QueryError(f"{name} is required and must be a string")
+            for name, value in (("kind", kind), ("title", title), ("body", body)):
+                _text_arg(value, name)
+            if record_id is not None:
+                _text_arg(record_id, "record_id")
+            if project_id is not None:
+                pid = _text_arg(project_id, "project_id")
+            elif isinstance(record_id, str):
+                pid = self.records.project_of(record_id.strip())  # revising: the record's own project
+            else:
+                pid = INBOX_PROJECT_ID
             self._check_access(pid)
             receipt = self.records.write(
                 pid, kind, title, body, _strings(tags, "tags"), _strings(related, "related"),
-                _strings(supersedes, "supersedes"), record_id if isinstance(record_id, str) else None,
+                _strings(supersedes, "supersedes"), record_id.strip() if isinstance(record_id, str) else None,
                 create_project=pid == INBOX_PROJECT_ID)
             return {"record": receipt.as_dict()}
         return await self._run(run)
 
     async def project_memory_forget(self, record_id: Any = None, project_id: Any = None) -> CallToolResult:
         def run() -> dict[str, Any]:
-            if not isinstance(record_id, str) or not record_id.strip():
-                raise QueryError("record_id is required")
-            self._check_access(project_id if isinstance(project_id, str) else None)
-            result = self.records.forget(record_id.strip(), project_id if isinstance(project_id, str) else None)
-            self._check_access(result["project_id"])
+            rid = _text_arg(record_id, "record_id")
+            pid = _text_arg(project_id, "project_id") if project_id is not None else None
+            self._check_access(pid, self.records.project_of(rid))
+            result = self.records.forget(rid, pid)
             return {"forget": result}
         return await self._run(run)
 
     async def project_memory_doctor(self, project_id: Any = None) -> CallToolResult:
         def run() -> dict[str, Any]:
-            pid = project_id if isinstance(project_id, str) and project_id.strip() else None
+            pid = _text_arg(project_id, "project_id") if project_id is not None else None
             self._check_access(pid)
             report = doctor(self.engine, pid)
             if self.allowed is not None:
@@ -373,12 +420,23 @@ class MemoryTools:
         ]
         tools = []
         for fn, name, description, schema, hints in specs:
-            tool = ContractTool.from_function(fn, name=name, description=description, annotations=hints,
+            tool = MemoryTool.from_function(fn, name=name, description=description, annotations=hints,
                                               structured_output=False)
             tool.parameters = schema
             tool.fn_metadata.output_schema = OUTPUT_SCHEMA
             tools.append(tool)
         return tools
+
+
+def _text_arg(value: Any, name: str) -> str:
+    """A required non-blank string argument, stripped; QueryError naming ``name`` otherwise."""
+    if value is None:
+        raise QueryError(f"{name} is required")
+    if not isinstance(value, str):
+        raise QueryError(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise QueryError(f"{name} must not be empty")
+    return value.strip()
 
 
 def _int_arg(value: Any, name: str, default: int) -> int:

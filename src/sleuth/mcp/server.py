@@ -40,7 +40,9 @@ def register_memory_tools(server: MCPServer[Any], context: ServeContext) -> None
     """The ``memory`` profile (seed 004): ``project_memory_search`` and its companions."""
     if context.engine is None:
         raise ConfigError("the memory tool profile needs an index")
-    add_tools(server, MemoryTools(context.engine, context.allowed_projects).tools())
+    tools = MemoryTools(context.engine, context.allowed_projects)
+    tools.warm_up()
+    add_tools(server, tools.tools())
 
 
 def register_project_tools(server: MCPServer[Any], context: ServeContext) -> None:

@@ -21,6 +21,8 @@ from typing import Any
 #: Summary levels, richest first: (passages per result, characters per passage).
 SUMMARY_LEVELS: tuple[tuple[int, int], ...] = (
     (3, 900), (3, 600), (2, 500), (2, 360), (1, 360), (1, 240), (1, 160), (1, 100), (1, 60), (0, 0))
+#: Passage length, in characters, of the best-ranked results when not every result can have one.
+MIXED_PASSAGE_CHARS = 160
 #: The default budget: a base, plus this much per unique result, per extra question and per extra
 #: source family, capped; in bytes of compact UTF-8 JSON.
 DEFAULT_BUDGET_BASE_BYTES = 2_000
@@ -38,6 +40,8 @@ class Passage:
     start: int
     end: int
     highlights: tuple[tuple[int, int], ...] = ()
+    #: Headings above the passage (for a PDF, ``("page N",)``).
+    heading_path: tuple[str, ...] = ()
 
 
 @dataclass
@@ -96,7 +100,7 @@ def trim_passage(p: Passage, max_chars: int) -> Passage:
         if ws > start:
             end = ws
     highlights = tuple((s - start, e - start) for s, e in p.highlights if s >= start and e <= end)
-    return Passage(p.text[start:end], p.start + start, p.start + end, highlights)
+    return Passage(p.text[start:end], p.start + start, p.start + end, highlights, p.heading_path)
 
 
 def _render(c: Candidate, passages: int, max_chars: int) -> dict[str, Any]:
@@ -105,7 +109,8 @@ def _render(c: Candidate, passages: int, max_chars: int) -> dict[str, Any]:
     out = dict(c.fields)
     out["summary"] = [
         {"text": p.text, "source_span": {"start": p.start, "end": p.end},
-         "highlights": [[s, e] for s, e in p.highlights]}
+         "highlights": [[s, e] for s, e in p.highlights],
+         **({"heading_path": list(p.heading_path)} if p.heading_path else {})}
         for p in chosen
     ]
     if chosen:
@@ -114,23 +119,50 @@ def _render(c: Candidate, passages: int, max_chars: int) -> dict[str, Any]:
     return out
 
 
+def _array_bytes(item_sizes: Sequence[int]) -> int:
+    """Bytes of a JSON array of items of these compact sizes: brackets and commas included."""
+    return 2 + sum(item_sizes) + max(0, len(item_sizes) - 1)
+
+
 def fit_to_budget(groups: Sequence[Sequence[Candidate]], budget_bytes: int) -> tuple[list[list[dict[str, Any]]],
                                                                                    FitReport]:
-    """Render every group's results at the richest level that fits ``budget_bytes``.
+    """Render every group's results at the richest summary level that fits ``budget_bytes``.
+
+    1. The richest uniform level (:data:`SUMMARY_LEVELS`) at which every result fits.
+    2. Else every result stays, and the best-ranked ones (rank by rank across groups) keep one
+       passage of ``MIXED_PASSAGE_CHARS`` -- as many as fit -- the others none.
+    3. Else the lowest-ranked results (of the largest group first) are left out until the rest fit
+       without passages, and step 2 gives passages to the best of them in the room left.
 
     Returns:
-        (rendered groups, report). Results are dropped (lowest rank of the largest group first)
-        only when even summaries of zero passages do not fit.
+        (rendered groups, report); ``result_bytes(rendered) == report.result_bytes <= budget_bytes``.
     """
+    def sizes(level: tuple[int, int]) -> list[list[int]]:
+        return [[json_bytes(_render(c, *level)) for c in g] for g in groups]
+
     for passages, max_chars in SUMMARY_LEVELS:
-        rendered = [[_render(c, passages, max_chars) for c in g] for g in groups]
-        used = result_bytes(rendered)
-        if used <= budget_bytes:
-            return rendered, FitReport(passages, max_chars, 0, used, budget_bytes)
+        if sum(_array_bytes(g) for g in sizes((passages, max_chars))) <= budget_bytes:
+            rendered = [[_render(c, passages, max_chars) for c in g] for g in groups]
+            return rendered, FitReport(passages, max_chars, 0, result_bytes(rendered), budget_bytes)
+    bare, rich = sizes((0, 0)), sizes((1, MIXED_PASSAGE_CHARS))
+    keep = [len(g) for g in groups]
     omitted = 0
-    while used > budget_bytes and any(rendered):
-        largest = max(range(len(rendered)), key=lambda i: (len(rendered[i]), -i))
-        rendered[largest].pop()
+    while sum(_array_bytes(b[:n]) for b, n in zip(bare, keep, strict=True)) > budget_bytes and any(keep):
+        largest = max(range(len(keep)), key=lambda i: (keep[i], -i))
+        keep[largest] -= 1
         omitted += 1
-        used = result_bytes(rendered)
-    return rendered, FitReport(0, 0, omitted, used, budget_bytes)
+    # Upgrade the best-ranked kept results to one passage while the budget allows.
+    order = sorted(((i, g) for g, n in enumerate(keep) for i in range(n)))
+    chosen: set[tuple[int, int]] = set()
+    used = [list(b[:n]) for b, n in zip(bare, keep, strict=True)]
+    for i, g in order:
+        used[g][i] = rich[g][i]
+        if sum(_array_bytes(u) for u in used) > budget_bytes:
+            used[g][i] = bare[g][i]
+            break
+        chosen.add((i, g))
+    rendered = [[_render(c, 1 if (i, g) in chosen else 0, MIXED_PASSAGE_CHARS if (i, g) in chosen else 0)
+                 for i, c in enumerate(groups[g][:keep[g]])] for g in range(len(groups))]
+    passages = 1 if chosen else 0
+    return rendered, FitReport(passages, MIXED_PASSAGE_CHARS if chosen else 0, omitted, result_bytes(rendered),
+                               budget_bytes)

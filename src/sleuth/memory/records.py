@@ -27,7 +27,8 @@ from sleuth.errors import DocumentNotFound, QueryError
 if TYPE_CHECKING:
     from sleuth.engine import Engine
 
-#: Record kinds → (folder in the memory folder, role, kind label).
+#: Record kinds → (folder in the memory folder, role, kind label). The kind label is what search
+#: results show as ``kind`` and ``filters.kinds`` matches (the same vocabulary as indexed files).
 RECORD_KINDS: dict[str, tuple[str, str, str]] = {
     "decision": ("decisions", "report", "decision"),
     "plan": ("plans", "plan", "plan"),
@@ -35,6 +36,8 @@ RECORD_KINDS: dict[str, tuple[str, str, str]] = {
     "result": ("results", "result", "result"),
     "note": ("notes", "other", "note"),
 }
+#: Control characters a record may not hold (all of C0 but tab, newline and carriage return).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 #: Bounds on what a record may hold: title in characters, body in characters, tags and relations.
 RECORD_TITLE_MAX_CHARS = 200
 RECORD_BODY_MAX_CHARS = 200_000
@@ -105,6 +108,9 @@ class RecordStore:
             raise QueryError(f"title must be one line of 1 to {RECORD_TITLE_MAX_CHARS} characters")
         if not body.strip() or len(body) > RECORD_BODY_MAX_CHARS:
             raise QueryError(f"body must hold 1 to {RECORD_BODY_MAX_CHARS} characters")
+        for name, value in (("title", title), ("body", body), *(("tags", t) for t in tags)):
+            if _CONTROL.search(value):
+                raise QueryError(f"{name} holds a control character (e.g. NUL); records are text")
         if len(tags) > RECORD_TAGS_MAX or len(related) + len(supersedes) > RECORD_RELATIONS_MAX:
             raise QueryError(f"at most {RECORD_TAGS_MAX} tags and {RECORD_RELATIONS_MAX} relations per record")
         if project_id not in self.engine.project_ids() and not create_project:
@@ -117,8 +123,16 @@ class RecordStore:
             existing = None
             if record_id is not None:
                 existing = self.engine.catalog.document(record_id)
-                if existing is None or existing.project_id != project_id or existing.root != str(root):
-                    raise QueryError(f"record_id {record_id!r} is not a record of project {project_id}")
+                if existing is None:
+                    raise DocumentNotFound(f"record not found: {record_id!r}")
+                if existing.project_id != project_id:
+                    raise QueryError(f"record {record_id} belongs to project {existing.project_id}, not {project_id}")
+                if existing.root != str(root):
+                    raise QueryError(f"{record_id} is the file {existing.rel_path} under {existing.root}, not a "
+                                     "record: only records written with project_memory_record can be revised")
+                self._check_no_cycle(record_id, supersedes)
+            if record_id is not None and record_id in (*supersedes, *related):
+                raise QueryError("a record cannot relate to or supersede itself")
             relation_paths = {name: self._paths(project_id, ids, name)
                               for name, ids in (("related", related), ("supersedes", supersedes))}
             now = datetime.now(UTC)
@@ -135,11 +149,41 @@ class RecordStore:
             file = root / rel_path
             file.parent.mkdir(parents=True, exist_ok=True)
             tmp = file.with_suffix(".md.tmp")
+            previous = file.read_bytes() if file.exists() else None
             tmp.write_text(text, encoding="utf-8")
             tmp.replace(file)
-            self.engine.index([root], project=project_id)
-        doc = self._document_at(project_id, root, rel_path)
-        return RecordReceipt(doc.doc_id, doc.revision, project_id, rel_path, str(file), kind, existing is None)
+            try:
+                self.engine.index([root], project=project_id)
+                doc = self._document_at(project_id, root, rel_path)
+            except BaseException:
+                # Never leave a file the index does not hold: put back what was there.
+                if previous is None:
+                    file.unlink(missing_ok=True)
+                else:
+                    file.write_bytes(previous)
+                raise
+        return RecordReceipt(doc.doc_id, doc.revision, project_id, rel_path, str(file), label, existing is None)
+
+    def project_of(self, record_id: str) -> str:
+        """The project of record ``record_id``. Raises DocumentNotFound."""
+        doc = self.engine.catalog.document(record_id)
+        if doc is None:
+            raise DocumentNotFound(f"record not found: {record_id!r}")
+        return doc.project_id
+
+    def _check_no_cycle(self, record_id: str, supersedes: Sequence[str]) -> None:
+        """Raise QueryError when a record ``record_id`` supersedes would (transitively) supersede it."""
+        replaced_by = self.engine.link_graph().superseded_by
+        seen, todo = set(), [record_id]
+        while todo:  # every record that (transitively) replaces record_id
+            for newer in replaced_by.get(todo.pop(), ()):
+                if newer not in seen:
+                    seen.add(newer)
+                    todo.append(newer)
+        cycle = [s for s in supersedes if s in seen]
+        if cycle:
+            raise QueryError(f"supersedes: {', '.join(cycle)} already supersede(s) {record_id}; "
+                             "a record cannot supersede its own replacement")
 
     def forget(self, record_id: str, project_id: str | None = None) -> dict[str, Any]:
         """Delete record ``record_id`` (its file) and remove it from every lane.
@@ -151,8 +195,10 @@ class RecordStore:
         """
         with _write_lock:
             doc = self.engine.catalog.document(record_id)
-            if doc is None or (project_id is not None and doc.project_id != project_id):
+            if doc is None:
                 raise DocumentNotFound(f"record not found: {record_id!r}")
+            if project_id is not None and doc.project_id != project_id:
+                raise QueryError(f"record {record_id} belongs to project {doc.project_id}, not {project_id}")
             root = self.memory_dir(doc.project_id)
             if doc.root != str(root):
                 raise QueryError(f"{record_id} is the file {doc.rel_path} under {doc.root}, not a record: "

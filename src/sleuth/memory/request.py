@@ -170,8 +170,14 @@ def parse_rfc3339_ns(value: Any, name: str) -> int | None:
     if not isinstance(value, str) or not _RFC3339.match(value):
         raise QueryError(f"{name} must be an RFC 3339 date-time with a time zone, "
                          f"e.g. 2026-09-01T00:00:00Z; got {value!r}")
-    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return int(parsed.timestamp()) * 1_000_000_000 + parsed.microsecond * 1000
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        seconds = parsed.timestamp()
+    except (ValueError, OverflowError):
+        raise QueryError(f"{name} must be a date-time from year 0001 to 9999; got {value!r}") from None
+    ns = int(seconds) * 1_000_000_000 + parsed.microsecond * 1000
+    # Clamped to the catalog's 64-bit range (years 1678 to 2261): beyond it, every record is inside.
+    return max(-(2**63), min(2**63 - 1, ns))
 
 
 def _variants(value: Any, name: str) -> tuple[str, ...]:

@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from sleuth.engine import Engine
     from sleuth.store.catalog import DocumentRow
 
+#: The kind label of graph entities (nodes that are not files), for ``filters.kinds``.
+ENTITY_KIND = "entity"
 #: The project that holds records filed without a project; ``all_projects`` leaves it out.
 INBOX_PROJECT_ID = "inbox"
 #: sleuth lanes run for each memory lane (the lexical family answers as ``bm25``).
@@ -84,6 +86,9 @@ PASSAGE_MAX_CHARS = 900
 #: ``FINISH_RESERVE_MAX_S`` seconds).
 FINISH_RESERVE_FRACTION = 0.2
 FINISH_RESERVE_MAX_S = 0.25
+#: What the exact lane answers when no variant holds a quoted phrase or a code identifier.
+NOT_APPLICABLE = "not applicable"
+EXACT_NOTHING_TO_MATCH = "nothing to match verbatim: the exact lane matches quoted phrases and code identifiers"
 #: How often the request thread looks at its lanes and its cancel flag, in seconds.
 POLL_INTERVAL_S = 0.02
 #: Fault injection for tests and drills: ``lane=ms,lane=ms`` delays those memory lanes.
@@ -147,7 +152,9 @@ def exact_query(parsed: ParsedQuery) -> ParsedQuery | None:
 
 
 def freshness(doc: DocumentRow) -> str:
-    """``current`` when the indexed file is unchanged on disk (size and mtime), else ``stale``.
+    """``current`` when the indexed file is unchanged on disk, else ``stale``: a different size is
+    stale, the same size and mtime current; the same size with a new mtime is read and its content
+    hash compared (a touched file stays current).
 
     Documents given as text (no root) are always current; a member of an archive is current while
     the archive exists.
@@ -165,7 +172,37 @@ def freshness(doc: DocumentRow) -> str:
         st = path.stat()
     except OSError:
         return "stale"
-    return "current" if st.st_mtime_ns == doc.mtime_ns and st.st_size == doc.size_bytes else "stale"
+    if st.st_size != doc.size_bytes:
+        return "stale"
+    if st.st_mtime_ns == doc.mtime_ns:
+        return "current"
+    # Same size, new mtime (touched, or rewritten with the same length): compare the content.
+    from sleuth.engine import content_hash_of
+    from sleuth.ingest import DecodeError, read_text
+
+    try:
+        return "current" if content_hash_of(read_text(path).text) == doc.content_hash else "stale"
+    except (DecodeError, OSError):
+        return "stale"
+
+
+def order_superseded(ranked: list[FusedDocument], superseded_by: Mapping[str, set[str]]) -> list[FusedDocument]:
+    """``ranked`` with every document moved below each of its replacements (``superseded_by``:
+    doc_id → ids of the documents replacing it) that is also in the list, chains included;
+    otherwise the order is kept. Cycles cannot make it loop: at most ``len(ranked)`` passes."""
+    ranked = list(ranked)
+    for _ in range(len(ranked)):
+        moved = False
+        position = {d.doc_id: i for i, d in enumerate(ranked)}
+        for i, d in enumerate(ranked):
+            later = [position[n] for n in superseded_by.get(d.doc_id, ()) if position.get(n, -1) > i]
+            if later:
+                ranked.insert(max(later), ranked.pop(i))  # after the pop, max(later) is just below it
+                moved = True
+                break
+        if not moved:
+            break
+    return ranked
 
 
 def _rfc3339(ns: int) -> str | None:
@@ -241,14 +278,17 @@ class MemorySearch:
             self.registry.finish(state, CANCELLED)
             return {"error": {"code": "QUERY_CANCELLED", "message": str(exc), "request_id": state.request_id,
                               "cancel_reason": exc.reason, "phase": exc.phase},
-                    "meta": {"request_id": state.request_id, "lanes": dict(state.lanes)},
+                    "meta": {"request_id": state.request_id,
+                             "lanes": [lane for lane, st in state.lanes.items() if st == "done"],
+                             "lane_states": dict(state.lanes)},
                     "elapsed_ms": state.elapsed_ms()}
         except _Timeout as exc:
             self.registry.finish(state, TIMED_OUT)
             return {"error": {"code": "QUERY_TIMEOUT", "request_id": state.request_id, "phase": exc.phase,
                               "message": f"no retrieval lane answered within {req.deadline_ms} ms"},
                     "meta": {"request_id": state.request_id, "degraded_lanes": exc.lanes,
-                             "lanes": dict(state.lanes)},
+                             "lanes": [lane for lane, st in state.lanes.items() if st == "done"],
+                             "lane_states": dict(state.lanes)},
                     "elapsed_ms": state.elapsed_ms()}
         except BaseException as exc:
             self.registry.finish(state, FAILED, str(exc))
@@ -263,14 +303,27 @@ class MemorySearch:
         projects = self.scope(req)
         f = req.filters
         families = tuple(x for x in f.source_families if x != "graph")
-        # Only graph nodes asked for: the lanes still retrieve the evidence the graph expands from.
-        graph_only = bool(f.source_families) and not families
+        doc_kinds = tuple(k for k in f.kinds if k != ENTITY_KIND)
+        # Only graph nodes asked for (by family or kind): the lanes still retrieve, unfiltered by
+        # family and kind, the evidence the graph expands from; only entities are answered.
+        graph_only = (bool(f.source_families) and not families) or (bool(f.kinds) and not doc_kinds)
+        timed = f.recorded_after_ns is not None or f.recorded_before_ns is not None
         allowed: frozenset[str] | None = None
-        if f.kinds or f.roles or families or f.recorded_after_ns is not None or f.recorded_before_ns is not None:
+        if graph_only and (f.roles or timed):
             allowed = frozenset(self.engine.catalog.filter_documents(
-                projects, f.kinds, f.roles, families, f.recorded_after_ns, f.recorded_before_ns))
-        entities_allowed = (not f.source_families or "graph" in f.source_families) and not (
-            f.kinds or f.roles or f.recorded_after_ns is not None or f.recorded_before_ns is not None)
+                projects, (), f.roles, (), f.recorded_after_ns, f.recorded_before_ns))
+        elif not graph_only and (doc_kinds or f.roles or families or timed):
+            allowed = frozenset(self.engine.catalog.filter_documents(
+                projects, doc_kinds, f.roles, families, f.recorded_after_ns, f.recorded_before_ns))
+        entities_allowed = ((not f.source_families or "graph" in f.source_families)
+                            and (not f.kinds or ENTITY_KIND in f.kinds) and (not f.roles or "other" in f.roles)
+                            and f.recorded_after_ns is None and f.recorded_before_ns is None)
+        if f.kinds:
+            known = {*self.engine.catalog.kind_labels(), ENTITY_KIND}
+            unknown = [k for k in f.kinds if k not in known]
+            if unknown:
+                raise QueryError(f"filters.kinds: no document has kind {', '.join(map(repr, unknown))}; "
+                                 f"kinds in this index: {', '.join(sorted(known))}")
         questions = [self._variants(q) for q in req.questions]
         self.engine._catch_up(blocking=False)  # noqa: SLF001 - the engine's own catch-up, as its search does
         lanes = [lane for lane in MEMORY_LANES if lane in f.lanes]
@@ -280,7 +333,7 @@ class MemorySearch:
         depth = max(LANE_DEPTH_MIN_BLOCKS, max(q.question.limit for q in questions) * LANE_DEPTH_BLOCKS_PER_RESULT)
 
         state.set_phase("retrieval")
-        answers, degraded, unavailable, failed = self._retrieve(
+        answers, degraded, unavailable, failed, skipped = self._retrieve(
             state, retrieval_lanes, questions, depth, projects, allowed)
         if retrieval_lanes and not answers and degraded:
             raise _Timeout("retrieval", degraded)
@@ -305,7 +358,8 @@ class MemorySearch:
 
         if "graph" in lanes:
             state.set_phase("graph")
-            graph_lists = self._graph(state, fused_per_question, depth, projects,
+            query_terms = [frozenset(t for p in v.parsed for t in p.terms) for v in questions]
+            graph_lists = self._graph(state, fused_per_question, query_terms, depth, projects,
                                       frozenset() if graph_only else allowed, entities_allowed, degraded, failed)
             if graph_lists is not None:
                 list_weights["graph"] = GRAPH_LANE_WEIGHT
@@ -316,6 +370,9 @@ class MemorySearch:
 
         if graph_only:
             fused_per_question = [[d for d in fused if is_entity_node(d.doc_id)] for fused in fused_per_question]
+        if degraded and not any(fused_per_question):
+            # Nothing answered in time: an empty success would read as "nothing to find".
+            raise _Timeout("retrieval" if set(degraded) - {"graph"} else "graph", sorted(degraded))
         state.set_phase("rerank")
         graph = self.engine.link_graph() if self.engine.catalog.has_blocks() else None
         ranked_per_question = [self._rerank(v.question.query, fused, graph) for v, fused in
@@ -327,9 +384,10 @@ class MemorySearch:
             "request_id": state.request_id,
             "projects": list(projects),
             "lanes": [lane for lane in lanes if lane not in degraded and lane not in unavailable
-                      and lane not in failed],
+                      and lane not in failed and lane not in skipped],
             "degraded_lanes": sorted(degraded),
             "unavailable_lanes": unavailable,
+            "skipped_lanes": skipped,
             "failed_lanes": failed,
             "variants": {v.question.id or "query": v.texts for v in questions} if req.grouped
             else list(questions[0].texts),
@@ -337,6 +395,8 @@ class MemorySearch:
             "source_families": sorted(families),
             **meta_extra,
         }
+        if not any(groups):
+            meta["notice"] = self._why_empty(lanes, {**unavailable, **skipped}, allowed, graph_only)
         out: dict[str, Any] = {"meta": meta}
         if req.grouped:
             out["groups"] = [{"id": v.question.id, "query": v.question.query, "result_count": len(g), "results": g}
@@ -348,6 +408,22 @@ class MemorySearch:
         return out
 
     # ------------------------------------------------------------------ steps
+
+    @staticmethod
+    def _why_empty(lanes: Sequence[str], not_run: Mapping[str, str], allowed: frozenset[str] | None,
+                   graph_only: bool) -> str:
+        """Why an answer is empty, in one sentence for the caller."""
+        if list(lanes) == ["graph"]:
+            return ("the graph lane expands from what the other lanes retrieve; with retrieval_lanes [graph] "
+                    "alone there is nothing to expand from")
+        ran = [lane for lane in lanes if lane not in not_run and lane != "graph"]
+        if not ran and "exact" in not_run:
+            return not_run["exact"]
+        if allowed is not None and not allowed and not graph_only:
+            return "no document matches the filters"
+        if graph_only:
+            return "no graph entity is linked from the documents that match the query"
+        return "no document matches the query in the searched projects"
 
     @staticmethod
     def _variants(q: Question) -> _Variants:
@@ -379,6 +455,8 @@ class MemorySearch:
             if reason:
                 return reason
             self.engine.embed_queries([text for v in questions for text in v.texts])
+        if lane == "exact" and not any(exact_query(p) for v in questions for p in v.parsed):
+            return NOT_APPLICABLE
         out: dict[tuple[int, int], list[RankedList]] = {}
         for qi, v in enumerate(questions):
             for vi, parsed in enumerate(v.parsed):
@@ -413,7 +491,7 @@ class MemorySearch:
     def _retrieve(self, state: RequestState, lanes: list[str], questions: list[_Variants], depth: int,
                   projects: tuple[str, ...], allowed: frozenset[str] | None
                   ) -> tuple[dict[str, dict[tuple[int, int], list[RankedList]]], list[str], dict[str, str],
-                             dict[str, str]]:
+                             dict[str, str], dict[str, str]]:
         futures: dict[Future[Any], str] = {}
         for lane in lanes:
             fut = self._pool.submit(self._lane_task, state, lane, questions, depth, projects, allowed)
@@ -422,6 +500,7 @@ class MemorySearch:
         answers: dict[str, dict[tuple[int, int], list[RankedList]]] = {}
         unavailable: dict[str, str] = {}
         failed: dict[str, str] = {}
+        skipped: dict[str, str] = {}
         pending = set(futures)
         # Stop waiting a little before the deadline, so that the graph lane, fusion and summaries
         # still fit in it.
@@ -441,7 +520,10 @@ class MemorySearch:
                     state.lanes[lane] = "failed"
                     continue
                 result = fut.result()
-                if isinstance(result, str):
+                if result is NOT_APPLICABLE:
+                    skipped[lane] = EXACT_NOTHING_TO_MATCH
+                    state.lanes[lane] = "skipped"
+                elif isinstance(result, str):
                     unavailable[lane] = result
                     state.lanes[lane] = "unavailable"
                 else:
@@ -451,22 +533,23 @@ class MemorySearch:
         degraded = sorted(futures[f] for f in pending)
         for lane in degraded:
             state.lanes[lane] = "settling"
-        return answers, degraded, unavailable, failed
+        return answers, degraded, unavailable, failed, skipped
 
-    def _graph(self, state: RequestState, fused_per_question: list[list[FusedDocument]], depth: int,
-               projects: tuple[str, ...], allowed: frozenset[str] | None, entities_allowed: bool,
-               degraded: list[str], failed: dict[str, str]) -> list[RankedList] | None:
+    def _graph(self, state: RequestState, fused_per_question: list[list[FusedDocument]],
+               query_terms: list[frozenset[str]], depth: int, projects: tuple[str, ...],
+               allowed: frozenset[str] | None, entities_allowed: bool, degraded: list[str],
+               failed: dict[str, str]) -> list[RankedList] | None:
         """The graph lane's list per question, or None when it missed the deadline (then degraded)."""
         def task() -> list[RankedList]:
             state.lanes["graph"] = "running"
             self._delay(state, "graph")
             graph = self.engine.link_graph()
             lists = []
-            for fused in fused_per_question:
+            for fused, terms in zip(fused_per_question, query_terms, strict=True):
                 top = fused[:GRAPH_SEED_DOCUMENTS]
                 best = top[0].score if top else 1.0
                 seeds = [(d.doc_id, d.score / best) for d in top if not is_entity_node(d.doc_id)]
-                lists.append(graph.expand(seeds, depth, allowed, projects, entities_allowed))
+                lists.append(graph.expand(seeds, depth, allowed, projects, entities_allowed, terms))
             return lists
 
         fut = self._pool.submit(task)
@@ -510,17 +593,7 @@ class MemorySearch:
                 ranked = [d for _, d in scored] + ranked[RERANK_DEPTH:]
         if graph is None or not graph.superseded_by:
             return ranked
-        position = {d.doc_id: i for i, d in enumerate(ranked)}
-        for doc_id, newer in graph.superseded_by.items():
-            if doc_id not in position:
-                continue
-            later = [position[n] for n in newer if n in position]
-            if later and max(later) > position[doc_id]:
-                doc = ranked.pop(position[doc_id])
-                target = max(later)  # the newest replacement's position, after the pop
-                ranked.insert(target, doc)
-                position = {d.doc_id: i for i, d in enumerate(ranked)}
-        return ranked
+        return order_superseded(ranked, graph.superseded_by)
 
     def _answer(self, req: MemoryRequest, questions: list[_Variants], ranked: list[list[FusedDocument]],
                 graph: Any) -> tuple[list[list[dict[str, Any]]], set[str], dict[str, Any]]:
@@ -534,7 +607,11 @@ class MemorySearch:
             [d.doc_id for head in heads for d in head
              if d.doc_id in docs and not any(b in blocks for b in d.block_ids)])
         extents = self.engine.catalog.body_extents(list(docs))
-        titles = {d.doc_id: d.title for d in docs.values()}
+        mentioning = [m for head in heads for d in head if is_entity_node(d.doc_id) and graph is not None
+                      and d.doc_id in graph.entities for m in graph.entities[d.doc_id].mentioned_by[:8]]
+        titles = {d.doc_id: d.title for d in self.engine.catalog.documents(
+            list(dict.fromkeys(m for m in mentioning if m not in docs))).values()}
+        titles.update({d.doc_id: d.title for d in docs.values()})
         fresh: dict[str, str] = {}
         groups: list[list[Candidate]] = []
         families: set[str] = set()
@@ -559,7 +636,7 @@ class MemorySearch:
                         [first_blocks[d.doc_id]] if d.doc_id in first_blocks else []):
                     snip = make_snippet(b.text, terms, PASSAGE_MAX_CHARS)
                     passages.append(Passage(snip.text, b.start_char + snip.start, b.start_char + snip.end,
-                                            tuple(snip.highlights)))
+                                            tuple(snip.highlights), tuple(b.heading_path)))
                 families.add(doc.family)
                 length, body_start, body_end = extents.get(doc.doc_id, (doc.size_bytes, 0, 0))
                 fields = self._fields(d, doc, fresh[doc.doc_id], graph, len(candidates) + 1)

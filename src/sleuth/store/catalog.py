@@ -457,6 +457,10 @@ class Catalog:
         sql = "SELECT doc_id FROM documents" + (" WHERE " + " AND ".join(where) if where else "")
         return {r[0] for r in self.conn.execute(sql, args)}
 
+    def kind_labels(self) -> list[str]:
+        """The distinct document kind labels of the index (what ``filters.kinds`` can match)."""
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT label FROM documents ORDER BY label")]
+
     def graph_rows(self) -> Iterator[tuple[str, str, str, str, list[tuple[str, str, str]], list[str]]]:
         """``(doc_id, project_id, rel_path, title, links, entities)`` of every document, in one
         snapshot (links as ``(target, relation, label)``)."""
