@@ -1,7 +1,7 @@
 """nDCG@10 of ``project_memory_search`` (the seed-004 path: exact + lexical + vector + graph lanes,
 automatic variants, rerank) on BEIR sets, beside the engine's hybrid ranking of the same index.
 
-    python bench/memory_eval.py ../shared/data/scifact ../shared/data/cranfield [--rerank 0 0.1 0.2]
+    python bench/memory_eval.py ../shared/data/scifact ../shared/data/cranfield [--no-rerank]
 
 Prints one table row per (dataset, setting). Uses the evaluation index cache (see sleuth.evaluation).
 """
@@ -23,11 +23,12 @@ from sleuth.memory.search import MemorySearch
 RESULTS_PER_QUERY = 10
 
 
-def memory_ndcg(run: EvalRun, rerank_weight: float, lanes: list[str] | None = None,
+def memory_ndcg(run: EvalRun, rerank: bool, lanes: list[str] | None = None,
                 auto_variants: bool = True) -> tuple[float, float]:
-    """(nDCG@10, mean ms per query) of project_memory_search over ``run``'s index (``lanes``: the
-    ``filters.retrieval_lanes``; ``auto_variants``: add identifiers and phrases as variants)."""
-    memory_search.RERANK_COSINE_WEIGHT = rerank_weight
+    """(nDCG@10, mean ms per query) of project_memory_search over ``run``'s index (``rerank``: the
+    primary-query rerank; ``lanes``: the ``filters.retrieval_lanes``; ``auto_variants``: add
+    identifiers and phrases as variants)."""
+    memory_search.PRIMARY_RERANK = rerank
     memory_search.AUTO_VARIANTS = auto_variants
     searcher = MemorySearch(run.engine, lane_delays_s={})
     project = run.engine.project_ids()[0]
@@ -49,7 +50,7 @@ def memory_ndcg(run: EvalRun, rerank_weight: float, lanes: list[str] | None = No
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+", type=Path)
-    parser.add_argument("--rerank", nargs="*", type=float, default=[memory_search.RERANK_COSINE_WEIGHT])
+    parser.add_argument("--no-rerank", action="store_true", help="without the primary-query rerank")
     parser.add_argument("--lanes", nargs="*", default=None, help="retrieval_lanes filter (default: all four)")
     parser.add_argument("--no-auto-variants", action="store_true", help="do not add identifiers/phrases as variants")
     parser.add_argument("--skip-engine", action="store_true", help="do not evaluate the engine's hybrid ranking")
@@ -63,10 +64,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {run.dataset.name} | engine hybrid ({'+'.join(engine['lanes'])}) | {engine['ndcg@10']:.4f} "
                   f"| {engine['query_ms_mean']:.1f} |", flush=True)
         setting = f"lanes {'+'.join(args.lanes or ['all'])}, auto variants {'off' if args.no_auto_variants else 'on'}"
-        for weight in args.rerank:
-            ndcg, ms = memory_ndcg(run, weight, args.lanes, not args.no_auto_variants)
-            print(f"| {run.dataset.name} | project_memory_search ({setting}, rerank cosine weight {weight}) "
-                  f"| {ndcg:.4f} | {ms:.1f} |", flush=True)
+        ndcg, ms = memory_ndcg(run, not args.no_rerank, args.lanes, not args.no_auto_variants)
+        print(f"| {run.dataset.name} | project_memory_search ({setting}, primary rerank "
+              f"{'off' if args.no_rerank else 'on'}) | {ndcg:.4f} | {ms:.1f} |", flush=True)
         run.close()
     return 0
 

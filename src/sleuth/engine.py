@@ -398,19 +398,6 @@ class Engine:
                 self._query_vectors.pop(next(iter(self._query_vectors)))
             self._query_vectors[text] = vector
 
-    def query_vector(self, text: str) -> np.ndarray | None:
-        """The unit embedding of a query text (cached), or None without a model."""
-        return None if self.embedder() is None else self._embed_query(text)
-
-    def block_vectors_of(self, block_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """``{block_id: unit vector}`` of the given blocks that have one (for reranking)."""
-        matrix = self._vector_matrix()
-        rows = matrix.derived.get("row_of_block")
-        if rows is None:
-            rows = {b: i for i, b in enumerate(matrix.block_ids.tolist())}
-            matrix.derived["row_of_block"] = rows  # type: ignore[assignment]
-        return {b: matrix.vectors[rows[b]] for b in block_ids if b in rows}
-
     def link_graph(self) -> LinkGraph:
         """The link graph of the whole index (documents, entities, relations), cached per generation."""
         gen = self.catalog.generation()

@@ -16,9 +16,9 @@ Flow of one request (seed 004):
 4. Fusion: every variant's lists join one weighted RRF (k = 60); variants count
    ``VARIANT_WEIGHT`` of the primary query. The ``graph`` lane then expands from the fused top
    documents (see :mod:`sleuth.lanes.graph`) and its list joins a second, final fusion.
-5. Rerank (once, by the primary query): the top ``RERANK_DEPTH`` documents' fused scores are
-   blended with the cosine of the primary query's embedding to their best block's embedding;
-   a record superseded by a newer one in the results is moved below it.
+5. Rerank (once, by the primary query): with variants, the top ``RERANK_DEPTH`` documents are
+   re-scored by RRF of the all-variant ranking and the primary query's own ranking; then a record
+   superseded by a newer one in the results is moved below it.
 6. Summaries: the best passages of each result, with highlights, fitted to the byte budget
    (:mod:`sleuth.memory.budget`); ``index_freshness`` is checked against the file system.
 """
@@ -75,10 +75,10 @@ GRAPH_SEED_DOCUMENTS = 10
 #: Blocks each lane returns per variant: at least this many, or this many per requested result.
 LANE_DEPTH_MIN_BLOCKS = 100
 LANE_DEPTH_BLOCKS_PER_RESULT = 10
-#: Reranking: how many fused documents are reranked, and the weight of the primary query's cosine
-#: against the fused score (normalised to the top document's).
+#: Reranking by the primary query (see ``MemorySearch._rerank``): on or off, and how many fused
+#: documents it reorders.
+PRIMARY_RERANK = True
 RERANK_DEPTH = 30
-RERANK_COSINE_WEIGHT = 0.0
 #: Passages offered per result before the budget decides (best blocks first), and their size.
 PASSAGES_PER_RESULT = 3
 PASSAGE_MAX_CHARS = 900
@@ -375,8 +375,13 @@ class MemorySearch:
             raise _Timeout("retrieval" if set(degraded) - {"graph"} else "graph", sorted(degraded))
         state.set_phase("rerank")
         graph = self.engine.link_graph() if self.engine.catalog.has_blocks() else None
-        ranked_per_question = [self._rerank(v.question.query, fused, graph) for v, fused in
-                               zip(questions, fused_per_question, strict=True)]
+        ranked_per_question = []
+        for v, fused, lists in zip(questions, fused_per_question, question_lists, strict=True):
+            primary = None
+            if len(v.parsed) > 1:  # variants: the primary query's own fusion reranks the head once
+                own = [r for r in lists if r.lane.endswith("#0")]
+                primary = rrf(own, _doc_of_node, list_weights, self.engine.config.rrf_k)
+            ranked_per_question.append(self._rerank(fused, primary, graph))
 
         state.set_phase("summaries")
         groups, families, meta_extra = self._answer(req, questions, ranked_per_question, graph)
@@ -574,23 +579,26 @@ class MemorySearch:
         state.lanes["graph"] = "done"
         return fut.result()
 
-    def _rerank(self, query: str, fused: list[FusedDocument], graph: Any) -> list[FusedDocument]:
+    def _rerank(self, fused: list[FusedDocument], primary: list[FusedDocument] | None,
+                graph: Any) -> list[FusedDocument]:
         """Rerank the head of ``fused`` once by the primary query, then order superseded records
-        below the records that replace them."""
+        below the records that replace them.
+
+        With variants, the top ``RERANK_DEPTH`` documents are re-scored by RRF (k = 60) over two
+        rankings: the fusion of every variant (``fused``) and the primary query's own fusion
+        (``primary``); a document the primary query did not retrieve gets only the first part.
+        Without variants the two are the same ranking and the order is kept.
+        """
         ranked = list(fused)
-        if RERANK_COSINE_WEIGHT > 0 and ranked:
+        if PRIMARY_RERANK and primary is not None and ranked:
+            k = self.engine.config.rrf_k
+            primary_rank = {d.doc_id: i for i, d in enumerate(primary, start=1)}
             head = ranked[:RERANK_DEPTH]
-            vector = self.engine.query_vector(query) if self.engine.vector_unavailable is None else None
-            if vector is not None:
-                blocks = self.engine.block_vectors_of([d.best_block_id for d in head])
-                top = head[0].score
-                scored = []
-                for d in head:
-                    v = blocks.get(d.best_block_id)
-                    cosine = float(v @ vector) if v is not None else 0.0
-                    scored.append((d.score / top + RERANK_COSINE_WEIGHT * cosine, d))
-                scored.sort(key=lambda x: (-x[0], x[1].doc_id))
-                ranked = [d for _, d in scored] + ranked[RERANK_DEPTH:]
+            scored = sorted(
+                ((1 / (k + i) + (1 / (k + primary_rank[d.doc_id]) if d.doc_id in primary_rank else 0.0), -i, d)
+                 for i, d in enumerate(head, start=1)),
+                key=lambda x: (-x[0], -x[1]))
+            ranked = [d for _, _, d in scored] + ranked[RERANK_DEPTH:]
         if graph is None or not graph.superseded_by:
             return ranked
         return order_superseded(ranked, graph.superseded_by)
