@@ -1,4 +1,4 @@
-"""The command line: ``sleuth index|search|get|projects|status|watch|serve|eval``.
+"""The command line: ``sleuth index|search|get|projects|status|doctor|watch|serve|guides build|eval``.
 
 Errors from sleuth (``SleuthError``) become one readable line on stderr and the error's exit code;
 nothing else is caught, so real bugs still show their traceback.
@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from sleuth import __version__
-from sleuth.config import INDEX_DIR_NAME, INDEX_ENV, find_index_dir, validate_lanes
+from sleuth.config import INDEX_DIR_NAME, INDEX_ENV, find_index_dir, load_serve_settings, validate_lanes
 from sleuth.engine import Engine
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.types import SearchRequest, SearchResponse
@@ -316,20 +316,101 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
         watch_index(engine, list(projects) or None, stop, debounce_ms or DEBOUNCE_MS, on_batch=show, ready=ready)
 
 
+@cli.command("doctor")
+@click.option("--project", "project", default=None, help="One project (default: all).")
+@index_option
+@format_option
+@handle_errors
+def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
+    """Check index health: stale documents (changed or deleted since indexed), skipped files, lanes."""
+    from sleuth.memory.doctor import doctor
+
+    with Engine.open(index_dir) as engine:
+        report = doctor(engine, project)
+    if fmt == "json":
+        _emit_json(report)
+        return
+    click.echo(f"index {report['index_dir']}: {'ok' if report['ok'] else 'needs attention'}")
+    for p in report["projects"]:
+        click.echo(f"  project {p['project_id']}: {p['documents']} documents, {p['blocks']} blocks, "
+                   f"{p['stale_documents']} stale, {p['skipped_files']} skipped; memory folder {p['memory_dir']}")
+    for name, lane in report["lanes"].items():
+        state = "available" if lane.get("available") else f"unavailable: {lane.get('reason')}"
+        click.echo(f"  lane {name}: {state}")
+    if report["postings_generation"] != report["generation"]:
+        click.echo(f"  postings at generation {report['postings_generation']} of {report['generation']}: "
+                   "the next search or index catches up")
+    for d in report["stale_documents"]:
+        click.echo(f"  stale: {d['project_id']} {d['path']} (indexed {d['indexed_at']}): run `sleuth index` again")
+    for s in report["skipped_files"]:
+        click.echo(f"  skipped: {s['path']}: {s['reason']}")
+
+
 @cli.command("serve")
 @click.option("--project", "projects", multiple=True,
               help="Projects the MCP client may access (repeatable; default: every project).")
+@click.option("--tools", "tools", default=None, metavar="PROFILE[,PROFILE...]",
+              help="Tool families to serve: memory (project_memory_search, query_status, query_cancel, "
+                   "project_memory_read/record/forget/doctor; needs an index), "
+                   "project (search_project, get_notebook, get_projects; needs an index), "
+                   "guides (search_guides; needs --guides), text (search_documents, search_index_query, "
+                   "search_fuzzy; needs nothing). Default: memory,project, or `tools` in config.toml, "
+                   "or $SLEUTH_TOOLS.")
+@click.option("--guides", "guides_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="guides.json for the guides profile, from `sleuth guides build` "
+                   "(default: `guides` in config.toml, or $SLEUTH_GUIDES).")
+@click.option("--events", "events_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Append one JSON line per search_guides call ({event, tool_name, time}) to FILE; "
+                   "written off the request path, so it never delays or fails a search.")
 @index_option
 @handle_errors
-def serve_cmd(projects: tuple[str, ...], index_dir: Path | None) -> None:
-    """Serve the index over MCP on stdio (tools: search_project, get_notebook, get_projects)."""
-    from sleuth.mcp.server import run_stdio
+def serve_cmd(projects: tuple[str, ...], tools: str | None, guides_file: Path | None, events_file: Path | None,
+              index_dir: Path | None) -> None:
+    """Serve over MCP on stdio the tool families chosen with --tools (default: memory and project tools)."""
+    from sleuth.mcp.server import parse_profiles, run_stdio
 
-    engine = Engine.open(index_dir)
-    unknown = set(projects) - set(engine.project_ids())
-    if unknown:
-        raise ConfigError(f"unknown project(s) for --project: {', '.join(sorted(unknown))}")
-    run_stdio(engine, allowed_projects=list(projects) or None)
+    settings = load_serve_settings(find_index_dir(index_dir))
+    run_stdio(
+        parse_profiles(tools if tools is not None else settings.tools),
+        index=index_dir,
+        allowed_projects=list(projects) or None,
+        guides_path=guides_file or settings.guides,
+        events_path=events_file,
+    )
+
+
+@cli.group("guides")
+def guides_group() -> None:
+    """Build the guides index served by the guides tool profile (search_guides)."""
+
+
+@guides_group.command("build")
+@click.argument("content_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--base-url", required=True, help="URL the file slugs are appended to, e.g. https://example.com/blog/.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("guides.json"),
+              show_default=True, help="Where to write the index.")
+@click.option("--excerpt-key", default="excerpt", show_default=True,
+              help="Front-matter key holding the excerpt (e.g. description).")
+@click.option("--tags-key", default="tags", show_default=True, help="Front-matter key holding the tags.")
+@click.option("--title-key", default="title", show_default=True, help="Front-matter key holding the title.")
+@click.option("--recursive", is_flag=True,
+              help="Also read subfolders and .tar.gz/.zip archives; slugs become paths (functions/os/Getenv).")
+@click.option("--skip-incomplete", is_flag=True,
+              help="Skip (and list on stderr) files without a title or excerpt instead of failing.")
+@handle_errors
+def guides_build_cmd(content_dir: Path, base_url: str, output: Path, excerpt_key: str, tags_key: str,
+                     title_key: str, recursive: bool, skip_incomplete: bool) -> None:
+    """Index the title, excerpt and tags of each .md/.mdx file's front matter in CONTENT_DIR (bodies are never read)."""
+    from sleuth.guides.build import build_guides, write_guides
+
+    report = build_guides(content_dir, base_url, excerpt_key=excerpt_key, tags_key=tags_key, title_key=title_key,
+                          recursive=recursive, skip_incomplete=skip_incomplete)
+    for name, reason in report.skipped:
+        click.echo(f"skipped {name}: {reason}", err=True)
+    write_guides(report.guides, output)
+    skipped = f" ({len(report.skipped)} skipped)" if report.skipped else ""
+    count = len(report.guides)
+    click.echo(f"wrote {count} {'guide' if count == 1 else 'guides'} to {output}{skipped}")
 
 
 @cli.command("eval")

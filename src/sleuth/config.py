@@ -53,6 +53,57 @@ def validate_lanes(lanes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return lanes
 
 
+def read_config_file(index_dir: Path | None) -> dict[str, object]:
+    """The keys of ``<index_dir>/config.toml`` (empty when there is no such file).
+
+    Raises ConfigError when the file cannot be read or is not valid TOML.
+    """
+    if index_dir is None or not (index_dir / "config.toml").is_file():
+        return {}
+    try:
+        return tomllib.loads((index_dir / "config.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {index_dir / 'config.toml'}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """``sleuth serve`` settings from the config file and environment (flags override them).
+
+    ``tools``: tool profile names, or None for the server's default. ``guides``: the guides.json
+    of the ``guides`` profile, or None.
+    """
+
+    tools: tuple[str, ...] | None = None
+    guides: Path | None = None
+
+
+def load_serve_settings(index_dir: Path | None) -> ServeSettings:
+    """``tools`` and ``guides`` from ``<index_dir>/config.toml``, overridden by ``SLEUTH_TOOLS`` / ``SLEUTH_GUIDES``.
+
+    config.toml: ``tools = ["project", "guides"]`` (or ``"project,guides"``) and
+    ``guides = "guides.json"`` (a relative path is relative to the index folder; in
+    ``SLEUTH_GUIDES`` to the current folder). Profile names are checked by the server.
+    Raises ConfigError on an unreadable file or values of the wrong type.
+    """
+    values = read_config_file(index_dir)
+    tools: object = os.environ.get("SLEUTH_TOOLS") or values.get("tools")
+    if isinstance(tools, str):
+        tools = tools.split(",")
+    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
+        raise ConfigError(f"tools must be a list of tool profile names, got {tools!r}")
+    guides: Path | None = None
+    if os.environ.get("SLEUTH_GUIDES"):
+        guides = Path(os.environ["SLEUTH_GUIDES"]).expanduser()
+    elif "guides" in values:
+        if not isinstance(values["guides"], str) or not values["guides"].strip():
+            raise ConfigError(f"guides must be the path of a guides.json file, got {values['guides']!r}")
+        guides = Path(values["guides"]).expanduser()
+        if index_dir is not None and not guides.is_absolute():
+            guides = index_dir / guides
+    return ServeSettings(tools=None if tools is None else tuple(tools), guides=guides)
+
+
 def load_config(index_dir: Path | None) -> Config:
     """Defaults, overlaid with ``<index_dir>/config.toml`` and ``SLEUTH_LANES``/``SLEUTH_RRF_K``/``SLEUTH_MODEL``.
 
@@ -61,12 +112,7 @@ def load_config(index_dir: Path | None) -> Config:
     Raises ConfigError on an unreadable file or bad values.
     """
     cfg = Config()
-    values: dict[str, object] = {}
-    if index_dir is not None and (index_dir / "config.toml").is_file():
-        try:
-            values = tomllib.loads((index_dir / "config.toml").read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {index_dir / 'config.toml'}: {exc}") from exc
+    values = read_config_file(index_dir)
     if "SLEUTH_LANES" in os.environ:
         values["lanes"] = os.environ["SLEUTH_LANES"].split(",")
     if "SLEUTH_RRF_K" in os.environ:

@@ -31,6 +31,7 @@ from sleuth.embed import Embedder, ModelUnavailable, load_embedder
 from sleuth.errors import ConfigError, DocumentNotFound, IndexBusy, IndexNotFound, ProjectNotFound, QueryError
 from sleuth.fusion import FusedDocument, rrf
 from sleuth.lanes.base import LaneQuery
+from sleuth.lanes.graph import GraphDocument, LinkGraph
 from sleuth.lanes.lexical import BM25Lane, ExactLane, IndexLane
 from sleuth.lanes.postings import Postings
 from sleuth.lanes.tfidf import TfidfLane, TfidfModel
@@ -105,6 +106,11 @@ def _hash(*parts: str) -> str:
         h.update(p.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()
+
+
+def content_hash_of(text: str) -> str:
+    """The content hash a document's decoded text is stored under (change detection)."""
+    return _hash(text)
 
 
 def doc_id_for(project_id: str, root_label: str, rel_path: str) -> str:
@@ -282,6 +288,7 @@ class Engine:
         self._embedder_error: str | None = None
         self._embedder_lock = threading.Lock()
         self._vectors: tuple[tuple[int, str | None], VectorMatrix] | None = None
+        self._graph: tuple[int, LinkGraph] | None = None
         self._query_vectors: dict[str, np.ndarray] = {}
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sleuth-lane")
         self.lanes = {
@@ -510,7 +517,40 @@ class Engine:
                 [str(p) for p in np.asarray(projects)[keep]] + [p for _, p, _ in added],
                 np.ascontiguousarray(matrix, dtype=np.float32), len(added) + int((~keep).sum()))
 
-    def _run_lane(self, name: str, q: LaneQuery) -> RankedList | str:
+    def embed_queries(self, texts: Sequence[str]) -> None:
+        """Embed the query texts not embedded yet in one batch (the vector lane then finds them
+        cached). Does nothing without a model."""
+        embedder = self.embedder()
+        todo = list(dict.fromkeys(t for t in texts if t not in self._query_vectors))
+        if embedder is None or not todo:
+            return
+        for text, vector in zip(todo, embedder.embed(todo), strict=True):
+            if len(self._query_vectors) >= QUERY_VECTOR_CACHE_SIZE:
+                self._query_vectors.pop(next(iter(self._query_vectors)))
+            self._query_vectors[text] = vector
+
+    def link_graph(self) -> LinkGraph:
+        """The link graph of the whole index (documents, entities, relations), cached per generation."""
+        gen = self.catalog.generation()
+        with self._lane_cache_lock:
+            if self._graph is None or self._graph[0] != gen:
+                from sleuth.ingest.links import LinkResolver
+
+                rows = list(self.catalog.graph_rows())
+                titles: dict[str, dict[str, str]] = {}
+                for _doc_id, project_id, rel_path, title, _links, _entities in rows:
+                    titles.setdefault(project_id, {})[rel_path] = title
+                resolvers = {p: LinkResolver(list(t), t) for p, t in titles.items()}
+
+                def resolve(project_id: str, target: str, from_rel_path: str) -> str | None:
+                    return resolvers[project_id].resolve(target, from_rel_path)
+
+                documents = (GraphDocument(d, p, r, t, tuple(tuple(x) for x in links), tuple(ents))  # type: ignore[misc]
+                             for d, p, r, t, links, ents in rows)
+                self._graph = (gen, LinkGraph(documents, resolve))
+            return self._graph[1]
+
+    def run_lane(self, name: str, q: LaneQuery) -> RankedList | str:
         """Lane ``name``'s answer, or why it cannot run (only the vector lane can be unavailable)."""
         if name == "vector":
             reason = self.vector_unavailable
@@ -668,18 +708,18 @@ class Engine:
             report.unchanged += 1
             return
         try:
-            parsed = parse_document(rel, decoded.text)
+            parsed = parse_document(rel, decoded.text, title=decoded.title)
         except ParseError as exc:
             run.skips.append((rel, f"cannot parse: {exc}"))
             return
         except Exception as exc:  # noqa: BLE001 - one bad file never aborts an index
             run.skips.append((rel, f"parser failed: {type(exc).__name__}: {exc}"))
             return
-        for problem in parsed.problems:
-            report.problems.append({"path": rel, "problem": problem})
-            run.problems.append((rel, problem))
         doc = self._document_row(run.pid, run.root_key, run.root_label, rel, parsed, content_hash,
                                  mtime_ns, size_bytes, run.now)
+        for problem in parsed.problems:  # after _document_row, which may add one
+            report.problems.append({"path": rel, "problem": problem})
+            run.problems.append((rel, problem))
         run.batch.append((doc, make_blocks(run.pid, doc.doc_id, doc.title, parsed)))
         if state:
             report.updated += 1
@@ -738,12 +778,22 @@ class Engine:
     @staticmethod
     def _document_row(pid: str, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,
                       content_hash: str, mtime_ns: int, size_bytes: int, now: str) -> DocumentRow:
+        """The catalog row of a parsed file, with its role, kind label, source family, recorded
+        time (a bad front-matter date is added to ``parsed.problems``), links and entities."""
+        from sleuth.ingest.roles import infer_role, kind_label, recorded_time, source_family
+
+        recorded_ns, date_problem = recorded_time(parsed.front_matter, mtime_ns)
+        if date_problem:
+            parsed.problems.append(date_problem)
         return DocumentRow(
             doc_id=doc_id_for(pid, root_label, rel), project_id=pid, root=root_key, rel_path=rel,
             title=parsed.title or Path(rel).name, tags=list(parsed.tags), kind=parsed.kind,
             front_matter=dict(parsed.front_matter), mtime_ns=mtime_ns, size_bytes=size_bytes,
             content_hash=content_hash, revision=content_hash[:12], text=parsed.text, generation=0,
-            indexed_at=now,
+            indexed_at=now, role=infer_role(rel, parsed.kind, parsed.front_matter),
+            label=kind_label(rel, parsed.kind, parsed.front_matter), family=source_family(parsed.kind),
+            recorded_ns=recorded_ns, links=tuple((k.target, k.relation, k.label) for k in parsed.links),
+            entities=tuple(parsed.entities),
         )
 
     def _flush(self, batch: list[tuple[DocumentRow, list[tuple[Block, str]]]], now: str) -> int:
@@ -850,8 +900,8 @@ class Engine:
         # The slowest lane (vector: may load the model, embeds the query) goes to the pool first, so
         # it overlaps the others; the last lane runs in this thread (no hand-off for one lane).
         ordered = sorted(cfg.lanes, key=lambda name: name != "vector")
-        futures = [self._pool.submit(self._run_lane, name, lane_query) for name in ordered[:-1]]
-        answers = ([self._run_lane(ordered[-1], lane_query)] if ordered else []) + [f.result() for f in futures]
+        futures = [self._pool.submit(self.run_lane, name, lane_query) for name in ordered[:-1]]
+        answers = ([self.run_lane(ordered[-1], lane_query)] if ordered else []) + [f.result() for f in futures]
         unavailable = {name: a for name, a in zip([*ordered[-1:], *ordered[:-1]], answers, strict=True)
                        if isinstance(a, str)}
         lists = [a for a in answers if not isinstance(a, str)]

@@ -50,8 +50,13 @@ class EvalRun:
         try:
             self.engine = Engine(self.index_dir, config or Config())
         except IndexFormatError:
+            # An index of an older format: rebuild it, keeping the vectors (they depend only on text).
+            old_catalog = self.index_dir.with_name(self.index_dir.name + ".old-catalog.sqlite3")
+            (self.index_dir / "catalog.sqlite3").replace(old_catalog)
             shutil.rmtree(self.index_dir, ignore_errors=True)
             self.engine = Engine(self.index_dir, config or Config())
+            self.engine.catalog.import_vectors(old_catalog)
+            old_catalog.unlink()
         started = time.perf_counter()
         report = self.engine.index_records(
             self.dataset.name,

@@ -60,13 +60,30 @@ class BlockDraft:
     end_char: int
 
 
+@dataclass(frozen=True)
+class Link:
+    """One outgoing link of a document, as written (see :mod:`sleuth.ingest.links`).
+
+    ``target`` is the link target without ``#anchor`` and ``?query``, percent-decoded (a path such as
+    ``../plans/q3.md``, or a wikilink name such as ``Design Doc``); ``relation`` is ``"link"`` (a
+    markdown link), ``"wikilink"`` (``[[...]]``) or a front-matter relation key such as
+    ``"supersedes"``; ``label`` is the link text or wikilink alias (``""`` when there is none).
+    """
+
+    target: str
+    relation: str
+    label: str = ""
+
+
 @dataclass
 class ParsedDocument:
     """A document after format parsing and chunking.
 
     ``text`` is the full decoded text (line endings normalised to ``\\n``, BOM removed); blocks
     point into it. ``problems`` lists non-fatal issues (e.g. malformed front matter) that are
-    reported but did not stop indexing.
+    reported but did not stop indexing. ``links`` are the document's outgoing links in document
+    order (front-matter relations first) and ``entities`` the entities its front matter declares
+    (markdown and notebooks; empty for other formats).
     """
 
     kind: DocumentKind
@@ -76,6 +93,8 @@ class ParsedDocument:
     tags: list[str] = field(default_factory=list)
     front_matter: dict[str, object] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

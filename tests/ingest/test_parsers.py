@@ -31,7 +31,7 @@ def sections(doc: ParsedDocument) -> list[tuple[tuple[str, ...], str]]:
         ("docs/a.md", "markdown"), ("A.MDX", "markdown"), ("nb.ipynb", "notebook"), ("src/x.py", "code"),
         ("Makefile", "code"), ("sub/Dockerfile", "code"), ("README", "text"), ("LICENSE", "text"),
         ("notes.rst", "text"), ("conf.yaml", "config"), (".env.example", "config"), ("x.json", "config"),
-        ("paper.pdf", None), ("image.svg", None), (".gitignore", None),
+        ("paper.pdf", "pdf"), ("A/PAPER.PDF", "pdf"), ("image.svg", None), (".gitignore", None),
     ],
 )
 def test_kind_for_path(path: str, kind: str | None) -> None:

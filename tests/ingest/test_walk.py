@@ -91,11 +91,10 @@ def test_binary_and_size_skips(tmp_path: Path) -> None:
     write(tmp_path, "limit.md", b"a" * FILE_MAX_BYTES)
     write(tmp_path, "utf16.txt", "\ufeffhi".encode("utf-16-le"))
     found, skipped = collect([tmp_path])
-    assert found == ["limit.md", "utf16.txt"]
+    assert found == ["limit.md", "paper.pdf", "utf16.txt"]  # PDFs are binary but read (sleuth.ingest.pdf)
     assert skipped == {
         "nul.txt": "binary content",
         "pic.png": "binary file type: .png",
-        "paper.pdf": "unsupported format: pdf",
         "big.md": f"too large: {FILE_MAX_BYTES + 1} bytes > {FILE_MAX_BYTES} byte limit",
     }
 

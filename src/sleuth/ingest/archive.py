@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sleuth.ingest.walk import ARCHIVE_SUFFIXES, FILE_MAX_BYTES
+from sleuth.ingest.walk import ARCHIVE_SUFFIXES, max_bytes_for
 from sleuth.types import SkippedFile
 
 
@@ -29,8 +29,10 @@ class ArchiveError(Exception):
     """The archive cannot be opened or read (corrupt, truncated, not really an archive)."""
 
 
-def _too_large(size_bytes: int) -> str:
-    return f"too large: {size_bytes} bytes > {FILE_MAX_BYTES} byte limit"
+def _too_large(name: str, size_bytes: int) -> str | None:
+    """The skip reason when member ``name`` of ``size_bytes`` bytes is over its limit, else None."""
+    limit = max_bytes_for(name)
+    return f"too large: {size_bytes} bytes > {limit} byte limit" if size_bytes > limit else None
 
 
 def is_archive(name: str) -> bool:
@@ -41,7 +43,7 @@ def is_archive(name: str) -> bool:
 def iter_archive(path: Path) -> Iterator[ArchiveMember | SkippedFile]:
     """The regular files of a tar (optionally compressed) or zip archive, in archive order.
 
-    Members larger than ``FILE_MAX_BYTES`` come out as SkippedFile.
+    Members larger than ``FILE_MAX_BYTES`` (PDFs: ``PDF_MAX_BYTES``) come out as SkippedFile.
     Raises:
         ArchiveError: the file is not a readable archive.
     """
@@ -51,8 +53,9 @@ def iter_archive(path: Path) -> Iterator[ArchiveMember | SkippedFile]:
                 for info in zf.infolist():
                     if info.is_dir():
                         continue
-                    if info.file_size > FILE_MAX_BYTES:
-                        yield SkippedFile(info.filename, _too_large(info.file_size))
+                    too_large = _too_large(info.filename, info.file_size)
+                    if too_large is not None:
+                        yield SkippedFile(info.filename, too_large)
                         continue
                     y, mo, d, h, mi, s = info.date_time
                     ts = datetime.datetime(y, mo, d, h, mi, s, tzinfo=datetime.UTC).timestamp()
@@ -62,8 +65,9 @@ def iter_archive(path: Path) -> Iterator[ArchiveMember | SkippedFile]:
             for member in tar:
                 if not member.isfile():
                     continue
-                if member.size > FILE_MAX_BYTES:
-                    yield SkippedFile(member.name, _too_large(member.size))
+                too_large = _too_large(member.name, member.size)
+                if too_large is not None:
+                    yield SkippedFile(member.name, too_large)
                     continue
                 handle = tar.extractfile(member)
                 if handle is not None:

@@ -1,4 +1,5 @@
-"""Reading bytes to text: BOM handling, UTF-8 first, charset-normalizer fallback, newline normalisation."""
+"""Reading bytes to text: BOM handling, UTF-8 first, charset-normalizer fallback, newline normalisation;
+PDF bytes are handed to :mod:`sleuth.ingest.pdf` and come back as page texts joined by form feeds."""
 
 from __future__ import annotations
 
@@ -30,12 +31,15 @@ class DecodedText:
     """Decoded file content.
 
     ``text`` has line endings normalised to ``\\n`` and no BOM; ``encoding`` is the Python codec name
-    used (e.g. ``"utf-8"``, ``"cp1252"``); ``had_bom`` says whether a byte-order mark was removed.
+    used (e.g. ``"utf-8"``, ``"cp1252"``), or ``"pdf"`` for a PDF's text layer (pages joined by
+    :data:`sleuth.ingest.pdf.PAGE_SEPARATOR`); ``had_bom`` says whether a byte-order mark was removed;
+    ``title`` is a title from the file's own metadata (a PDF's /Title), else None.
     """
 
     text: str
     encoding: str
     had_bom: bool
+    title: str | None = None
 
 
 class DecodeError(Exception):
@@ -73,17 +77,34 @@ def _fallback_encoding(data: bytes) -> str | None:
     return best.encoding
 
 
-def decode_bytes(data: bytes) -> DecodedText:
+def _is_pdf(data: bytes, name: str | None) -> bool:
+    if name is not None:
+        return name.lower().endswith(".pdf")
+    return data.startswith(b"%PDF-")
+
+
+def decode_bytes(data: bytes, name: str | None = None) -> DecodedText:
     """Decode a file's bytes to text.
 
-    Order: a UTF-8/16/32 byte-order mark decides the codec (and is stripped); otherwise NUL bytes mean
-    binary; then strict UTF-8; then charset-normalizer's guess (biased to Windows-1252 for Western
-    text). CRLF and lone CR become ``\\n``.
+    PDFs: when ``name`` (the file's name or path) ends in ``.pdf``, or, without a ``name``, when
+    ``data`` starts with ``%PDF-``, the text layer is extracted (:func:`sleuth.ingest.pdf.extract_pdf`):
+    ``encoding`` is ``"pdf"``, ``title`` the metadata /Title, and ``text`` the page texts joined by
+    ``"\\n\\f\\n"``. A file named otherwise is never read as a PDF.
+
+    Other bytes, in order: a UTF-8/16/32 byte-order mark decides the codec (and is stripped);
+    otherwise NUL bytes mean binary; then strict UTF-8; then charset-normalizer's guess (biased to
+    Windows-1252 for Western text). CRLF and lone CR become ``\\n``.
 
     Raises:
         DecodeError: ``"binary content"`` for NUL bytes or when no plausible text encoding exists, or
-            when bytes after a BOM do not decode in the BOM's encoding.
+            when bytes after a BOM do not decode in the BOM's encoding. For PDFs, the subclass
+            :class:`sleuth.ingest.pdf.PdfError` with the reason (encrypted, corrupt, no text, ...).
     """
+    if _is_pdf(data, name):
+        from sleuth.ingest.pdf import extract_pdf
+
+        pdf = extract_pdf(data)
+        return DecodedText(pdf.text, "pdf", False, pdf.title)
     bom = _detect_bom(data)
     if bom is not None:
         marker, encoding = bom
@@ -107,17 +128,18 @@ def decode_bytes(data: bytes) -> DecodedText:
 
 
 def read_text(path: Path) -> DecodedText:
-    """Read and decode a whole file (see :func:`decode_bytes`).
+    """Read and decode a whole file (see :func:`decode_bytes`; a ``.pdf`` name means a PDF).
 
     Raises:
-        DecodeError: binary or undecodable content; the message names the file.
+        DecodeError: binary or undecodable content, or an unusable PDF; the message names the file.
         OSError: the file cannot be read (missing, permission denied, ...).
     """
-    data = Path(path).read_bytes()
+    path = Path(path)
+    data = path.read_bytes()
     try:
-        return decode_bytes(data)
+        return decode_bytes(data, path.name)
     except DecodeError as exc:
-        raise DecodeError(f"{path}: {exc}") from None
+        raise type(exc)(f"{path}: {exc}") from None
 
 
 def looks_binary(sample: bytes) -> bool:

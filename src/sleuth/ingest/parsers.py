@@ -1,4 +1,5 @@
-"""Per-format parsing: markdown (with front matter), Jupyter notebooks, code, config and plain text.
+"""Per-format parsing: markdown (with front matter), Jupyter notebooks, code, config, plain text and
+PDF text layers (pages joined by form feeds, see :mod:`sleuth.ingest.pdf`).
 
 :func:`parse_document` turns one decoded text into a :class:`~sleuth.types.ParsedDocument` whose blocks
 point into ``ParsedDocument.text`` (``block.text == doc.text[block.start_char:block.end_char]``).
@@ -18,7 +19,6 @@ from typing import Any
 
 import yaml
 from frontmatter.default_handlers import BaseHandler, YAMLHandler
-from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from sleuth.ingest.chunk import (
@@ -31,6 +31,7 @@ from sleuth.ingest.chunk import (
     make_block,
     trim_span,
 )
+from sleuth.ingest.links import declared_entities, extract_links, markdown_tokens
 from sleuth.types import BlockDraft, DocumentKind, ParsedDocument
 
 MARKDOWN_EXTENSIONS: frozenset[str] = frozenset({".md", ".markdown", ".mdx", ".mdown", ".mkd", ".mkdn"})
@@ -54,6 +55,7 @@ TEXT_EXTENSIONS: frozenset[str] = frozenset(
 CONFIG_EXTENSIONS: frozenset[str] = frozenset(
     {".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env.example", ".xml", ".properties"}
 )
+PDF_EXTENSIONS: frozenset[str] = frozenset({".pdf"})
 TEXT_FILENAMES: frozenset[str] = frozenset(
     {"readme", "license", "licence", "copying", "notice", "authors", "contributors", "changelog",
      "changes", "history", "contributing", "install", "todo", "news", "codeowners"}
@@ -78,12 +80,14 @@ class ParseError(Exception):
 def kind_for_path(rel_path: str) -> DocumentKind | None:
     """Document kind for a path by its extension or well-known file name, case-insensitively.
 
-    Returns None for formats that are not indexed (including PDF, for now).
+    Returns None for formats that are not indexed.
     """
     name = PurePosixPath(rel_path).name.lower()
     suffix = PurePosixPath(name).suffix
     if suffix in MARKDOWN_EXTENSIONS:
         return "markdown"
+    if suffix in PDF_EXTENSIONS:
+        return "pdf"
     if suffix in NOTEBOOK_EXTENSIONS:
         return "notebook"
     compound = any(name.endswith(ext) for ext in CONFIG_EXTENSIONS if ext.count(".") > 1)  # .env.example
@@ -99,11 +103,13 @@ def kind_for_path(rel_path: str) -> DocumentKind | None:
     return None
 
 
-def parse_document(rel_path: str, text: str) -> ParsedDocument:
+def parse_document(rel_path: str, text: str, *, title: str | None = None) -> ParsedDocument:
     """Parse decoded ``text`` (``\\n`` line endings) according to :func:`kind_for_path`.
 
     Paths of unknown kind are parsed as plain text. The document's blocks never exceed
     ``CHUNK_MAX_CHARS`` characters and satisfy ``block.text == doc.text[start_char:end_char]``.
+    ``title``: a title from the file's metadata (``DecodedText.title``, a PDF's /Title); used by
+    PDFs, ignored by the other formats (which find their title in their text).
 
     Raises:
         ParseError: the document is unusable (malformed notebook JSON or structure).
@@ -111,6 +117,8 @@ def parse_document(rel_path: str, text: str) -> ParsedDocument:
     kind = kind_for_path(rel_path) or "text"
     if kind == "markdown":
         return parse_markdown(rel_path, text)
+    if kind == "pdf":
+        return parse_pdf(rel_path, text, title)
     if kind == "notebook":
         return parse_notebook(rel_path, text)
     if kind in ("code", "config"):
@@ -213,7 +221,6 @@ def _tags(front_matter: dict[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- markdown
 
 
-_MD = MarkdownIt("commonmark")
 _HEADING_ATTRS = re.compile(r"\s*\{[#.][^}]*\}\s*$")  # Hugo/Pandoc "## Title {#anchor}"
 
 
@@ -229,13 +236,14 @@ def _inline_text(token: Token) -> str:
     return _HEADING_ATTRS.sub("", " ".join("".join(parts).split()))
 
 
-def _headings(text: str) -> list[tuple[int, int, str]]:
+def _headings(text: str, tokens: list[Token] | None = None) -> list[tuple[int, int, str]]:
     """Top-level headings (ATX and setext) of markdown ``text`` as ``(line0, level, text)``.
 
     ``line0`` is 0-based within ``text``. Lines inside code fences, HTML blocks, block quotes and
-    lists are not headings.
+    lists are not headings. ``tokens``: ``markdown_tokens(text)`` when already parsed.
     """
-    tokens = _MD.parse(text)
+    if tokens is None:
+        tokens = markdown_tokens(text)
     found = []
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.level == 0 and token.map:
@@ -249,7 +257,8 @@ def parse_markdown(rel_path: str, text: str) -> ParsedDocument:
     Each section runs from its heading line to the next heading (any level) and carries the path of
     enclosing heading texts; text before the first heading has path ``()``. Long sections are cut
     with overlap. Malformed or non-mapping front matter is reported in ``problems`` and the whole
-    text is indexed.
+    text is indexed. ``links`` and ``entities``: see :func:`sleuth.ingest.links.extract_links` (over
+    the body after the front matter) and :func:`~sleuth.ingest.links.declared_entities`.
     """
     lines = LineIndex(text)
     front_matter, index_start, scan_start, problems = _split_front_matter(text, lines)
@@ -257,7 +266,8 @@ def parse_markdown(rel_path: str, text: str) -> ParsedDocument:
     stack: list[tuple[int, str]] = []
     sections: list[tuple[int, tuple[str, ...]]] = [(index_start, ())]
     h1_title = None
-    for line0, level, heading in _headings(text[scan_start:]):
+    tokens = markdown_tokens(text[scan_start:])
+    for line0, level, heading in _headings(text[scan_start:], tokens):
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, heading))
@@ -281,6 +291,8 @@ def parse_markdown(rel_path: str, text: str) -> ParsedDocument:
         tags=_tags(front_matter),
         front_matter=front_matter,
         problems=problems,
+        links=extract_links(text[index_start:], front_matter, tokens if index_start == scan_start else None),
+        entities=declared_entities(front_matter),
     )
 
 
@@ -318,7 +330,8 @@ def parse_notebook(rel_path: str, text: str) -> ParsedDocument:
     ``ParsedDocument.text`` is the cells joined by blank lines: markdown and raw cells as-is, code
     cells inside a fenced block tagged with the kernel language; outputs and empty cells are left
     out. Consecutive cells under the same heading that are each shorter than ``SMALL_CELL_CHARS``
-    share a block. Title: the first level-1 heading, else the file stem.
+    share a block. Title: the first level-1 heading, else the file stem. ``links``: those of the
+    markdown cells (code cells are fenced in the rendered text, so links there are ignored).
 
     Raises:
         ParseError: invalid JSON or no list of cells.
@@ -373,7 +386,8 @@ def parse_notebook(rel_path: str, text: str) -> ParsedDocument:
     if group is not None:
         blocks.extend(blocks_for_span(full, group[0], group[1], group_path, lines))
     return ParsedDocument(
-        kind="notebook", title=title or PurePosixPath(rel_path).stem, text=full, blocks=blocks
+        kind="notebook", title=title or PurePosixPath(rel_path).stem, text=full, blocks=blocks,
+        links=extract_links(full, {}),
     )
 
 
@@ -429,15 +443,13 @@ def _paragraphs(text: str) -> Iterable[tuple[int, int]]:
     yield pos, len(text)
 
 
-def parse_text(rel_path: str, text: str) -> ParsedDocument:
-    """Parse plain text: paragraphs (separated by blank lines) packed into blocks of at most
-    ``CHUNK_MAX_CHARS`` characters; a longer paragraph is cut with overlap. Title: the file name.
-    """
-    lines = LineIndex(text)
+def _packed_spans(text: str, first: int, last: int) -> list[tuple[int, int]]:
+    """Paragraphs of ``text[first:last]`` (separated by blank lines), trimmed, packed greedily into
+    spans of at most ``CHUNK_MAX_CHARS`` characters (a longer paragraph stays one span)."""
     spans: list[tuple[int, int]] = []
     group: list[int] | None = None
-    for start, end in _paragraphs(text):
-        start, end = trim_span(text, start, end)
+    for start, end in _paragraphs(text[first:last]):
+        start, end = trim_span(text, first + start, first + end)
         if start == end:
             continue
         if group is not None and end - group[0] <= CHUNK_MAX_CHARS:
@@ -448,10 +460,64 @@ def parse_text(rel_path: str, text: str) -> ParsedDocument:
         group = [start, end]
     if group is not None:
         spans.append((group[0], group[1]))
+    return spans
+
+
+def parse_text(rel_path: str, text: str) -> ParsedDocument:
+    """Parse plain text: paragraphs (separated by blank lines) packed into blocks of at most
+    ``CHUNK_MAX_CHARS`` characters; a longer paragraph is cut with overlap. Title: the file name.
+    """
+    lines = LineIndex(text)
     blocks: list[BlockDraft] = []
-    for start, end in spans:
+    for start, end in _packed_spans(text, 0, len(text)):
         blocks.extend(blocks_for_span(text, start, end, (), lines))
     return ParsedDocument(kind="text", title=PurePosixPath(rel_path).name, text=text, blocks=blocks)
+
+
+# --------------------------------------------------------------------------- PDF
+
+PDF_TITLE_MAX_CHARS = 200
+"""A title taken from a PDF's first line of text is cut to this many characters."""
+PDF_EMPTY_PAGES_LISTED = 10
+"""At most this many page numbers are named in the "pages without text" problem."""
+
+
+def parse_pdf(rel_path: str, text: str, title: str | None = None) -> ParsedDocument:
+    """Parse a PDF's text layer: pages separated by form feeds (``\\f``, as
+    :func:`sleuth.ingest.pdf.extract_pdf` joins them), each cut like plain text (:func:`parse_text`).
+
+    Every block lies inside one page and its heading path is ``("page N",)`` (N 1-based, counted
+    by form feeds, so pages without text keep the numbering); spans index into ``text`` itself.
+    Title: ``title`` (the metadata /Title) when non-blank, else the first non-empty line of text
+    (whitespace collapsed, at most ``PDF_TITLE_MAX_CHARS`` characters), else the file name. Pages
+    without text among pages with text are reported in ``problems`` (scanned pages need OCR).
+    """
+    lines = LineIndex(text)
+    blocks: list[BlockDraft] = []
+    empty: list[int] = []
+    start = 0
+    for number, page in enumerate(text.split("\f"), start=1):
+        end = start + len(page)
+        page_blocks: list[BlockDraft] = []
+        for span_start, span_end in _packed_spans(text, start, end):
+            page_blocks.extend(blocks_for_span(text, span_start, span_end, (f"page {number}",), lines))
+        if not page_blocks:
+            empty.append(number)
+        blocks.extend(page_blocks)
+        start = end + 1
+    problems = []
+    if empty and blocks:
+        listed = ", ".join(map(str, empty[:PDF_EMPTY_PAGES_LISTED]))
+        if len(empty) > PDF_EMPTY_PAGES_LISTED:
+            listed += ", ..."
+        problems.append(f"PDF: no text on {len(empty)} page(s): {listed} (scanned images are not read)")
+    doc_title = " ".join((title or "").split())
+    if not doc_title:
+        first_line = next((line for line in text.split("\n") if line.strip()), "")
+        doc_title = " ".join(first_line.split())[:PDF_TITLE_MAX_CHARS].strip()
+    return ParsedDocument(
+        kind="pdf", title=doc_title or PurePosixPath(rel_path).name, text=text, blocks=blocks, problems=problems
+    )
 
 
 __all__ = [
@@ -459,6 +525,7 @@ __all__ = [
     "CONFIG_EXTENSIONS",
     "MARKDOWN_EXTENSIONS",
     "NOTEBOOK_EXTENSIONS",
+    "PDF_EXTENSIONS",
     "TEXT_EXTENSIONS",
     "ParseError",
     "kind_for_path",
@@ -466,5 +533,6 @@ __all__ = [
     "parse_document",
     "parse_markdown",
     "parse_notebook",
+    "parse_pdf",
     "parse_text",
 ]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pathspec
 
 from sleuth.ingest.decode import SNIFF_BYTES, looks_binary
+from sleuth.ingest.pdf import PDF_MAX_BYTES
 from sleuth.types import SkippedFile, SourceFile
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
@@ -26,7 +27,7 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 ``pyvenv.cfg`` (virtual environments under any name) are skipped too."""
 
 FILE_MAX_BYTES: int = 5 * 1024 * 1024
-"""Files larger than this many bytes are skipped with a reason."""
+"""Files larger than this many bytes are skipped with a reason (PDFs: ``PDF_MAX_BYTES``)."""
 
 BINARY_EXTENSIONS: frozenset[str] = frozenset(
     """.png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .icns .psd .heic .avif
@@ -38,8 +39,17 @@ BINARY_EXTENSIONS: frozenset[str] = frozenset(
 )
 """Extensions skipped without reading the file (reason ``"binary file type: .ext"``)."""
 
-UNSUPPORTED_EXTENSIONS: dict[str, str] = {".pdf": "pdf"}
-"""Document formats recognised but not indexed yet (reason ``"unsupported format: pdf"``)."""
+UNSUPPORTED_EXTENSIONS: dict[str, str] = {}
+"""Document formats recognised but not indexed yet, extension -> format name (reason
+``"unsupported format: NAME"``). Empty since PDFs are read (sleuth.ingest.pdf)."""
+
+PDF_EXTENSION = ".pdf"
+"""PDFs are binary: they are not sniffed for text, and their size limit is ``PDF_MAX_BYTES``."""
+
+
+def max_bytes_for(name: str) -> int:
+    """Size limit in bytes of a file (or archive member) named ``name``: PDFs have their own."""
+    return PDF_MAX_BYTES if name.lower().endswith(PDF_EXTENSION) else FILE_MAX_BYTES
 
 
 class _Ignores:
@@ -84,8 +94,11 @@ def _check_file(root: Path, path: Path, rel: str, st: os.stat_result) -> SourceF
         return SkippedFile(rel, f"unsupported format: {UNSUPPORTED_EXTENSIONS[suffix]}")
     if suffix in BINARY_EXTENSIONS:
         return SkippedFile(rel, f"binary file type: {suffix}")
-    if st.st_size > FILE_MAX_BYTES:
-        return SkippedFile(rel, f"too large: {st.st_size} bytes > {FILE_MAX_BYTES} byte limit")
+    limit = max_bytes_for(rel)
+    if st.st_size > limit:
+        return SkippedFile(rel, f"too large: {st.st_size} bytes > {limit} byte limit")
+    if suffix == PDF_EXTENSION:  # binary by nature; its text layer is read by sleuth.ingest.pdf
+        return SourceFile(root=root, path=path, rel_path=rel, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns)
     try:
         with open(path, "rb") as handle:
             sample = handle.read(SNIFF_BYTES)
@@ -168,7 +181,8 @@ def walk_roots(
     ``.gitignore`` (each applying to its own subtree, deeper files overriding shallower ones) are
     silently left out; excluded directories and symlinked directories are not descended into.
     Other files that cannot be indexed come out as :class:`SkippedFile` with a reason: a binary or
-    unsupported extension, larger than ``FILE_MAX_BYTES``, unreadable, binary content, a broken
+    unsupported extension, larger than ``FILE_MAX_BYTES`` (PDFs: ``PDF_MAX_BYTES``; PDFs are not
+    sniffed for binary content), unreadable, binary content, a broken
     symlink, a symlinked directory, or not a regular file. ``SourceFile.path`` is ``root / rel_path``
     (symlinked files are not resolved).
 

@@ -48,7 +48,7 @@ class _TantivyLane:
         scoring = self.scoring_query(q.parsed)
         if scoring is None:
             return RankedList(self.name, (), ())
-        hits = self.postings.search(scoring, q.k, q.projects, required_phrases(self.postings, q.parsed))
+        hits = self.postings.search(scoring, q.k, q.projects, required_phrases(self.postings, q.parsed), q.doc_ids)
         return _ranked(self.name, [(h.block_id, h.score) for h in hits])
 
 

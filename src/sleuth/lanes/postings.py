@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -224,10 +224,16 @@ class Postings:
         return tantivy.Query.phrase_query(self.schema, "exact", list(tokens))
 
     def search(self, scoring: tantivy.Query, k: int, projects: Sequence[str] | None,
-               required: Sequence[tantivy.Query] = ()) -> list[Hit]:
-        """Top ``k`` blocks by ``scoring``, restricted (before the top-k cut) to ``projects``
-        and to blocks matching every ``required`` query (which add nothing to the score)."""
+               required: Sequence[tantivy.Query] = (), doc_ids: Collection[str] | None = None) -> list[Hit]:
+        """Top ``k`` blocks by ``scoring``, restricted (before the top-k cut) to ``projects``, to
+        the documents ``doc_ids`` (None = any) and to blocks matching every ``required`` query
+        (which add nothing to the score)."""
+        if doc_ids is not None and not doc_ids:
+            return []
         clauses = [(tantivy.Occur.Must, scoring)]
+        if doc_ids is not None:
+            allowed = tantivy.Query.term_set_query(self.schema, "doc_id", sorted(doc_ids))
+            clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(allowed, 0.0)))
         if projects is not None:
             proj = [(tantivy.Occur.Should, self.term("project", p)) for p in projects]
             clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from sleuth.lanes.base import LaneQuery
+from sleuth.lanes.base import LaneQuery, doc_mask
 from sleuth.types import RankedList
 
 
@@ -79,6 +79,7 @@ class TfidfModel:
         self.project_names = sorted(set(projects))
         index = {p: i for i, p in enumerate(self.project_names)}
         self.project_of_block = np.asarray([index[p] for p in projects], dtype=np.int32)
+        self.derived: dict[str, np.ndarray] = {}
 
     def updated(self, removed_docs: Iterable[str], rows: Iterable[tuple[str, str, str]]) -> TfidfModel:
         """A new model without the blocks of ``removed_docs`` (document ids: the part of a block id
@@ -138,6 +139,7 @@ class TfidfModel:
         model.block_ids = a["block_ids"].astype(object)
         model.project_names = a["project_names"].tolist()
         model.project_of_block = a["project_of_block"]
+        model.derived = {}
         return model
 
     def __len__(self) -> int:
@@ -180,6 +182,8 @@ class TfidfLane:
         if q.parsed.phrases and self._phrase_filter is not None:
             allowed = self._phrase_filter(q)
             mask &= np.isin(model.block_ids, list(allowed))
+        if q.doc_ids is not None:
+            mask &= doc_mask(model.block_ids, q.doc_ids, model.derived)
         candidates = np.flatnonzero(mask)
         if len(candidates) > q.k:
             top = np.argpartition(-scores[candidates], q.k - 1)[: q.k]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sleuth.lanes.base import LaneQuery
+from sleuth.lanes.base import LaneQuery, doc_mask
 from sleuth.types import RankedList
 
 #: Blocks less similar to the query than this (cosine) are not returned: every block has a nearest
@@ -45,6 +45,7 @@ class VectorMatrix:
         self.project_names = sorted(set(project_ids))
         index = {p: i for i, p in enumerate(self.project_names)}
         self.project_of_block = np.asarray([index[p] for p in project_ids], dtype=np.int32)
+        self.derived: dict[str, np.ndarray] = {}
         self.ann = None
         if len(block_ids) > exact_max_blocks:
             self.ann = self._load_ann(ann_path, ann_key) or self._build_ann(ann_path, ann_key)
@@ -92,7 +93,10 @@ class VectorMatrix:
 
         Returns ``(rows, scores)``, best first; ties broken by block id.
         """
-        if self.ann is not None:
+        # A filter narrow enough is searched exactly over its rows: exact, and faster than widening
+        # an approximate search until enough allowed rows turn up.
+        narrow = allowed is not None and int(np.count_nonzero(allowed)) <= VECTOR_EXACT_MAX_BLOCKS
+        if self.ann is not None and not narrow:
             wanted = k if allowed is None else k * 4
             while True:
                 matches = self.ann.search(query, min(wanted, len(self)))
@@ -106,13 +110,16 @@ class VectorMatrix:
                 wanted *= 4
             order = np.lexsort((self.block_ids[rows], -scores))[:k]
             return rows[order], scores[order]
-        scores = self.vectors @ query
-        candidates = np.arange(len(self)) if allowed is None else np.flatnonzero(allowed)
+        if allowed is None:
+            candidates, scores = np.arange(len(self)), self.vectors @ query
+        else:
+            candidates = np.flatnonzero(allowed)
+            scores = self.vectors[candidates] @ query
         if len(candidates) > k:
-            top = np.argpartition(-scores[candidates], k - 1)[:k]
-            candidates = candidates[top]
-        order = candidates[np.lexsort((self.block_ids[candidates], -scores[candidates]))]
-        return order, scores[order]
+            top = np.argpartition(-scores, k - 1)[:k]
+            candidates, scores = candidates[top], scores[top]
+        order = np.lexsort((self.block_ids[candidates], -scores))
+        return candidates[order], scores[order]
 
 
 class VectorLane:
@@ -146,6 +153,9 @@ class VectorLane:
         if q.parsed.phrases and self._phrase_filter is not None:
             in_phrase = np.isin(m.block_ids, list(self._phrase_filter(q)))
             allowed = in_phrase if allowed is None else allowed & in_phrase
+        if q.doc_ids is not None:
+            in_docs = doc_mask(m.block_ids, q.doc_ids, m.derived)
+            allowed = in_docs if allowed is None else allowed & in_docs
         if allowed is not None and not allowed.any():
             return RankedList(self.name, (), ())
         rows, scores = m.search(self._embed_query(q.parsed.text), q.k, allowed)

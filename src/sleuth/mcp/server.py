@@ -1,38 +1,163 @@
 """The MCP server (official ``mcp`` SDK, ``MCPServer``). stdout carries the protocol only:
-logging goes to stderr and nothing in sleuth prints."""
+logging goes to stderr and nothing in sleuth prints.
+
+Which tools an agent sees is chosen by *tool profiles* (``sleuth serve --tools a,b``, config key
+``tools``, env ``SLEUTH_TOOLS``). :data:`PROFILES` maps each name to the function registering that
+family's tools; profiles without ``needs_index`` run without an index.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
 from sleuth import __version__
 from sleuth.engine import Engine
+from sleuth.errors import ConfigError
+from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
+from sleuth.mcp.guides_tools import GUIDES_INSTRUCTIONS, register_guides_tools
+from sleuth.mcp.memory_tools import MemoryTools
 from sleuth.mcp.project_tools import ProjectTools
+from sleuth.mcp.registry import ServeContext, add_tools
+from sleuth.mcp.text_tools import TEXT_INSTRUCTIONS, register_text_tools
+
+MEMORY_INSTRUCTIONS = """sleuth searches a project's local knowledge (markdown notes, docs, notebooks, code,
+PDFs, plans, decisions). project_memory_search is the main tool: exact, BM25, vector and graph retrieval
+with bounded summaries; read a whole body with project_memory_read; record decisions, plans and results
+with project_memory_record. query_status / query_cancel follow a request by its request_id."""
 
 INSTRUCTIONS = """sleuth searches a project's local knowledge (markdown notes, docs, notebooks, code).
 Call get_projects to find a project_id, search_project to find items, get_notebook to read one."""
 
 
-def build_server(engine: Engine, allowed_projects: Sequence[str] | None = None) -> MCPServer:
-    """An MCPServer exposing ``search_project``, ``get_notebook`` and ``get_projects`` over ``engine``."""
-    return MCPServer(
+def register_memory_tools(server: MCPServer[Any], context: ServeContext) -> None:
+    """The ``memory`` profile (seed 004): ``project_memory_search`` and its companions."""
+    if context.engine is None:
+        raise ConfigError("the memory tool profile needs an index")
+    tools = MemoryTools(context.engine, context.allowed_projects)
+    tools.warm_up()
+    add_tools(server, tools.tools())
+
+
+def register_project_tools(server: MCPServer[Any], context: ServeContext) -> None:
+    """The ``project`` profile (seed 000): ``search_project``, ``get_notebook``, ``get_projects``."""
+    if context.engine is None:
+        raise ConfigError("the project tool profile needs an index")
+    add_tools(server, ProjectTools(context.engine, context.allowed_projects).tools())
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A tool family: how to register it, whether it needs the index, what the instructions say."""
+
+    register: Callable[[MCPServer[Any], ServeContext], None]
+    needs_index: bool
+    instructions: str
+
+
+#: Tool profiles by name, in the order their tools and instructions are listed.
+PROFILES: dict[str, Profile] = {
+    "memory": Profile(register_memory_tools, needs_index=True, instructions=MEMORY_INSTRUCTIONS),
+    "project": Profile(register_project_tools, needs_index=True, instructions=INSTRUCTIONS),
+    "guides": Profile(register_guides_tools, needs_index=False, instructions=GUIDES_INSTRUCTIONS),
+    "text": Profile(register_text_tools, needs_index=False, instructions=TEXT_INSTRUCTIONS),
+}
+#: Profiles known but not part of this build, with the reason given to whoever asks for them.
+UNAVAILABLE_PROFILES: dict[str, str] = {}
+#: Profiles served when neither --tools, config.toml nor SLEUTH_TOOLS choose.
+DEFAULT_PROFILES: tuple[str, ...] = ("memory", "project")
+
+
+def parse_profiles(names: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Validated profile names in :data:`PROFILES` order; ``None`` gives :data:`DEFAULT_PROFILES`.
+
+    ``names``: a comma-separated string or a sequence of names (blanks and repeats ignored).
+    Raises:
+        ConfigError: no name, an unknown name, or one not available in this build (valid names listed).
+    """
+    if names is None:
+        return DEFAULT_PROFILES
+    raw = names.split(",") if isinstance(names, str) else list(names)
+    wanted = list(dict.fromkeys(str(n).strip().lower() for n in raw if str(n).strip()))
+    valid = ", ".join(PROFILES)
+    if not wanted:
+        raise ConfigError(f"no tool profile given; choose from {valid}")
+    for name in wanted:
+        if name in UNAVAILABLE_PROFILES and name not in PROFILES:
+            raise ConfigError(f"tool profile {name!r} is not available in this build "
+                              f"({UNAVAILABLE_PROFILES[name]}); choose from {valid}")
+    unknown = [n for n in wanted if n not in PROFILES]
+    if unknown:
+        raise ConfigError(f"unknown tool profile(s) {', '.join(unknown)}; choose from {valid}")
+    return tuple(n for n in PROFILES if n in wanted)
+
+
+def needs_index(profiles: Sequence[str]) -> bool:
+    """True when one of ``profiles`` searches the index (so the server must open one)."""
+    return any(PROFILES[p].needs_index for p in profiles)
+
+
+def build_server(context: ServeContext, profiles: Sequence[str] = DEFAULT_PROFILES) -> MCPServer[Any]:
+    """An MCPServer with the tools of ``profiles`` (validated names), built from ``context``.
+
+    Raises:
+        ConfigError: a profile lacks what it needs (the index, the guides file) or its data is invalid.
+    """
+    chosen = [PROFILES[p] for p in profiles]
+    server: MCPServer[Any] = MCPServer(
         name="sleuth",
         version=__version__,
-        instructions=INSTRUCTIONS,
-        tools=ProjectTools(engine, allowed_projects).tools(),
+        instructions="\n\n".join(p.instructions for p in chosen),
         log_level="WARNING",
     )
+    for profile in chosen:
+        profile.register(server, context)
+    return server
 
 
-def run_stdio(engine: Engine, allowed_projects: Sequence[str] | None = None) -> None:
-    """Serve over stdio until the client closes the stream."""
+def run_stdio(
+    profiles: Sequence[str] = DEFAULT_PROFILES,
+    index: str | Path | None = None,
+    allowed_projects: Sequence[str] | None = None,
+    guides_path: Path | None = None,
+    events_path: Path | None = None,
+) -> None:
+    """Serve ``profiles`` over stdio until the client closes the stream.
+
+    The index is opened only when a profile needs it. Everything is loaded and checked before the
+    first message is read, so a bad setting ends the command with a readable error.
+
+    Args:
+        profiles: validated profile names (:func:`parse_profiles`).
+        index: the index folder (None: ``$SLEUTH_INDEX`` or the nearest ``.sleuth/``).
+        allowed_projects: project ids a client may access (None: all); needs an index profile.
+        guides_path: ``guides.json`` for the ``guides`` profile.
+        events_path: JSON-lines file receiving one event per ``search_guides`` call.
+    Raises:
+        ConfigError, IndexNotFound: before serving, with a message for people.
+    """
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    server = build_server(engine, allowed_projects)
+    context = ServeContext(allowed_projects=allowed_projects, guides_path=guides_path)
+    hook = NonBlockingHook(JsonLinesSink(events_path)) if events_path is not None else None
+    context.on_tool_call = hook
     try:
-        server.run("stdio")
+        if needs_index(profiles):
+            context.engine = Engine.open(index)
+            unknown = set(allowed_projects or ()) - set(context.engine.project_ids())
+            if unknown:
+                raise ConfigError(f"unknown project(s) for --project: {', '.join(sorted(unknown))}")
+        elif allowed_projects:
+            index_profiles = ", ".join(name for name, p in PROFILES.items() if p.needs_index)
+            raise ConfigError(f"--project limits the index tool profiles ({index_profiles}); none is selected")
+        build_server(context, profiles).run("stdio")
     finally:
-        engine.close()
+        if context.engine is not None:
+            context.engine.close()
+        if hook is not None:
+            hook.close()

@@ -21,7 +21,7 @@ from pathlib import Path
 from sleuth.errors import SleuthError
 from sleuth.types import Block
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: How long a connection waits for another writer's lock before failing, in milliseconds.
 BUSY_TIMEOUT_MS = 30_000
 
@@ -50,6 +50,10 @@ CREATE TABLE IF NOT EXISTS documents (
     text TEXT NOT NULL,
     generation INTEGER NOT NULL,
     indexed_at TEXT NOT NULL,
+    role TEXT NOT NULL DEFAULT 'other',
+    label TEXT NOT NULL DEFAULT 'document',
+    family TEXT NOT NULL DEFAULT 'document',
+    recorded_ns INTEGER NOT NULL DEFAULT 0,
     UNIQUE (project_id, root, rel_path)
 );
 CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
@@ -75,6 +79,18 @@ CREATE TABLE IF NOT EXISTS vectors (
     vector BLOB NOT NULL,
     PRIMARY KEY (model, embed_hash)
 );
+CREATE TABLE IF NOT EXISTS links (
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    target TEXT NOT NULL,
+    relation TEXT NOT NULL,
+    label TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS links_doc ON links(doc_id);
+CREATE TABLE IF NOT EXISTS entities (
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    entity TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entities_doc ON entities(doc_id);
 CREATE TABLE IF NOT EXISTS tombstones (
     doc_id TEXT NOT NULL,
     project_id TEXT NOT NULL,
@@ -134,6 +150,13 @@ class DocumentRow:
     text: str
     generation: int
     indexed_at: str
+    role: str = "other"
+    label: str = "document"
+    family: str = "document"
+    recorded_ns: int = 0
+    #: ``(target, relation, label)`` of each outgoing link, in document order.
+    links: tuple[tuple[str, str, str], ...] = ()
+    entities: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -323,16 +346,20 @@ class Catalog:
         with self.write() as conn:
             gen = self._bump(conn)
             for doc, blocks in docs:
-                conn.execute("DELETE FROM blocks WHERE doc_id=?", (doc.doc_id,))
+                for table in ("blocks", "links", "entities"):
+                    conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc.doc_id,))
                 conn.execute(
-                    "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         doc.doc_id, doc.project_id, doc.root, doc.rel_path, doc.title,
                         json.dumps(doc.tags), doc.kind, json.dumps(doc.front_matter, default=str),
                         doc.mtime_ns, doc.size_bytes, doc.content_hash, doc.revision, doc.text,
-                        gen, now,
+                        gen, now, doc.role, doc.label, doc.family, doc.recorded_ns,
                     ),
                 )
+                conn.executemany("INSERT INTO links VALUES (?,?,?,?)",
+                                 [(doc.doc_id, t, r, lab) for t, r, lab in doc.links])
+                conn.executemany("INSERT INTO entities VALUES (?,?)", [(doc.doc_id, e) for e in doc.entities])
                 conn.executemany(
                     "INSERT INTO blocks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     [
@@ -456,7 +483,8 @@ class Catalog:
         ]
 
     def document(self, doc_id: str) -> DocumentRow | None:
-        row = self.conn.execute("SELECT * FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        cols = ", ".join(_DOCUMENT_COLUMNS)
+        row = self.conn.execute(f"SELECT {cols} FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
         return None if row is None else _document_row(row)
 
     def documents(self, doc_ids: Sequence[str]) -> dict[str, DocumentRow]:
@@ -471,6 +499,86 @@ class Catalog:
                 doc = _document_row(row)
                 out[doc.doc_id] = doc
         return out
+
+    def filter_documents(self, projects: Sequence[str] | None, labels: Sequence[str] = (),
+                         roles: Sequence[str] = (), families: Sequence[str] = (),
+                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None) -> set[str]:
+        """Ids of the documents matching every given filter (empty sequences and None: no filter).
+
+        ``labels`` match the document kind label (lowercase), ``roles`` its role, ``families`` its
+        source family; the recorded-time bounds are inclusive, in nanoseconds since the epoch.
+        """
+        where: list[str] = []
+        args: list[object] = []
+        for column, values in (("project_id", projects), ("label", labels), ("role", roles), ("family", families)):
+            if values is not None and (values or column == "project_id"):
+                where.append(f"{column} IN ({','.join('?' * len(values))})")
+                args.extend(values)
+        if recorded_after_ns is not None:
+            where.append("recorded_ns >= ?")
+            args.append(recorded_after_ns)
+        if recorded_before_ns is not None:
+            where.append("recorded_ns <= ?")
+            args.append(recorded_before_ns)
+        sql = "SELECT doc_id FROM documents" + (" WHERE " + " AND ".join(where) if where else "")
+        return {r[0] for r in self.conn.execute(sql, args)}
+
+    def kind_labels(self) -> list[str]:
+        """The distinct document kind labels of the index (what ``filters.kinds`` can match)."""
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT label FROM documents ORDER BY label")]
+
+    def graph_rows(self) -> Iterator[tuple[str, str, str, str, list[tuple[str, str, str]], list[str]]]:
+        """``(doc_id, project_id, rel_path, title, links, entities)`` of every document, in one
+        snapshot (links as ``(target, relation, label)``)."""
+        with self.read() as conn:
+            links: dict[str, list[tuple[str, str, str]]] = {}
+            for doc_id, target, relation, label in conn.execute("SELECT doc_id, target, relation, label FROM links"):
+                links.setdefault(doc_id, []).append((target, relation, label))
+            entities: dict[str, list[str]] = {}
+            for doc_id, entity in conn.execute("SELECT doc_id, entity FROM entities"):
+                entities.setdefault(doc_id, []).append(entity)
+            rows = conn.execute("SELECT doc_id, project_id, rel_path, title FROM documents").fetchall()
+        for doc_id, project_id, rel_path, title in rows:
+            yield doc_id, project_id, rel_path, title, links.get(doc_id, []), entities.get(doc_id, [])
+
+    def body_extents(self, doc_ids: Sequence[str]) -> dict[str, tuple[int, int, int]]:
+        """``{doc_id: (text length, first block start, last block end)}`` in code points: the
+        document's length and the span its blocks cover (its body, front matter excluded)."""
+        out: dict[str, tuple[int, int, int]] = {}
+        for i in range(0, len(doc_ids), 500):
+            part = list(doc_ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for doc_id, length, start, end in self.conn.execute(
+                f"SELECT d.doc_id, length(d.text), MIN(b.start_char), MAX(b.end_char) FROM documents d"
+                f" JOIN blocks b ON b.doc_id = d.doc_id WHERE d.doc_id IN ({marks}) GROUP BY d.doc_id",
+                part,
+            ):
+                out[doc_id] = (int(length), int(start), int(end))
+        return out
+
+    def first_blocks(self, doc_ids: Sequence[str]) -> dict[str, Block]:
+        """``{doc_id: its first block}`` for the documents that exist."""
+        out: dict[str, Block] = {}
+        for i in range(0, len(doc_ids), 500):
+            part = list(doc_ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for r in self.conn.execute(
+                f"SELECT {_BLOCK_COLUMNS}, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+                f" WHERE b.doc_id IN ({marks}) AND b.ordinal = (SELECT MIN(ordinal) FROM blocks WHERE doc_id=b.doc_id)",
+                part,
+            ):
+                block = _block(r)
+                out[block.doc_id] = block
+        return out
+
+    def documents_for_projects(self, project_ids: Sequence[str]) -> Iterator[DocumentRow]:
+        """Every document of the projects, without its text (``text`` is ``""``)."""
+        cols = ", ".join(f"'' AS {c}" if c == "text" else c for c in _DOCUMENT_COLUMNS)
+        marks = ",".join("?" * len(project_ids))
+        rows = self.conn.execute(f"SELECT {cols} FROM documents WHERE project_id IN ({marks})",
+                                 list(project_ids)).fetchall()
+        for row in rows:
+            yield _document_row(row)
 
     def blocks_of(self, doc_id: str) -> list[Block]:
         rows = self.conn.execute(
@@ -538,6 +646,20 @@ class Catalog:
                 (f"vectors:{model}",),
             )
 
+    def import_vectors(self, other: Path) -> int:
+        """Copy every cached vector of the catalog file ``other`` (any format that has a ``vectors``
+        table) into this one; returns how many rows were copied. Vectors depend only on the model
+        and the embedded text, so they survive a change of index format."""
+        conn = self.conn
+        conn.execute("ATTACH DATABASE ? AS other", (str(other),))
+        try:
+            with self.write():
+                before = conn.total_changes
+                conn.execute("INSERT OR IGNORE INTO vectors SELECT model, embed_hash, vector FROM other.vectors")
+                return conn.total_changes - before
+        finally:
+            conn.execute("DETACH DATABASE other")
+
     def block_vectors(self, model: str) -> Iterator[tuple[str, str, bytes]]:
         """``(block_id, project_id, vector bytes)`` of every block that has a vector for ``model``."""
         return iter(self.conn.execute(
@@ -599,7 +721,8 @@ class Catalog:
 
 _DOCUMENT_COLUMNS = (
     "doc_id", "project_id", "root", "rel_path", "title", "tags", "kind", "front_matter", "mtime_ns",
-    "size_bytes", "content_hash", "revision", "text", "generation", "indexed_at",
+    "size_bytes", "content_hash", "revision", "text", "generation", "indexed_at", "role", "label", "family",
+    "recorded_ns",
 )
 
 
@@ -609,6 +732,7 @@ def _document_row(r: Sequence[object]) -> DocumentRow:
         tags=json.loads(str(r[5])), kind=str(r[6]), front_matter=json.loads(str(r[7])),
         mtime_ns=int(r[8]), size_bytes=int(r[9]), content_hash=str(r[10]), revision=str(r[11]),  # type: ignore[arg-type]
         text=str(r[12]), generation=int(r[13]), indexed_at=str(r[14]),  # type: ignore[arg-type]
+        role=str(r[15]), label=str(r[16]), family=str(r[17]), recorded_ns=int(r[18]),  # type: ignore[arg-type]
     )
 
 

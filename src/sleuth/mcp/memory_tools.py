@@ -1,0 +1,455 @@
+"""Seed 004: ``project_memory_search`` and its companions.
+
+Companions: ``query_status`` and ``query_cancel`` (by ``request_id``, while the request runs),
+``project_memory_read`` (a stored body by ``body_handle``, in bounded pages), ``project_memory_record``
+(write a decision, plan, experiment record, result or note), ``project_memory_forget`` and
+``project_memory_doctor``. Every tool answers with structured content; errors are tool errors
+(``isError``) whose structured ``error`` holds ``code``, ``message`` and, for a request,
+``request_id`` (and ``cancel_reason`` / ``phase`` when cancelled). Engine work runs in worker
+threads, so a status or cancel call is served while a search runs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+from sleuth.engine import Engine
+from sleuth.errors import DocumentNotFound, IndexBusy, ProjectNotFound, QueryError, SleuthError
+from sleuth.mcp.project_tools import ContractTool
+from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS, read_body
+from sleuth.memory.doctor import doctor
+from sleuth.memory.records import RECORD_KINDS, RECORD_RELATIONS_MAX, RECORD_TAGS_MAX, RecordStore
+from sleuth.memory.request import (
+    BUDGET_MAX_BYTES,
+    BUDGET_MIN_BYTES,
+    DEADLINE_MAX_MS,
+    DEADLINE_MIN_MS,
+    LIMIT_MAX,
+    RFC3339_PATTERN,
+    ROLES,
+    parse_memory_request,
+)
+from sleuth.memory.requests import RequestNotFound, RequestRegistry
+from sleuth.memory.search import INBOX_PROJECT_ID, MemorySearch
+
+SEARCH_DESCRIPTION = (
+    "Search local project knowledge—papers, code, plans, experiments, decisions—via exact, BM25, vector, "
+    "and graph retrieval. Returns ranked summaries from indexed files without external access.\n\n"
+    "LOCAL PROJECT KNOWLEDGE SEARCH ONLY. One local index answers many MCP sessions; writes are ordered. "
+    "Always use this tool when the user asks to find, recall, inspect, or search information already stored "
+    "in project memory, indexed local roots, papers, codebases, plans, experiments, or decisions. Use "
+    "query_variants for multiple retrieval angles in one call instead of calling this tool repeatedly. Query "
+    "embeddings are batched, candidates are fused with RRF, graph expansion starts from retrieved evidence, "
+    "and the primary query is reranked once. Only bounded query-focused summaries from that final ranking are "
+    "returned; stored bodies never bypass this response gate (read one with project_memory_read and the "
+    "result's body_handle). If one retrieval lane times out, the other lanes still return and "
+    "meta.degraded_lanes identifies the partial lane; do not repeat the same query automatically. It never "
+    "opens a browser or any external service."
+)
+
+_DATE_TIME = {"format": "date-time", "pattern": RFC3339_PATTERN, "type": "string"}
+_VARIANTS = {"items": {"maxLength": 400, "minLength": 1, "type": "string"}, "maxItems": 19, "type": "array"}
+
+SEARCH_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "limit": {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX, "description": "Maximum local RAG results."},
+        "query": {"type": "string", "minLength": 1, "description": "One natural-language query over indexed local "
+                  "project knowledge. Use queries instead for independent grouped answers."},
+        "filters": {
+            "description": "Optional project, source, type, role, lane, and recorded-time filters. Excluded lanes "
+                           "are not executed.",
+            "properties": {
+                "kinds": {"items": {"maxLength": 100, "minLength": 1, "type": "string"}, "maxItems": 20,
+                          "type": "array"},
+                "recorded_after": _DATE_TIME,
+                "recorded_before": _DATE_TIME,
+                "retrieval_lanes": {"items": {"enum": ["exact", "bm25", "vector", "graph"], "type": "string"},
+                                    "maxItems": 4, "type": "array"},
+                "roles": {"items": {"enum": list(ROLES), "type": "string"}, "maxItems": 10, "type": "array"},
+                "source_families": {"items": {"enum": ["document", "code", "graph"], "type": "string"},
+                                    "maxItems": 3, "type": "array"},
+            },
+            "type": "object",
+            "additionalProperties": False,
+        },
+        "queries": {
+            "description": "Independent questions returned as separate ranked groups inside one broker request.",
+            "items": {
+                "properties": {
+                    "id": {"maxLength": 100, "minLength": 1, "type": "string"},
+                    "limit": {"maximum": 20, "minimum": 1, "type": "integer"},
+                    "query": {"maxLength": 400, "minLength": 1, "type": "string"},
+                    "query_variants": _VARIANTS,
+                },
+                "required": ["id", "query"],
+                "type": "object",
+                "additionalProperties": False,
+            },
+            "maxItems": 20,
+            "minItems": 1,
+            "type": "array",
+        },
+        "project_id": {"type": "string", "minLength": 1,
+                       "description": "Primary project to search. Required unless all_projects=true."},
+        "request_id": {"description": "Caller-chosen ID for one local query. Supply it before a long request so "
+                       "project_memory query_status/query_cancel can inspect or cancel the same operation.",
+                       "maxLength": 200, "minLength": 1, "type": "string"},
+        "all_projects": {"type": "boolean", "description": "Search every active named project. Excludes Inbox "
+                         "and cannot be combined with project ids."},
+        "query_variants": {**_VARIANTS, "description": "Optional retrieval variants executed inside this one broker "
+                           "request. Exact identifiers and quoted phrases are added deterministically, candidates "
+                           "are fused with RRF, and the primary query is reranked once. Do not make repeated "
+                           "terminal or tool calls for query variants."},
+        "include_project_ids": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 20,
+                                "description": "Additional read-only projects searched with the primary project."},
+        "response_deadline_ms": {"description": "Caller-selected 1-300 second response deadline. Returns "
+                                 "available lane results or QUERY_TIMEOUT with request_id. Native reads remain "
+                                 "tracked until they settle; stored evidence and writes are unaffected.",
+                                 "maximum": DEADLINE_MAX_MS, "minimum": DEADLINE_MIN_MS, "type": "integer"},
+        "response_budget_bytes": {"description": "Explicit result-array byte budget. Without an override, "
+                                  "summaries adapt to unique result, question and source-family counts. Stored "
+                                  "bodies and retrieval scope are not truncated by this budget; envelope metadata "
+                                  "is separate.", "maximum": BUDGET_MAX_BYTES, "minimum": BUDGET_MIN_BYTES,
+                                  "type": "integer"},
+    },
+    "additionalProperties": False,
+}
+
+_OBJECT = {"additionalProperties": {}, "propertyNames": {"type": "string"}, "type": "object"}
+_SPAN = {"additionalProperties": False, "properties": {"end": {"type": "integer"}, "start": {"type": "integer"}},
+         "required": ["start", "end"], "type": "object"}
+RESULT_ITEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "record_id": {"type": "string"}, "revision_id": {"type": "string"}, "body_handle": {"type": "string"},
+        "source_span": _SPAN, "source_length": {"type": "number"}, "truncated": {"type": "boolean"},
+        "index_freshness": {"enum": ["current", "stale"], "type": "string"},
+    },
+}
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string"},
+        "result_count": {"type": "number"},
+        "results": {"type": "array", "items": RESULT_ITEM_SCHEMA},
+        "groups": {"type": "array", "items": _OBJECT},
+        "meta": _OBJECT,
+        "error": {"type": "object", "properties": {
+            "code": {"type": "string"}, "message": {"type": "string"}, "request_id": {"type": "string"},
+            "cancel_reason": {"type": "string"}, "phase": {"type": "string"}}},
+        "elapsed_ms": {"type": "number"},
+        "query_status": _OBJECT,
+        "record": _OBJECT,
+        "forget": _OBJECT,
+        "doctor": _OBJECT,
+        "body": _OBJECT,
+    },
+}
+
+REQUEST_ID_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200,
+                     "description": "The request_id given to project_memory_search."}
+STATUS_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"request_id": REQUEST_ID_SCHEMA},
+                                 "required": ["request_id"], "additionalProperties": False}
+CANCEL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"request_id": REQUEST_ID_SCHEMA,
+                   "reason": {"type": "string", "minLength": 1, "maxLength": 200,
+                              "description": "Why the request is cancelled (reported back as cancel_reason)."}},
+    "required": ["request_id"], "additionalProperties": False,
+}
+READ_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "body_handle": {"type": "string", "minLength": 1, "description": "A result's body_handle."},
+        "offset": {"type": "integer", "minimum": 0, "description": "First character (code point) to return. "
+                   "Default 0; pass the previous page's next_offset to continue."},
+        "max_chars": {"type": "integer", "minimum": 1, "maximum": BODY_PAGE_MAX_CHARS,
+                      "description": f"Characters per page (default {BODY_PAGE_DEFAULT_CHARS})."},
+    },
+    "required": ["body_handle"], "additionalProperties": False,
+}
+RECORD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "project_id": {"type": "string", "minLength": 1,
+                       "description": f"Project to record into; default: the Inbox ({INBOX_PROJECT_ID!r})."},
+        "kind": {"enum": list(RECORD_KINDS), "type": "string"},
+        "title": {"type": "string", "minLength": 1, "maxLength": 200},
+        "body": {"type": "string", "minLength": 1, "description": "Markdown text of the record."},
+        "tags": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": RECORD_TAGS_MAX},
+        "related": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": RECORD_RELATIONS_MAX,
+                    "description": "record_ids this record relates to (graph links)."},
+        "supersedes": {"type": "array", "items": {"type": "string", "minLength": 1},
+                       "maxItems": RECORD_RELATIONS_MAX,
+                       "description": "record_ids this record replaces; they rank below it from now on."},
+        "record_id": {"type": "string", "minLength": 1,
+                      "description": "Rewrite this existing record (new revision_id) instead of adding one."},
+    },
+    "required": ["kind", "title", "body"], "additionalProperties": False,
+}
+FORGET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"record_id": {"type": "string", "minLength": 1},
+                   "project_id": {"type": "string", "minLength": 1, "description": "The record's project (a check)."}},
+    "required": ["record_id"], "additionalProperties": False,
+}
+DOCTOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"project_id": {"type": "string", "minLength": 1, "description": "One project; default: all."}},
+    "additionalProperties": False,
+}
+
+READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False, destructiveHint=False)
+CONTROL = ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False, destructiveHint=False)
+WRITE = ToolAnnotations(readOnlyHint=False, idempotentHint=False, openWorldHint=False, destructiveHint=False)
+DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False, destructiveHint=True)
+
+logger = logging.getLogger(__name__)
+
+
+class InternalError(SleuthError):
+    """An unexpected failure inside a tool (a bug, or the index changed under the server)."""
+
+
+class MemoryTool(ContractTool):
+    """A contract tool whose argument errors are structured tool errors like its other errors."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result=convert_result)
+        except ToolError as exc:
+            return _error(QueryError(str(exc)))
+
+
+_ERROR_CODES: tuple[tuple[type[Exception], str], ...] = (
+    (RequestNotFound, "REQUEST_NOT_FOUND"), (ProjectNotFound, "PROJECT_NOT_FOUND"),
+    (DocumentNotFound, "RECORD_NOT_FOUND"), (IndexBusy, "INDEX_BUSY"), (QueryError, "INVALID_ARGUMENT"),
+    (InternalError, "INTERNAL_ERROR"), (SleuthError, "SLEUTH_ERROR"),
+)
+
+
+def _result(payload: dict[str, Any], is_error: bool = False) -> CallToolResult:
+    text = payload["error"]["message"] if is_error else json.dumps(payload, ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload,
+                          is_error=is_error)
+
+
+def _error(exc: Exception, request_id: str | None = None) -> CallToolResult:
+    code = next(c for t, c in _ERROR_CODES if isinstance(exc, t))
+    error: dict[str, Any] = {"code": code, "message": str(exc)}
+    if request_id:
+        error["request_id"] = request_id
+    return _result({"error": error}, is_error=True)
+
+
+class MemoryTools:
+    """The seed-004 tools over one engine.
+
+    Args:
+        engine: the open index.
+        allowed_projects: project ids a client may access; None = every project.
+        registry: running requests (share one between servers of one process).
+    """
+
+    def __init__(self, engine: Engine, allowed_projects: Sequence[str] | None = None,
+                 registry: RequestRegistry | None = None) -> None:
+        self.engine = engine
+        self.allowed = None if allowed_projects is None else set(allowed_projects)
+        self.registry = registry or RequestRegistry()
+        self.searcher = MemorySearch(engine, self.registry, allowed_projects=self.allowed)
+        self.records = RecordStore(engine)
+
+    def warm_up(self) -> threading.Thread:
+        """Load the model, the lanes and the link graph in a background thread, so that the first
+        request's deadline is not spent on loading (a request arriving first waits for the same loads)."""
+        def run() -> None:
+            try:
+                self.engine.embedder()
+                self.engine.warm_lanes()
+                self.engine.link_graph()
+                self.engine.postings.searcher()
+            except Exception:  # noqa: BLE001 - warming is best effort; requests report real failures
+                logger.warning("warming the index failed", exc_info=True)
+
+        thread = threading.Thread(target=run, name="sleuth-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def _check_access(self, *project_ids: str | None) -> None:
+        for pid in project_ids:
+            if pid and self.allowed is not None and pid not in self.allowed:
+                raise ProjectNotFound(f"Project not found or access denied: {pid}")
+
+    async def _run(self, fn: Callable[[], dict[str, Any]], request_id: str | None = None) -> CallToolResult:
+        try:
+            payload = await anyio.to_thread.run_sync(fn)
+        except SleuthError as exc:
+            return _error(exc, request_id)
+        except Exception as exc:  # noqa: BLE001 - a tool answers with a readable error, never a dropped session
+            logger.exception("memory tool failed")
+            return _error(InternalError(f"{type(exc).__name__}: {exc} (details in the server's log)"), request_id)
+        return _result(payload, is_error="error" in payload)
+
+    async def project_memory_search(
+        self, query: Any = None, queries: Any = None, query_variants: Any = None, limit: Any = None,
+        project_id: Any = None, include_project_ids: Any = None, all_projects: Any = None, filters: Any = None,
+        request_id: Any = None, response_deadline_ms: Any = None, response_budget_bytes: Any = None,
+    ) -> CallToolResult:
+        given = {"query": query, "queries": queries, "query_variants": query_variants, "limit": limit,
+                 "project_id": project_id, "include_project_ids": include_project_ids,
+                 "all_projects": all_projects, "filters": filters, "request_id": request_id,
+                 "response_deadline_ms": response_deadline_ms, "response_budget_bytes": response_budget_bytes}
+        arguments = {k: v for k, v in given.items() if v is not None}
+        try:
+            req = parse_memory_request(arguments)
+            self._check_access(req.project_id, *req.include_project_ids)
+        except SleuthError as exc:
+            return _error(exc, arguments.get("request_id") if isinstance(arguments.get("request_id"), str) else None)
+        return await self._run(lambda: self.searcher.search(req), req.request_id)
+
+    async def query_status(self, request_id: Any = None) -> CallToolResult:
+        try:
+            request_id = _text_arg(request_id, "request_id")
+        except QueryError as exc:
+            return _error(exc)
+        try:
+            state = self.registry.get(request_id)
+        except RequestNotFound as exc:
+            return _error(exc, request_id)
+        return _result({"query_status": state.snapshot()})
+
+    async def query_cancel(self, request_id: Any = None, reason: Any = None) -> CallToolResult:
+        try:
+            request_id = _text_arg(request_id, "request_id")
+        except QueryError as exc:
+            return _error(exc)
+        why = reason.strip() if isinstance(reason, str) and reason.strip() else "cancelled by query_cancel"
+        try:
+            state, was_running = self.registry.cancel(request_id, why)
+        except RequestNotFound as exc:
+            return _error(exc, request_id)
+        status = state.snapshot()
+        status["cancel_requested"] = was_running
+        if not was_running:
+            status["note"] = f"the request had already ended ({state.state}); nothing to cancel"
+        return _result({"query_status": status})
+
+    async def project_memory_read(self, body_handle: Any = None, offset: Any = None,
+                                  max_chars: Any = None) -> CallToolResult:
+        def run() -> dict[str, Any]:
+            _text_arg(body_handle, "body_handle")
+            start = _int_arg(offset, "offset", 0)
+            size = _int_arg(max_chars, "max_chars", BODY_PAGE_DEFAULT_CHARS)
+            return {"body": read_body(self.engine, body_handle.strip(), start, size, self.allowed)}
+        return await self._run(run)
+
+    async def project_memory_record(self, kind: Any = None, title: Any = None, body: Any = None,
+                                    project_id: Any = None, tags: Any = None, related: Any = None,
+                                    supersedes: Any = None, record_id: Any = None) -> CallToolResult:
+        def run() -> dict[str, Any]:
+            for name, value in (("kind", kind), ("title", title), ("body", body)):
+                _text_arg(value, name)
+            if record_id is not None:
+                _text_arg(record_id, "record_id")
+            if project_id is not None:
+                pid = _text_arg(project_id, "project_id")
+            elif isinstance(record_id, str):
+                pid = self.records.project_of(record_id.strip())  # revising: the record's own project
+            else:
+                pid = INBOX_PROJECT_ID
+            self._check_access(pid)
+            receipt = self.records.write(
+                pid, kind, title, body, _strings(tags, "tags"), _strings(related, "related"),
+                _strings(supersedes, "supersedes"), record_id.strip() if isinstance(record_id, str) else None,
+                create_project=pid == INBOX_PROJECT_ID)
+            return {"record": receipt.as_dict()}
+        return await self._run(run)
+
+    async def project_memory_forget(self, record_id: Any = None, project_id: Any = None) -> CallToolResult:
+        def run() -> dict[str, Any]:
+            rid = _text_arg(record_id, "record_id")
+            pid = _text_arg(project_id, "project_id") if project_id is not None else None
+            self._check_access(pid, self.records.project_of(rid))
+            result = self.records.forget(rid, pid)
+            return {"forget": result}
+        return await self._run(run)
+
+    async def project_memory_doctor(self, project_id: Any = None) -> CallToolResult:
+        def run() -> dict[str, Any]:
+            pid = _text_arg(project_id, "project_id") if project_id is not None else None
+            self._check_access(pid)
+            report = doctor(self.engine, pid)
+            if self.allowed is not None:
+                report["projects"] = [p for p in report["projects"] if p["project_id"] in self.allowed]
+            return {"doctor": report}
+        return await self._run(run)
+
+    def tools(self) -> list[Tool]:
+        """The MCP tools, each advertising its contract's input schema and the output schema."""
+        specs = [
+            (self.project_memory_search, "project_memory_search", SEARCH_DESCRIPTION, SEARCH_INPUT_SCHEMA, READ_ONLY),
+            (self.query_status, "query_status", "Status of a running or recent project_memory_search request "
+             "by request_id: state, phase, elapsed_ms and each lane's state (lanes that missed the deadline stay "
+             "'settling' until they finish).", STATUS_SCHEMA, READ_ONLY),
+            (self.query_cancel, "query_cancel", "Cancel a running project_memory_search request by request_id. "
+             "The request ends with error QUERY_CANCELLED, its cancel_reason and the phase it was in.",
+             CANCEL_SCHEMA, CONTROL),
+            (self.project_memory_read, "project_memory_read", "Read the stored body behind a search result's "
+             "body_handle, one bounded page at a time (offset / next_offset, in characters). Read-only.",
+             READ_SCHEMA, READ_ONLY),
+            (self.project_memory_record, "project_memory_record", "Record a decision, plan, experiment record, "
+             "result or note into a project's memory (a markdown file with front matter, indexed at once). "
+             "Returns record_id and a new revision_id; pass record_id to revise, supersedes to replace older "
+             "records.", RECORD_SCHEMA, WRITE),
+            (self.project_memory_forget, "project_memory_forget", "Forget a record written with "
+             "project_memory_record: deletes its file and removes it from every lane. Indexed files of the "
+             "project's folders cannot be forgotten this way.", FORGET_SCHEMA, DESTRUCTIVE),
+            (self.project_memory_doctor, "project_memory_doctor", "Index health: documents and blocks per "
+             "project, skipped files with reasons, stale documents (changed or deleted since indexed) and which "
+             "retrieval lanes are available. Read-only.", DOCTOR_SCHEMA, READ_ONLY),
+        ]
+        tools = []
+        for fn, name, description, schema, hints in specs:
+            tool = MemoryTool.from_function(fn, name=name, description=description, annotations=hints,
+                                              structured_output=False)
+            tool.parameters = schema
+            tool.fn_metadata.output_schema = OUTPUT_SCHEMA
+            tools.append(tool)
+        return tools
+
+
+def _text_arg(value: Any, name: str) -> str:
+    """A required non-blank string argument, stripped; QueryError naming ``name`` otherwise."""
+    if value is None:
+        raise QueryError(f"{name} is required")
+    if not isinstance(value, str):
+        raise QueryError(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise QueryError(f"{name} must not be empty")
+    return value.strip()
+
+
+def _int_arg(value: Any, name: str, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise QueryError(f"{name} must be an integer; got {value!r}")
+    return int(value)
+
+
+def _strings(value: Any, name: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise QueryError(f"{name} must be an array of non-empty strings")
+    return [v.strip() for v in value]

@@ -1,0 +1,55 @@
+"""What tool families are registered from: the serve context, and adding ready-made tools.
+
+Each tool profile (``sleuth serve --tools``) is a function ``register(server, context)``; see
+``sleuth.mcp.server.PROFILES``. This module has no profile of its own, so every tool module can
+import it without an import cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+
+from sleuth.errors import ConfigError
+from sleuth.mcp.events import ToolCallHook
+
+if TYPE_CHECKING:
+    from sleuth.engine import Engine
+
+
+@dataclass
+class ServeContext:
+    """The resources tool families are built from; what no selected profile needs stays ``None``.
+
+    Attributes:
+        engine: the open index (profiles with ``needs_index``).
+        allowed_projects: project ids a client may access; ``None`` = every project.
+        guides_path: the ``guides.json`` of the ``guides`` profile.
+        on_tool_call: receives one event per guide search (wrapped so it can never block one).
+    """
+
+    engine: Engine | None = None
+    allowed_projects: Sequence[str] | None = None
+    guides_path: Path | None = None
+    on_tool_call: ToolCallHook | None = None
+
+
+def add_tools(server: MCPServer[Any], tools: Iterable[Tool]) -> None:
+    """Register ready-made tools (hand-written schemas, :class:`ContractTool` subclasses) on ``server``.
+
+    ``MCPServer.add_tool`` only builds tools from functions, which would replace the seeds' exact
+    schemas, so the tools go straight into the server's tool manager.
+
+    Raises:
+        ConfigError: a tool of that name is already registered (two profiles clash).
+    """
+    manager = server._tool_manager
+    for tool in tools:
+        if manager.get_tool(tool.name) is not None:
+            raise ConfigError(f"two tool profiles both define the tool {tool.name}")
+        manager._tools[tool.name] = tool

@@ -1,0 +1,232 @@
+"""Records: decisions, plans, experiment records, results and notes written into project memory.
+
+A record is a markdown file with front matter (``title``, ``kind``, ``role``, ``date``, ``tags``,
+relations) in the project's memory folder, ``<index>/memory/<project_id>/<kind folder>/<slug>.md``.
+The folder is one of the project's roots, so the record is indexed like any file -- at once on
+write, and by every later ``sleuth index``. Writing the same record again (same ``record_id``)
+rewrites its file: the record keeps its id and gets a new ``revision_id``. ``forget`` deletes the
+file and removes the record from every lane. Writes are serialised (one at a time per process,
+and the index's write lock across processes), so a reader never sees half of one.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from sleuth.errors import DocumentNotFound, QueryError
+
+if TYPE_CHECKING:
+    from sleuth.engine import Engine
+
+#: Record kinds → (folder in the memory folder, role, kind label). The kind label is what search
+#: results show as ``kind`` and ``filters.kinds`` matches (the same vocabulary as indexed files).
+RECORD_KINDS: dict[str, tuple[str, str, str]] = {
+    "decision": ("decisions", "report", "decision"),
+    "plan": ("plans", "plan", "plan"),
+    "experiment_record": ("experiments", "experiment_record", "experiment"),
+    "result": ("results", "result", "result"),
+    "note": ("notes", "other", "note"),
+}
+#: Control characters a record may not hold (all of C0 but tab, newline and carriage return).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: Bounds on what a record may hold: title in characters, body in characters, tags and relations.
+RECORD_TITLE_MAX_CHARS = 200
+RECORD_BODY_MAX_CHARS = 200_000
+RECORD_TAGS_MAX = 20
+RECORD_RELATIONS_MAX = 20
+#: The folder (inside the index folder) holding every project's memory folder.
+MEMORY_DIR_NAME = "memory"
+
+_write_lock = threading.Lock()
+
+
+def slugify(title: str, max_chars: int = 60) -> str:
+    """A file-name slug of ``title``: ASCII-folded, lowercase, runs of other characters as ``-``."""
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
+    return slug[:max_chars].rstrip("-") or "record"
+
+
+@dataclass(frozen=True)
+class RecordReceipt:
+    """What a write did: the record's id, new revision, file and whether it was created."""
+
+    record_id: str
+    revision_id: str
+    project_id: str
+    path: str
+    file: str
+    kind: str
+    created: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class RecordStore:
+    """Writes and forgets records of one engine's projects.
+
+    Args:
+        engine: the open index (records are indexed into it at once).
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def memory_dir(self, project_id: str) -> Path:
+        """The project's memory folder (not created)."""
+        return self.engine.index_dir / MEMORY_DIR_NAME / project_id
+
+    def write(self, project_id: str, kind: str, title: str, body: str, tags: Sequence[str] = (),
+              related: Sequence[str] = (), supersedes: Sequence[str] = (), record_id: str | None = None,
+              create_project: bool = False) -> RecordReceipt:
+        """Write (or rewrite, with ``record_id``) a record and index it at once.
+
+        ``related`` and ``supersedes`` are record ids (any document of the project); they become
+        front-matter relations, so the graph lane links them and a superseded record ranks below
+        the record that replaces it.
+
+        Raises:
+            QueryError: an unknown kind, an empty or too long title or body, too many tags or
+                relations, a relation to an unknown record, or ``record_id`` not a record of the project.
+            ProjectNotFound: the project does not exist (and ``create_project`` is false).
+            IndexBusy: another process held the index's write lock too long.
+        """
+        if kind not in RECORD_KINDS:
+            raise QueryError(f"kind must be one of {', '.join(RECORD_KINDS)}; got {kind!r}")
+        title = title.strip()
+        if not title or len(title) > RECORD_TITLE_MAX_CHARS or "\n" in title:
+            raise QueryError(f"title must be one line of 1 to {RECORD_TITLE_MAX_CHARS} characters")
+        if not body.strip() or len(body) > RECORD_BODY_MAX_CHARS:
+            raise QueryError(f"body must hold 1 to {RECORD_BODY_MAX_CHARS} characters")
+        for name, value in (("title", title), ("body", body), *(("tags", t) for t in tags)):
+            if _CONTROL.search(value):
+                raise QueryError(f"{name} holds a control character (e.g. NUL); records are text")
+        if len(tags) > RECORD_TAGS_MAX or len(related) + len(supersedes) > RECORD_RELATIONS_MAX:
+            raise QueryError(f"at most {RECORD_TAGS_MAX} tags and {RECORD_RELATIONS_MAX} relations per record")
+        if project_id not in self.engine.project_ids() and not create_project:
+            from sleuth.errors import ProjectNotFound
+
+            raise ProjectNotFound(f"project not found: {project_id} (see get_projects or `sleuth projects`)")
+        folder, role, label = RECORD_KINDS[kind]
+        root = self.memory_dir(project_id)
+        with _write_lock:
+            existing = None
+            if record_id is not None:
+                existing = self.engine.catalog.document(record_id)
+                if existing is None:
+                    raise DocumentNotFound(f"record not found: {record_id!r}")
+                if existing.project_id != project_id:
+                    raise QueryError(f"record {record_id} belongs to project {existing.project_id}, not {project_id}")
+                if existing.root != str(root):
+                    raise QueryError(f"{record_id} is the file {existing.rel_path} under {existing.root}, not a "
+                                     "record: only records written with project_memory_record can be revised")
+                self._check_no_cycle(record_id, supersedes)
+            if record_id is not None and record_id in (*supersedes, *related):
+                raise QueryError("a record cannot relate to or supersede itself")
+            relation_paths = {name: self._paths(project_id, ids, name)
+                              for name, ids in (("related", related), ("supersedes", supersedes))}
+            now = datetime.now(UTC)
+            rel_path = existing.rel_path if existing else self._new_path(root, folder, now, title)
+            front: dict[str, Any] = {"title": title, "kind": label, "role": role,
+                                     "date": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+            if tags:
+                front["tags"] = [str(t) for t in tags]
+            for name, paths in relation_paths.items():
+                if paths:
+                    front[name] = paths
+            text = "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n"
+            text += f"# {title}\n\n{body.strip()}\n"
+            file = root / rel_path
+            file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = file.with_suffix(".md.tmp")
+            previous = file.read_bytes() if file.exists() else None
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(file)
+            try:
+                self.engine.index([root], project=project_id)
+                doc = self._document_at(project_id, root, rel_path)
+            except BaseException:
+                # Never leave a file the index does not hold: put back what was there.
+                if previous is None:
+                    file.unlink(missing_ok=True)
+                else:
+                    file.write_bytes(previous)
+                raise
+        return RecordReceipt(doc.doc_id, doc.revision, project_id, rel_path, str(file), label, existing is None)
+
+    def project_of(self, record_id: str) -> str:
+        """The project of record ``record_id``. Raises DocumentNotFound."""
+        doc = self.engine.catalog.document(record_id)
+        if doc is None:
+            raise DocumentNotFound(f"record not found: {record_id!r}")
+        return doc.project_id
+
+    def _check_no_cycle(self, record_id: str, supersedes: Sequence[str]) -> None:
+        """Raise QueryError when a record ``record_id`` supersedes would (transitively) supersede it."""
+        replaced_by = self.engine.link_graph().superseded_by
+        seen, todo = set(), [record_id]
+        while todo:  # every record that (transitively) replaces record_id
+            for newer in replaced_by.get(todo.pop(), ()):
+                if newer not in seen:
+                    seen.add(newer)
+                    todo.append(newer)
+        cycle = [s for s in supersedes if s in seen]
+        if cycle:
+            raise QueryError(f"supersedes: {', '.join(cycle)} already supersede(s) {record_id}; "
+                             "a record cannot supersede its own replacement")
+
+    def forget(self, record_id: str, project_id: str | None = None) -> dict[str, Any]:
+        """Delete record ``record_id`` (its file) and remove it from every lane.
+
+        Raises:
+            DocumentNotFound: no such document (in ``project_id`` when given).
+            QueryError: the document is a file of an indexed folder, not a record (delete or
+                ignore the file instead: sleuth never deletes files it did not write).
+        """
+        with _write_lock:
+            doc = self.engine.catalog.document(record_id)
+            if doc is None:
+                raise DocumentNotFound(f"record not found: {record_id!r}")
+            if project_id is not None and doc.project_id != project_id:
+                raise QueryError(f"record {record_id} belongs to project {doc.project_id}, not {project_id}")
+            root = self.memory_dir(doc.project_id)
+            if doc.root != str(root):
+                raise QueryError(f"{record_id} is the file {doc.rel_path} under {doc.root}, not a record: "
+                                 "delete it or add it to .gitignore, then re-index")
+            (root / doc.rel_path).unlink(missing_ok=True)
+            self.engine.index([root], project=doc.project_id)
+        return {"record_id": record_id, "project_id": doc.project_id, "path": doc.rel_path,
+                "revision_id": doc.revision, "removed": True}
+
+    def _paths(self, project_id: str, ids: Sequence[str], name: str) -> list[str]:
+        docs = self.engine.catalog.documents(list(ids))
+        missing = [i for i in ids if i not in docs or docs[i].project_id != project_id]
+        if missing:
+            raise QueryError(f"{name}: unknown record id(s) in project {project_id}: {', '.join(missing)}")
+        return [docs[i].rel_path for i in ids]
+
+    @staticmethod
+    def _new_path(root: Path, folder: str, now: datetime, title: str) -> str:
+        base = f"{folder}/{now.strftime('%Y-%m-%d')}-{slugify(title)}"
+        candidate, n = f"{base}.md", 2
+        while (root / candidate).exists():
+            candidate, n = f"{base}-{n}.md", n + 1
+        return candidate
+
+    def _document_at(self, project_id: str, root: Path, rel_path: str) -> Any:
+        states = self.engine.catalog.file_states(project_id, [str(root)])
+        state = states.get((str(root), rel_path))
+        doc = self.engine.catalog.document(state.doc_id) if state else None
+        if doc is None:
+            raise QueryError(f"the record {rel_path} was written but could not be indexed; see `sleuth status`")
+        return doc

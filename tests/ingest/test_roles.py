@@ -1,0 +1,180 @@
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from sleuth.ingest.roles import (
+    KIND_LABEL_MAX_CHARS,
+    ROLES,
+    infer_role,
+    kind_label,
+    recorded_time,
+    source_family,
+)
+
+
+def test_roles_are_the_seed_enum() -> None:
+    assert ROLES == ("experiment_record", "result", "method", "log", "paper", "plan", "config", "source",
+                     "report", "other")
+
+
+# (rel_path, document kind, expected role, expected kind label): one row per rule of the table.
+PATH_RULES = [
+    ("papers/attention.pdf", "pdf", "paper", "paper"),
+    ("decisions/scan.pdf", "pdf", "paper", "paper"),  # format beats folder for PDFs
+    ("src/sleuth/engine.py", "code", "source", "code"),
+    ("experiments/train.py", "code", "source", "code"),  # and for code
+    ("plans/Makefile", "code", "source", "code"),
+    ("out/run.log", "text", "log", "log"),
+    ("docs/ADR-0001-use-sqlite.md", "markdown", "report", "decision"),
+    ("docs/adr_12.md", "markdown", "report", "decision"),
+    ("docs/decisions.md", "markdown", "report", "decision"),
+    ("docs/plan.md", "markdown", "plan", "plan"),
+    ("docs/plan-q3.md", "markdown", "plan", "plan"),
+    ("docs/plans_2025.md", "markdown", "plan", "plan"),
+    ("ROADMAP.md", "markdown", "plan", "plan"),
+    ("docs/product-roadmap.txt", "text", "plan", "plan"),
+    ("notes/exp-12.md", "markdown", "experiment_record", "experiment"),
+    ("notes/exp_ablation.md", "markdown", "experiment_record", "experiment"),
+    ("exp12-notes.md", "markdown", "experiment_record", "experiment"),
+    ("Experiment-log.md", "markdown", "experiment_record", "experiment"),
+    ("experiments/exp-3/results.md", "markdown", "result", "experiment"),  # file name beats folder
+    ("report.md", "markdown", "report", "document"),
+    ("reports-2024.md", "markdown", "report", "document"),
+    ("methodology.md", "markdown", "method", "document"),
+    ("docs/decisions/0007-graph-lane.md", "markdown", "report", "decision"),
+    ("adr/0001.md", "markdown", "report", "decision"),
+    ("docs/decision-records/x.md", "markdown", "report", "decision"),
+    ("plans/q3.md", "markdown", "plan", "plan"),
+    ("roadmap/2025.md", "markdown", "plan", "plan"),
+    ("experiments/baseline.md", "markdown", "experiment_record", "experiment"),
+    ("runs/42/notes.txt", "text", "experiment_record", "experiment"),
+    ("experiments/exp1/config.yaml", "config", "experiment_record", "experiment"),  # folder beats config
+    ("experiments/analysis.ipynb", "notebook", "experiment_record", "experiment"),
+    ("results/metrics.json", "config", "result", "experiment"),
+    ("logs/2024-05-01.md", "markdown", "log", "log"),
+    ("reports/weekly.md", "markdown", "report", "document"),
+    ("methods/sampling.md", "markdown", "method", "document"),
+    ("papers/attention-notes.md", "markdown", "paper", "paper"),
+    ("notes/meeting.md", "markdown", "other", "note"),
+    ("plans/experiments/x.md", "markdown", "experiment_record", "experiment"),  # deepest folder wins
+    ("config/README.md", "markdown", "config", "document"),
+    ("configs/train.yaml", "config", "config", "config"),
+    ("pyproject.toml", "config", "config", "config"),
+    ("analysis.ipynb", "notebook", "other", "notebook"),
+    ("README.md", "markdown", "other", "document"),
+    ("docs/guide.txt", "text", "other", "document"),
+    ("explain.md", "markdown", "other", "document"),  # "exp" needs a separator or a digit
+    ("planets.md", "markdown", "other", "document"),
+    ("resultant.md", "markdown", "other", "document"),
+    ("reporting/x.md", "markdown", "other", "document"),
+    ("bundle.zip/plans/q1.md", "markdown", "plan", "plan"),  # archive members by their inner path
+]
+
+
+@pytest.mark.parametrize(("rel_path", "kind", "role", "label"), PATH_RULES)
+def test_role_and_kind_from_path_and_format(rel_path: str, kind: str, role: str, label: str) -> None:
+    assert infer_role(rel_path, kind, {}) == role
+    assert kind_label(rel_path, kind, {}) == label
+    assert role in ROLES
+
+
+@pytest.mark.parametrize(
+    ("front_matter", "role"),
+    [
+        ({"role": "method"}, "method"),
+        ({"role": "Experiment Record"}, "experiment_record"),
+        ({"role": "experiment"}, "experiment_record"),
+        ({"role": "nonsense", "type": "paper"}, "paper"),  # unknown role: the next key decides
+        ({"role": 3}, "plan"),  # not a string: ignored, path decides
+        ({"type": "ADR"}, "report"),
+        ({"type": "decision"}, "report"),
+        ({"type": "note"}, "plan"),  # not a role: path decides
+        ({"kind": "results"}, "result"),
+        ({"role": "source", "type": "plan"}, "source"),  # role beats type
+    ],
+)
+def test_role_from_front_matter(front_matter: dict[str, object], role: str) -> None:
+    assert infer_role("plans/x.md", "markdown", front_matter) == role
+
+
+@pytest.mark.parametrize(
+    ("front_matter", "label"),
+    [
+        ({"kind": "Decision"}, "decision"),
+        ({"type": "ADR"}, "decision"),
+        ({"kind": "  Meeting   Notes "}, "meeting notes"),
+        ({"kind": "experiment_record"}, "experiment"),
+        ({"kind": "note", "type": "plan"}, "note"),  # kind beats type
+        ({"type": "Retrospective"}, "retrospective"),
+        ({"kind": "x" * (KIND_LABEL_MAX_CHARS + 1)}, "document"),  # too long for the filter: ignored
+        ({"kind": "x" * KIND_LABEL_MAX_CHARS}, "x" * KIND_LABEL_MAX_CHARS),
+        ({"kind": ""}, "document"),
+        ({"kind": ["a"]}, "document"),
+        ({"role": "plan"}, "document"),  # role: does not set the kind label
+    ],
+)
+def test_kind_label_from_front_matter(front_matter: dict[str, object], label: str) -> None:
+    assert kind_label("docs/x.md", "markdown", front_matter) == label
+
+
+@pytest.mark.parametrize(
+    ("kind", "family"),
+    [("code", "code"), ("notebook", "code"), ("markdown", "document"), ("text", "document"),
+     ("pdf", "document"), ("config", "document")],
+)
+def test_source_family(kind: str, family: str) -> None:
+    assert source_family(kind) == family
+
+
+MTIME = 1_700_000_000_123_456_789
+NS = 1_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("front_matter", "expected"),
+    [
+        ({"date": "2024-03-01"}, 1_709_251_200 * NS),  # date only: midnight UTC
+        ({"date": dt.date(2024, 3, 1)}, 1_709_251_200 * NS),
+        ({"date": "2024-03-01T10:00:00Z"}, (1_709_251_200 + 36_000) * NS),
+        ({"date": "2024-03-01t10:00:00z"}, (1_709_251_200 + 36_000) * NS),
+        ({"date": "2024-03-01 10:00:00+02:00"}, (1_709_251_200 + 28_800) * NS),
+        ({"date": "2024-03-01T10:00-0130"}, (1_709_251_200 + 36_000 + 5_400) * NS),
+        ({"date": "2024-03-01T10:00:00"}, (1_709_251_200 + 36_000) * NS),  # naive: UTC
+        ({"date": "2024-03-01T00:00:00.123456789Z"}, 1_709_251_200 * NS + 123_456_789),
+        ({"date": "2024-03-01T00:00:00.5Z"}, 1_709_251_200 * NS + 500_000_000),
+        ({"date": dt.datetime(2024, 3, 1, 10, tzinfo=dt.timezone(dt.timedelta(hours=-5)))},
+         (1_709_251_200 + 54_000) * NS),
+        ({"date": dt.datetime(2024, 3, 1, 0, 0, 0, 7)}, 1_709_251_200 * NS + 7_000),
+        ({"date": "1969-12-31T23:59:59Z"}, -NS),
+        ({"recorded": "2024-03-01", "created": "2020-01-01"}, 1_709_251_200 * NS),
+        ({"created": "2024-03-01", "updated": "2025-01-01"}, 1_709_251_200 * NS),
+        ({"date": None, "updated": "2024-03-01"}, 1_709_251_200 * NS),  # empty values are absent
+        ({"date": "  ", "updated": "2024-03-01"}, 1_709_251_200 * NS),
+        ({"title": "x"}, MTIME),
+        ({}, MTIME),
+    ],
+)
+def test_recorded_time(front_matter: dict[str, object], expected: int) -> None:
+    assert recorded_time(front_matter, MTIME) == (expected, None)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["last week", "2024", 2024, "2024-02-30", "2024-13-01", "2024-03-01T25:00:00Z", "2024-03-01T10:00:00+24:00",
+     "01/03/2024", "2024-03", ["2024-03-01"], True],
+)
+def test_bad_dates_fall_back_to_mtime_with_a_problem(value: object) -> None:
+    ns, problem = recorded_time({"date": value, "created": "2024-03-01"}, MTIME)
+    assert ns == MTIME
+    assert problem == (
+        f"front matter date: {value!r} is not an ISO 8601 date or date-time; using the file's modification time"
+    )
+
+
+def test_recorded_time_from_parsed_front_matter() -> None:
+    from sleuth.ingest.parsers import parse_document
+
+    doc = parse_document("x.md", "---\ndate: 2024-03-01 10:00:00\nupdated: 2024-03-02T10:00:00+01:00\n---\nBody\n")
+    assert recorded_time(doc.front_matter, MTIME) == ((1_709_251_200 + 36_000) * NS, None)
