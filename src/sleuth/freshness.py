@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Literal
 
 from sleuth.ingest.walk import ARCHIVE_SUFFIXES
@@ -64,6 +65,26 @@ def freshness(root: str, rel_path: str, mtime_ns: int, size_bytes: int,
     except OSError:
         return "stale"
     return "current" if st.st_mtime_ns == mtime_ns and st.st_size == size_bytes else "stale"
+
+
+def document_freshness(root: str, rel_path: str, mtime_ns: int, size_bytes: int, content_hash: str,
+                       indexed_at: str | None = None) -> Freshness:
+    """:func:`freshness`, except that a plain file with its indexed size but a new mtime (touched,
+    or rewritten with the same length) is read and its content hash compared: a touched file
+    stays ``current``. Reads at most that one file; never raises."""
+    state = freshness(root, rel_path, mtime_ns, size_bytes, indexed_at)
+    if state == "current" or not root or _archive_split(rel_path) is not None:
+        return state
+    path = os.path.join(root, rel_path) if os.path.isdir(root) else root
+    try:
+        if os.stat(path).st_size != size_bytes:
+            return "stale"
+        from sleuth.engine import content_hash_of
+        from sleuth.ingest import read_text
+
+        return "current" if content_hash_of(read_text(Path(path)).text) == content_hash else "stale"
+    except Exception:  # noqa: BLE001 - unreadable now: not what was indexed
+        return "stale"
 
 
 #: Skip reasons that mean a file could not be read or parsed (``failed``), as opposed to files left

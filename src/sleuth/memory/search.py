@@ -31,10 +31,10 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ProjectNotFound, QueryError
+from sleuth.freshness import document_freshness
 from sleuth.fusion import FusedDocument, rrf
 from sleuth.lanes.base import LaneQuery
 from sleuth.lanes.graph import is_entity_node
@@ -152,38 +152,10 @@ def exact_query(parsed: ParsedQuery) -> ParsedQuery | None:
 
 
 def freshness(doc: DocumentRow) -> str:
-    """``current`` when the indexed file is unchanged on disk, else ``stale``: a different size is
-    stale, the same size and mtime current; the same size with a new mtime is read and its content
-    hash compared (a touched file stays current).
-
-    Documents given as text (no root) are always current; a member of an archive is current while
-    the archive exists.
-    """
-    if not doc.root:
-        return "current"
-    root = Path(doc.root)
-    path = root if root.is_file() else root / doc.rel_path
-    parts = doc.rel_path.split("/")
-    for i in range(1, len(parts)):
-        prefix = "/".join(parts[:i])
-        if re.search(r"\.(tar\.gz|tgz|tar|zip|tar\.bz2|tar\.xz)$", prefix):
-            return "current" if (root / prefix).is_file() else "stale"
-    try:
-        st = path.stat()
-    except OSError:
-        return "stale"
-    if st.st_size != doc.size_bytes:
-        return "stale"
-    if st.st_mtime_ns == doc.mtime_ns:
-        return "current"
-    # Same size, new mtime (touched, or rewritten with the same length): compare the content.
-    from sleuth.engine import content_hash_of
-    from sleuth.ingest import DecodeError, read_text
-
-    try:
-        return "current" if content_hash_of(read_text(path).text) == doc.content_hash else "stale"
-    except (DecodeError, OSError):
-        return "stale"
+    """``current`` or ``stale``: is ``doc``'s file as it was indexed? (see
+    :func:`sleuth.freshness.document_freshness`)."""
+    return document_freshness(doc.root, doc.rel_path, doc.mtime_ns, doc.size_bytes, doc.content_hash,
+                              doc.indexed_at)
 
 
 def order_superseded(ranked: list[FusedDocument], superseded_by: Mapping[str, set[str]]) -> list[FusedDocument]:
