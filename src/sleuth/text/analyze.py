@@ -166,11 +166,10 @@ def tokenize(text: str) -> list[Token]:
 
 
 @lru_cache(maxsize=4096)
-def _probe(terms: frozenset[str]) -> re.Pattern[str]:
+def _prefixes(terms: frozenset[str]) -> tuple[str, ...]:
     # Every ASCII surface form of a term contains the term's first characters (stemming changes
     # only endings, so a short stem loses its last character here: "cry" -> "cri" -> "cr").
-    prefixes = {t[: max(2, min(4, len(t) - 1))] for t in terms}
-    return re.compile("|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True)), re.IGNORECASE)
+    return tuple(sorted({t[: max(2, min(4, len(t) - 1))] for t in terms}))
 
 
 _NON_ASCII_WORD_CHAR_RE = re.compile(r"[^\W\x00-\x7f]")
@@ -191,12 +190,24 @@ def find_terms(text: str, terms: frozenset[str]) -> list[Token]:
         return []
     if not text.isascii() and _NON_ASCII_WORD_CHAR_RE.search(text):
         return [t for t in tokenize(text) if t.term in terms]  # accents, CJK: fold first
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        return [t for t in tokenize(text) if t.term in terms]
+    # Where a prefix of a query term occurs (str.find is a fast C scan; a case-insensitive regex
+    # alternation costs ten times more on a long block).
+    hits: list[int] = []
+    for prefix in _prefixes(terms):
+        i = lowered.find(prefix)
+        while i != -1:
+            hits.append(i)
+            i = lowered.find(prefix, i + 1)
+    hits.sort()
     out: list[Token] = []
     last_end = -1
-    for m in _probe(terms).finditer(text):
-        if m.start() < last_end:
+    for start in hits:
+        if start < last_end:
             continue
-        start = m.start()
+        first = start
         # Back up to where the chunk holding this match begins (runs of word characters joined
         # by single connectors), exactly where a left-to-right scan would have started it.
         while start > 0 and (
@@ -206,7 +217,7 @@ def find_terms(text: str, terms: frozenset[str]) -> list[Token]:
         ):
             start -= 1
         chunk = _CHUNK_RE.match(text, start)
-        if chunk is None or chunk.end() <= m.start():
+        if chunk is None or chunk.end() <= first:
             continue
         last_end = chunk.end()
         for term in _chunk_terms(chunk.group()):
