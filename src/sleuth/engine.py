@@ -649,7 +649,7 @@ class Engine:
                        if isinstance(a, str)}
         lists = [a for a in answers if not isinstance(a, str)]
         run_lanes = [name for name in cfg.lanes if name not in unavailable]
-        fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k)[: req.limit]
+        fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k, limit=req.limit)
         docs = self.catalog.documents([d.doc_id for d in fused])
         blocks = self.catalog.blocks([d.best_block_id for d in fused])
         snippet_terms = set(parsed.terms) | {t for p in parsed.phrases for t in analyze(" ".join(p))}
