@@ -182,25 +182,27 @@ def _is_chunk_char(ch: str) -> bool:
 def find_terms(text: str, terms: frozenset[str]) -> list[Token]:
     """The tokens of ``text`` whose term is in ``terms``, in text order.
 
-    Same result as ``[t for t in tokenize(text) if t.term in terms]``, but when every word character
-    is ASCII only the chunks around a cheap prefix match are analysed (what snippets need, many
-    times per query).
+    Same result as ``[t for t in tokenize(text) if t.term in terms]``, but only the chunks around a
+    cheap prefix match, or holding a non-ASCII word character, are analysed (what snippets need,
+    many times per query).
     """
     if not terms:
         return []
-    if not text.isascii() and _NON_ASCII_WORD_CHAR_RE.search(text):
-        return [t for t in tokenize(text) if t.term in terms]  # accents, CJK: fold first
     lowered = text.lower()
     if len(lowered) != len(text):
         return [t for t in tokenize(text) if t.term in terms]
     # Where a prefix of a query term occurs (str.find is a fast C scan; a case-insensitive regex
-    # alternation costs ten times more on a long block).
+    # alternation costs ten times more on a long block) ...
     hits: list[int] = []
     for prefix in _prefixes(terms):
         i = lowered.find(prefix)
         while i != -1:
             hits.append(i)
             i = lowered.find(prefix, i + 1)
+    if not text.isascii():
+        # ... and every non-ASCII word character (accents and CJK change the surface form): the
+        # chunks holding them are always analysed.
+        hits.extend(m.start() for m in _NON_ASCII_WORD_CHAR_RE.finditer(text))
     hits.sort()
     out: list[Token] = []
     last_end = -1
