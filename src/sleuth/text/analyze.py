@@ -179,6 +179,19 @@ def _is_chunk_char(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
+def _may_start_part(text: str, i: int) -> bool:
+    """Whether an ASCII word part (see ``identifier_parts``) can begin at ``text[i]``: after a
+    character that is not a letter or digit, at a letter/digit boundary, or at a capital after a
+    lowercase letter ("getUser") or before one ("HTTPResponse"). A prefix found inside a word part
+    ("cel" in "excellent") is not the start of any term's surface form."""
+    if i == 0:
+        return True
+    before, here = text[i - 1], text[i]
+    if not before.isalnum() or before.isdigit() != here.isdigit():
+        return True
+    return here.isupper() and (before.islower() or text[i + 1 : i + 2].islower())
+
+
 def find_terms(text: str, terms: frozenset[str]) -> list[Token]:
     """The tokens of ``text`` whose term is in ``terms``, in text order.
 
@@ -197,7 +210,8 @@ def find_terms(text: str, terms: frozenset[str]) -> list[Token]:
     for prefix in _prefixes(terms):
         i = lowered.find(prefix)
         while i != -1:
-            hits.append(i)
+            if _may_start_part(text, i):
+                hits.append(i)
             i = lowered.find(prefix, i + 1)
     if not text.isascii():
         # ... and every non-ASCII word character (accents and CJK change the surface form): the
