@@ -33,6 +33,7 @@ from sleuth.lanes.lexical import BM25Lane, ExactLane, IndexLane
 from sleuth.lanes.postings import Postings
 from sleuth.lanes.tfidf import TfidfLane, TfidfModel
 from sleuth.lanes.vector import VectorLane, VectorMatrix
+from sleuth.store import vector_cache
 from sleuth.store.catalog import Catalog, DocumentRow, IndexedBlock
 from sleuth.store.lane_cache import load_arrays, save_arrays
 from sleuth.summaries import make_snippet
@@ -220,7 +221,7 @@ class Engine:
         self._embedder: Embedder | None = None
         self._embedder_error: str | None = None
         self._embedder_lock = threading.Lock()
-        self._vectors: tuple[tuple[int, str | None], VectorMatrix] | None = None
+        self._vectors: vector_cache.VectorState | None = None
         self._query_vectors: dict[str, np.ndarray] = {}
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sleuth-lane")
         self.lanes = {
@@ -358,26 +359,29 @@ class Engine:
         model = embedder.name if embedder else ""
         key = (self.catalog.generation(), self.catalog.get_meta(f"vectors:{model}"))
         with self._lane_cache_lock:
-            if self._vectors is None or self._vectors[0] != key:
-                path = self.index_dir / f"vectors.{hashlib.sha1(model.encode()).hexdigest()[:8]}.cache.npz"
-                saved = load_arrays(path, f"{model} {key}")
-                if saved is not None:
-                    block_ids, projects = saved["block_ids"].tolist(), saved["projects"].tolist()
-                    matrix = saved["vectors"]
-                else:
-                    block_ids, projects, rows = [], [], []
-                    for block_id, project_id, blob in self.catalog.block_vectors(model):
-                        block_ids.append(block_id)
-                        projects.append(project_id)
-                        rows.append(np.frombuffer(blob, dtype=np.float32))
-                    dim = embedder.dim if embedder else 0
-                    matrix = np.vstack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
-                    save_arrays(path, f"{model} {key}", block_ids=np.asarray(block_ids, dtype=str),
-                                projects=np.asarray(projects, dtype=str), vectors=matrix)
-                ann_path = path.with_suffix("").with_suffix(".hnsw")
-                self._vectors = (key, VectorMatrix(block_ids, projects, matrix, ann_path=ann_path,
-                                                   ann_key=f"{model} {key}"))
-            return self._vectors[1]
+            if self._vectors is None or self._vectors.key != key or self._vectors.model != model:
+                # Loaded from the lane files, then updated incrementally (HNSW add/remove, no rebuild).
+                self._vectors = vector_cache.current(self.catalog, self.index_dir, model,
+                                                     embedder.dim if embedder else 0, self._vectors,
+                                                     self._lane_files_writable())
+            return self._vectors.matrix
+
+    @contextlib.contextmanager
+    def _lane_files_writable(self) -> Iterator[bool]:
+        """Yields whether this process may write lane files now: it holds the index's write lock
+        (taken here without waiting when it did not already)."""
+        if self._write_lock._fd is not None:  # noqa: SLF001 - indexing in this engine holds it
+            yield True
+            return
+        try:
+            got = self._write_lock.acquire(blocking=False)
+        except OSError:  # a read-only index folder
+            got = False
+        try:
+            yield got
+        finally:
+            if got:
+                self._write_lock.release()
 
     def _run_lane(self, name: str, q: LaneQuery) -> RankedList | str:
         """Lane ``name``'s answer, or why it cannot run (only the vector lane can be unavailable)."""

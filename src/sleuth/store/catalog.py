@@ -468,6 +468,32 @@ class Catalog:
             (model,),
         ))
 
+    def block_vectors_with_keys(self, model: str) -> Iterator[tuple[str, str, str, bytes]]:
+        """``(block_id, project_id, embed_hash, vector bytes)`` of every block with a vector for ``model``."""
+        return iter(self.conn.execute(
+            "SELECT b.block_id, d.project_id, b.embed_hash, v.vector FROM blocks b JOIN documents d"
+            " ON b.doc_id=d.doc_id JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash ORDER BY b.rowid",
+            (model,),
+        ))
+
+    def doc_block_vectors(self, model: str, doc_ids: Sequence[str]) -> list[tuple[str, str, str, str, bytes | None]]:
+        """``(block_id, doc_id, project_id, embed_hash, vector bytes or None)`` of every block of ``doc_ids``."""
+        marks = ",".join("?" * len(doc_ids))
+        return self.conn.execute(
+            "SELECT b.block_id, b.doc_id, d.project_id, b.embed_hash, v.vector FROM blocks b JOIN documents d"
+            " ON b.doc_id=d.doc_id LEFT JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash"
+            f" WHERE b.doc_id IN ({marks}) ORDER BY b.rowid",
+            (model, *doc_ids),
+        ).fetchall()
+
+    def docs_without_vectors(self, model: str) -> list[str]:
+        """Documents with at least one block that has no vector for ``model``."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT b.doc_id FROM blocks b WHERE NOT EXISTS"
+            " (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)",
+            (model,),
+        )]
+
     def vector_counts(self, model: str) -> tuple[int, int]:
         """``(blocks with a vector for model, all blocks)``."""
         with_vec = self.conn.execute(
