@@ -4,8 +4,9 @@ Manning, Raghavan & Schütze 2008, §6.4 "lnc.ltc" style with smoothed idf).
 Block weight of term t: ``(1 + ln tf) * idf(t)``, rows L2-normalised; ``idf(t) = ln((1 + N) /
 (1 + df)) + 1``. The query vector weighs each distinct term by its idf. Score = cosine in [0, 1].
 
-The matrix lives in memory (scipy CSC, blocks × vocabulary) and is built from the catalog's stored
-block terms; the engine rebuilds it when the catalog generation changes. Pure: no I/O here.
+The matrix lives in memory (compressed sparse columns, blocks × vocabulary, as plain numpy arrays:
+scoring needs no scipy, so a search process never imports it) and is built from the catalog's
+stored block terms; the engine rebuilds it when the catalog generation changes. Pure: no I/O here.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ class TfidfModel:
         tf.data = (1.0 + np.log(tf.data)) * self.idf[tf.indices]
         norms = np.sqrt(np.asarray(tf.multiply(tf).sum(axis=1)).ravel())
         norms[norms == 0] = 1.0
-        self.matrix = sp.csc_matrix(sp.diags(1.0 / norms) @ tf, dtype=np.float32)
+        matrix = sp.csc_matrix(sp.diags(1.0 / norms) @ tf, dtype=np.float32)
+        self.data, self.indices, self.indptr = matrix.data, matrix.indices, matrix.indptr
         self.vocab = vocab
         self.block_ids = np.asarray(block_ids, dtype=object)
         self.project_names = sorted(set(projects))
@@ -65,8 +67,8 @@ class TfidfModel:
         """The model as plain arrays (for :func:`sleuth.store.lane_cache.save_arrays`)."""
         vocab = np.asarray(sorted(self.vocab, key=self.vocab.__getitem__), dtype=str)
         return {
-            "data": self.matrix.data, "indices": self.matrix.indices, "indptr": self.matrix.indptr,
-            "shape": np.asarray(self.matrix.shape), "idf": self.idf, "vocab": vocab,
+            "data": self.data, "indices": self.indices, "indptr": self.indptr,
+            "shape": np.asarray([len(self.block_ids), len(self.idf)]), "idf": self.idf, "vocab": vocab,
             "block_ids": self.block_ids.astype(str), "project_names": np.asarray(self.project_names, dtype=str),
             "project_of_block": self.project_of_block,
         }
@@ -74,10 +76,8 @@ class TfidfModel:
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray]) -> TfidfModel:
         """Rebuild a model saved with :meth:`to_arrays`."""
-        import scipy.sparse as sp
-
         model = cls.__new__(cls)
-        model.matrix = sp.csc_matrix((a["data"], a["indices"], a["indptr"]), shape=tuple(a["shape"]))
+        model.data, model.indices, model.indptr = a["data"], a["indices"], a["indptr"]
         model.idf = a["idf"]
         model.vocab = {term: i for i, term in enumerate(a["vocab"].tolist())}
         model.block_ids = a["block_ids"].astype(object)
@@ -89,13 +89,21 @@ class TfidfModel:
         return len(self.block_ids)
 
     def scores(self, terms: Iterable[str]) -> np.ndarray:
-        """Cosine of every block with the query; shape ``(n_blocks,)``, 0 where nothing matches."""
+        """Cosine of every block with the query; shape ``(n_blocks,)``, 0 where nothing matches.
+
+        The sparse matrix-vector product over the query's columns, column by column in float32
+        (the same operations, in the same order, as scipy's CSC product).
+        """
         cols = sorted({self.vocab[t] for t in terms if t in self.vocab})
+        out = np.zeros(len(self), dtype=np.float32)
         if not cols:
-            return np.zeros(len(self), dtype=np.float32)
+            return out
         weights = self.idf[cols]
         weights = weights / np.linalg.norm(weights)
-        return np.asarray(self.matrix[:, cols] @ weights).ravel()
+        for col, weight in zip(cols, weights, strict=True):
+            lo, hi = self.indptr[col], self.indptr[col + 1]
+            out[self.indices[lo:hi]] += self.data[lo:hi] * weight
+        return out
 
 
 class TfidfLane:
