@@ -654,12 +654,11 @@ class Engine:
         lists = [a for a in answers if not isinstance(a, str)]
         run_lanes = [name for name in cfg.lanes if name not in unavailable]
         fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k, limit=req.limit)
-        docs = self.catalog.documents([d.doc_id for d in fused])
-        blocks = self.catalog.blocks([d.best_block_id for d in fused])
+        rows = self.catalog.blocks_with_documents([d.best_block_id for d in fused])
         snippet_terms = set(parsed.terms) | {t for p in parsed.phrases for t in analyze(" ".join(p))}
         hits: list[Hit] = []
         for d in fused:
-            doc, block = docs.get(d.doc_id), blocks.get(d.best_block_id)
+            block, doc = rows.get(d.best_block_id, (None, None))
             if doc is None or block is None:
                 continue  # deleted between the lanes' answer and now
             snip = make_snippet(block.text, snippet_terms) if req.snippets else None
