@@ -19,6 +19,9 @@ from typing import Any, TypeVar
 # This process never uses pydantic plugins: without this, the first model class scans the entry
 # points of every installed distribution for them (tens of milliseconds of a cold `sleuth search`).
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+# One BLAS thread (set before numpy loads OpenBLAS): the exact vector search is one matrix-vector
+# product, and OpenBLAS threads woken for it stall whenever the other core is busy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import click  # noqa: E402
 
