@@ -80,7 +80,7 @@ class TfidfModel:
         model.data, model.indices, model.indptr = a["data"], a["indices"], a["indptr"]
         model.idf = a["idf"]
         model.vocab = {term: i for i, term in enumerate(a["vocab"].tolist())}
-        model.block_ids = a["block_ids"].astype(object)
+        model.block_ids = a["block_ids"]  # fixed-width unicode: no str object per block to create
         model.project_names = a["project_names"].tolist()
         model.project_of_block = a["project_of_block"]
         return model
@@ -138,4 +138,4 @@ class TfidfLane:
             top = np.argpartition(-scores[candidates], q.k - 1)[: q.k]
             candidates = candidates[top]
         order = candidates[np.lexsort((model.block_ids[candidates], -scores[candidates]))]
-        return RankedList(self.name, tuple(model.block_ids[order]), tuple(float(s) for s in scores[order]))
+        return RankedList(self.name, tuple(model.block_ids[order].tolist()), tuple(float(s) for s in scores[order]))

@@ -59,20 +59,28 @@ class VectorMatrix:
         ann_path / ann_key: where the HNSW index is saved and the key it is saved for (reused when
             the key matches, else rebuilt and saved).
         ann: an HNSW index over exactly the live slots (keys = slot numbers), used as is.
+        project_codes: ``(project_names, project_of_block)`` instead of ``project_ids`` (sorted
+            names; each slot's index into them, -1 for dead slots).
     """
 
     def __init__(self, block_ids: Sequence[str] | np.ndarray, project_ids: Sequence[str] | np.ndarray,
                  vectors: np.ndarray, exact_max_blocks: int | None = None,
-                 ann_path: Path | None = None, ann_key: str = "", ann: Index | None = None) -> None:
-        self.block_ids = np.asarray(block_ids, dtype=object)
+                 ann_path: Path | None = None, ann_key: str = "", ann: Index | None = None,
+                 project_codes: tuple[list[str], np.ndarray] | None = None) -> None:
+        # A fixed-width unicode array is kept as is (cheap to load); anything else becomes objects.
+        self.block_ids = block_ids if isinstance(block_ids, np.ndarray) and block_ids.dtype.kind == "U" else \
+            np.asarray(block_ids, dtype=object)
         self.vectors = vectors if vectors.dtype == np.float32 and vectors.flags.c_contiguous else \
             np.ascontiguousarray(vectors, dtype=np.float32)
-        projects = np.asarray(project_ids, dtype=object)
-        self.project_names = sorted({str(p) for p in set(projects.tolist())} - {""})
-        index = {p: i for i, p in enumerate(self.project_names)}
-        index[""] = -1
-        self.project_of_block = np.fromiter((index[p] for p in projects.tolist()), dtype=np.int32,
-                                            count=len(projects))
+        if project_codes is not None:  # already coded: (sorted names, index per slot, -1 = dead)
+            self.project_names, self.project_of_block = project_codes
+        else:
+            projects = np.asarray(project_ids, dtype=object)
+            self.project_names = sorted({str(p) for p in set(projects.tolist())} - {""})
+            index = {p: i for i, p in enumerate(self.project_names)}
+            index[""] = -1
+            self.project_of_block = np.fromiter((index[p] for p in projects.tolist()), dtype=np.int32,
+                                                count=len(projects))
         dead = self.block_ids == ""
         self.alive: np.ndarray | None = ~dead if dead.any() else None
         self.live = int(len(self.block_ids) - int(dead.sum()))
@@ -252,4 +260,4 @@ class VectorLane:
         rows, scores = m.search(self._embed_query(q.parsed.text), q.k, allowed)
         keep = scores >= self.min_similarity
         rows, scores = rows[keep], scores[keep]
-        return RankedList(self.name, tuple(m.block_ids[rows]), tuple(float(s) for s in scores))
+        return RankedList(self.name, tuple(m.block_ids[rows].tolist()), tuple(float(s) for s in scores))

@@ -159,13 +159,13 @@ def _hashes_after_compaction(state: VectorState, removed: Sequence[str], added: 
 def load(folder: Path, model: str, dim: int) -> VectorState | None:
     """The state saved in ``folder`` for ``model`` (vectors and HNSW index memory-mapped), or None."""
     stem = stem_for(model)
-    saved = load_arrays(folder / f"{stem}.state.npz", "vector-state 1")
+    saved = load_arrays(folder / f"{stem}.state.npz", "vector-state 2")
     if saved is None:
         return None
     try:
         if str(saved["model"]) != model:
             return None
-        block_ids = saved["block_ids"].astype(object)
+        block_ids = saved["block_ids"].astype(str)  # saved as ASCII bytes; kept fixed-width (no str objects)
         n = len(block_ids)
         vectors_file, ann_file = str(saved["vectors_file"]), str(saved["ann_file"])
         path = folder / vectors_file
@@ -178,16 +178,17 @@ def load(folder: Path, model: str, dim: int) -> VectorState | None:
             ann = load_hnsw(folder / ann_file)
             if ann is None:
                 return None
-        projects = saved["project_names"].astype(object)[saved["project_of_block"]] if n else []
-        projects = np.where(block_ids == "", "", projects) if n else projects
-        matrix = VectorMatrix(block_ids, projects, vectors, ann=ann)
+        codes = np.where(block_ids == "", -1, saved["project_of_block"]).astype(np.int32)
+        matrix = VectorMatrix(block_ids, [], vectors, ann=ann,
+                              project_codes=(saved["project_names"].tolist(), codes))
         counter = str(saved["counter"]) if bool(saved["has_counter"]) else None
         generation = int(saved["generation"])
         # Saved with another exact-search size: the HNSW index was built or dropped here; save again.
         as_saved = (matrix.ann is None) == (ann is None)
-        return VectorState(model, generation, counter, matrix, saved["embed_hashes"].astype(object),
-                           set(saved["pending_docs"].tolist()), vectors_file, ann_file if as_saved else "", n,
-                           saved_key=(generation, counter) if as_saved else None)
+        hashes = saved["embed_hashes"].astype(str)
+        pending = set(saved["pending_docs"].astype(str).tolist())
+        return VectorState(model, generation, counter, matrix, hashes, pending, vectors_file,
+                           ann_file if as_saved else "", n, saved_key=(generation, counter) if as_saved else None)
     except (KeyError, ValueError, OSError, IndexError):
         return None
 
@@ -222,13 +223,13 @@ def save(folder: Path, state: VectorState) -> VectorState:
             if not save_hnsw(m.ann, folder / ann_file):
                 return state
         projects = np.asarray(m.project_names, dtype=str)
-        save_arrays(folder / f"{stem}.state.npz", "vector-state 1", model=np.asarray(state.model),
+        save_arrays(folder / f"{stem}.state.npz", "vector-state 2", model=np.asarray(state.model),
                     generation=np.asarray(state.generation), counter=np.asarray(state.counter or ""),
                     has_counter=np.asarray(state.counter is not None),
-                    block_ids=m.block_ids.astype(str), embed_hashes=state.embed_hashes.astype(str),
+                    block_ids=m.block_ids.astype("S"), embed_hashes=state.embed_hashes.astype("S"),
                     project_names=projects if len(projects) else np.zeros(0, dtype="U1"),
                     project_of_block=np.maximum(m.project_of_block, 0),
-                    pending_docs=np.asarray(sorted(state.pending_docs), dtype=str),
+                    pending_docs=np.asarray(sorted(state.pending_docs), dtype="S"),
                     vectors_file=np.asarray(vectors_file), ann_file=np.asarray(ann_file))
     except OSError:
         return state
