@@ -170,10 +170,8 @@ class VectorMatrix:
 
         Returns ``(rows, scores)``, best first; ties broken by block id. Dead slots never appear.
         """
-        if self.alive is not None:
-            allowed = self.alive if allowed is None else allowed & self.alive
         n = len(self.block_ids)
-        if self.ann is not None:
+        if self.ann is not None:  # removed slots are not in the HNSW index: no need to widen for them
             wanted = k if allowed is None else k * 4
             while True:
                 with self._ann_lock:
@@ -189,6 +187,8 @@ class VectorMatrix:
                 wanted *= 4
             order = np.lexsort((self.block_ids[rows], -scores))[:k]
             return rows[order], scores[order]
+        if self.alive is not None:
+            allowed = self.alive if allowed is None else allowed & self.alive
         scores = self.vectors @ query
         candidates = np.arange(n) if allowed is None else np.flatnonzero(allowed)
         if len(candidates) > k:
