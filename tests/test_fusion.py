@@ -176,3 +176,10 @@ def test_property_scores_non_increasing(data):
     # every document with a block in any list appears exactly once
     expected_docs = {doc_of(b) for r in lists for b in r.block_ids}
     assert sorted(d.doc_id for d in fused) == sorted(expected_docs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lane_lists(), st.integers(min_value=0, max_value=8))
+def test_property_limit_equals_slicing(data, limit):
+    lists, weights = data
+    assert summary(rrf(lists, doc_of, weights, limit=limit)) == summary(rrf(lists, doc_of, weights)[:limit])

@@ -16,13 +16,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import click
+# This process never uses pydantic plugins: without this, the first model class scans the entry
+# points of every installed distribution for them (tens of milliseconds of a cold `sleuth search`).
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+# One BLAS thread (set before numpy loads OpenBLAS): the exact vector search is one matrix-vector
+# product, and OpenBLAS threads woken for it stall whenever the other core is busy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from sleuth import __version__
-from sleuth.config import INDEX_DIR_NAME, INDEX_ENV, find_index_dir, load_serve_settings, validate_lanes
-from sleuth.engine import Engine
-from sleuth.errors import ConfigError, SleuthError
-from sleuth.types import SearchRequest, SearchResponse
+import click  # noqa: E402
+
+from sleuth import __version__  # noqa: E402
+from sleuth.config import (  # noqa: E402
+    INDEX_DIR_NAME,
+    INDEX_ENV,
+    find_index_dir,
+    load_serve_settings,
+    validate_lanes,
+)
+from sleuth.engine import Engine  # noqa: E402
+from sleuth.errors import ConfigError, SleuthError  # noqa: E402
+from sleuth.types import SearchRequest, SearchResponse  # noqa: E402
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -36,6 +36,7 @@ from sleuth.lanes.lexical import BM25Lane, ExactLane, IndexLane
 from sleuth.lanes.postings import Postings
 from sleuth.lanes.tfidf import TfidfLane, TfidfModel
 from sleuth.lanes.vector import VectorLane, VectorMatrix
+from sleuth.store import vector_cache
 from sleuth.store.catalog import Catalog, DocumentRow, FileState, IndexedBlock
 from sleuth.store.lane_cache import load_arrays, load_saved, save_arrays
 from sleuth.summaries import make_snippet
@@ -73,6 +74,8 @@ EMBED_COMMIT_BLOCKS = 256
 TFIDF_CACHE_FORMAT = "tfidf-2"
 #: The tfidf model is saved again when an update changed at least this many blocks (or 1% of them).
 TFIDF_SAVE_MIN_CHANGED_BLOCKS = 1_000
+#: Documents fused beyond the requested limit, to replace any deleted since the lanes answered.
+FUSED_SPARE_DOCUMENTS = 20
 #: Query vectors kept in memory (an LRU of query text → vector).
 QUERY_VECTOR_CACHE_SIZE = 1024
 
@@ -287,7 +290,7 @@ class Engine:
         self._embedder: Embedder | None = None
         self._embedder_error: str | None = None
         self._embedder_lock = threading.Lock()
-        self._vectors: tuple[tuple[int, str | None], VectorMatrix] | None = None
+        self._vectors: vector_cache.VectorState | None = None
         self._graph: tuple[int, LinkGraph] | None = None
         self._query_vectors: dict[str, np.ndarray] = {}
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sleuth-lane")
@@ -455,67 +458,29 @@ class Engine:
         model = embedder.name if embedder else ""
         key = (self.catalog.generation(), self.catalog.get_meta(f"vectors:{model}"))
         with self._lane_cache_lock:
-            if self._vectors is None or self._vectors[0] != key:
-                path = self.index_dir / f"vectors.{hashlib.sha1(model.encode()).hexdigest()[:8]}.cache.npz"
-                saved = load_arrays(path, f"{model} {key}")
-                if saved is not None:
-                    block_ids, projects = saved["block_ids"].tolist(), saved["projects"].tolist()
-                    matrix = saved["vectors"]
-                else:
-                    with self.catalog.read():  # one snapshot: the vectors are those of the key
-                        key = (self.catalog.generation(), self.catalog.get_meta(f"vectors:{model}"))
-                        updated = self._vectors_updated(model, key[0], path)
-                        if updated is not None:
-                            block_ids, projects, matrix, changed = updated
-                        else:
-                            block_ids, projects, rows = [], [], []
-                            for block_id, project_id, blob in self.catalog.block_vectors(model):
-                                block_ids.append(block_id)
-                                projects.append(project_id)
-                                rows.append(np.frombuffer(blob, dtype=np.float32))
-                            dim = embedder.dim if embedder else 0
-                            matrix = np.vstack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
-                            changed = len(block_ids)
-                    # Saved after a full read or a large change (see _tfidf_updated).
-                    if changed >= max(TFIDF_SAVE_MIN_CHANGED_BLOCKS, len(block_ids) // 100) or not path.exists():
-                        save_arrays(path, f"{model} {key}", block_ids=np.asarray(block_ids, dtype=str),
-                                    projects=np.asarray(projects, dtype=str), vectors=matrix,
-                                    generation=np.asarray(key[0]))
-                ann_path = path.with_suffix("").with_suffix(".hnsw")
-                self._vectors = (key, VectorMatrix(block_ids, projects, matrix, ann_path=ann_path,
-                                                   ann_key=f"{model} {key}"))
-            return self._vectors[1]
+            if self._vectors is None or self._vectors.key != key or self._vectors.model != model:
+                # Loaded from the lane files, then updated incrementally (HNSW add/remove, no rebuild).
+                self._vectors = vector_cache.current(self.catalog, self.index_dir, model,
+                                                     embedder.dim if embedder else 0, self._vectors,
+                                                     self._lane_files_writable())
+            return self._vectors.matrix
 
-    def _vectors_updated(self, model: str, generation: int,
-                         path: Path) -> tuple[list[str], list[str], np.ndarray, int] | None:
-        """``(block_ids, projects, vectors, rows changed)`` at ``generation``: the vector matrix held
-        in memory (else the one last saved at ``path``) without the blocks of the documents written
-        or deleted since its generation and with the new blocks' vectors; None when there is no
-        such matrix, or when vectors were also stored for unchanged blocks since (read them all)."""
-        if self._vectors is not None:
-            (base_gen, _), m = self._vectors
-            ids, vectors = m.block_ids, m.vectors
-            projects = np.asarray(m.project_names, dtype=object)[m.project_of_block]
-        else:
-            saved = load_saved(path)
-            if saved is None or not saved[0].startswith(f"{model} (") or "generation" not in saved[1]:
-                return None
-            arrays = saved[1]
-            base_gen = int(arrays["generation"])
-            ids, projects, vectors = arrays["block_ids"].astype(object), arrays["projects"], arrays["vectors"]
-        if base_gen > generation:
-            return None
-        written, deleted = self.catalog.changes_since(base_gen)
-        removed = {*written, *deleted}
-        keep = np.fromiter((str(b).split(":", 1)[0] not in removed for b in ids), dtype=bool, count=len(ids))
-        added = self.catalog.block_vectors_of(model, written)
-        if int(keep.sum()) + len(added) != self.catalog.vector_counts(model)[0]:
-            return None
-        new_vectors = [np.frombuffer(blob, dtype=np.float32) for _, _, blob in added]
-        matrix = np.vstack([vectors[keep], *new_vectors]) if new_vectors else vectors[keep]
-        return ([str(b) for b in ids[keep]] + [b for b, _, _ in added],
-                [str(p) for p in np.asarray(projects)[keep]] + [p for _, p, _ in added],
-                np.ascontiguousarray(matrix, dtype=np.float32), len(added) + int((~keep).sum()))
+    @contextlib.contextmanager
+    def _lane_files_writable(self) -> Iterator[bool]:
+        """Yields whether this process may write lane files now: it holds the index's write lock
+        (taken here without waiting when it did not already)."""
+        if self._write_lock._fd is not None:  # noqa: SLF001 - indexing in this engine holds it
+            yield True
+            return
+        try:
+            got = self._write_lock.acquire(blocking=False)
+        except OSError:  # a read-only index folder
+            got = False
+        try:
+            yield got
+        finally:
+            if got:
+                self._write_lock.release()
 
     def embed_queries(self, texts: Sequence[str]) -> None:
         """Embed the query texts not embedded yet in one batch (the vector lane then finds them
@@ -906,7 +871,9 @@ class Engine:
                        if isinstance(a, str)}
         lists = [a for a in answers if not isinstance(a, str)]
         run_lanes = [name for name in cfg.lanes if name not in unavailable]
-        fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k)
+        # Some fused documents may have been deleted since the lanes answered (see _existing): a few
+        # more than the limit are fused, so that deleted ones leave no hole.
+        fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k, limit=req.limit + FUSED_SPARE_DOCUMENTS)
         snippet_terms = set(parsed.terms) | {t for p in parsed.phrases for t in analyze(" ".join(p))}
         hits: list[Hit] = []
         for d, doc, block in self._existing(fused, req.limit):

@@ -65,6 +65,7 @@ def rrf(
     doc_of: Callable[[str], str],
     weights: Mapping[str, float] | None = None,
     k: int = RRF_K,
+    limit: int | None = None,
 ) -> list[FusedDocument]:
     """Fuse lanes' block lists into documents ranked by weighted RRF.
 
@@ -73,6 +74,8 @@ def rrf(
         doc_of: maps a block id to its document id.
         weights: lane name → weight (missing lanes weigh 1.0; weight 0 drops a lane).
         k: the RRF constant, > 0.
+        limit: return only the best ``limit`` documents (the same as slicing the full result,
+            without building the others).
     Returns:
         Documents by descending score; ties broken by document id so the order never depends on
         the order of ``lists``. A document's best block is the block with the highest summed
@@ -83,24 +86,41 @@ def rrf(
     if k <= 0:
         raise ValueError(f"RRF k must be positive, got {k}")
     weights = DEFAULT_LANE_WEIGHTS if weights is None else weights
-    docs: dict[str, FusedDocument] = {}
+    # Plain dicts and tuples on the hot path; FusedDocument objects only for the documents returned.
+    scores: dict[str, float] = {}
+    traces: dict[str, list[tuple[str, int, float, float, float]]] = {}
+    doc_blocks: dict[str, dict[str, None]] = {}
     block_scores: dict[str, float] = {}
     for ranked in sorted(lists, key=lambda r: r.lane):
         w = weights.get(ranked.lane, 1.0)
         if w <= 0:
             continue
-        for block_rank, block_id in enumerate(ranked.block_ids, start=1):
+        lane = ranked.lane
+        lane_docs = 0
+        seen: set[str] = set()
+        for block_rank, (block_id, lane_score) in enumerate(zip(ranked.block_ids, ranked.scores, strict=True),
+                                                            start=1):
             block_scores[block_id] = block_scores.get(block_id, 0.0) + w / (k + block_rank)
-        for rank, (doc_id, blocks, lane_score) in enumerate(group_by_document(ranked, doc_of), start=1):
-            doc = docs.setdefault(doc_id, FusedDocument(doc_id))
-            contribution = w / (k + rank)
-            doc.score += contribution
-            doc.trace.append(LaneTrace(ranked.lane, rank, w, contribution, lane_score))
-            for b in blocks:
-                if b not in doc.block_ids:
-                    doc.block_ids.append(b)
-    for doc in docs.values():
-        doc.block_ids.sort(key=lambda b: (-block_scores[b], b))
-        doc.best_block_id = doc.block_ids[0]
-        doc.trace.sort(key=lambda t: (-t.contribution, t.lane))
-    return sorted(docs.values(), key=lambda d: (-d.score, d.doc_id))
+            doc_id = doc_of(block_id)
+            if doc_id not in seen:  # the document's best block in this lane sets its lane rank
+                seen.add(doc_id)
+                lane_docs += 1
+                contribution = w / (k + lane_docs)
+                if doc_id in scores:
+                    scores[doc_id] += contribution
+                    traces[doc_id].append((lane, lane_docs, w, contribution, lane_score))
+                else:
+                    scores[doc_id] = contribution
+                    traces[doc_id] = [(lane, lane_docs, w, contribution, lane_score)]
+                    doc_blocks[doc_id] = {}
+            doc_blocks[doc_id][block_id] = None
+    order = sorted(scores, key=lambda d: (-scores[d], d))
+    if limit is not None:
+        order = order[: max(limit, 0)]
+    out: list[FusedDocument] = []
+    for doc_id in order:
+        blocks = sorted(doc_blocks[doc_id], key=lambda b: (-block_scores[b], b))
+        trace = [LaneTrace(*t) for t in traces[doc_id]]
+        trace.sort(key=lambda t: (-t.contribution, t.lane))
+        out.append(FusedDocument(doc_id, scores[doc_id], blocks, blocks[0], trace))
+    return out

@@ -56,3 +56,82 @@ def test_hnsw_index_is_saved_and_reused(tmp_path) -> None:
     assert list(first.search(query, 10, None)[0]) == list(again.search(query, 10, None)[0])
     VectorMatrix(ids, ["p"] * 1_000, vectors, exact_max_blocks=10, ann_path=path, ann_key="gen 2")
     assert path.with_suffix(".key").read_text() == "gen 2"  # a stale index is rebuilt
+
+
+def _exact_top(vectors: np.ndarray, ids: list[str], query: np.ndarray, k: int) -> list[str]:
+    exact = VectorMatrix(ids, ["p"] * len(ids), vectors, exact_max_blocks=10**9)
+    return list(exact.block_ids[exact.search(query, k, None)[0]])
+
+
+def test_hnsw_updated_in_place_removed_blocks_never_return_added_ones_are_found(monkeypatch) -> None:
+    vectors = unit_rows(2_000, 32, seed=5)
+    ids = [f"b{i}" for i in range(2_000)]
+    m = VectorMatrix(ids, ["p"] * 1_000 + ["q"] * 1_000, vectors, exact_max_blocks=100)
+    ann = m.ann
+    assert ann is not None
+    builds = []
+    monkeypatch.setattr(VectorMatrix, "_build_ann", lambda self, *a: builds.append(1))
+    removed = [f"b{i}" for i in range(0, 2_000, 3)]
+    new_vectors = unit_rows(300, 32, seed=6)
+    new_ids = [f"n{i}" for i in range(300)]
+    m2 = m.updated(removed, new_ids, ["r"] * 300, new_vectors)
+    assert m2.ann is ann and builds == []  # the same HNSW index, updated (not rebuilt)
+    assert len(m2) == 2_000 - len(removed) + 300 and m2.project_names == ["p", "q", "r"]
+    gone = set(removed)
+    for i, q in enumerate(unit_rows(40, 32, seed=7)):
+        rows, scores = m2.search(q, 50, None)
+        assert not gone & set(m2.block_ids[rows]) and "" not in set(m2.block_ids[rows])
+        assert list(scores) == sorted(scores, reverse=True)
+        rows, _ = m2.search(vectors[3 * i], 5, None)  # a removed block's own vector
+        assert f"b{3 * i}" not in set(m2.block_ids[rows])
+    for j in range(0, 300, 10):  # each added block is found by its own vector
+        rows, scores = m2.search(new_vectors[j], 1, None)
+        assert m2.block_ids[rows[0]] == f"n{j}" and abs(scores[0] - 1.0) < 1e-5
+    only_r = m2.project_of_block == m2.project_names.index("r")
+    rows, _ = m2.search(vectors[1], 10, only_r)
+    assert len(rows) == 10 and set(m2.block_ids[rows]) <= set(new_ids)
+    # The old matrix still answers (it shares the index and leaves out the slots added after it).
+    rows, _ = m.search(new_vectors[0], 5, None)
+    assert all(r < 2_000 for r in rows)
+    # Replacing a block (removed and added under the same id) keeps one live copy, the new vector.
+    m3 = m2.updated(["b1"], ["b1"], ["p"], new_vectors[:1])
+    rows, _ = m3.search(new_vectors[0], 2, None)
+    assert sorted(m3.block_ids[rows]) == ["b1", "n0"]
+    assert list(m3.block_ids).count("b1") == 1
+
+
+def test_updates_match_a_fresh_exact_search(monkeypatch) -> None:
+    vectors = unit_rows(1_500, 24, seed=8)
+    ids = [f"b{i}" for i in range(1_500)]
+    m = VectorMatrix(ids, ["p"] * 1_500, vectors, exact_max_blocks=200)
+    live_ids, live_vecs = list(ids), list(vectors)
+    rng = np.random.default_rng(9)
+    for step in range(5):
+        drop = set(rng.choice(live_ids, 150, replace=False).tolist())
+        add_vecs = unit_rows(100, 24, seed=100 + step)
+        add_ids = [f"s{step}-{i}" for i in range(100)]
+        m = m.updated(sorted(drop), add_ids, ["p"] * 100, add_vecs)
+        keep = [i for i, b in enumerate(live_ids) if b not in drop]
+        live_ids = [live_ids[i] for i in keep] + add_ids
+        live_vecs = [live_vecs[i] for i in keep] + list(add_vecs)
+    assert m.ann is not None and len(m) == len(live_ids)
+    hits = 0
+    for q in unit_rows(50, 24, seed=10):
+        truth = set(_exact_top(np.asarray(live_vecs), live_ids, q, 10))
+        got = set(m.block_ids[m.search(q, 10, None)[0]])
+        assert got <= set(live_ids)
+        hits += len(truth & got)
+    assert hits / 500 >= 0.95
+
+
+def test_mostly_removed_matrix_is_compacted_and_drops_hnsw_below_the_exact_size() -> None:
+    vectors = unit_rows(600, 16, seed=11)
+    ids = [f"b{i}" for i in range(600)]
+    m = VectorMatrix(ids, ["p"] * 600, vectors, exact_max_blocks=300)
+    assert m.ann is not None
+    m2 = m.updated(ids[:250], [], [], np.zeros((0, 16), dtype=np.float32))
+    assert m2.ann is not None and len(m2.block_ids) == 600 and len(m2) == 350
+    m3 = m2.updated(ids[250:500], [], [], np.zeros((0, 16), dtype=np.float32))
+    assert len(m3.block_ids) == 100 and len(m3) == 100 and m3.ann is None and m3.alive is None
+    rows, _ = m3.search(vectors[550], 3, None)
+    assert m3.block_ids[rows[0]] == "b550"

@@ -147,7 +147,9 @@ from sleuth.text.analyze import find_terms  # noqa: E402
 
 _WORDS = ["Running", "runs", "cry", "cries", "os.Getenv", "getHTTPResponse", "snake_case", "a.b", "x-y-z",
           "Taxonomies", "taxonomy", "the", "v1.2.3", "ABC-123", "..", "-", " ", "\n", ".", "__", "foo_", "_bar",
-          "→", "├──", "Café", "東京都", "getUser", "abc123def", "nonresponse", "Response", "HTTPServer2x", "x"]
+          "→", "├──", "Café", "東京都", "getUser", "abc123def", "nonresponse", "Response", "HTTPServer2x", "x",
+          "CANCER", "Cells", "cancerCells", "C", "go", "P53", "engine's", "TREATMENTS",
+          "α-cell", "naïve", "东京cells", "µm"]
 
 
 @settings(max_examples=1000, deadline=None)

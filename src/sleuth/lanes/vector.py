@@ -9,13 +9,18 @@ filtered candidates are found or the whole index was searched.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sleuth.lanes.base import LaneQuery, doc_mask
 from sleuth.types import RankedList
+
+if TYPE_CHECKING:
+    from usearch.index import Index
 
 #: Blocks less similar to the query than this (cosine) are not returned: every block has a nearest
 #: neighbour, and without a floor a query for a word found nowhere would still "match" the
@@ -29,89 +34,168 @@ HNSW_EXPANSION_ADD = 128
 HNSW_EXPANSION_SEARCH = 128
 
 
+def new_hnsw(dim: int) -> Index:
+    """An empty HNSW index with the engine's settings."""
+    from usearch.index import Index
+
+    return Index(ndim=dim, metric="cos", dtype="f32", connectivity=HNSW_CONNECTIVITY,
+                 expansion_add=HNSW_EXPANSION_ADD, expansion_search=HNSW_EXPANSION_SEARCH)
+
+
 class VectorMatrix:
-    """The vectors of every block with one (catalog generation, model).
+    """The vectors of every block with one (catalog generation, model), by *slot*.
+
+    A slot is a row of ``vectors`` and, above ``exact_max_blocks`` live rows, the key of that row in
+    the HNSW index. :meth:`updated` removes and adds blocks without rebuilding: a removed block's
+    slot turns dead (block id ``""``, project -1, left out of every search) and new blocks take new
+    slots at the end; :meth:`updated` compacts (renumbers every slot, rebuilding the HNSW index)
+    only when dead slots outnumber live ones.
 
     Args:
-        block_ids: shape (n,); project_ids: shape (n,); vectors: float32 (n, dim), unit rows.
-        exact_max_blocks: above this size an HNSW index is built for search.
+        block_ids: shape (n,) (``""`` = dead slot); project_ids: shape (n,); vectors: float32
+            (n, dim), unit rows.
+        exact_max_blocks: above this many live blocks an HNSW index is used for search (default:
+            ``VECTOR_EXACT_MAX_BLOCKS``).
+        ann_path / ann_key: where the HNSW index is saved and the key it is saved for (reused when
+            the key matches, else rebuilt and saved).
+        ann: an HNSW index over exactly the live slots (keys = slot numbers), used as is.
+        project_codes: ``(project_names, project_of_block)`` instead of ``project_ids`` (sorted
+            names; each slot's index into them, -1 for dead slots).
     """
 
-    def __init__(self, block_ids: list[str], project_ids: list[str], vectors: np.ndarray,
-                 exact_max_blocks: int = VECTOR_EXACT_MAX_BLOCKS, ann_path: Path | None = None,
-                 ann_key: str = "") -> None:
-        self.block_ids = np.asarray(block_ids, dtype=object)
-        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        self.project_names = sorted(set(project_ids))
-        index = {p: i for i, p in enumerate(self.project_names)}
-        self.project_of_block = np.asarray([index[p] for p in project_ids], dtype=np.int32)
-        self.derived: dict[str, np.ndarray] = {}
-        self.ann = None
-        if len(block_ids) > exact_max_blocks:
+    def __init__(self, block_ids: Sequence[str] | np.ndarray, project_ids: Sequence[str] | np.ndarray,
+                 vectors: np.ndarray, exact_max_blocks: int | None = None,
+                 ann_path: Path | None = None, ann_key: str = "", ann: Index | None = None,
+                 project_codes: tuple[list[str], np.ndarray] | None = None) -> None:
+        # A fixed-width unicode array is kept as is (cheap to load); anything else becomes objects.
+        self.block_ids = block_ids if isinstance(block_ids, np.ndarray) and block_ids.dtype.kind == "U" else \
+            np.asarray(block_ids, dtype=object)
+        self.vectors = vectors if vectors.dtype == np.float32 and vectors.flags.c_contiguous else \
+            np.ascontiguousarray(vectors, dtype=np.float32)
+        if project_codes is not None:  # already coded: (sorted names, index per slot, -1 = dead)
+            self.project_names, self.project_of_block = project_codes
+        else:
+            projects = np.asarray(project_ids, dtype=object)
+            self.project_names = sorted({str(p) for p in set(projects.tolist())} - {""})
+            index = {p: i for i, p in enumerate(self.project_names)}
+            index[""] = -1
+            self.project_of_block = np.fromiter((index[p] for p in projects.tolist()), dtype=np.int32,
+                                                count=len(projects))
+        dead = self.block_ids == ""
+        self.alive: np.ndarray | None = ~dead if dead.any() else None
+        self.live = int(len(self.block_ids) - int(dead.sum()))
+        self.exact_max_blocks = VECTOR_EXACT_MAX_BLOCKS if exact_max_blocks is None else exact_max_blocks
+        self.derived: dict[str, np.ndarray] = {}  # per-matrix caches (see lanes.base.doc_mask)
+        self._ann_lock = threading.Lock()  # shared with the matrices :meth:`updated` derives
+        self._slot_of: dict[str, int] | None = None
+        self.ann = ann
+        if self.ann is None and self.live > self.exact_max_blocks:
             self.ann = self._load_ann(ann_path, ann_key) or self._build_ann(ann_path, ann_key)
+        elif self.live <= self.exact_max_blocks:
+            self.ann = None
 
-    def _load_ann(self, path: Path | None, key: str) -> object | None:
+    def _load_ann(self, path: Path | None, key: str) -> Index | None:
         """The HNSW index saved at ``path`` for ``key`` (memory-mapped), or None."""
-        from usearch.index import Index
-
         if path is None or not path.is_file():
             return None
         try:
             if path.with_suffix(".key").read_text() != key:
                 return None
-            index = Index.restore(str(path), view=True)
-        except (OSError, ValueError, RuntimeError):
+        except OSError:
             return None
-        if index is None or len(index) != len(self):
-            return None
-        index.expansion_search = HNSW_EXPANSION_SEARCH
-        return index
+        index = load_hnsw(path)
+        return index if index is not None and len(index) == self.live else None
 
-    def _build_ann(self, path: Path | None, key: str) -> object:
-        """Build the HNSW index over every row (keys = row numbers) and save it when ``path`` is given."""
-        from usearch.index import Index
-
-        index = Index(ndim=self.vectors.shape[1], metric="cos", dtype="f32",
-                      connectivity=HNSW_CONNECTIVITY, expansion_add=HNSW_EXPANSION_ADD,
-                      expansion_search=HNSW_EXPANSION_SEARCH)
-        index.add(np.arange(len(self), dtype=np.uint64), self.vectors, threads=2)
-        if path is not None:
+    def _build_ann(self, path: Path | None, key: str) -> Index:
+        """Build the HNSW index over every live slot and save it when ``path`` is given."""
+        index = new_hnsw(self.vectors.shape[1])
+        slots = np.arange(len(self.block_ids), dtype=np.uint64)
+        if self.alive is not None:
+            slots = slots[self.alive]
+        index.add(slots, self.vectors[slots.astype(np.int64)], threads=2)
+        if path is not None and save_hnsw(index, path):
             try:
-                tmp = path.with_suffix(".tmp")
-                index.save(str(tmp))
-                tmp.replace(path)
                 path.with_suffix(".key").write_text(key)
             except OSError:
-                pass  # a read-only index folder: the index lives in memory only
+                pass
         return index
 
     def __len__(self) -> int:
-        return len(self.block_ids)
+        """The number of live blocks."""
+        return self.live
+
+    def slot_of(self) -> dict[str, int]:
+        """``{block_id: slot}`` of the live blocks (built once per matrix)."""
+        if self._slot_of is None:
+            ids = self.block_ids.tolist()
+            self._slot_of = {b: i for i, b in enumerate(ids) if b}
+        return self._slot_of
+
+    def updated(self, removed: Iterable[str], block_ids: Sequence[str], project_ids: Sequence[str],
+                vectors: np.ndarray) -> VectorMatrix:
+        """A matrix without the blocks ``removed`` and with ``block_ids`` added (their projects and
+        vectors), updating the HNSW index in place instead of rebuilding it. A block both removed
+        and added is replaced. This matrix stays searchable (it never returns the new slots)."""
+        slot_of = self.slot_of()
+        dead = sorted({slot_of[b] for b in removed if b in slot_of})
+        n_old, dim = len(self.block_ids), self.vectors.shape[1]
+        live_after = self.live - len(dead) + len(block_ids)
+        new_ids = np.concatenate([self.block_ids, np.asarray(block_ids, dtype=object)]) if len(block_ids) \
+            else self.block_ids.copy()
+        new_ids[dead] = ""
+        old_projects = np.asarray(self.project_names + [""], dtype=object)[self.project_of_block]
+        new_projects = np.concatenate([old_projects, np.asarray(project_ids, dtype=object)])
+        new_projects[dead] = ""
+        add = np.asarray(vectors, dtype=np.float32).reshape(len(block_ids), dim)
+        new_vectors = np.concatenate([self.vectors, add]) if len(block_ids) else self.vectors
+        n_dead = len(new_ids) - live_after
+        if n_dead > live_after:  # compact: renumber the slots (and rebuild the HNSW index, if any)
+            keep = new_ids != ""
+            return VectorMatrix(new_ids[keep], new_projects[keep], new_vectors[keep], self.exact_max_blocks)
+        ann = self.ann
+        if live_after > self.exact_max_blocks and ann is not None:
+            with self._ann_lock:
+                if getattr(ann, "_sleuth_view", False):
+                    ann = ann.copy()  # a memory-mapped index is read-only (adding to it crashes)
+                if dead:
+                    ann.remove(np.asarray(dead, dtype=np.uint64))
+                if len(block_ids):
+                    ann.add(np.arange(n_old, n_old + len(block_ids), dtype=np.uint64), add, threads=2)
+            matrix = VectorMatrix(new_ids, new_projects, new_vectors, self.exact_max_blocks, ann=ann)
+            matrix._ann_lock = self._ann_lock
+            return matrix
+        return VectorMatrix(new_ids, new_projects, new_vectors, self.exact_max_blocks)
 
     def search(self, query: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` rows by cosine with ``query`` among rows where ``allowed`` (bool mask) is true.
 
-        Returns ``(rows, scores)``, best first; ties broken by block id.
+        Returns ``(rows, scores)``, best first; ties broken by block id. Dead slots never appear.
         """
+        n = len(self.block_ids)
         # A filter narrow enough is searched exactly over its rows: exact, and faster than widening
-        # an approximate search until enough allowed rows turn up.
-        narrow = allowed is not None and int(np.count_nonzero(allowed)) <= VECTOR_EXACT_MAX_BLOCKS
+        # an approximate search until enough allowed rows turn up. Removed slots are not in the HNSW
+        # index: no need to widen for them.
+        narrow = allowed is not None and int(np.count_nonzero(allowed)) <= self.exact_max_blocks
         if self.ann is not None and not narrow:
             wanted = k if allowed is None else k * 4
             while True:
-                matches = self.ann.search(query, min(wanted, len(self)))
+                with self._ann_lock:
+                    matches = self.ann.search(query, min(wanted, self.live), threads=1)
                 rows = np.asarray(matches.keys, dtype=np.int64)
                 scores = 1.0 - np.asarray(matches.distances, dtype=np.float32)
+                keep = rows < n  # slots added by a newer matrix sharing this index
                 if allowed is not None:
-                    keep = allowed[rows]
-                    rows, scores = rows[keep], scores[keep]
-                if len(rows) >= k or wanted >= len(self):
+                    keep[keep] &= allowed[rows[keep]]
+                rows, scores = rows[keep], scores[keep]
+                if len(rows) >= k or wanted >= self.live:
                     break
                 wanted *= 4
             order = np.lexsort((self.block_ids[rows], -scores))[:k]
             return rows[order], scores[order]
+        if self.alive is not None:
+            allowed = self.alive if allowed is None else allowed & self.alive
         if allowed is None:
-            candidates, scores = np.arange(len(self)), self.vectors @ query
+            candidates, scores = np.arange(n), self.vectors @ query
         else:
             candidates = np.flatnonzero(allowed)
             scores = self.vectors[candidates] @ query
@@ -120,6 +204,32 @@ class VectorMatrix:
             candidates, scores = candidates[top], scores[top]
         order = np.lexsort((self.block_ids[candidates], -scores))
         return candidates[order], scores[order]
+
+
+def load_hnsw(path: Path) -> Index | None:
+    """The HNSW index saved at ``path``, memory-mapped (read-only), or None when unreadable."""
+    from usearch.index import Index
+
+    try:
+        index = Index.restore(str(path), view=True)
+    except (OSError, ValueError, RuntimeError):
+        return None
+    if index is None:
+        return None
+    index.expansion_search = HNSW_EXPANSION_SEARCH
+    index._sleuth_view = True  # type: ignore[attr-defined]
+    return index
+
+
+def save_hnsw(index: Index, path: Path) -> bool:
+    """Atomically save ``index`` at ``path``; False when the folder is not writable."""
+    try:
+        tmp = path.with_suffix(".tmp")
+        index.save(str(tmp))
+        tmp.replace(path)
+        return True
+    except (OSError, RuntimeError):
+        return False
 
 
 class VectorLane:
@@ -161,4 +271,4 @@ class VectorLane:
         rows, scores = m.search(self._embed_query(q.parsed.text), q.k, allowed)
         keep = scores >= self.min_similarity
         rows, scores = rows[keep], scores[keep]
-        return RankedList(self.name, tuple(m.block_ids[rows]), tuple(float(s) for s in scores))
+        return RankedList(self.name, tuple(m.block_ids[rows].tolist()), tuple(float(s) for s in scores))

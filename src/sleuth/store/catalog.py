@@ -603,6 +603,23 @@ class Catalog:
                 out[block.block_id] = block
         return out
 
+    def blocks_with_documents(self, block_ids: Sequence[str]) -> dict[str, tuple[Block, DocumentRow]]:
+        """``{block_id: (Block, its DocumentRow without text)}`` for the ids that exist, in one query
+        (what a search response needs for its hits)."""
+        doc_cols = ", ".join("''" if c == "text" else f"d.{c}" for c in _DOCUMENT_COLUMNS)
+        out: dict[str, tuple[Block, DocumentRow]] = {}
+        for i in range(0, len(block_ids), 500):
+            part = block_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(
+                f"SELECT {_BLOCK_COLUMNS}, d.project_id, {doc_cols} FROM blocks b JOIN documents d"
+                f" ON b.doc_id=d.doc_id WHERE b.block_id IN ({marks})",
+                part,
+            ):
+                block = _block(row[:11])
+                out[block.block_id] = (block, _document_row(row[11:]))
+        return out
+
     def indexed_blocks(self, min_generation: int = 0) -> Iterator[IndexedBlock]:
         """Every block of documents written after ``min_generation``, with its index fields."""
         cur = self.conn.execute(
@@ -681,6 +698,32 @@ class Catalog:
                 (model, *part),
             ).fetchall()
         return out
+
+    def block_vectors_with_keys(self, model: str) -> Iterator[tuple[str, str, str, bytes]]:
+        """``(block_id, project_id, embed_hash, vector bytes)`` of every block with a vector for ``model``."""
+        return iter(self.conn.execute(
+            "SELECT b.block_id, d.project_id, b.embed_hash, v.vector FROM blocks b JOIN documents d"
+            " ON b.doc_id=d.doc_id JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash ORDER BY b.rowid",
+            (model,),
+        ))
+
+    def doc_block_vectors(self, model: str, doc_ids: Sequence[str]) -> list[tuple[str, str, str, str, bytes | None]]:
+        """``(block_id, doc_id, project_id, embed_hash, vector bytes or None)`` of every block of ``doc_ids``."""
+        marks = ",".join("?" * len(doc_ids))
+        return self.conn.execute(
+            "SELECT b.block_id, b.doc_id, d.project_id, b.embed_hash, v.vector FROM blocks b JOIN documents d"
+            " ON b.doc_id=d.doc_id LEFT JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash"
+            f" WHERE b.doc_id IN ({marks}) ORDER BY b.rowid",
+            (model, *doc_ids),
+        ).fetchall()
+
+    def docs_without_vectors(self, model: str) -> list[str]:
+        """Documents with at least one block that has no vector for ``model``."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT b.doc_id FROM blocks b WHERE NOT EXISTS"
+            " (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)",
+            (model,),
+        )]
 
     def vector_counts(self, model: str) -> tuple[int, int]:
         """``(blocks with a vector for model, all blocks)``."""

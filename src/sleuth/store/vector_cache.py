@@ -1,0 +1,281 @@
+"""The vector lane's matrix kept up to date incrementally and saved beside the catalog.
+
+A :class:`VectorState` is a :class:`~sleuth.lanes.vector.VectorMatrix` plus what it reflects: the
+catalog generation, the ``vectors:<model>`` counter, each slot's embedding key (``embed_hash``), and
+the documents that still had blocks without a vector. When the catalog moves on, :func:`refresh`
+reads only what changed since (documents written or deleted after the state's generation, and the
+documents that were waiting for vectors), removes the blocks that are gone or whose vector changed
+and adds the new ones (:meth:`VectorMatrix.updated`: the HNSW index is updated, not rebuilt).
+
+On disk (``<stem>`` = ``vectors.<8 hex of the model name>``):
+- ``<stem>.state.npz``: the key, slot arrays (block ids, projects, embed hashes), pending
+  documents, and the names of the two files below;
+- ``<stem>.<token>.f32``: the vectors by slot (float32, row-major), memory-mapped when loaded,
+  appended to when slots are added;
+- ``<stem>.<token>.hnsw``: the HNSW index (above the exact-search size), memory-mapped when loaded.
+Files are written under the index's write lock only (the caller says whether it holds it) and
+replaced by new names, never rewritten in place, so a reader that mapped the old ones is unaffected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sleuth.lanes.vector import VectorMatrix, load_hnsw, save_hnsw
+from sleuth.store.catalog import Catalog
+from sleuth.store.lane_cache import load_arrays, save_arrays
+
+#: Above this share of the live blocks changed at once, the matrix is rebuilt from the catalog.
+FULL_REBUILD_SHARE = 0.5
+#: Documents per ``IN (...)`` query when reading changed documents' blocks.
+DOCS_PER_QUERY = 500
+
+
+@dataclass
+class VectorState:
+    """A vector matrix and what it reflects (see the module docstring)."""
+
+    model: str
+    generation: int
+    counter: str | None
+    matrix: VectorMatrix
+    embed_hashes: np.ndarray  # per slot ("" for dead slots)
+    pending_docs: set[str] = field(default_factory=set)
+    vectors_file: str = ""  # file names (in the index folder) this state was loaded from / saved to
+    ann_file: str = ""
+    saved_rows: int = 0  # rows of ``vectors_file`` on disk
+    saved_key: tuple[int, str | None] | None = None  # the key of the state on disk (None: not saved)
+
+    @property
+    def key(self) -> tuple[int, str | None]:
+        return self.generation, self.counter
+
+
+def stem_for(model: str) -> str:
+    return f"vectors.{hashlib.sha1(model.encode()).hexdigest()[:8]}"
+
+
+def _key_text(model: str, generation: int, counter: str | None) -> str:
+    return f"{model}\0{generation}\0{counter}"
+
+
+def _read_marks(catalog: Catalog, model: str) -> tuple[int, str | None]:
+    return catalog.generation(), catalog.get_meta(f"vectors:{model}")
+
+
+def build(catalog: Catalog, model: str, dim: int) -> VectorState:
+    """Read every block vector of ``model`` from the catalog (one consistent snapshot)."""
+    with catalog.read():
+        generation, counter = _read_marks(catalog, model)
+        ids, projects, hashes, rows = [], [], [], []
+        for block_id, project_id, embed_hash, blob in catalog.block_vectors_with_keys(model):
+            ids.append(block_id)
+            projects.append(project_id)
+            hashes.append(embed_hash)
+            rows.append(blob)
+        pending = catalog.docs_without_vectors(model)
+    vectors = np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), dim) if rows else \
+        np.zeros((0, dim), dtype=np.float32)
+    matrix = VectorMatrix(ids, projects, vectors)
+    return VectorState(model, generation, counter, matrix, np.asarray(hashes, dtype=object), set(pending))
+
+
+def refresh(catalog: Catalog, state: VectorState, dim: int) -> VectorState:
+    """``state`` brought up to the catalog's current generation and vectors, incrementally (or
+    rebuilt, when the catalog was replaced or most blocks changed)."""
+    changes = _changes(catalog, state)
+    if changes is None:
+        return build(catalog, state.model, dim)
+    generation, counter, touched, current, pending = changes
+    if (generation, counter) == state.key:
+        return state
+    m = state.matrix
+    slot_of = m.slot_of()
+    had = [b for b in slot_of if b.partition(":")[0] in touched]
+    removed = [b for b in had if b not in current or current[b][1] != state.embed_hashes[slot_of[b]]]
+    kept = set(had) - set(removed)
+    added = [b for b in current if b not in kept]
+    vectors = np.frombuffer(b"".join(current[b][2] for b in added), dtype=np.float32).reshape(len(added), dim)
+    matrix = m.updated(removed, added, [current[b][0] for b in added], vectors)
+    if len(matrix.block_ids) == len(m.block_ids) + len(added):
+        hashes = np.concatenate([state.embed_hashes, np.asarray([current[b][1] for b in added], dtype=object)])
+        hashes[[slot_of[b] for b in removed]] = ""
+        saved_rows, vectors_file = state.saved_rows, state.vectors_file
+    else:  # compacted: slots renumbered
+        hashes = _hashes_after_compaction(state, removed, added, current)
+        saved_rows, vectors_file = 0, ""
+    return VectorState(state.model, generation, counter, matrix, hashes, pending, vectors_file=vectors_file,
+                       ann_file=state.ann_file if matrix.ann is m.ann else "", saved_rows=saved_rows,
+                       saved_key=state.saved_key)
+
+
+def _changes(catalog: Catalog, state: VectorState) -> tuple[
+        int, str | None, set[str], dict[str, tuple[str, str, bytes]], set[str]] | None:
+    """What changed since ``state`` (one consistent snapshot): ``(generation, counter, touched
+    documents, {block_id: (project, embed_hash, vector)} of their blocks with a vector, documents
+    still waiting for vectors)``; None when a full rebuild is due."""
+    with catalog.read():
+        generation, counter = _read_marks(catalog, state.model)
+        if (generation, counter) == state.key:
+            return generation, counter, set(), {}, state.pending_docs
+        if generation < state.generation:  # the catalog was replaced
+            return None
+        written, deleted = catalog.changes_since(state.generation)
+        touched = set(written) | set(deleted) | state.pending_docs
+        if len(touched) > 1000 and len(touched) > FULL_REBUILD_SHARE * len(state.matrix):
+            return None
+        current: dict[str, tuple[str, str, bytes]] = {}
+        pending: set[str] = set()
+        docs = sorted(touched)
+        for i in range(0, len(docs), DOCS_PER_QUERY):
+            for block_id, doc_id, project_id, embed_hash, blob in catalog.doc_block_vectors(
+                    state.model, docs[i : i + DOCS_PER_QUERY]):
+                if blob is None:
+                    pending.add(doc_id)
+                else:
+                    current[block_id] = (project_id, embed_hash, blob)
+    return generation, counter, touched, current, pending
+
+
+def _hashes_after_compaction(state: VectorState, removed: Sequence[str], added: Sequence[str],
+                             current: dict[str, tuple[str, str, bytes]]) -> np.ndarray:
+    slot_of = state.matrix.slot_of()
+    dead = {slot_of[b] for b in removed}
+    old = [h for i, h in enumerate(state.embed_hashes.tolist()) if h and i not in dead]
+    return np.asarray(old + [current[b][1] for b in added], dtype=object)
+
+
+# ---------------------------------------------------------------------------------------- files
+
+
+def load(folder: Path, model: str, dim: int) -> VectorState | None:
+    """The state saved in ``folder`` for ``model`` (vectors and HNSW index memory-mapped), or None."""
+    stem = stem_for(model)
+    saved = load_arrays(folder / f"{stem}.state.npz", "vector-state 2")
+    if saved is None:
+        return None
+    try:
+        if str(saved["model"]) != model:
+            return None
+        block_ids = saved["block_ids"].astype(str)  # saved as ASCII bytes; kept fixed-width (no str objects)
+        n = len(block_ids)
+        vectors_file, ann_file = str(saved["vectors_file"]), str(saved["ann_file"])
+        path = folder / vectors_file
+        if path.stat().st_size < n * dim * 4:
+            return None
+        vectors = np.memmap(path, dtype=np.float32, mode="r", shape=(n, dim)) if n else \
+            np.zeros((0, dim), dtype=np.float32)
+        ann = None
+        if ann_file:
+            ann = load_hnsw(folder / ann_file)
+            if ann is None:
+                return None
+        codes = np.where(block_ids == "", -1, saved["project_of_block"]).astype(np.int32)
+        matrix = VectorMatrix(block_ids, [], vectors, ann=ann,
+                              project_codes=(saved["project_names"].tolist(), codes))
+        counter = str(saved["counter"]) if bool(saved["has_counter"]) else None
+        generation = int(saved["generation"])
+        # Saved with another exact-search size: the HNSW index was built or dropped here; save again.
+        as_saved = (matrix.ann is None) == (ann is None)
+        hashes = saved["embed_hashes"].astype(str)
+        pending = set(saved["pending_docs"].astype(str).tolist())
+        return VectorState(model, generation, counter, matrix, hashes, pending, vectors_file,
+                           ann_file if as_saved else "", n, saved_key=(generation, counter) if as_saved else None)
+    except (KeyError, ValueError, OSError, IndexError):
+        return None
+
+
+def save(folder: Path, state: VectorState) -> VectorState:
+    """Write ``state`` (appending new vector rows, saving the HNSW index under a new name when it
+    changed); the files it replaces are removed. Returns the state with its file names set; on a
+    read-only folder, the state unchanged."""
+    stem = stem_for(state.model)
+    m = state.matrix
+    n, dim = len(m.block_ids), m.vectors.shape[1]
+    on_disk = _saved_key(folder / f"{stem}.state.npz")
+    if on_disk is not None and (on_disk == state.key or on_disk[0] > state.generation):
+        return state  # another process saved this state, or a newer one
+    try:
+        vectors_file = state.vectors_file
+        path = folder / vectors_file if vectors_file else None
+        on_disk_rows = path.stat().st_size // max(dim * 4, 1) if path is not None and path.is_file() else -1
+        if on_disk_rows != state.saved_rows or state.saved_rows > n:
+            vectors_file = f"{stem}.{secrets.token_hex(4)}.f32"
+            _write_new(folder / vectors_file, np.asarray(m.vectors))
+        elif n > state.saved_rows:
+            with open(path, "ab") as fh:
+                fh.write(np.ascontiguousarray(m.vectors[state.saved_rows :]).tobytes())
+                fh.flush()
+                os.fsync(fh.fileno())
+        ann_file = state.ann_file
+        if m.ann is None:
+            ann_file = ""
+        elif not ann_file or getattr(m.ann, "_sleuth_view", False) is False:
+            ann_file = f"{stem}.{secrets.token_hex(4)}.hnsw"
+            if not save_hnsw(m.ann, folder / ann_file):
+                return state
+        projects = np.asarray(m.project_names, dtype=str)
+        save_arrays(folder / f"{stem}.state.npz", "vector-state 2", model=np.asarray(state.model),
+                    generation=np.asarray(state.generation), counter=np.asarray(state.counter or ""),
+                    has_counter=np.asarray(state.counter is not None),
+                    block_ids=m.block_ids.astype("S"), embed_hashes=state.embed_hashes.astype("S"),
+                    project_names=projects if len(projects) else np.zeros(0, dtype="U1"),
+                    project_of_block=np.maximum(m.project_of_block, 0),
+                    pending_docs=np.asarray(sorted(state.pending_docs), dtype="S"),
+                    vectors_file=np.asarray(vectors_file), ann_file=np.asarray(ann_file))
+    except OSError:
+        return state
+    # Files no saved state names any more (replaced ones, the format before incremental updates).
+    # Processes that mapped them keep reading them; a process that read the old state file but
+    # has not opened them yet finds them gone and rebuilds.
+    stale = [*folder.glob(f"{stem}.*.f32"), *folder.glob(f"{stem}.*.hnsw"),
+             *(folder / f"{stem}{suffix}" for suffix in (".cache.npz", ".hnsw", ".key"))]
+    for path in stale:
+        if path.name not in (vectors_file, ann_file):
+            with contextlib.suppress(OSError):
+                path.unlink()
+    state.vectors_file, state.ann_file, state.saved_rows = vectors_file, ann_file, n
+    state.saved_key = state.key
+    return state
+
+
+def _saved_key(path: Path) -> tuple[int, str | None] | None:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return int(data["generation"]), str(data["counter"]) if bool(data["has_counter"]) else None
+    except (OSError, ValueError, KeyError, EOFError):
+        return None
+
+
+def _write_new(path: Path, vectors: np.ndarray) -> None:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(path)
+
+
+def current(catalog: Catalog, folder: Path, model: str, dim: int, state: VectorState | None,
+            may_write: contextlib.AbstractContextManager[bool]) -> VectorState:
+    """The up-to-date state: ``state`` (or the saved one, or a new build) refreshed incrementally;
+    saved when it differs from the saved one and ``may_write`` yields True (the index's write lock
+    is held)."""
+    if state is not None and state.model != model:
+        state = None
+    if state is None:
+        state = load(folder, model, dim)
+    state = build(catalog, model, dim) if state is None else refresh(catalog, state, dim)
+    if state.saved_key != state.key:
+        with may_write as allowed:
+            if allowed:
+                state = save(folder, state)
+    return state
