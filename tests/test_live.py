@@ -286,38 +286,3 @@ class FakeEmbedder:
         out = np.asarray([np.frombuffer(hashlib.sha256(t.encode()).digest()[:32], dtype=np.uint8)[:8] for t in texts],
                          dtype=np.float32) + 1.0
         return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-
-def test_vector_matrix_follows_changes_without_reading_every_vector(tree: Path, tmp_path: Path) -> None:
-    import numpy as np
-
-    def rows(eng: Engine) -> dict[str, tuple[float, ...]]:
-        m = eng._vector_matrix()
-        return {b: tuple(np.round(v, 6)) for b, v in zip(m.block_ids, m.vectors, strict=True)}
-
-    with Engine(tmp_path / "idx", LEXICAL) as eng:
-        eng._embedder = FakeEmbedder()
-        eng.index([tree], project="notes")
-        before = rows(eng)
-        write(tree, "a.md", "# Alpha\n\nrewritten\n")
-        (tree / "sub/b.md").unlink()
-        write(tree, "z.md", "# Zeta\n\nnew\n")
-        reads = []
-        original = eng.catalog.block_vectors
-        eng.catalog.block_vectors = lambda model: reads.append(model) or original(model)  # type: ignore[method-assign]
-        eng.update_paths("notes", tree, ["a.md", "sub/b.md", "z.md"])
-        after = rows(eng)
-        assert reads == []  # updated from the matrix in memory, not read again
-        assert after != before and len(after) == len(before)
-        eng._vectors = None  # a new reader: starts from the matrix saved beside the catalog (or reads all)
-        assert rows(eng) == after
-        # vectors stored for unchanged blocks (an index run that embeds after writing): read them all
-        eng.catalog.conn.execute("DELETE FROM vectors")
-        eng.catalog.set_meta("vectors:fake-model", "0")
-        assert rows(eng) == {}
-        eng.embed_pending()
-        assert rows(eng) == after and reads
-    with Engine(tmp_path / "clean", LEXICAL) as clean:
-        clean._embedder = FakeEmbedder()
-        clean.index([tree], project="notes")
-        assert rows(clean) == after
