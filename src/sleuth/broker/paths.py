@@ -67,7 +67,10 @@ def ensure_private_dir(folder: Path) -> Path:
             another user, or others may enter it and its mode cannot be tightened.
     """
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            folder.mkdir(mode=0o700, parents=True)
+        except FileExistsError:
+            pass  # checked below, whatever it is
         st = os.lstat(folder)
     except OSError as exc:
         raise BrokerUnavailable(f"cannot create the broker folder {folder}: {exc.strerror or exc}") from exc
