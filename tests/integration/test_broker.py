@@ -328,3 +328,31 @@ def test_a_refused_session_reports_one_line_and_an_unusable_broker_folder_falls_
     anyio.run(fallback)
     assert "is not a folder" in errlog.read_text() and "serving this session in its own process" in errlog.read_text()
     assert list_brokers(corpus, env) == []
+
+
+def test_a_broker_whose_index_is_made_anew_stops_and_the_next_session_uses_the_new_index(
+        tmp_path: Path, broker_env: dict[str, str]) -> None:
+    lexical = {**broker_env, "SLEUTH_MODEL": "none"}  # what the index holds is not the point here
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# Alpha\n\nThe narwhal tusk.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    run_cli("index", str(tmp_path / "notes"), "--project", "notes", "--index", str(index), env=lexical)
+
+    async def search(query: str) -> list[str]:
+        async with session(index, lexical) as s:
+            items = ok(await s.call_tool("search_project", {"project_id": "notes", "query": query}))
+            return [i["item"]["title"] for i in items["items"]]
+
+    assert anyio.run(search, "narwhal") == ["Alpha"]
+    (first,) = brokers(index, lexical)
+    shutil.rmtree(index)
+    (tmp_path / "notes" / "a.md").write_text("# Beta\n\nThe beluga song.\n", encoding="utf-8")
+    run_cli("index", str(tmp_path / "notes"), "--project", "notes", "--index", str(index), env=lexical)
+    wait_for(lambda: all(b["pid"] != first["pid"] for b in brokers(index, lexical)), "the old broker to stop")
+    assert anyio.run(search, "beluga") == ["Beta"]
+
+
+def test_broker_commands_have_help() -> None:
+    for command in ("run", "status", "stop"):
+        out = run_cli("broker", command, "--help").stdout
+        assert f"sleuth broker {command}" in out and len(out.splitlines()) > 3

@@ -343,7 +343,10 @@ def serve_via_broker(index: str | Path | None, tools: str | None, projects: Sequ
         sys.stderr.write(f"error: {reply.get('error', 'the broker refused the session')}\n")
         code = reply.get("exit_code")
         return code if isinstance(code, int) and code > 0 else 2
-    return pipe(sock, rest)
+    try:
+        return pipe(sock, rest)
+    except KeyboardInterrupt:
+        return 130
 
 
 # ---------------------------------------------------------------------------------------------- for people

@@ -11,9 +11,9 @@ request started by another session.
 
 Lifetime: started detached by the first ``sleuth serve`` that finds none listening
 (:mod:`sleuth.broker.client`), it holds ``<key>.lock`` while it runs and exits by itself after
-:data:`BROKER_IDLE_EXIT_S` without sessions or calls (``$SLEUTH_BROKER_IDLE_S``), on SIGTERM/SIGINT,
-or on ``sleuth broker stop``. Exiting removes its socket and info file; after a kill -9 they stay,
-and the next broker replaces them.
+:data:`BROKER_IDLE_EXIT_S` without sessions or calls (``$SLEUTH_BROKER_IDLE_S``), when its index
+folder is deleted or made anew, on SIGTERM/SIGINT, or on ``sleuth broker stop``. Exiting removes
+its socket and info file; after a kill -9 they stay, and the next broker replaces them.
 """
 
 from __future__ import annotations
@@ -159,6 +159,15 @@ class Broker:
         self.stop_reason: str | None = None
         self.warm: bool | str = False
         self._scope: anyio.CancelScope | None = None
+        self._catalog = self._catalog_identity()
+
+    def _catalog_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the catalog file, None when it is gone."""
+        try:
+            st = os.stat(self.engine.index_dir / "catalog.sqlite3")
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
 
     # ------------------------------------------------------------------ lifetime
 
@@ -191,9 +200,14 @@ class Broker:
             self.paths.socket.unlink()
 
     async def _watch_idle(self) -> None:
+        """Stop when idle long enough, or when the index folder was deleted or made anew (the open
+        catalog would be a ghost: the next session starts a broker on the new index)."""
         interval = min(IDLE_CHECK_MAX_S, self.idle_exit_s / 4)
         while True:
             await anyio.sleep(interval)
+            if self._catalog_identity() != self._catalog:
+                self.stop("the index was deleted or replaced")
+                return
             if self.sessions == 0 and self.calls_running == 0 and self.idle_s() >= self.idle_exit_s:
                 self.stop(f"idle for {self.idle_exit_s:g} s")
                 return
