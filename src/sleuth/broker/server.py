@@ -256,6 +256,7 @@ class Broker:
     async def _handle(self, stream: ByteStream) -> None:
         """One connection: a header line, then a session or a control answer. Never raises, so one
         bad connection cannot end the others."""
+        self.last_active = time.monotonic()  # a session in its handshake keeps the broker from idling out
         try:
             session: dict[str, Any] | None = None
             async with stream:
