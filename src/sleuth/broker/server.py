@@ -153,6 +153,7 @@ class Broker:
         self.sessions = 0
         self.sessions_total = 0
         self.calls_running = 0
+        self.connecting = 0
         self.started = time.monotonic()
         self.started_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.last_active = time.monotonic()
@@ -208,7 +209,7 @@ class Broker:
             if self._catalog_identity() != self._catalog:
                 self.stop("the index was deleted or replaced")
                 return
-            if self.sessions == 0 and self.calls_running == 0 and self.idle_s() >= self.idle_exit_s:
+            if self.idle_s() >= self.idle_exit_s:
                 self.stop(f"idle for {self.idle_exit_s:g} s")
                 return
 
@@ -234,8 +235,9 @@ class Broker:
             log.warning("warm-up failed: %s", self.warm)
 
     def idle_s(self) -> float:
-        """Seconds since the last session ended or call finished (0 while any runs)."""
-        if self.sessions or self.calls_running:
+        """Seconds since the last session ended or call finished (0 while any runs or connects;
+        ``sleuth broker status`` does not count)."""
+        if self.sessions or self.calls_running or self.connecting:
             return 0.0
         return time.monotonic() - self.last_active
 
@@ -256,13 +258,16 @@ class Broker:
     async def _handle(self, stream: ByteStream) -> None:
         """One connection: a header line, then a session or a control answer. Never raises, so one
         bad connection cannot end the others."""
-        self.last_active = time.monotonic()  # a session in its handshake keeps the broker from idling out
         try:
             session: dict[str, Any] | None = None
             async with stream:
                 receive = BufferedByteReceiveStream(stream)
                 with anyio.move_on_after(HEADER_TIMEOUT_S):
-                    line = await receive.receive_until(b"\n", HEADER_MAX_BYTES)
+                    self.connecting += 1  # a session in its handshake keeps the broker from idling out
+                    try:
+                        line = await receive.receive_until(b"\n", HEADER_MAX_BYTES)
+                    finally:
+                        self.connecting -= 1
                     try:
                         header = json.loads(line)
                     except ValueError:
