@@ -96,6 +96,17 @@ def git_head() -> str:
         return "unknown"
 
 
+def kept_sections(path: Path) -> str:
+    """Sections of ``path`` that other benchmark scripts own (between ``<!-- NAME:begin -->`` and
+    ``<!-- NAME:end -->``, e.g. bench/broker_latency.py's), to keep when the report is rewritten."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    blocks = [m.group(0) for m in re.finditer(r"<!-- ([\w-]+):begin -->.*?<!-- \1:end -->", text, re.DOTALL)]
+    return "".join(f"\n{b}\n" for b in blocks)
+
+
 def loadavg() -> str:
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -808,7 +819,8 @@ class Bench:
         load, heads = (load0, loadavg()), (head0, git_head())
         print(self.render(False, info, total, load, heads))
         self.args.out.parent.mkdir(parents=True, exist_ok=True)
-        self.args.out.write_text(self.render(True, info, total, load, heads), encoding="utf-8")
+        report = self.render(True, info, total, load, heads) + kept_sections(self.args.out)
+        self.args.out.write_text(report, encoding="utf-8")
         self.log(f"wrote {self.args.out} ({total / 60:.1f} min)")
         return 0
 

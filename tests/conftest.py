@@ -1,11 +1,27 @@
-"""Test-wide settings: exported ONNX models go to a cache private to this test session."""
+"""Test-wide settings: exported ONNX models go to a cache private to this test session, and
+`sleuth serve` runs in-process (no broker) unless a test turns the broker on; brokers started by
+tests live in a private folder and are stopped when the session ends."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 
 def pytest_configure(config: object) -> None:
     if "SLEUTH_MODEL_CACHE" not in os.environ:
         os.environ["SLEUTH_MODEL_CACHE"] = tempfile.mkdtemp(prefix="sleuth-test-models-")
+    # Each broker holds the model (~150 MB) until it is idle: only tests/integration/test_broker.py
+    # starts them (passing SLEUTH_BROKER=1), in a short private folder (socket paths are limited).
+    os.environ["SLEUTH_BROKER"] = "0"
+    os.environ["SLEUTH_BROKER_DIR"] = tempfile.mkdtemp(prefix="sb-", dir="/tmp")
+
+
+def pytest_unconfigure(config: object) -> None:
+    from sleuth.broker.client import stop_brokers
+
+    folder = os.environ.get("SLEUTH_BROKER_DIR", "")
+    if os.path.basename(folder).startswith("sb-"):
+        stop_brokers(None)
+        shutil.rmtree(folder, ignore_errors=True)

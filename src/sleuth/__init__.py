@@ -14,8 +14,8 @@ __all__ = ["Engine", "Hit", "SearchRequest", "SearchResponse", "__version__"]
 
 
 def __getattr__(name: str) -> object:
-    # Imported lazily so `import sleuth` stays cheap (and cycle-free for the CLI, which sets up the
-    # environment before pydantic is first imported).
+    # The public API is imported lazily so `import sleuth` stays cheap: the thin `sleuth serve`
+    # (a byte pipe to the broker) imports nothing heavier than the standard library.
     if name == "Engine":
         from sleuth.engine import Engine
 

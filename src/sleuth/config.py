@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sleuth.embed import DEFAULT_MODEL, check_model_spec
 from sleuth.errors import ConfigError
 from sleuth.fusion import DEFAULT_LANE_WEIGHTS, RRF_K
+from sleuth.locate import INDEX_DIR_NAME as INDEX_DIR_NAME  # re-exported: the index's location is in sleuth.locate
+from sleuth.locate import INDEX_ENV as INDEX_ENV
+from sleuth.locate import find_index_dir as find_index_dir
 
-#: Name of the index folder created in the first root and looked for in parent folders.
-INDEX_DIR_NAME = ".sleuth"
-#: Environment variable naming the index folder.
-INDEX_ENV = "SLEUTH_INDEX"
 ALL_LANES = ("bm25", "tfidf", "index", "exact", "vector")
 #: Lanes run by default: the seed's three and the vector lane (exact lowered nDCG@10 on both judged
 #: sets; docs/EVAL.md). Without an embedding model the vector lane is reported unavailable.
@@ -78,23 +78,25 @@ class ServeSettings:
     guides: Path | None = None
 
 
-def load_serve_settings(index_dir: Path | None) -> ServeSettings:
-    """``tools`` and ``guides`` from ``<index_dir>/config.toml``, overridden by ``SLEUTH_TOOLS`` / ``SLEUTH_GUIDES``.
+def load_serve_settings(index_dir: Path | None, env: Mapping[str, str] | None = None) -> ServeSettings:
+    """``tools`` and ``guides`` from ``<index_dir>/config.toml``, overridden by ``SLEUTH_TOOLS`` / ``SLEUTH_GUIDES``
+    of ``env`` (default: this process's environment; a broker passes the session's).
 
     config.toml: ``tools = ["project", "guides"]`` (or ``"project,guides"``) and
     ``guides = "guides.json"`` (a relative path is relative to the index folder; in
     ``SLEUTH_GUIDES`` to the current folder). Profile names are checked by the server.
     Raises ConfigError on an unreadable file or values of the wrong type.
     """
+    env = os.environ if env is None else env
     values = read_config_file(index_dir)
-    tools: object = os.environ.get("SLEUTH_TOOLS") or values.get("tools")
+    tools: object = env.get("SLEUTH_TOOLS") or values.get("tools")
     if isinstance(tools, str):
         tools = tools.split(",")
     if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
         raise ConfigError(f"tools must be a list of tool profile names, got {tools!r}")
     guides: Path | None = None
-    if os.environ.get("SLEUTH_GUIDES"):
-        guides = Path(os.environ["SLEUTH_GUIDES"]).expanduser()
+    if env.get("SLEUTH_GUIDES"):
+        guides = Path(env["SLEUTH_GUIDES"]).expanduser()
     elif "guides" in values:
         if not isinstance(values["guides"], str) or not values["guides"].strip():
             raise ConfigError(f"guides must be the path of a guides.json file, got {values['guides']!r}")
@@ -150,17 +152,3 @@ def load_config(index_dir: Path | None) -> Config:
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad configuration value: {exc}") from exc
     return cfg
-
-
-def find_index_dir(explicit: str | Path | None, start: Path | None = None) -> Path | None:
-    """The index folder: ``explicit``, else ``$SLEUTH_INDEX``, else the nearest ``.sleuth/`` found
-    in ``start`` (default: the current folder) or its parents, as git finds ``.git``."""
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    if os.environ.get(INDEX_ENV):
-        return Path(os.environ[INDEX_ENV]).expanduser().resolve()
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / INDEX_DIR_NAME / "catalog.sqlite3").is_file():
-            return folder / INDEX_DIR_NAME
-    return None

@@ -293,6 +293,7 @@ class Engine:
         self._vectors: vector_cache.VectorState | None = None
         self._graph: tuple[int, LinkGraph] | None = None
         self._query_vectors: dict[str, np.ndarray] = {}
+        self._query_vectors_lock = threading.Lock()  # sessions of a broker embed queries concurrently
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sleuth-lane")
         self.lanes = {
             "bm25": BM25Lane(self.postings),
@@ -425,10 +426,15 @@ class Engine:
             embedder = self.embedder()
             assert embedder is not None  # the vector lane runs only with a model
             vector = embedder.embed([text])[0]
-            if len(self._query_vectors) >= QUERY_VECTOR_CACHE_SIZE:
+            self._remember_query_vector(text, vector)
+        return vector
+
+    def _remember_query_vector(self, text: str, vector: np.ndarray) -> None:
+        """Cache a query vector, evicting the oldest beyond ``QUERY_VECTOR_CACHE_SIZE`` (thread-safe)."""
+        with self._query_vectors_lock:
+            while len(self._query_vectors) >= QUERY_VECTOR_CACHE_SIZE:
                 self._query_vectors.pop(next(iter(self._query_vectors)))
             self._query_vectors[text] = vector
-        return vector
 
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed every block that has no vector for the configured model; returns how many.
@@ -490,9 +496,7 @@ class Engine:
         if embedder is None or not todo:
             return
         for text, vector in zip(todo, embedder.embed(todo), strict=True):
-            if len(self._query_vectors) >= QUERY_VECTOR_CACHE_SIZE:
-                self._query_vectors.pop(next(iter(self._query_vectors)))
-            self._query_vectors[text] = vector
+            self._remember_query_vector(text, vector)
 
     def link_graph(self) -> LinkGraph:
         """The link graph of the whole index (documents, entities, relations), cached per generation."""

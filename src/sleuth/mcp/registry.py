@@ -7,8 +7,8 @@ import it without an import cycle.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from sleuth.mcp.events import ToolCallHook
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
+    from sleuth.memory.requests import RequestRegistry
 
 
 @dataclass
@@ -31,12 +32,23 @@ class ServeContext:
         allowed_projects: project ids a client may access; ``None`` = every project.
         guides_path: the ``guides.json`` of the ``guides`` profile.
         on_tool_call: receives one event per guide search (wrapped so it can never block one).
+        registry: running memory-search requests; one shared by several servers (a broker's
+            sessions) lets query_status / query_cancel reach requests of the others. None: each
+            server keeps its own.
+        cleanups: called by :meth:`close` when the server is done (tool families add theirs).
     """
 
     engine: Engine | None = None
     allowed_projects: Sequence[str] | None = None
     guides_path: Path | None = None
     on_tool_call: ToolCallHook | None = None
+    registry: RequestRegistry | None = None
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Run the cleanups (newest first); the engine is closed by whoever opened it."""
+        while self.cleanups:
+            self.cleanups.pop()()
 
 
 def add_tools(server: MCPServer[Any], tools: Iterable[Tool]) -> None:

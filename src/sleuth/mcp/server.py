@@ -40,8 +40,9 @@ def register_memory_tools(server: MCPServer[Any], context: ServeContext) -> None
     """The ``memory`` profile (seed 004): ``project_memory_search`` and its companions."""
     if context.engine is None:
         raise ConfigError("the memory tool profile needs an index")
-    tools = MemoryTools(context.engine, context.allowed_projects)
+    tools = MemoryTools(context.engine, context.allowed_projects, registry=context.registry)
     tools.warm_up()
+    context.cleanups.append(tools.searcher.close)
     add_tools(server, tools.tools())
 
 
@@ -103,6 +104,22 @@ def needs_index(profiles: Sequence[str]) -> bool:
     return any(PROFILES[p].needs_index for p in profiles)
 
 
+def check_allowed_projects(profiles: Sequence[str], engine: Engine | None,
+                           allowed_projects: Sequence[str] | None) -> None:
+    """Check ``--project`` against the index (``engine``, open when a profile needs the index).
+
+    Raises:
+        ConfigError: an unknown project, or ``--project`` without any index profile.
+    """
+    if engine is not None:
+        unknown = set(allowed_projects or ()) - set(engine.project_ids())
+        if unknown:
+            raise ConfigError(f"unknown project(s) for --project: {', '.join(sorted(unknown))}")
+    elif allowed_projects:
+        index_profiles = ", ".join(name for name, p in PROFILES.items() if p.needs_index)
+        raise ConfigError(f"--project limits the index tool profiles ({index_profiles}); none is selected")
+
+
 def build_server(context: ServeContext, profiles: Sequence[str] = DEFAULT_PROFILES) -> MCPServer[Any]:
     """An MCPServer with the tools of ``profiles`` (validated names), built from ``context``.
 
@@ -149,14 +166,10 @@ def run_stdio(
     try:
         if needs_index(profiles):
             context.engine = Engine.open(index)
-            unknown = set(allowed_projects or ()) - set(context.engine.project_ids())
-            if unknown:
-                raise ConfigError(f"unknown project(s) for --project: {', '.join(sorted(unknown))}")
-        elif allowed_projects:
-            index_profiles = ", ".join(name for name, p in PROFILES.items() if p.needs_index)
-            raise ConfigError(f"--project limits the index tool profiles ({index_profiles}); none is selected")
+        check_allowed_projects(profiles, context.engine, allowed_projects)
         build_server(context, profiles).run("stdio")
     finally:
+        context.close()
         if context.engine is not None:
             context.engine.close()
         if hook is not None:

@@ -1,0 +1,450 @@
+"""The broker: one process per index that serves every MCP session of that index over a Unix socket.
+
+It opens the engine once (the catalog, the lanes and, on first use or while warming up, the
+embedding model) and runs each session that connects as its own task: an ``MCPServer`` built from
+the session's settings (tool profiles, ``--project`` allow list, guides and events files) over the
+shared engine, on the SDK's low-level server loop. Sessions run concurrently; engine work runs in
+worker threads. Tool calls pass the :class:`~sleuth.broker.gate.ReadWriteGate` (reads together,
+writes one at a time, in order), and sessions with the same project access share one
+:class:`~sleuth.memory.requests.RequestRegistry`, so ``query_status`` / ``query_cancel`` reach a
+request started by another session.
+
+Lifetime: started detached by the first ``sleuth serve`` that finds none listening
+(:mod:`sleuth.broker.client`), it holds ``<key>.lock`` while it runs and exits by itself after
+:data:`BROKER_IDLE_EXIT_S` without sessions or calls (``$SLEUTH_BROKER_IDLE_S``), when its index
+folder is deleted or made anew, on SIGTERM/SIGINT, or on ``sleuth broker stop``. Exiting removes
+its socket and info file; after a kill -9 they stay, and the next broker replaces them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import ByteStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.types import CallToolResult, TextContent
+
+from sleuth import __version__
+from sleuth.broker.client import PROTOCOL_VERSION
+from sleuth.broker.gate import CONTROL, READ, ReadWriteGate, tool_kind
+from sleuth.broker.paths import BrokerPaths
+from sleuth.broker.transport import stream_transport
+from sleuth.config import load_serve_settings
+from sleuth.engine import WRITE_LOCK_TIMEOUT_S, Engine
+from sleuth.errors import ConfigError, IndexBusy, SleuthError
+from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
+from sleuth.mcp.registry import ServeContext
+from sleuth.mcp.server import build_server, check_allowed_projects, needs_index, parse_profiles
+from sleuth.memory.requests import RequestRegistry
+
+log = logging.getLogger("sleuth.broker")
+
+#: A broker without sessions or running calls for this long exits, in seconds.
+BROKER_IDLE_EXIT_S = 600.0
+#: Environment variable overriding :data:`BROKER_IDLE_EXIT_S` (seconds; tests use a few).
+IDLE_ENV = "SLEUTH_BROKER_IDLE_S"
+#: Longest interval between two idle checks, in seconds.
+IDLE_CHECK_MAX_S = 5.0
+#: How long a new broker waits for the previous one (still exiting) to release the index, in seconds.
+RUN_LOCK_WAIT_S = 30.0
+#: How long a connection may take to send its header line, in seconds.
+HEADER_TIMEOUT_S = 30.0
+#: Longest header line, in bytes.
+HEADER_MAX_BYTES = 1024 * 1024
+#: Interval between two looks at the index's write lock while another process writes, in seconds.
+WRITER_POLL_S = 0.05
+
+
+class BrokerRunning(SleuthError):
+    """Another broker holds this index's broker lock (it is running or still exiting)."""
+
+    exit_code = 7
+
+
+def idle_exit_from_env(env: Mapping[str, str] | None = None) -> float:
+    """``$SLEUTH_BROKER_IDLE_S`` in seconds, else :data:`BROKER_IDLE_EXIT_S`.
+
+    Raises:
+        ConfigError: not a positive number.
+    """
+    raw = (os.environ if env is None else env).get(IDLE_ENV)
+    if raw is None or not raw.strip():
+        return BROKER_IDLE_EXIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise ConfigError(f"{IDLE_ENV} must be a positive number of seconds, got {raw!r}")
+    return value
+
+
+def wait_for_other_writers(lock_path: Path, timeout_s: float) -> None:
+    """Return once no process holds the index's write lock (``flock`` on ``lock_path``).
+
+    Only looks: the lock is released again at once, and the engine takes it for the write itself.
+
+    Raises:
+        IndexBusy: another process held it for ``timeout_s`` seconds.
+    """
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise IndexBusy(f"another process is writing to {lock_path.parent}; "
+                                    f"waited {timeout_s:.0f} s") from None
+                time.sleep(WRITER_POLL_S)
+    finally:
+        os.close(fd)
+
+
+def _busy(exc: IndexBusy) -> CallToolResult:
+    """The memory tools' tool error for a write that could not start (code ``INDEX_BUSY``)."""
+    error = {"code": "INDEX_BUSY", "message": str(exc)}
+    return CallToolResult(content=[TextContent(type="text", text=str(exc))], structured_content={"error": error},
+                          is_error=True)
+
+
+def _rss_mb() -> float | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+class Broker:
+    """Serves MCP sessions of one open engine (see the module docstring).
+
+    Args:
+        engine: the open index (closed by whoever opened it).
+        paths: this broker's socket and files.
+        idle_exit_s: exit after this many seconds without sessions or calls.
+    """
+
+    def __init__(self, engine: Engine, paths: BrokerPaths, idle_exit_s: float = BROKER_IDLE_EXIT_S) -> None:
+        self.engine = engine
+        self.paths = paths
+        self.idle_exit_s = idle_exit_s
+        self.gate = ReadWriteGate()
+        self.registries: dict[frozenset[str] | None, RequestRegistry] = {}
+        self.sessions = 0
+        self.sessions_total = 0
+        self.calls_running = 0
+        self.connecting = 0
+        self.started = time.monotonic()
+        self.started_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.last_active = time.monotonic()
+        self.stop_reason: str | None = None
+        self.warm: bool | str = False
+        self._scope: anyio.CancelScope | None = None
+        self._catalog = self._catalog_identity()
+
+    def _catalog_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the catalog file, None when it is gone."""
+        try:
+            st = os.stat(self.engine.index_dir / "catalog.sqlite3")
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    # ------------------------------------------------------------------ lifetime
+
+    async def run(self) -> None:
+        """Listen on the socket and serve until stopped (idle, a signal or ``stop``)."""
+        listener = await anyio.create_unix_listener(self.paths.socket, mode=0o600)
+        log.info("broker %d serving %s on %s (idle exit after %g s)", os.getpid(), self.engine.index_dir,
+                 self.paths.socket, self.idle_exit_s)
+        try:
+            async with listener, anyio.create_task_group() as tg:
+                self._scope = tg.cancel_scope
+                tg.start_soon(self._watch_idle)
+                tg.start_soon(self._watch_signals)
+                tg.start_soon(self._warm_up)
+                await listener.serve(self._handle, task_group=tg)
+        finally:
+            self._unlink_socket()
+            log.info("broker %d stopped: %s", os.getpid(), self.stop_reason or "error")
+
+    def stop(self, reason: str) -> None:
+        """Stop accepting sessions and end the running ones (their calls in threads finish first)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        self._unlink_socket()  # new sessions start a new broker, which waits for our lock
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def _unlink_socket(self) -> None:
+        with contextlib.suppress(OSError):
+            self.paths.socket.unlink()
+
+    async def _watch_idle(self) -> None:
+        """Stop when idle long enough, or when the index folder was deleted or made anew (the open
+        catalog would be a ghost: the next session starts a broker on the new index)."""
+        interval = min(IDLE_CHECK_MAX_S, self.idle_exit_s / 4)
+        while True:
+            await anyio.sleep(interval)
+            if self._catalog_identity() != self._catalog:
+                self.stop("the index was deleted or replaced")
+                return
+            if self.idle_s() >= self.idle_exit_s:
+                self.stop(f"idle for {self.idle_exit_s:g} s")
+                return
+
+    async def _watch_signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                self.stop(f"signal {signal.Signals(signum).name}")
+                return
+
+    async def _warm_up(self) -> None:
+        """Load the model and build the lanes' matrices, so the first search does not wait for them."""
+        def warm() -> None:
+            embedder = self.engine.embedder()
+            self.engine.warm_lanes()
+            if embedder is not None:
+                embedder.embed(["warm up"])
+
+        try:
+            await anyio.to_thread.run_sync(warm)
+            self.warm = True
+        except Exception as exc:  # noqa: BLE001 - a failed warm-up is retried by the first search
+            self.warm = f"{type(exc).__name__}: {exc}"
+            log.warning("warm-up failed: %s", self.warm)
+
+    def idle_s(self) -> float:
+        """Seconds since the last session ended or call finished (0 while any runs or connects;
+        ``sleuth broker status`` does not count)."""
+        if self.sessions or self.calls_running or self.connecting:
+            return 0.0
+        return time.monotonic() - self.last_active
+
+    def status(self) -> dict[str, Any]:
+        """What ``sleuth broker status`` shows (JSON-ready)."""
+        running = sorted(rid for registry in self.registries.values() for rid in registry.running())
+        return {
+            "ok": True, "pid": os.getpid(), "index": str(self.engine.index_dir), "key": self.paths.key,
+            "socket": str(self.paths.socket), "version": __version__, "started_at": self.started_at,
+            "uptime_s": round(time.monotonic() - self.started, 1), "idle_s": round(self.idle_s(), 1),
+            "idle_exit_s": self.idle_exit_s, "sessions": self.sessions, "sessions_total": self.sessions_total,
+            "calls_running": self.calls_running, "requests_running": running, "gate": self.gate.snapshot(),
+            "model": self.engine.config.model, "warm": self.warm, "rss_mb": _rss_mb(),
+        }
+
+    # ------------------------------------------------------------------ connections
+
+    async def _handle(self, stream: ByteStream) -> None:
+        """One connection: a header line, then a session or a control answer. Never raises, so one
+        bad connection cannot end the others."""
+        try:
+            session: dict[str, Any] | None = None
+            async with stream:
+                receive = BufferedByteReceiveStream(stream)
+                with anyio.move_on_after(HEADER_TIMEOUT_S):
+                    self.connecting += 1  # a session in its handshake keeps the broker from idling out
+                    try:
+                        line = await receive.receive_until(b"\n", HEADER_MAX_BYTES)
+                    finally:
+                        self.connecting -= 1
+                    try:
+                        header = json.loads(line)
+                    except ValueError:
+                        header = None
+                    if not isinstance(header, dict):
+                        await self._reply(stream, {"ok": False, "error": "bad header: not a JSON object",
+                                                   "exit_code": 2})
+                        return
+                    op = header.get("op")
+                    if op == "status":
+                        await self._reply(stream, self.status())
+                        return
+                    if op == "stop":
+                        await self._reply(stream, {"ok": True, "stopping": True, "pid": os.getpid()})
+                        self.stop("sleuth broker stop")
+                        return
+                    if op != "session":
+                        await self._reply(stream, {"ok": False, "error": f"unknown op {op!r}", "exit_code": 2})
+                        return
+                    if header.get("protocol") != PROTOCOL_VERSION:
+                        await self._reply(stream, {"ok": False, "exit_code": 2, "error":
+                                                   f"session protocol {header.get('protocol')!r}; this broker "
+                                                   f"speaks {PROTOCOL_VERSION}"})
+                        return
+                    session = header
+                if session is None:
+                    return  # no header in time
+                await self._session(session, receive, stream)
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.DelimiterNotFound, anyio.BrokenResourceError,
+                anyio.ClosedResourceError, OSError):
+            return  # the session went away
+        except Exception:  # noqa: BLE001 - logged; the broker keeps serving the other sessions
+            log.exception("a session failed")
+
+    @staticmethod
+    async def _reply(stream: ByteStream, message: Mapping[str, Any]) -> None:
+        await stream.send(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+
+    def registry_for(self, allowed: frozenset[str] | None) -> RequestRegistry:
+        """The request registry shared by sessions with the same project access."""
+        registry = self.registries.get(allowed)
+        if registry is None:
+            registry = self.registries[allowed] = RequestRegistry()
+        return registry
+
+    def session_context(self, header: Mapping[str, Any]) -> tuple[ServeContext, tuple[str, ...]]:
+        """The serve context and profiles of a session header (as ``sleuth serve`` would build them).
+
+        Raises:
+            ConfigError: a malformed header, unknown profiles or projects, an unusable guides or events file.
+        """
+        tools, projects, env = header.get("tools"), header.get("projects") or [], header.get("env") or {}
+        guides, events = header.get("guides"), header.get("events")
+        if (not (tools is None or isinstance(tools, str)) or not isinstance(projects, list)
+                or not all(isinstance(p, str) for p in projects) or not isinstance(env, dict)
+                or not all(isinstance(v, str) for v in env.values())
+                or not all(p is None or isinstance(p, str) for p in (guides, events))):
+            raise ConfigError("bad session header: tools, guides and events must be strings, projects a list")
+        settings = load_serve_settings(self.engine.index_dir, env=env)
+        profiles = parse_profiles(tools if tools is not None else settings.tools)
+        allowed = frozenset(projects) if projects else None
+        context = ServeContext(allowed_projects=list(projects) or None,
+                               guides_path=Path(guides) if guides else settings.guides,
+                               registry=self.registry_for(allowed))
+        if needs_index(profiles):
+            context.engine = self.engine
+        check_allowed_projects(profiles, context.engine, context.allowed_projects)
+        if events:
+            hook = NonBlockingHook(JsonLinesSink(Path(events)))
+            context.on_tool_call = hook
+            context.cleanups.append(hook.close)
+        return context, profiles
+
+    async def _session(self, header: Mapping[str, Any], receive: BufferedByteReceiveStream,
+                       stream: ByteStream) -> None:
+        context: ServeContext | None = None
+        try:
+            context, profiles = self.session_context(header)
+            server = build_server(context, profiles)
+        except SleuthError as exc:
+            if context is not None:
+                context.close()
+            await self._reply(stream, {"ok": False, "error": str(exc), "exit_code": exc.exit_code})
+            return
+        server.middleware.append(self._gatekeeper)
+        self.sessions += 1
+        self.sessions_total += 1
+        try:
+            await self._reply(stream, {"ok": True, "pid": os.getpid()})
+            lowlevel = server._lowlevel_server  # the SDK runs a server over given streams only at this level
+            async with stream_transport(receive, stream) as (read_stream, write_stream):
+                await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        finally:
+            self.sessions -= 1
+            self.last_active = time.monotonic()
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(context.close)
+
+    async def _gatekeeper(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Middleware: tool calls pass the read/write gate; everything else goes straight through."""
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        kind = tool_kind((ctx.params or {}).get("name"))
+        self.calls_running += 1
+        try:
+            if kind == CONTROL:
+                return await call_next(ctx)
+            if kind == READ:
+                async with self.gate.read():
+                    return await call_next(ctx)
+            try:
+                async with self.gate.write(before=self._wait_for_other_writers):
+                    return await call_next(ctx)
+            except IndexBusy as exc:
+                return _busy(exc)
+        finally:
+            self.calls_running -= 1
+            self.last_active = time.monotonic()
+
+    async def _wait_for_other_writers(self) -> None:
+        # Wait for a `sleuth index` of another process here, before reads are held back.
+        lock = self.engine.index_dir / "write.lock"  # the engine's write lock (sleuth.engine._WriteLock)
+        await anyio.to_thread.run_sync(wait_for_other_writers, lock, WRITE_LOCK_TIMEOUT_S)
+
+
+# ---------------------------------------------------------------------------------------------- entry
+
+
+def _hold_run_lock(path: Path, wait_s: float) -> int:
+    """An open descriptor holding ``flock`` on ``path`` (released when the process ends).
+
+    Raises:
+        BrokerRunning: another process held it for ``wait_s`` seconds.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise BrokerRunning(f"a broker for this index is already running ({path})") from None
+            time.sleep(WRITER_POLL_S)
+
+
+def run_broker(index_dir: Path | None, key: str | None = None, idle_exit_s: float | None = None) -> str:
+    """Run the broker of ``index_dir`` (None: ``$SLEUTH_INDEX`` or the nearest ``.sleuth/``) in this
+    process until it stops; returns why it stopped. ``key`` names its socket (default: computed).
+
+    Raises:
+        IndexNotFound: ``index_dir`` holds no index.
+        BrokerRunning: another broker of the same key is running.
+        BrokerUnavailable: the brokers' folder cannot be used.
+        ConfigError: a bad ``$SLEUTH_BROKER_IDLE_S``.
+    """
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    idle = idle_exit_s if idle_exit_s is not None else idle_exit_from_env()
+    with Engine.open(index_dir) as engine:
+        paths = BrokerPaths.for_index(engine.index_dir, key=key)
+        lock_fd = _hold_run_lock(paths.run_lock, RUN_LOCK_WAIT_S)
+        try:
+            broker = Broker(engine, paths, idle)
+            info = {"index": str(engine.index_dir), "pid": os.getpid(), "key": paths.key,
+                    "socket": str(paths.socket), "version": __version__, "started_at": broker.started_at}
+            tmp = paths.info.with_suffix(".json.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(json.dumps(info))
+            tmp.replace(paths.info)
+            try:
+                anyio.run(broker.run)
+            finally:
+                with contextlib.suppress(OSError):
+                    paths.info.unlink()
+            return broker.stop_reason or "stopped"
+        finally:
+            os.close(lock_fd)
