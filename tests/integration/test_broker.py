@@ -137,6 +137,14 @@ def test_sessions_share_one_broker_that_a_new_session_restarts_after_kill_9(
     (restarted,) = brokers(corpus, broker_env)
     assert restarted["pid"] != status["pid"] and restarted["sessions_total"] == 1
 
+    # A broker whose socket file was deleted cannot be reached: it exits and releases its lock, so
+    # the next session starts a new one instead of waiting for it.
+    paths.socket.unlink()
+    wait_for(lambda: _lock_free(paths.run_lock), "the unreachable broker to exit")
+    anyio.run(after_kill)
+    (replaced,) = brokers(corpus, broker_env)
+    assert replaced["pid"] != restarted["pid"]
+
 
 def wave_text(wave: int, n: int) -> str:
     title = f"Zebrafinch wave {wave} note {n}"

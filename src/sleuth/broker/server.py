@@ -161,6 +161,15 @@ class Broker:
         self.warm: bool | str = False
         self._scope: anyio.CancelScope | None = None
         self._catalog = self._catalog_identity()
+        self._socket: tuple[int, int] | None = None
+
+    def _socket_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the socket file, None when it is gone."""
+        try:
+            st = os.stat(self.paths.socket)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
 
     def _catalog_identity(self) -> tuple[int, int] | None:
         """(device, inode) of the catalog file, None when it is gone."""
@@ -175,6 +184,7 @@ class Broker:
     async def run(self) -> None:
         """Listen on the socket and serve until stopped (idle, a signal or ``stop``)."""
         listener = await anyio.create_unix_listener(self.paths.socket, mode=0o600)
+        self._socket = self._socket_identity()
         log.info("broker %d serving %s on %s (idle exit after %g s)", os.getpid(), self.engine.index_dir,
                  self.paths.socket, self.idle_exit_s)
         try:
@@ -197,8 +207,10 @@ class Broker:
             self._scope.cancel()
 
     def _unlink_socket(self) -> None:
-        with contextlib.suppress(OSError):
-            self.paths.socket.unlink()
+        """Remove our socket file -- only ours: another broker may own the path by now."""
+        if self._socket is not None and self._socket_identity() == self._socket:
+            with contextlib.suppress(OSError):
+                self.paths.socket.unlink()
 
     async def _watch_idle(self) -> None:
         """Stop when idle long enough, or when the index folder was deleted or made anew (the open
@@ -208,6 +220,10 @@ class Broker:
             await anyio.sleep(interval)
             if self._catalog_identity() != self._catalog:
                 self.stop("the index was deleted or replaced")
+                return
+            if self._socket_identity() != self._socket:
+                # Unreachable without its socket: exit, releasing the lock for a new broker.
+                self.stop("its socket file was removed or replaced")
                 return
             if self.idle_s() >= self.idle_exit_s:
                 self.stop(f"idle for {self.idle_exit_s:g} s")
