@@ -364,3 +364,34 @@ def test_broker_commands_have_help() -> None:
     for command in ("run", "status", "stop"):
         out = run_cli("broker", command, "--help").stdout
         assert f"sleuth broker {command}" in out and len(out.splitlines()) > 3
+
+
+def test_a_watching_broker_keeps_the_index_current(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\n\nThe otters build dams.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    subprocess.run([*SLEUTH, "index", str(root), "--project", "notes", "--index", str(index)], check=True,
+                   capture_output=True, env=serve_env({}))
+    folder = tempfile.mkdtemp(prefix="sbw-", dir="/tmp")
+    env = broker_env_for(folder, SLEUTH_BROKER_WATCH="1")
+
+    async def titles(s: ClientSession, query: str) -> list[str]:
+        found = ok(await s.call_tool("project_memory_search", {"query": query, "project_id": "notes"}))
+        return [r["title"] for r in found["results"]]
+
+    async def main() -> None:
+        async with session(index, env) as s:
+            assert await titles(s, "otters") == ["Alpha"]
+            (root / "b.md").write_text("# Beta\n\nThe beavers build lodges.\n", encoding="utf-8")
+            (root / "a.md").unlink()
+            deadline = time.monotonic() + WAIT_S
+            while (await titles(s, "beavers lodges"), await titles(s, "otters")) != (["Beta"], []):
+                assert time.monotonic() < deadline, "the watching broker never picked up the changes"
+                await anyio.sleep(0.2)
+
+    try:
+        anyio.run(main)
+    finally:
+        stop_brokers(None, env)
+        shutil.rmtree(folder, ignore_errors=True)

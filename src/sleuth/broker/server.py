@@ -25,6 +25,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -431,6 +432,37 @@ def _hold_run_lock(path: Path, wait_s: float) -> int:
             time.sleep(WRITER_POLL_S)
 
 
+#: Environment variable: ``1`` makes the broker keep the index current with a file watcher
+#: (:func:`sleuth.watch.watch_index`) while it runs. Part of the broker's key (a watching broker is
+#: its own broker).
+WATCH_ENV = "SLEUTH_BROKER_WATCH"
+#: How long a stopping broker waits for its watcher's current batch, in seconds.
+WATCHER_STOP_WAIT_S = 10.0
+
+
+def watch_from_env(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``SLEUTH_BROKER_WATCH`` asks the broker to watch the files of its index."""
+    value = (os.environ if env is None else env).get(WATCH_ENV, "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
+
+
+def start_watcher(engine: Engine) -> tuple[threading.Event, threading.Thread]:
+    """Watch every project's roots of ``engine`` in a daemon thread; returns (stop event, thread).
+    Each batch re-indexes only the changed paths (``Engine.update_paths``), under the index's write
+    lock, so sessions see the index before or after a batch."""
+    from sleuth.watch import watch_index
+
+    stop = threading.Event()
+
+    def report(batch: object) -> None:
+        log.info("watch: %s", batch)
+
+    thread = threading.Thread(target=watch_index, args=(engine, None, stop), kwargs={"on_batch": report},
+                              name="sleuth-broker-watch", daemon=True)
+    thread.start()
+    return stop, thread
+
+
 def run_broker(index_dir: Path | None, key: str | None = None, idle_exit_s: float | None = None) -> str:
     """Run the broker of ``index_dir`` (None: ``$SLEUTH_INDEX`` or the nearest ``.sleuth/``) in this
     process until it stops; returns why it stopped. ``key`` names its socket (default: computed).
@@ -456,9 +488,13 @@ def run_broker(index_dir: Path | None, key: str | None = None, idle_exit_s: floa
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 out.write(json.dumps(info))
             tmp.replace(paths.info)
+            watcher = start_watcher(engine) if watch_from_env() else None
             try:
                 anyio.run(broker.run)
             finally:
+                if watcher is not None:
+                    watcher[0].set()
+                    watcher[1].join(timeout=WATCHER_STOP_WAIT_S)
                 with contextlib.suppress(OSError):
                     paths.info.unlink()
             return broker.stop_reason or "stopped"
