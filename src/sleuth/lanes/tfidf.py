@@ -4,7 +4,8 @@ Manning, Raghavan & Schütze 2008, §6.4 "lnc.ltc" style with smoothed idf).
 Block weight of term t: ``(1 + ln tf) * idf(t)``, rows L2-normalised; ``idf(t) = ln((1 + N) /
 (1 + df)) + 1``. The query vector weighs each distinct term by its idf. Score = cosine in [0, 1].
 
-The matrix lives in memory (scipy CSC, blocks × vocabulary) and is built from the catalog's stored
+The matrix lives in memory (CSC arrays, blocks × vocabulary; scoring needs numpy only, scipy is
+imported to build or update a model) and is built from the catalog's stored
 block terms; when the catalog generation changes, the engine updates it with the blocks of the
 documents written or deleted since. Pure: no I/O here.
 """
@@ -63,16 +64,32 @@ class TfidfModel:
         tf.data = (1.0 + np.log(tf.data)).astype(np.float32)
         return tf, block_ids, projects
 
+    def _store(self, csc: object) -> None:
+        """Keep a CSC matrix as its plain arrays (``data``, ``indices``, ``indptr``, ``shape``)."""
+        self.data, self.indices, self.indptr = csc.data, csc.indices, csc.indptr  # type: ignore[attr-defined]
+        self.shape: tuple[int, int] = tuple(csc.shape)  # type: ignore[attr-defined,assignment]
+        self._matrix: object | None = csc
+
+    @property
+    def matrix(self) -> object:
+        """The log-tf matrix as scipy CSC, built from the arrays on first use (only updates need it:
+        scoring uses the arrays, so a search process never imports scipy)."""
+        if self._matrix is None:
+            import scipy.sparse as sp
+
+            self._matrix = sp.csc_matrix((self.data, self.indices, self.indptr), shape=self.shape)
+        return self._matrix
+
     def _set(self, log_tf: object, block_ids: list[str] | np.ndarray, projects: list[str]) -> None:
         """Take ``log_tf`` (blocks × vocabulary) as the model: idf, norms and project index follow."""
         import scipy.sparse as sp
 
-        self.matrix = sp.csc_matrix(log_tf, dtype=np.float32)
-        n_blocks, n_terms = self.matrix.shape
-        df = np.diff(self.matrix.indptr)
+        self._store(sp.csc_matrix(log_tf, dtype=np.float32))
+        n_blocks, n_terms = self.shape
+        df = np.diff(self.indptr)
         self.idf = (np.log((1.0 + n_blocks) / (1.0 + df.astype(np.float32))) + 1.0).astype(np.float32)
-        weighted = self.matrix.data.astype(np.float64) * np.repeat(self.idf, df)
-        norms = np.sqrt(np.bincount(self.matrix.indices, weights=weighted * weighted, minlength=n_blocks))
+        weighted = self.data.astype(np.float64) * np.repeat(self.idf, df)
+        norms = np.sqrt(np.bincount(self.indices, weights=weighted * weighted, minlength=n_blocks))
         norms[norms == 0] = 1.0
         self.norms = norms.astype(np.float32)
         self.block_ids = np.asarray(block_ids, dtype=object)
@@ -120,8 +137,8 @@ class TfidfModel:
         """The model as plain arrays (for :func:`sleuth.store.lane_cache.save_arrays`)."""
         vocab = np.asarray(sorted(self.vocab, key=self.vocab.__getitem__), dtype=str)
         return {
-            "data": self.matrix.data, "indices": self.matrix.indices, "indptr": self.matrix.indptr,
-            "shape": np.asarray(self.matrix.shape), "idf": self.idf, "norms": self.norms, "vocab": vocab,
+            "data": self.data, "indices": self.indices, "indptr": self.indptr,
+            "shape": np.asarray(self.shape), "idf": self.idf, "norms": self.norms, "vocab": vocab,
             "block_ids": self.block_ids.astype(str), "project_names": np.asarray(self.project_names, dtype=str),
             "project_of_block": self.project_of_block,
         }
@@ -129,10 +146,10 @@ class TfidfModel:
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray]) -> TfidfModel:
         """Rebuild a model saved with :meth:`to_arrays`."""
-        import scipy.sparse as sp
-
         model = cls.__new__(cls)
-        model.matrix = sp.csc_matrix((a["data"], a["indices"], a["indptr"]), shape=tuple(a["shape"]))
+        model.data, model.indices, model.indptr = a["data"], a["indices"], a["indptr"]
+        model.shape = (int(a["shape"][0]), int(a["shape"][1]))
+        model._matrix = None
         model.idf = a["idf"]
         model.norms = a["norms"]
         model.vocab = {term: i for i, term in enumerate(a["vocab"].tolist())}
@@ -152,7 +169,14 @@ class TfidfModel:
             return np.zeros(len(self), dtype=np.float32)
         weights = self.idf[cols]
         weights = weights / np.linalg.norm(weights)
-        return (np.asarray(self.matrix[:, cols] @ (weights * self.idf[cols])).ravel() / self.norms).astype(np.float32)
+        query = weights * self.idf[cols]
+        # The sparse product over the query's columns, column by column in float32: the same
+        # operations in the same order as scipy's CSC matrix-vector product, without scipy.
+        out = np.zeros(len(self), dtype=query.dtype)
+        for col, weight in zip(cols, query, strict=True):
+            lo, hi = self.indptr[col], self.indptr[col + 1]
+            out[self.indices[lo:hi]] += self.data[lo:hi] * weight
+        return (out / self.norms).astype(np.float32)
 
 
 class TfidfLane:
