@@ -215,21 +215,3 @@ def test_skips_recorded(catalog):
     assert [(s["path"], s["reason"]) for s in catalog.skipped("proj")] == [("x.bin", "binary content")]
     catalog.record_skips("proj", "/r", [], NOW)
     assert catalog.skipped("proj") == []
-
-
-def test_blocks_with_documents_matches_blocks_and_documents(tmp_path) -> None:
-    from sleuth.engine import Engine
-
-    root = tmp_path / "notes"
-    root.mkdir()
-    (root / "a.md").write_text("# A\n\nfirst para\n\n## Sub\n\nsecond para\n", encoding="utf-8")
-    (root / "b.md").write_text("---\ntags: [x]\n---\n# B\n\nthird para\n", encoding="utf-8")
-    e = Engine(tmp_path / "idx")
-    e.index([root], project="p")
-    ids = [r[0] for r in e.catalog.conn.execute("SELECT block_id FROM blocks")] + ["missing:000000000000"]
-    both = e.catalog.blocks_with_documents(ids)
-    blocks = e.catalog.blocks(ids)
-    docs = e.catalog.documents([b.doc_id for b in blocks.values()])
-    assert set(both) == set(blocks) and len(both) == 3
-    for block_id, (block, doc) in both.items():
-        assert block == blocks[block_id] and doc == docs[block.doc_id]

@@ -67,6 +67,8 @@ ENGINE_LANES: dict[str, tuple[str, ...]] = {"exact": ("exact",), "bm25": ("bm25"
                                             "vector": ("vector",)}
 #: Add the identifiers and quoted phrases of the query as variants (seed 004).
 AUTO_VARIANTS = True
+#: The memory lane each sleuth lane answers for.
+MEMORY_LANE_OF: dict[str, str] = {engine: memory for memory, lanes in ENGINE_LANES.items() for engine in lanes}
 #: RRF weight of a variant's lists relative to the primary query's.
 VARIANT_WEIGHT = 0.5
 #: RRF weight of the graph lane, and how many fused documents seed its expansion.
@@ -191,7 +193,9 @@ class _Variants:
 
 
 def _lane_of(list_name: str) -> str:
-    return list_name.partition("#")[0]
+    """The memory lane of a fused list (``bm25#1``, ``tfidf#0``, ``graph`` → ``bm25``, ``bm25``, ``graph``)."""
+    engine_lane = list_name.partition("#")[0]
+    return MEMORY_LANE_OF.get(engine_lane, engine_lane)
 
 
 class MemorySearch:
@@ -635,8 +639,7 @@ class MemorySearch:
 
     @staticmethod
     def _fields(d: FusedDocument, doc: DocumentRow, fresh: str, graph: Any, rank: int) -> dict[str, Any]:
-        lanes = list(dict.fromkeys("bm25" if t.lane.partition("#")[0] in ("tfidf", "index", "bm25")
-                                   else _lane_of(t.lane) for t in d.trace))
+        lanes = list(dict.fromkeys(_lane_of(t.lane) for t in d.trace))
         fields: dict[str, Any] = {
             "rank": rank,
             "record_id": doc.doc_id,

@@ -603,23 +603,6 @@ class Catalog:
                 out[block.block_id] = block
         return out
 
-    def blocks_with_documents(self, block_ids: Sequence[str]) -> dict[str, tuple[Block, DocumentRow]]:
-        """``{block_id: (Block, its DocumentRow without text)}`` for the ids that exist, in one query
-        (what a search response needs for its hits)."""
-        doc_cols = ", ".join("''" if c == "text" else f"d.{c}" for c in _DOCUMENT_COLUMNS)
-        out: dict[str, tuple[Block, DocumentRow]] = {}
-        for i in range(0, len(block_ids), 500):
-            part = block_ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for row in self.conn.execute(
-                f"SELECT {_BLOCK_COLUMNS}, d.project_id, {doc_cols} FROM blocks b JOIN documents d"
-                f" ON b.doc_id=d.doc_id WHERE b.block_id IN ({marks})",
-                part,
-            ):
-                block = _block(row[:11])
-                out[block.block_id] = (block, _document_row(row[11:]))
-        return out
-
     def indexed_blocks(self, min_generation: int = 0) -> Iterator[IndexedBlock]:
         """Every block of documents written after ``min_generation``, with its index fields."""
         cur = self.conn.execute(
@@ -676,28 +659,6 @@ class Catalog:
                 return conn.total_changes - before
         finally:
             conn.execute("DETACH DATABASE other")
-
-    def block_vectors(self, model: str) -> Iterator[tuple[str, str, bytes]]:
-        """``(block_id, project_id, vector bytes)`` of every block that has a vector for ``model``."""
-        return iter(self.conn.execute(
-            "SELECT b.block_id, d.project_id, v.vector FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
-            " JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash ORDER BY b.rowid",
-            (model,),
-        ))
-
-    def block_vectors_of(self, model: str, doc_ids: Sequence[str]) -> list[tuple[str, str, bytes]]:
-        """``(block_id, project_id, vector bytes)`` of the blocks of ``doc_ids`` that have a vector for ``model``."""
-        out: list[tuple[str, str, bytes]] = []
-        for i in range(0, len(doc_ids), 500):
-            part = doc_ids[i : i + 500]
-            out += self.conn.execute(
-                "SELECT b.block_id, d.project_id, v.vector FROM documents d JOIN blocks b ON b.doc_id = d.doc_id"
-                " JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash"
-                f" WHERE d.doc_id IN ({','.join('?' * len(part))})"
-                " ORDER BY b.doc_id, b.ordinal",
-                (model, *part),
-            ).fetchall()
-        return out
 
     def block_vectors_with_keys(self, model: str) -> Iterator[tuple[str, str, str, bytes]]:
         """``(block_id, project_id, embed_hash, vector bytes)`` of every block with a vector for ``model``."""

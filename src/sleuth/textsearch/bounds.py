@@ -74,6 +74,16 @@ def check_texts(value: Any, name: str, max_count: int, max_total_chars: int) -> 
     return list(value)
 
 
+def _number(value: Any, problem: str) -> float:
+    """``value`` (a number or numeric text, not a boolean) as a float; QueryError(``problem``) otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise QueryError(problem)
+    try:
+        return float(value.strip()) if isinstance(value, str) else float(value)
+    except (ValueError, OverflowError):
+        raise QueryError(problem) from None
+
+
 def check_top_k(value: Any, default: int) -> int:
     """``top_k``: an integer from 1 to ``TOP_K_MAX``; ``None`` gives ``default``.
 
@@ -84,13 +94,7 @@ def check_top_k(value: Any, default: int) -> int:
     if value is None:
         return default
     problem = f"top_k must be an integer from 1 to {TOP_K_MAX}; got {value!r}"
-    number: float
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise QueryError(problem)
-    try:
-        number = float(value.strip()) if isinstance(value, str) else float(value)
-    except (ValueError, OverflowError):
-        raise QueryError(problem) from None
+    number = _number(value, problem)
     if not math.isfinite(number) or number != int(number) or not 1 <= number <= TOP_K_MAX:
         raise QueryError(problem)
     return int(number)
@@ -105,12 +109,7 @@ def check_threshold(value: Any, default: float) -> float:
     if value is None:
         return default
     problem = f"threshold must be a number from 0.0 to 1.0; got {value!r}"
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise QueryError(problem)
-    try:
-        number = float(value.strip()) if isinstance(value, str) else float(value)
-    except (ValueError, OverflowError):
-        raise QueryError(problem) from None
+    number = _number(value, problem)
     if not 0.0 <= number <= 1.0:  # NaN fails this too
         raise QueryError(problem)
     return number
