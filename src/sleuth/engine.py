@@ -36,6 +36,7 @@ from sleuth.lanes.lexical import BM25Lane, ExactLane, IndexLane
 from sleuth.lanes.postings import Postings
 from sleuth.lanes.tfidf import TfidfLane, TfidfModel
 from sleuth.lanes.vector import VectorLane, VectorMatrix
+from sleuth.locks import lock_exclusive
 from sleuth.store import vector_cache
 from sleuth.store.catalog import Catalog, DocumentRow, FileState, IndexedBlock
 from sleuth.store.lane_cache import load_arrays, load_saved, save_arrays
@@ -227,21 +228,14 @@ class _WriteLock:
         self._fd: int | None = None
 
     def acquire(self, blocking: bool = True) -> bool:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        deadline = time.monotonic() + (self.timeout_s if blocking else 0)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self._fd = fd
-                with contextlib.suppress(OSError):  # who holds it, for the message of a writer that waits
-                    os.ftruncate(fd, 0)
-                    os.pwrite(fd, f"process {os.getpid()} ({' '.join(sys.argv[:3])[:200]})".encode(), 0)
-                return True
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    return False
-                time.sleep(0.05)
+        fd = lock_exclusive(self.path, self.timeout_s if blocking else 0)
+        if fd is None:
+            return False
+        self._fd = fd
+        with contextlib.suppress(OSError):  # who holds it, for the message of a writer that waits
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"process {os.getpid()} ({' '.join(sys.argv[:3])[:200]})".encode(), 0)
+        return True
 
     def release(self) -> None:
         if self._fd is not None:

@@ -33,6 +33,7 @@ from typing import Any
 
 from sleuth.broker.paths import BrokerPaths, BrokerUnavailable
 from sleuth.locate import CATALOG_FILE, find_index_dir
+from sleuth.locks import lock_exclusive
 
 #: Environment variable turning the broker off (``0``, ``false``, ``no``, ``off``): serve in-process.
 BROKER_ENV = "SLEUTH_BROKER"
@@ -133,17 +134,10 @@ def request(paths: BrokerPaths, message: Mapping[str, Any],
 
 @contextlib.contextmanager
 def _flock(path: Path, timeout_s: float) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = lock_exclusive(path, timeout_s, START_POLL_S)
+    if fd is None:
+        raise BrokerUnavailable(f"another session held {path} for {timeout_s:.0f} s")
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise BrokerUnavailable(f"another session held {path} for {timeout_s:.0f} s") from None
-                time.sleep(START_POLL_S)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock

@@ -19,7 +19,6 @@ its socket and info file; after a kill -9 they stay, and the next broker replace
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -46,6 +45,7 @@ from sleuth.broker.transport import stream_transport
 from sleuth.config import load_serve_settings
 from sleuth.engine import WRITE_LOCK_TIMEOUT_S, Engine
 from sleuth.errors import ConfigError, IndexBusy, SleuthError
+from sleuth.locks import lock_exclusive
 from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
 from sleuth.mcp.registry import ServeContext
 from sleuth.mcp.server import build_server, check_allowed_projects, needs_index, parse_profiles
@@ -101,21 +101,10 @@ def wait_for_other_writers(lock_path: Path, timeout_s: float) -> None:
     Raises:
         IndexBusy: another process held it for ``timeout_s`` seconds.
     """
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise IndexBusy(f"another process is writing to {lock_path.parent}; "
-                                    f"waited {timeout_s:.0f} s") from None
-                time.sleep(WRITER_POLL_S)
-    finally:
-        os.close(fd)
+    fd = lock_exclusive(lock_path, timeout_s, WRITER_POLL_S)
+    if fd is None:
+        raise IndexBusy(f"another process is writing to {lock_path.parent}; waited {timeout_s:.0f} s")
+    os.close(fd)  # released at once: the engine takes it for the write itself
 
 
 def _busy(exc: IndexBusy) -> CallToolResult:
@@ -419,17 +408,10 @@ def _hold_run_lock(path: Path, wait_s: float) -> int:
     Raises:
         BrokerRunning: another process held it for ``wait_s`` seconds.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                raise BrokerRunning(f"a broker for this index is already running ({path})") from None
-            time.sleep(WRITER_POLL_S)
+    fd = lock_exclusive(path, wait_s, WRITER_POLL_S)
+    if fd is None:
+        raise BrokerRunning(f"a broker for this index is already running ({path})")
+    return fd
 
 
 #: Environment variable: ``1`` makes the broker keep the index current with a file watcher
