@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SLEUTH_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
@@ -21,9 +19,9 @@ EXPECTED_ROWS = [
 ]
 
 
-@pytest.mark.skipif(not (DATA / "scifact").is_dir() or not (DATA / "md-tldr").is_dir(),
-                    reason=f"shared data not found at {DATA} (set SLEUTH_SHARED_DATA)")
 def test_bench_smoke(tmp_path: Path) -> None:
+    assert (DATA / "scifact").is_dir() and (DATA / "md-tldr").is_dir(), (
+        f"shared data not found at {DATA} (set SLEUTH_SHARED_DATA)")
     out = tmp_path / "BENCH.md"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "run.py"), "--smoke", "--data", str(DATA), "--out", str(out),
