@@ -76,6 +76,18 @@ def watched_roots(engine: Engine, projects: Sequence[str] | None = None) -> list
     return out
 
 
+def _presence(root: WatchedRoot) -> tuple[int, int] | None:
+    """None when ``root`` does not exist, else the identity (device, inode) of the folder watched
+    for it (the root, or a single-file root's folder)."""
+    try:
+        if root.is_file and not root.path.is_file():
+            return None
+        st = os.stat(root.path.parent if root.is_file else root.path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def changed_paths(changes: Iterable[str], roots: Sequence[WatchedRoot],
                   index_dir: Path) -> dict[WatchedRoot, set[str]]:
     """Group changed absolute paths by root as paths relative to it (pure).
@@ -143,15 +155,15 @@ class _Watcher:
         import watchfiles
 
         scanned: set[WatchedRoot] = set()
-        present_before: set[WatchedRoot] = set()
+        presence_before: dict[WatchedRoot, tuple[int, int] | None] = {}
         while not self.stop.is_set():
             roots = watched_roots(self.engine, self.projects)
-            present = {r for r in roots if r.path.exists()}
+            presence = {r: _presence(r) for r in roots}
             for root in roots:  # a new root is scanned whole; so is one that vanished or came back
-                if root not in scanned or (root in present) != (root in present_before):
+                if root not in scanned or presence[root] != presence_before.get(root):
                     self.pending.setdefault(root, set()).add("")
-            scanned, present_before = set(roots), present
-            folders = sorted({str(r.path.parent if r.is_file else r.path) for r in present})
+            scanned, presence_before = set(roots), presence
+            folders = sorted({str(r.path.parent if r.is_file else r.path) for r, p in presence.items() if p})
             if not folders:
                 self.apply_pending()
                 self._ready(roots)
@@ -169,8 +181,11 @@ class _Watcher:
                 self.apply_pending()
                 self._ready(roots)
                 now_roots = watched_roots(self.engine, self.projects)
-                if now_roots != roots or {r for r in now_roots if r.path.exists()} != present:
-                    break  # a root appeared or vanished, or a project gained a root: watch again
+                if now_roots != roots or {r: _presence(r) for r in now_roots} != presence:
+                    # A root appeared, vanished or was replaced (deleted and made again between two
+                    # wake-ups: the watch still follows the deleted folder), or a project gained a
+                    # root: watch again.
+                    break
             else:
                 return  # the stop event ended the watch
 
