@@ -8,10 +8,13 @@ import os
 import shutil
 import tempfile
 
+# The exported models (~110 MB) are private to one test session and removed when it ends.
+_MODEL_CACHE_PREFIX = "sleuth-test-models-"
+
 
 def pytest_configure(config: object) -> None:
     if "SLEUTH_MODEL_CACHE" not in os.environ:
-        os.environ["SLEUTH_MODEL_CACHE"] = tempfile.mkdtemp(prefix="sleuth-test-models-")
+        os.environ["SLEUTH_MODEL_CACHE"] = tempfile.mkdtemp(prefix=_MODEL_CACHE_PREFIX)
     # Each broker holds the model (~150 MB) until it is idle: only tests/integration/test_broker.py
     # starts them (passing SLEUTH_BROKER=1), in a short private folder (socket paths are limited).
     os.environ["SLEUTH_BROKER"] = "0"
@@ -25,3 +28,6 @@ def pytest_unconfigure(config: object) -> None:
     if os.path.basename(folder).startswith("sb-"):
         stop_brokers(None)
         shutil.rmtree(folder, ignore_errors=True)
+    models = os.environ.get("SLEUTH_MODEL_CACHE", "")
+    if os.path.basename(models).startswith(_MODEL_CACHE_PREFIX):
+        shutil.rmtree(models, ignore_errors=True)
