@@ -70,3 +70,13 @@ def test_onnx_folder_is_used_as_is(tmp_path) -> None:
     shutil.copy(files.tokenizer_path, folder / "tokenizer.json")
     custom = load_embedder(str(folder))
     assert custom.name == "onnx-model" and custom.dim == 384
+
+
+def test_batches_embedded_in_parallel_match_one_by_one(embedder) -> None:
+    from sleuth.embed import EMBED_BATCH_TEXTS
+
+    texts = [f"{s} ({i})" for i in range(EMBED_BATCH_TEXTS) for s in SENTENCES[:3]]  # three batches
+    together = embedder.embed(texts)
+    alone = np.vstack([embedder.embed([t]) for t in texts[::7]])
+    assert together.shape == (len(texts), 384)
+    assert np.abs(together[::7] - alone).max() < 1e-5

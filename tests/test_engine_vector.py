@@ -88,3 +88,42 @@ def test_index_records_leaves_unchanged_records_alone(tmp_path: Path) -> None:
     changed = e.index_records("corpus", [Record("d1", "Alpha text about seals.", "Alpha")])
     assert (changed.updated, changed.unchanged) == (1, 0)
     assert [h.path for h in e.search("seals").hits] == ["d1"] and e.search("walruses").hits == []
+
+
+def test_hybrid_answer_is_the_same_when_rows_are_read_while_the_vector_lane_runs(engine: Engine) -> None:
+    """The lexical lanes' best documents are read (rows, snippets) while the vector lane embeds the
+    query; a slow embedding makes sure that happens, and the answer must not change."""
+    import time
+
+    queries = ["rotate the signing keys", "cats sleep in warm places", "ship the container", "keys cats deploy"]
+    fast = [engine.search(SearchRequest(query=q, limit=2, explain=True)) for q in queries]
+    embedder = engine.embedder()
+    plain = embedder.embed
+    read: list[str] = []
+    rows = engine.catalog.documents
+
+    def slow(texts: list[str]):
+        time.sleep(0.3)
+        return plain(texts)
+
+    def documents(doc_ids, front_matter=True):
+        read.extend(doc_ids)
+        return rows(doc_ids, front_matter)
+
+    embedder.embed = slow  # type: ignore[method-assign]
+    engine.catalog.documents = documents  # type: ignore[method-assign]
+    engine._query_vectors.clear()
+    for q, want in zip(queries, fast, strict=True):
+        read.clear()
+        got = engine.search(SearchRequest(query=q, limit=2, explain=True))
+        assert got.model_dump(exclude={"took_ms"}) == want.model_dump(exclude={"took_ms"})
+        assert read and len(read) == len(set(read))  # read early, and no document read twice
+
+
+def test_a_new_engine_loads_saved_vectors_without_the_model(engine: Engine) -> None:
+    engine.warm_lanes()
+    again = Engine(engine.index_dir)
+    assert len(again._vector_matrix()) == 3
+    assert again._embedder is None  # name and dimensions came from the catalog
+    resp = again.search(SearchRequest(query="feline naps", lanes=["vector"], limit=1))
+    assert [h.path for h in resp.hits] == ["cats.md"]

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
-from sleuth.embed import Embedder, ModelUnavailable, load_embedder
+from sleuth.embed import Embedder, ModelUnavailable, load_embedder, resolve_model
 from sleuth.errors import ConfigError, DocumentNotFound, IndexBusy, IndexNotFound, ProjectNotFound, QueryError
 from sleuth.fusion import FusedDocument, rrf
 from sleuth.lanes.base import LaneQuery
@@ -40,7 +40,7 @@ from sleuth.locks import lock_exclusive
 from sleuth.store import vector_cache
 from sleuth.store.catalog import Catalog, DocumentRow, FileState, IndexedBlock
 from sleuth.store.lane_cache import load_arrays, load_saved, save_arrays
-from sleuth.summaries import make_snippet
+from sleuth.summaries import Snippet, make_snippet
 from sleuth.text import analyze, parse_query
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ PHRASE_FILTER_MAX_BLOCKS = 100_000
 #: Blocks embedded (and their vectors committed) per batch while indexing.
 EMBED_COMMIT_BLOCKS = 256
 #: The format of the saved tfidf model (its cache key starts with it).
-TFIDF_CACHE_FORMAT = "tfidf-2"
+TFIDF_CACHE_FORMAT = "tfidf-3"
 #: The tfidf model is saved again when an update changed at least this many blocks (or 1% of them).
 TFIDF_SAVE_MIN_CHANGED_BLOCKS = 1_000
 #: Documents fused beyond the requested limit, to replace any deleted since the lanes answered.
@@ -264,6 +264,32 @@ class _WriteLock:
             self.release()
 
 
+class _SearchRows:
+    """The catalog rows one search has read (documents and blocks, found or not), so that a
+    second look at the same ids during that search reads nothing."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._documents: dict[str, DocumentRow | None] = {}
+        self._blocks: dict[str, Block | None] = {}
+
+    def documents(self, doc_ids: Sequence[str]) -> dict[str, DocumentRow]:
+        """Like :meth:`Catalog.documents` (hit fields only: no text, no front matter)."""
+        todo = [d for d in doc_ids if d not in self._documents]
+        if todo:
+            found = self.catalog.documents(todo, front_matter=False)
+            self._documents.update((d, found.get(d)) for d in todo)
+        return {d: row for d in doc_ids if (row := self._documents[d]) is not None}
+
+    def blocks(self, block_ids: Sequence[str]) -> dict[str, Block]:
+        """Like :meth:`Catalog.blocks`."""
+        todo = [b for b in block_ids if b not in self._blocks]
+        if todo:
+            found = self.catalog.blocks(todo)
+            self._blocks.update((b, found.get(b)) for b in todo)
+        return {b: block for b in block_ids if (block := self._blocks[b]) is not None}
+
+
 class Engine:
     """An index folder opened for indexing and search.
 
@@ -343,7 +369,7 @@ class Engine:
         with self._lane_cache_lock:
             if self._tfidf is None or self._tfidf[0] != gen:
                 path = self.index_dir / "tfidf.cache.npz"
-                saved = load_arrays(path, f"{TFIDF_CACHE_FORMAT} generation {gen}")
+                saved = load_arrays(path, f"{TFIDF_CACHE_FORMAT} generation {gen}", mapped=True)
                 if saved is not None:
                     self._tfidf = (gen, TfidfModel.from_arrays(saved))
                 else:
@@ -374,7 +400,7 @@ class Engine:
     @staticmethod
     def _saved_tfidf(path: Path) -> tuple[int, TfidfModel] | None:
         """The model saved at ``path`` whatever its generation (None when absent or of another format)."""
-        saved = load_saved(path)
+        saved = load_saved(path, mapped=True)
         if saved is None or not saved[0].startswith(f"{TFIDF_CACHE_FORMAT} generation "):
             return None
         try:
@@ -399,7 +425,13 @@ class Engine:
 
     @property
     def vector_unavailable(self) -> str | None:
-        """Why the vector lane cannot run, or None when it can (cheap: no scan of the blocks)."""
+        """Why the vector lane cannot run, or None when it can (cheap: no scan of the blocks).
+
+        The first call loads the model; the vector matrix loads at the same time, on another
+        thread (each takes 0.1-0.25 s at 200k blocks, the largest part of a cold hybrid search).
+        """
+        if self._embedder is None and self._embedder_error is None and self._vectors is None:
+            threading.Thread(target=self._preload_vectors, name="sleuth-vector-preload", daemon=True).start()
         embedder = self.embedder()
         if embedder is None:
             return self._embedder_error
@@ -453,15 +485,31 @@ class Engine:
             if progress:
                 progress(done, max(todo_estimate, done))
 
-    def _vector_matrix(self) -> VectorMatrix:
+    def _vector_model(self) -> tuple[str, int]:
+        """``(name, dimensions)`` of the configured model's vectors (``("", 0)`` without a model),
+        without loading the model when the catalog already holds vectors of it."""
+        if self._embedder is None and self._embedder_error is None:
+            with contextlib.suppress(ModelUnavailable):
+                files = resolve_model(self.config.model, self.config.model_int8) \
+                    if self.config.model and self.config.model.lower() != "none" else None
+                dim = self.catalog.vector_dim(files.name) if files else None
+                if files and dim:
+                    return files.name, dim
         embedder = self.embedder()
-        model = embedder.name if embedder else ""
+        return (embedder.name, embedder.dim) if embedder else ("", 0)
+
+    def _preload_vectors(self) -> None:
+        # Errors are left for the search path, which reports them.
+        with contextlib.suppress(Exception):
+            self._vector_matrix()
+
+    def _vector_matrix(self) -> VectorMatrix:
+        model, dim = self._vector_model()
         key = (self.catalog.generation(), self.catalog.get_meta(f"vectors:{model}"))
         with self._lane_cache_lock:
             if self._vectors is None or self._vectors.key != key or self._vectors.model != model:
                 # Loaded from the lane files, then updated incrementally (HNSW add/remove, no rebuild).
-                self._vectors = vector_cache.current(self.catalog, self.index_dir, model,
-                                                     embedder.dim if embedder else 0, self._vectors,
+                self._vectors = vector_cache.current(self.catalog, self.index_dir, model, dim, self._vectors,
                                                      self._lane_files_writable())
             return self._vectors.matrix
 
@@ -860,22 +908,33 @@ class Engine:
         self._catch_up(blocking=False)
         depth = max(cfg.lane_depth_min_blocks, req.limit * cfg.lane_depth_blocks_per_result)
         lane_query = LaneQuery(parsed, depth, projects)
-        # The slowest lane (vector: may load the model, embeds the query) goes to the pool first, so
-        # it overlaps the others; the last lane runs in this thread (no hand-off for one lane).
-        ordered = sorted(cfg.lanes, key=lambda name: name != "vector")
-        futures = [self._pool.submit(self.run_lane, name, lane_query) for name in ordered[:-1]]
-        answers = ([self.run_lane(ordered[-1], lane_query)] if ordered else []) + [f.result() for f in futures]
-        unavailable = {name: a for name, a in zip([*ordered[-1:], *ordered[:-1]], answers, strict=True)
-                       if isinstance(a, str)}
-        lists = [a for a in answers if not isinstance(a, str)]
+        rows = _SearchRows(self.catalog)
+        snippet_terms = set(parsed.terms) | {t for p in parsed.phrases for t in analyze(" ".join(p))}
+        snippets: dict[str, Snippet] = {}
+
+        def snippet_of(block: Block) -> Snippet:
+            if block.block_id not in snippets:
+                snippets[block.block_id] = make_snippet(block.text, snippet_terms)
+            return snippets[block.block_id]
+
+        def prefetch(early: list[RankedList]) -> None:
+            # While the vector lane runs: the rows and snippets of the lexical lanes' best documents,
+            # most of which the fused ranking keeps (the rest are read after it).
+            fused = rrf(early, doc_of_block, cfg.lane_weights, cfg.rrf_k, limit=req.limit)
+            for _d, _doc, block in self._existing(fused, req.limit, rows):
+                if req.snippets:
+                    snippet_of(block)
+
+        answers = self._run_lanes(cfg.lanes, lane_query, prefetch)
+        unavailable = {name: a for name, a in answers.items() if isinstance(a, str)}
+        lists = [a for a in answers.values() if not isinstance(a, str)]
         run_lanes = [name for name in cfg.lanes if name not in unavailable]
         # Some fused documents may have been deleted since the lanes answered (see _existing): a few
         # more than the limit are fused, so that deleted ones leave no hole.
         fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k, limit=req.limit + FUSED_SPARE_DOCUMENTS)
-        snippet_terms = set(parsed.terms) | {t for p in parsed.phrases for t in analyze(" ".join(p))}
         hits: list[Hit] = []
-        for d, doc, block in self._existing(fused, req.limit):
-            snip = make_snippet(block.text, snippet_terms) if req.snippets else None
+        for d, doc, block in self._existing(fused, req.limit, rows):
+            snip = snippet_of(block) if req.snippets else None
             hits.append(Hit(
                 rank=len(hits) + 1, doc_id=d.doc_id, project=doc.project_id, path=doc.rel_path,
                 title=doc.title, kind=doc.kind, tags=doc.tags, score=d.score, sources=d.sources,
@@ -895,7 +954,31 @@ class Engine:
             took_ms=round((time.perf_counter() - started) * 1000, 3), notice=notice, unavailable_lanes=unavailable,
         )
 
-    def _existing(self, fused: list[FusedDocument], limit: int) -> list[tuple[FusedDocument, DocumentRow, Block]]:
+    def _run_lanes(self, lanes: Sequence[str], q: LaneQuery,
+                   while_waiting: Callable[[list[RankedList]], None] | None = None) -> dict[str, RankedList | str]:
+        """Every lane's answer (see :meth:`run_lane`), by lane name, in ``lanes`` order.
+
+        With the vector lane, it runs in the pool (it embeds the query on one core) while the other
+        lanes run one after the other in this thread, on the other core: running them in parallel
+        as well would take cycles from the embedding, the longest part of the search. If the vector
+        lane is still running then, ``while_waiting`` gets the other lanes' lists. Without the
+        vector lane, the lanes run in parallel, the last one in this thread (no hand-off for one lane).
+        """
+        if "vector" in lanes and len(lanes) > 1:
+            vector = self._pool.submit(self.run_lane, "vector", q)
+            answers = {name: self.run_lane(name, q) for name in lanes if name != "vector"}
+            early = [a for a in answers.values() if not isinstance(a, str)]
+            if while_waiting is not None and early and not vector.done():
+                while_waiting(early)
+            answers["vector"] = vector.result()
+        else:
+            futures = {name: self._pool.submit(self.run_lane, name, q) for name in lanes[:-1]}
+            last = {name: self.run_lane(name, q) for name in lanes[-1:]}
+            answers = {name: f.result() for name, f in futures.items()} | last
+        return {name: answers[name] for name in lanes}
+
+    def _existing(self, fused: list[FusedDocument], limit: int,
+                  rows: _SearchRows | None = None) -> list[tuple[FusedDocument, DocumentRow, Block]]:
         """The first ``limit`` fused documents that exist now, each with a block that exists now.
 
         The lanes may answer from a slightly older state than the catalog: the postings commit after
@@ -905,11 +988,12 @@ class Engine:
         is never dropped only because its block ids changed (that made a search for a file being
         re-indexed come back empty).
         """
+        rows = rows or _SearchRows(self.catalog)
         out: list[tuple[FusedDocument, DocumentRow, Block]] = []
         for start in range(0, len(fused), max(limit, 1)):
             part = fused[start : start + limit]
-            docs = self.catalog.documents([d.doc_id for d in part])
-            blocks = self.catalog.blocks([b for d in part if d.doc_id in docs for b in d.block_ids])
+            docs = rows.documents([d.doc_id for d in part])
+            blocks = rows.blocks([b for d in part if d.doc_id in docs for b in d.block_ids])
             for d in part:
                 doc = docs.get(d.doc_id)
                 if doc is None:

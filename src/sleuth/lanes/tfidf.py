@@ -33,9 +33,33 @@ class TfidfModel:
     """
 
     def __init__(self, rows: Iterable[tuple[str, str, str]]) -> None:
-        self.vocab: dict[str, int] = {}
-        log_tf, block_ids, projects = self._rows(rows, self.vocab)
+        vocab: dict[str, int] = {}
+        log_tf, block_ids, projects = self._rows(rows, vocab)
+        self._vocab: dict[str, int] | None = vocab
         self._set(log_tf, block_ids, projects)
+
+    @property
+    def vocab(self) -> dict[str, int]:
+        """Term → column. A model loaded with :meth:`from_arrays` builds this only when asked
+        (updates need it; scoring looks terms up in the sorted vocabulary instead)."""
+        if self._vocab is None:
+            terms = np.empty(len(self.vocab_columns), dtype=object)
+            terms[self.vocab_columns] = np.char.decode(self.vocab_sorted, "utf-8")
+            self._vocab = {term: i for i, term in enumerate(terms.tolist())}
+        return self._vocab
+
+    def _columns(self, terms: Iterable[str]) -> list[int]:
+        """The sorted columns of the ``terms`` found in the vocabulary."""
+        if self._vocab is not None:
+            return sorted({self._vocab[t] for t in terms if t in self._vocab})
+        width = self.vocab_sorted.dtype.itemsize
+        keys = [k for k in {t.encode("utf-8") for t in terms} if len(k) <= width]
+        if not keys or not len(self.vocab_sorted):
+            return []
+        wanted = np.asarray(keys, dtype=self.vocab_sorted.dtype)
+        at = np.minimum(np.searchsorted(self.vocab_sorted, wanted), len(self.vocab_sorted) - 1)
+        found = self.vocab_sorted[at] == wanted
+        return sorted(int(c) for c in self.vocab_columns[at[found]])
 
     @staticmethod
     def _rows(rows: Iterable[tuple[str, str, str]], vocab: dict[str, int]) -> tuple[object, list[str], list[str]]:
@@ -128,32 +152,49 @@ class TfidfModel:
         indptr = np.concatenate([[0], np.cumsum(counts)])
         matrix = sp.csc_matrix((data, indices, indptr), shape=(n_kept + len(new_ids), n_terms))
         model = TfidfModel.__new__(TfidfModel)
-        model.vocab = vocab
+        model._vocab = vocab
         projects = [self.project_names[i] for i in self.project_of_block[keep]] + new_projects
         model._set(matrix, np.concatenate([self.block_ids[keep], np.asarray(new_ids, dtype=object)]), projects)
         return model
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """The model as plain arrays (for :func:`sleuth.store.lane_cache.save_arrays`)."""
-        vocab = np.asarray(sorted(self.vocab, key=self.vocab.__getitem__), dtype=str)
+        """The model as plain arrays (for :func:`sleuth.store.lane_cache.save_arrays`).
+
+        The vocabulary is saved sorted (UTF-8 bytes, ``vocab_sorted``) with each term's column
+        (``vocab_columns``), so that a loaded model finds a query's terms by binary search without
+        building a dictionary of every term.
+        """
+        if self._vocab is None:
+            vocab_sorted, vocab_columns = self.vocab_sorted, self.vocab_columns
+        else:
+            by_column = sorted(self._vocab, key=self._vocab.__getitem__)
+            encoded = np.asarray([t.encode("utf-8") for t in by_column], dtype=bytes)
+            if not len(encoded):
+                encoded = np.zeros(0, dtype="S1")
+            order = np.argsort(encoded, kind="stable")
+            vocab_sorted, vocab_columns = encoded[order], order.astype(np.int32)
         return {
             "data": self.data, "indices": self.indices, "indptr": self.indptr,
-            "shape": np.asarray(self.shape), "idf": self.idf, "norms": self.norms, "vocab": vocab,
-            "block_ids": self.block_ids.astype(str), "project_names": np.asarray(self.project_names, dtype=str),
+            "shape": np.asarray(self.shape), "idf": self.idf, "norms": self.norms,
+            "vocab_sorted": vocab_sorted, "vocab_columns": vocab_columns,
+            "block_ids": np.asarray(self.block_ids, dtype=str),
+            "project_names": np.asarray(self.project_names, dtype=str),
             "project_of_block": self.project_of_block,
         }
 
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray]) -> TfidfModel:
-        """Rebuild a model saved with :meth:`to_arrays`."""
+        """A model over arrays saved with :meth:`to_arrays`, used as they are (they may be read-only
+        views of a memory-mapped file: nothing is copied or converted until an update)."""
         model = cls.__new__(cls)
         model.data, model.indices, model.indptr = a["data"], a["indices"], a["indptr"]
         model.shape = (int(a["shape"][0]), int(a["shape"][1]))
         model._matrix = None
         model.idf = a["idf"]
         model.norms = a["norms"]
-        model.vocab = {term: i for i, term in enumerate(a["vocab"].tolist())}
-        model.block_ids = a["block_ids"].astype(object)
+        model._vocab = None
+        model.vocab_sorted, model.vocab_columns = a["vocab_sorted"], a["vocab_columns"]
+        model.block_ids = a["block_ids"]
         model.project_names = a["project_names"].tolist()
         model.project_of_block = a["project_of_block"]
         model.derived = {}
@@ -164,9 +205,19 @@ class TfidfModel:
 
     def scores(self, terms: Iterable[str]) -> np.ndarray:
         """Cosine of every block with the query; shape ``(n_blocks,)``, 0 where nothing matches."""
-        cols = sorted({self.vocab[t] for t in terms if t in self.vocab})
+        out = np.zeros(len(self), dtype=np.float32)
+        rows, scores = self.matching(terms)
+        out[rows] = scores
+        return out
+
+    def matching(self, terms: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, cosines)`` of the blocks sharing a term with the query (cosine > 0), by row.
+
+        The same values as :meth:`scores` at those rows, without dividing every block's score.
+        """
+        cols = self._columns(terms)
         if not cols:
-            return np.zeros(len(self), dtype=np.float32)
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         weights = self.idf[cols]
         weights = weights / np.linalg.norm(weights)
         query = weights * self.idf[cols]
@@ -176,7 +227,8 @@ class TfidfModel:
         for col, weight in zip(cols, query, strict=True):
             lo, hi = self.indptr[col], self.indptr[col + 1]
             out[self.indices[lo:hi]] += self.data[lo:hi] * weight
-        return (out / self.norms).astype(np.float32)
+        rows = np.flatnonzero(out > 0)
+        return rows, (out[rows] / self.norms[rows]).astype(np.float32)
 
 
 class TfidfLane:
@@ -198,19 +250,20 @@ class TfidfLane:
         model = self._model()
         if not q.parsed.terms or len(model) == 0:
             return RankedList(self.name, (), ())
-        scores = model.scores(q.parsed.terms)
-        mask = scores > 0
+        rows, scores = model.matching(q.parsed.terms)
+        mask = np.ones(len(rows), dtype=bool)
         if q.projects is not None:
             wanted = [model.project_names.index(p) for p in q.projects if p in model.project_names]
-            mask &= np.isin(model.project_of_block, wanted)
+            mask &= np.isin(model.project_of_block[rows], wanted)
         if q.parsed.phrases and self._phrase_filter is not None:
             allowed = self._phrase_filter(q)
-            mask &= np.isin(model.block_ids, list(allowed))
+            mask &= np.isin(model.block_ids[rows], list(allowed))
         if q.doc_ids is not None:
-            mask &= doc_mask(model.block_ids, q.doc_ids, model.derived)
-        candidates = np.flatnonzero(mask)
-        if len(candidates) > q.k:
-            top = np.argpartition(-scores[candidates], q.k - 1)[: q.k]
-            candidates = candidates[top]
-        order = candidates[np.lexsort((model.block_ids[candidates], -scores[candidates]))]
-        return RankedList(self.name, tuple(model.block_ids[order]), tuple(float(s) for s in scores[order]))
+            mask &= doc_mask(model.block_ids, q.doc_ids, model.derived)[rows]
+        rows, scores = rows[mask], scores[mask]
+        if len(rows) > q.k:
+            top = np.argpartition(-scores, q.k - 1)[: q.k]
+            rows, scores = rows[top], scores[top]
+        order = np.lexsort((model.block_ids[rows], -scores))
+        rows, scores = rows[order], scores[order]
+        return RankedList(self.name, tuple(model.block_ids[rows].tolist()), tuple(scores.tolist()))
