@@ -610,8 +610,9 @@ class Engine:
         with self._write_lock.held():
             self.postings.catch_up(self.catalog)
             self.catalog.upsert_project(pid, name, [str(p) for p in paths], now)
-            for root in paths:
-                self._index_root(pid, root, report, now, progress)
+            with self.postings.bulk():
+                for root in paths:
+                    self._index_root(pid, root, report, now, progress)
             self.catalog.mark_indexed(pid, now)
             report.embedded = self.embed_pending(embed_progress)
             self.warm_lanes()
@@ -837,29 +838,30 @@ class Engine:
         with self._write_lock.held():
             self.postings.catch_up(self.catalog)
             self.catalog.upsert_project(pid, project, [], now)
-            known = self.catalog.file_states(pid, [""])
-            batch: list[tuple[DocumentRow, list[tuple[Block, str]]]] = []
-            for rec in records:
-                report.scanned += 1
-                state = known.get(("", rec.rel_path))
-                if state is not None and state.content_hash == _hash(rec.title, rec.text):
-                    report.unchanged += 1
-                    continue
-                suffix = ".md" if rec.kind == "markdown" else ".txt"
-                parsed = parse_document(rec.rel_path + suffix, rec.text)
-                if rec.title:
-                    parsed.title = rec.title
-                data_hash = _hash(rec.title, rec.text)
-                doc = self._document_row(pid, "", "", rec.rel_path, parsed, data_hash, 0, len(rec.text), now)
-                batch.append((doc, make_blocks(pid, doc.doc_id, doc.title, parsed)))
-                if state is None:
-                    report.added += 1
-                else:
-                    report.updated += 1
-                if len(batch) >= FLUSH_DOCUMENTS:
-                    report.blocks += self._flush(batch, now)
-                    batch = []
-            report.blocks += self._flush(batch, now)
+            with self.postings.bulk():
+                known = self.catalog.file_states(pid, [""])
+                batch: list[tuple[DocumentRow, list[tuple[Block, str]]]] = []
+                for rec in records:
+                    report.scanned += 1
+                    state = known.get(("", rec.rel_path))
+                    if state is not None and state.content_hash == _hash(rec.title, rec.text):
+                        report.unchanged += 1
+                        continue
+                    suffix = ".md" if rec.kind == "markdown" else ".txt"
+                    parsed = parse_document(rec.rel_path + suffix, rec.text)
+                    if rec.title:
+                        parsed.title = rec.title
+                    data_hash = _hash(rec.title, rec.text)
+                    doc = self._document_row(pid, "", "", rec.rel_path, parsed, data_hash, 0, len(rec.text), now)
+                    batch.append((doc, make_blocks(pid, doc.doc_id, doc.title, parsed)))
+                    if state is None:
+                        report.added += 1
+                    else:
+                        report.updated += 1
+                    if len(batch) >= FLUSH_DOCUMENTS:
+                        report.blocks += self._flush(batch, now)
+                        batch = []
+                report.blocks += self._flush(batch, now)
             self.catalog.mark_indexed(pid, now)
             report.embedded = self.embed_pending()
             self.warm_lanes()

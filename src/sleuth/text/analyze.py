@@ -172,7 +172,18 @@ def _prefixes(terms: frozenset[str]) -> tuple[str, ...]:
     return tuple(sorted({t[: max(2, min(4, len(t) - 1))] for t in terms}))
 
 
-_NON_ASCII_WORD_CHAR_RE = re.compile(r"[^\W\x00-\x7f]")
+_NON_ASCII_WORD_RUN_RE = re.compile(r"[^\W\x00-\x7f]+")
+_ASCII_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+@lru_cache(maxsize=4096)
+def _all_ascii(terms: frozenset[str]) -> bool:
+    return all(t.isascii() for t in terms)
+
+
+@lru_cache(maxsize=65_536)
+def _folds_to_some_ascii(run: str) -> bool:
+    return any(ch.isascii() for ch in fold(run))
 
 
 def _is_chunk_char(ch: str) -> bool:
@@ -214,9 +225,18 @@ def find_terms(text: str, terms: frozenset[str]) -> list[Token]:
                 hits.append(i)
             i = lowered.find(prefix, i + 1)
     if not text.isascii():
-        # ... and every non-ASCII word character (accents and CJK change the surface form): the
-        # chunks holding them are always analysed.
-        hits.extend(m.start() for m in _NON_ASCII_WORD_CHAR_RE.finditer(text))
+        # ... and every run of non-ASCII word characters (accents and CJK change the surface form):
+        # the chunks holding them are analysed (a run lies inside one chunk). When every query term
+        # is ASCII, a run that folds to no ASCII character (Cyrillic, CJK) and touches no ASCII
+        # letter or digit ("东京cells" splits into two parts) adds no ASCII term: the other word parts
+        # of its chunk start after a connector, where the prefix scan above looks. (Analysing every
+        # such chunk of a non-English block cost more than the rest of its snippet.)
+        ascii_terms = _all_ascii(terms)
+        for m in _NON_ASCII_WORD_RUN_RE.finditer(text):
+            start, end = m.span()
+            if (not ascii_terms or _folds_to_some_ascii(m.group())
+                    or text[end : end + 1] in _ASCII_ALNUM or (start and text[start - 1] in _ASCII_ALNUM)):
+                hits.append(start)
     hits.sort()
     out: list[Token] = []
     last_end = -1
