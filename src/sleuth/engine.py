@@ -937,13 +937,14 @@ class Engine:
         hits: list[Hit] = []
         for d, doc, block in self._existing(fused, req.limit, rows):
             snip = snippet_of(block) if req.snippets else None
-            hits.append(Hit(
+            # Built from the catalog's and the fusion's own typed values: no validation needed.
+            hits.append(Hit.model_construct(
                 rank=len(hits) + 1, doc_id=d.doc_id, project=doc.project_id, path=doc.rel_path,
                 title=doc.title, kind=doc.kind, tags=doc.tags, score=d.score, sources=d.sources,
                 block_ids=d.block_ids, best_block_id=d.best_block_id, heading_path=list(block.heading_path),
                 lines=(block.start_line, block.end_line), snippet=snip.text if snip else "",
                 highlights=snip.highlights if snip else [],
-                explain=[LaneContribution(lane=t.lane, rank=t.rank, weight=t.weight,
+                explain=[LaneContribution.model_construct(lane=t.lane, rank=t.rank, weight=t.weight,
                                           contribution=t.contribution, lane_score=t.lane_score)
                          for t in d.trace] if req.explain else None,
             ))

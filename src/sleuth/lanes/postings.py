@@ -36,8 +36,9 @@ CATCH_UP_BATCH_BLOCKS = 20_000
 #: Memory budget of the one writer an indexing run keeps open (see :meth:`Postings.bulk`), in
 #: bytes: tantivy starts a new segment each time it is used up.
 BULK_WRITER_HEAP_BYTES = 512 * 1024 * 1024
-#: An indexing run commits its postings every this many blocks (and at its end).
-BULK_COMMIT_BLOCKS = 100_000
+#: An indexing run commits its postings every this many blocks (and at its end). Each commit starts
+#: a segment (200k blocks, bm25 p50: 1.77 ms in one segment, 2.09 ms committing every 100k).
+BULK_COMMIT_BLOCKS = 1_000_000
 
 TEXT_FIELDS = ("body", "exact", "title", "heading", "tags", "path")
 
