@@ -80,3 +80,23 @@ def test_batches_embedded_in_parallel_match_one_by_one(embedder) -> None:
     alone = np.vstack([embedder.embed([t]) for t in texts[::7]])
     assert together.shape == (len(texts), 384)
     assert np.abs(together[::7] - alone).max() < 1e-5
+
+
+def test_concurrent_first_use_of_the_int8_model_quantises_once(tmp_path, monkeypatch) -> None:
+    """A cold search asks for the model from two threads at once; the int8 copy must come out whole."""
+    import shutil
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sleuth.embed import MODEL_CACHE_ENV, model_cache_dir
+
+    fp32 = resolve_model(DEFAULT_MODEL).onnx_path
+    monkeypatch.setenv(MODEL_CACHE_ENV, str(tmp_path))
+    copy = model_cache_dir() / fp32.relative_to(fp32.parents[1])
+    copy.parent.mkdir(parents=True)
+    shutil.copy(fp32, copy)
+    with ThreadPoolExecutor(2) as pool:
+        files = list(pool.map(lambda _: resolve_model(DEFAULT_MODEL, quantized=True), range(2)))
+    assert files[0] == files[1] and files[0].onnx_path.parent == copy.parent
+    assert sorted(p.name for p in copy.parent.iterdir()) == ["model.int8-per-channel.onnx", "model.onnx"]
+    int8 = load_embedder(DEFAULT_MODEL, quantized=True)
+    assert int8.embed(SENTENCES[:1]).shape == (1, 384)

@@ -83,6 +83,12 @@ def packaged_minilm_dir() -> Path:
     return folder
 
 
+def _scratch_path(out: Path) -> Path:
+    """Where to write ``out`` before renaming it into place: unique to this process and thread,
+    so that two writers of the same model never write into one file."""
+    return out.with_name(f"{out.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
 def _export_onnx(hf_dir: Path, out: Path) -> None:
     """Export a Hugging Face BERT-style encoder to ONNX (last hidden state). Imports torch."""
     import torch
@@ -100,7 +106,7 @@ def _export_onnx(hf_dir: Path, out: Path) -> None:
 
     axes = {0: "batch", 1: "tokens"}
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
+    tmp = _scratch_path(out)
     # stdout may carry the MCP protocol: the libraries' progress output goes to stderr instead.
     with contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
@@ -120,7 +126,7 @@ def _quantize_int8(fp32: Path, out: Path) -> None:
     cosine to fp32 (median, SciFact and Cranfield queries) vs 0.958 with one scale per tensor."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    tmp = out.with_suffix(".tmp")
+    tmp = _scratch_path(out)
     quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
     tmp.replace(out)
 
@@ -134,12 +140,24 @@ class ModelFiles:
     tokenizer_path: Path
 
 
+#: One export or quantisation at a time in a process (a cold search asks for the model from two
+#: threads: the vector matrix needs its name, the lane its session).
+_RESOLVE_LOCK = threading.Lock()
+
+
 def resolve_model(spec: str = DEFAULT_MODEL, quantized: bool = False) -> ModelFiles:
     """Find (exporting once if needed) the ONNX files of model ``spec`` (see the module docstring).
+
+    Thread-safe; processes exporting the same model at once each write their own file and rename it.
 
     Raises:
         ModelUnavailable: the model's files cannot be found or exported.
     """
+    with _RESOLVE_LOCK:
+        return _resolve_model(spec, quantized)
+
+
+def _resolve_model(spec: str, quantized: bool) -> ModelFiles:
     if spec == DEFAULT_MODEL:
         source = packaged_minilm_dir()
     else:
