@@ -248,3 +248,29 @@ def test_rewritten_document_catch_up(tmp_path: Path, src):
     with Engine(idx) as fresh:
         assert paths(fresh.search("juggle oranges")) == ["cats.md"]
         assert fresh.search("warm sun").result_count == 0
+
+
+def test_a_search_during_an_indexing_run_says_which_lanes_lag(tmp_path) -> None:
+    """An indexing run commits its postings at its end: meanwhile the catalog is ahead, and a
+    search says that the bm25, index and exact lanes do not see the new documents yet."""
+    import os
+
+    from sleuth.config import Config
+    from sleuth.locks import lock_exclusive
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\n\nWombats dig burrows.\n", encoding="utf-8")
+    engine = Engine(tmp_path / "idx", Config(model="none"))
+    engine.index([root], project="notes")
+    assert engine.search("wombats").notice is None
+    held = lock_exclusive(tmp_path / "idx" / "write.lock", 0)  # another process's indexing run
+    try:
+        engine.postings._set_generation(engine.catalog.generation() - 1)  # its postings not committed yet
+        resp = engine.search("wombats")
+        assert resp.notice and "indexing run is in progress" in resp.notice
+        assert [sorted(h.sources) for h in resp.hits] == [["bm25", "index", "tfidf"]]  # postings still hold a.md
+    finally:
+        os.close(held)
+    resp = engine.search("wombats")  # the lock is free: the postings catch up
+    assert resp.notice is None and engine.postings.generation() == engine.catalog.generation()

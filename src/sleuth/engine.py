@@ -75,6 +75,8 @@ EMBED_COMMIT_BLOCKS = 256
 TFIDF_CACHE_FORMAT = "tfidf-3"
 #: The tfidf model is saved again when an update changed at least this many blocks (or 1% of them).
 TFIDF_SAVE_MIN_CHANGED_BLOCKS = 1_000
+#: The lanes answered from the tantivy postings (which an indexing run commits at its end).
+POSTINGS_LANES = frozenset({"bm25", "index", "exact"})
 #: Documents fused beyond the requested limit, to replace any deleted since the lanes answered.
 FUSED_SPARE_DOCUMENTS = 20
 #: Query vectors kept in memory (an LRU of query text → vector).
@@ -951,6 +953,9 @@ class Engine:
         notice = None
         if not hits and cfg.lanes == ("exact",) and not parsed.phrases and not parsed.identifiers:
             notice = "the exact lane matches only quoted phrases and identifiers (snake_case, a.b, camelCase)"
+        elif set(cfg.lanes) & POSTINGS_LANES and self.postings.generation() < self.catalog.generation():
+            notice = ("an indexing run is in progress: the bm25, index and exact lanes see its documents"
+                      " only when it ends (the tfidf and vector lanes see them already)")
         return SearchResponse(
             query=req.query, terms=list(parsed.terms), phrases=[" ".join(p) for p in parsed.phrases],
             result_count=len(hits), hits=hits, lanes=run_lanes,

@@ -164,6 +164,7 @@ class _Watcher:
                     self.pending.setdefault(root, set()).add("")
             scanned, presence_before = set(roots), presence
             folders = sorted({str(r.path.parent if r.is_file else r.path) for r, p in presence.items() if p})
+            folders_set = {os.path.normpath(f) for f in folders}
             if not folders:
                 self.apply_pending()
                 self._ready(roots)
@@ -181,7 +182,10 @@ class _Watcher:
                 self.apply_pending()
                 self._ready(roots)
                 now_roots = watched_roots(self.engine, self.projects)
-                if now_roots != roots or {r: _presence(r) for r in now_roots} != presence:
+                # A change to a watched folder itself (deleted, made again: its inode number may be
+                # reused) means the watch may follow a folder that is gone: watch again.
+                if (now_roots != roots or {r: _presence(r) for r in now_roots} != presence
+                        or not folders_set.isdisjoint(os.path.normpath(p) for _, p in changes)):
                     # A root appeared, vanished or was replaced (deleted and made again between two
                     # wake-ups: the watch still follows the deleted folder), or a project gained a
                     # root: watch again.

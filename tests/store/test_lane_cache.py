@@ -67,3 +67,14 @@ def test_tfidf_model_of_no_blocks_round_trips(tmp_path):
     save_arrays(tmp_path / "t.npz", "k", **built.to_arrays())
     loaded = TfidfModel.from_arrays(load_arrays(tmp_path / "t.npz", "k", mapped=True))
     assert len(loaded) == 0 and loaded.matching(["x"])[0].size == 0
+
+
+def test_a_fifo_or_folder_in_place_of_the_cache_is_ignored_and_leaves_nothing_behind(tmp_path):
+    import os
+
+    fifo, folder = tmp_path / "f.cache.npz", tmp_path / "d.cache.npz"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    assert load_saved(fifo, mapped=True) is None and load_saved(fifo) is None  # does not wait for a writer
+    save_arrays(folder, "k", a=np.arange(3))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.cache.npz", "f.cache.npz"]

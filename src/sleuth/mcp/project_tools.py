@@ -138,7 +138,7 @@ class ProjectTools:
             )
         except SleuthError as exc:
             raise ToolError(str(exc)) from exc
-        if resp.notice:
+        if not resp.terms and not resp.phrases:
             raise ToolError(f"Query has no searchable terms: {q!r} holds only stop words, punctuation or blanks")
         items = [
             {

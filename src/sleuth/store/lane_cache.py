@@ -10,6 +10,7 @@ only ever replaced whole (``os.replace``), so a mapping stays valid while a writ
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
@@ -36,6 +37,8 @@ def load_saved(path: Path, key: str | None = None, mapped: bool = False) -> tupl
     With ``mapped``, the arrays are read-only views of the file mapped into memory (see the module
     docstring) instead of copies.
     """
+    if not path.is_file():  # absent, or a folder, a FIFO (opening one would wait forever), ...
+        return None
     try:
         if mapped:
             arrays = _mapped_arrays(path)
@@ -88,10 +91,14 @@ def _mapped_arrays(path: Path) -> dict[str, np.ndarray]:
 
 def save_arrays(path: Path, key: str, **arrays: np.ndarray) -> None:
     """Atomically save ``arrays`` for ``key``; a read-only index folder is silently left alone."""
+    tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             np.savez(handle, __key__=np.asarray(key), **arrays)
         os.replace(tmp, path)
     except OSError:
+        if tmp is not None:  # e.g. a folder where the file should be: leave no copy behind
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         return
