@@ -69,7 +69,7 @@ def test_lexical_only_index_opened_with_a_model_says_how_to_embed(tmp_path: Path
     e = Engine(tmp_path / "idx")
     resp = e.search("signing keys")
     assert resp.unavailable_lanes == {
-        "vector": "no block has a all-MiniLM-L6-v2 vector yet: run `sleuth index` to embed them"
+        "vector": "no block has a vector from all-MiniLM-L6-v2 yet: run `sleuth index` to embed them"
     }
     assert e.embed_pending() == 3
     assert e.search("signing keys").unavailable_lanes == {}

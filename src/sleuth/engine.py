@@ -143,7 +143,7 @@ def write_lock_timeout_s() -> float:
 
 
 def _no_vectors_reason(model: str) -> str:
-    return f"no block has a {model} vector yet: run `sleuth index` to embed them"
+    return f"no block has a vector from {model} yet: run `sleuth index` to embed them"
 
 
 def doc_of_block(block_id: str) -> str:
