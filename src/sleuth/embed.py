@@ -262,11 +262,18 @@ class Embedder:
         return vectors.astype(np.float32)
 
 
-def load_embedder(spec: str | None, quantized: bool = False) -> Embedder | None:
-    """The embedder of ``spec``; None for ``"none"``/empty. Raises ModelUnavailable when it cannot load."""
+def configured_model(spec: str | None, quantized: bool = False) -> ModelFiles | None:
+    """The files of model ``spec`` (see :func:`resolve_model`); None for ``"none"``/empty.
+    Raises ModelUnavailable when they cannot be found or exported."""
     if not spec or spec.lower() == "none":
         return None
-    return Embedder(resolve_model(spec, quantized))
+    return resolve_model(spec, quantized)
+
+
+def load_embedder(spec: str | None, quantized: bool = False) -> Embedder | None:
+    """The embedder of ``spec``; None for ``"none"``/empty. Raises ModelUnavailable when it cannot load."""
+    files = configured_model(spec, quantized)
+    return None if files is None else Embedder(files)
 
 
 def check_model_spec(spec: object) -> str:

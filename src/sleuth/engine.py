@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
-from sleuth.embed import Embedder, ModelUnavailable, load_embedder, resolve_model
+from sleuth.embed import Embedder, ModelUnavailable, configured_model, load_embedder
 from sleuth.errors import ConfigError, DocumentNotFound, IndexBusy, IndexNotFound, ProjectNotFound, QueryError
 from sleuth.fusion import FusedDocument, rrf
 from sleuth.lanes.base import LaneQuery
@@ -492,8 +492,7 @@ class Engine:
         without loading the model when the catalog already holds vectors of it."""
         if self._embedder is None and self._embedder_error is None:
             with contextlib.suppress(ModelUnavailable):
-                files = resolve_model(self.config.model, self.config.model_int8) \
-                    if self.config.model and self.config.model.lower() != "none" else None
+                files = configured_model(self.config.model, self.config.model_int8)
                 dim = self.catalog.vector_dim(files.name) if files else None
                 if files and dim:
                     return files.name, dim

@@ -456,27 +456,25 @@ class Catalog:
         ]
 
     def skipped(self, project_id: str | None = None) -> list[dict[str, str]]:
-        sql = "SELECT project_id, root, path, reason, at FROM skipped"
-        args: tuple[str, ...] = ()
-        if project_id is not None:
-            sql += " WHERE project_id=?"
-            args = (project_id,)
         return [
             {"project": r[0], "root": r[1], "path": r[2], "reason": r[3], "at": r[4]}
-            for r in self.conn.execute(sql + " ORDER BY project_id, root, path", args)
+            for r in self._per_file("SELECT project_id, root, path, reason, at FROM skipped", "path", project_id)
         ]
 
     def indexed_files(self, project_id: str | None = None) -> list[dict[str, object]]:
         """Every indexed file: ``[{project, root, path, mtime_ns, size_bytes, indexed_at}]``."""
-        sql = "SELECT project_id, root, rel_path, mtime_ns, size_bytes, indexed_at FROM documents"
-        args: tuple[str, ...] = ()
-        if project_id is not None:
-            sql += " WHERE project_id=?"
-            args = (project_id,)
+        rows = self._per_file("SELECT project_id, root, rel_path, mtime_ns, size_bytes, indexed_at FROM documents",
+                              "rel_path", project_id)
         return [
             {"project": r[0], "root": r[1], "path": r[2], "mtime_ns": r[3], "size_bytes": r[4], "indexed_at": r[5]}
-            for r in self.conn.execute(sql + " ORDER BY project_id, root, rel_path", args)
+            for r in rows
         ]
+
+    def _per_file(self, select: str, path_column: str, project_id: str | None) -> list[tuple[object, ...]]:
+        """The rows of ``select`` (a table with ``project_id`` and ``root`` columns), of one project
+        when ``project_id`` is given, ordered by project, root and ``path_column``."""
+        where, args = (" WHERE project_id=?", (project_id,)) if project_id is not None else ("", ())
+        return self.conn.execute(f"{select}{where} ORDER BY project_id, root, {path_column}", args).fetchall()
 
     def indexed_counts(self) -> list[tuple[str, str, int, str]]:
         """``[(project, root, documents, last indexed_at)]`` per root holding documents."""
