@@ -100,24 +100,24 @@ def test_hybrid_answer_is_the_same_when_rows_are_read_while_the_vector_lane_runs
     embedder = engine.embedder()
     plain = embedder.embed
     read: list[str] = []
-    rows = engine.catalog.documents
+    rows = engine.catalog.hit_blocks
 
     def slow(texts: list[str]):
         time.sleep(0.3)
         return plain(texts)
 
-    def documents(doc_ids, front_matter=True):
-        read.extend(doc_ids)
-        return rows(doc_ids, front_matter)
+    def hit_blocks(block_ids):
+        read.extend(block_ids)
+        return rows(block_ids)
 
     embedder.embed = slow  # type: ignore[method-assign]
-    engine.catalog.documents = documents  # type: ignore[method-assign]
+    engine.catalog.hit_blocks = hit_blocks  # type: ignore[method-assign]
     engine._query_vectors.clear()
     for q, want in zip(queries, fast, strict=True):
         read.clear()
         got = engine.search(SearchRequest(query=q, limit=2, explain=True))
         assert got.model_dump(exclude={"took_ms"}) == want.model_dump(exclude={"took_ms"})
-        assert read and len(read) == len(set(read))  # read early, and no document read twice
+        assert read and len(read) == len(set(read))  # read early, and no block read twice
 
 
 def test_a_new_engine_loads_saved_vectors_without_the_model(engine: Engine) -> None:

@@ -38,7 +38,7 @@ from sleuth.lanes.tfidf import TfidfLane, TfidfModel
 from sleuth.lanes.vector import VectorLane, VectorMatrix
 from sleuth.locks import lock_exclusive
 from sleuth.store import vector_cache
-from sleuth.store.catalog import Catalog, DocumentRow, FileState, IndexedBlock
+from sleuth.store.catalog import Catalog, DocumentRow, FileState, HitBlock, IndexedBlock
 from sleuth.store.lane_cache import load_arrays, load_saved, save_arrays
 from sleuth.summaries import Snippet, make_snippet
 from sleuth.text import analyze, parse_query
@@ -267,27 +267,18 @@ class _WriteLock:
 
 
 class _SearchRows:
-    """The catalog rows one search has read (documents and blocks, found or not), so that a
-    second look at the same ids during that search reads nothing."""
+    """The hit rows one search has read (found or not), so that a second look at the same block
+    ids during that search reads nothing."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._documents: dict[str, DocumentRow | None] = {}
-        self._blocks: dict[str, Block | None] = {}
+        self._blocks: dict[str, HitBlock | None] = {}
 
-    def documents(self, doc_ids: Sequence[str]) -> dict[str, DocumentRow]:
-        """Like :meth:`Catalog.documents` (hit fields only: no text, no front matter)."""
-        todo = [d for d in doc_ids if d not in self._documents]
-        if todo:
-            found = self.catalog.documents(todo, front_matter=False)
-            self._documents.update((d, found.get(d)) for d in todo)
-        return {d: row for d in doc_ids if (row := self._documents[d]) is not None}
-
-    def blocks(self, block_ids: Sequence[str]) -> dict[str, Block]:
-        """Like :meth:`Catalog.blocks`."""
+    def blocks(self, block_ids: Sequence[str]) -> dict[str, HitBlock]:
+        """Like :meth:`Catalog.hit_blocks`."""
         todo = [b for b in block_ids if b not in self._blocks]
         if todo:
-            found = self.catalog.blocks(todo)
+            found = self.catalog.hit_blocks(todo)
             self._blocks.update((b, found.get(b)) for b in todo)
         return {b: block for b in block_ids if (block := self._blocks[b]) is not None}
 
@@ -915,7 +906,7 @@ class Engine:
         snippet_terms = set(parsed.terms) | {t for p in parsed.phrases for t in analyze(" ".join(p))}
         snippets: dict[str, Snippet] = {}
 
-        def snippet_of(block: Block) -> Snippet:
+        def snippet_of(block: HitBlock) -> Snippet:
             if block.block_id not in snippets:
                 snippets[block.block_id] = make_snippet(block.text, snippet_terms)
             return snippets[block.block_id]
@@ -924,7 +915,7 @@ class Engine:
             # While the vector lane runs: the rows and snippets of the lexical lanes' best documents,
             # most of which the fused ranking keeps (the rest are read after it).
             fused = rrf(early, doc_of_block, cfg.lane_weights, cfg.rrf_k, limit=req.limit)
-            for _d, _doc, block in self._existing(fused, req.limit, rows):
+            for _d, block in self._existing(fused, req.limit, rows):
                 if req.snippets:
                     snippet_of(block)
 
@@ -936,12 +927,12 @@ class Engine:
         # more than the limit are fused, so that deleted ones leave no hole.
         fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k, limit=req.limit + FUSED_SPARE_DOCUMENTS)
         hits: list[Hit] = []
-        for d, doc, block in self._existing(fused, req.limit, rows):
+        for d, block in self._existing(fused, req.limit, rows):
             snip = snippet_of(block) if req.snippets else None
             # Built from the catalog's and the fusion's own typed values: no validation needed.
             hits.append(Hit.model_construct(
-                rank=len(hits) + 1, doc_id=d.doc_id, project=doc.project_id, path=doc.rel_path,
-                title=doc.title, kind=doc.kind, tags=doc.tags, score=d.score, sources=d.sources,
+                rank=len(hits) + 1, doc_id=d.doc_id, project=block.project_id, path=block.rel_path,
+                title=block.title, kind=block.kind, tags=block.tags, score=d.score, sources=d.sources,
                 block_ids=d.block_ids, best_block_id=d.best_block_id, heading_path=list(block.heading_path),
                 lines=(block.start_line, block.end_line), snippet=snip.text if snip else "",
                 highlights=snip.highlights if snip else [],
@@ -985,8 +976,8 @@ class Engine:
         return {name: answers[name] for name in lanes}
 
     def _existing(self, fused: list[FusedDocument], limit: int,
-                  rows: _SearchRows | None = None) -> list[tuple[FusedDocument, DocumentRow, Block]]:
-        """The first ``limit`` fused documents that exist now, each with a block that exists now.
+                  rows: _SearchRows | None = None) -> list[tuple[FusedDocument, HitBlock]]:
+        """The first ``limit`` fused documents that exist now, each with its best block that exists now.
 
         The lanes may answer from a slightly older state than the catalog: the postings commit after
         the catalog (see ``_flush``), and a lane cache may have been built just before a write. A
@@ -996,26 +987,22 @@ class Engine:
         re-indexed come back empty).
         """
         rows = rows or _SearchRows(self.catalog)
-        out: list[tuple[FusedDocument, DocumentRow, Block]] = []
+        out: list[tuple[FusedDocument, HitBlock]] = []
         for start in range(0, len(fused), max(limit, 1)):
             part = fused[start : start + limit]
-            docs = rows.documents([d.doc_id for d in part])
-            blocks = rows.blocks([b for d in part if d.doc_id in docs for b in d.block_ids])
+            blocks = rows.blocks([b for d in part for b in d.block_ids])
             for d in part:
-                doc = docs.get(d.doc_id)
-                if doc is None:
-                    continue  # deleted between the lanes' answer and now
                 alive = [b for b in d.block_ids if b in blocks]
-                if not alive:  # rewritten between the lanes' answer and now
-                    current = self.catalog.blocks_of(d.doc_id)[:1]
-                    if not current:
-                        continue  # deleted meanwhile
-                    blocks[current[0].block_id] = current[0]
-                    alive = [current[0].block_id]
+                if not alive:  # rewritten (or deleted) between the lanes' answer and now
+                    current = self.catalog.first_hit_block(d.doc_id)
+                    if current is None:
+                        continue  # deleted: the next document takes its place
+                    blocks[current.block_id] = current
+                    alive = [current.block_id]
                 if alive != d.block_ids:
                     best = d.best_block_id if d.best_block_id in alive else alive[0]
                     d = dataclasses.replace(d, block_ids=alive, best_block_id=best)
-                out.append((d, doc, blocks[d.best_block_id]))
+                out.append((d, blocks[d.best_block_id]))
                 if len(out) == limit:
                     return out
         return out

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from sleuth.errors import SleuthError
 from sleuth.types import Block
@@ -160,6 +161,23 @@ class DocumentRow:
     #: ``(target, relation, label)`` of each outgoing link, in document order.
     links: tuple[tuple[str, str, str], ...] = ()
     entities: tuple[str, ...] = ()
+
+
+class HitBlock(NamedTuple):
+    """What a search hit shows of a block and of its document: one row of a join, without the
+    document's text and front matter (a plain tuple: a search builds ten or more of these)."""
+
+    block_id: str
+    doc_id: str
+    heading_path: tuple[str, ...]
+    text: str
+    start_line: int
+    end_line: int
+    project_id: str
+    rel_path: str
+    title: str
+    tags: list[str]
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -609,6 +627,22 @@ class Catalog:
                 out[block.block_id] = block
         return out
 
+    def hit_blocks(self, block_ids: Sequence[str]) -> dict[str, HitBlock]:
+        """``{block_id: HitBlock}`` for the ids that exist (one indexed join per 500 ids)."""
+        out: dict[str, HitBlock] = {}
+        for i in range(0, len(block_ids), 500):
+            part = block_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(f"{_HIT_BLOCK_SELECT} WHERE b.block_id IN ({marks})", part):
+                out[row[0]] = _hit_block(row)
+        return out
+
+    def first_hit_block(self, doc_id: str) -> HitBlock | None:
+        """The first block of ``doc_id`` as a :class:`HitBlock`; None when it has none (or is gone)."""
+        row = self.conn.execute(f"{_HIT_BLOCK_SELECT} WHERE b.doc_id=? ORDER BY b.ordinal LIMIT 1",
+                                (doc_id,)).fetchone()
+        return None if row is None else _hit_block(row)
+
     def indexed_blocks(self, min_generation: int = 0) -> Iterator[IndexedBlock]:
         """Every block of documents written after ``min_generation``, with its index fields."""
         cur = self.conn.execute(
@@ -765,3 +799,18 @@ def _block(r: Sequence[object]) -> Block:
         start_line=int(r[5]), end_line=int(r[6]), start_char=int(r[7]), end_char=int(r[8]),  # type: ignore[arg-type]
         content_hash=str(r[9]), project_id=str(r[10]),
     )
+
+
+_HIT_BLOCK_SELECT = (
+    "SELECT b.block_id, b.doc_id, b.heading_path, b.text, b.start_line, b.end_line,"
+    " d.project_id, d.rel_path, d.title, d.tags, d.kind FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+)
+
+
+def _json_list(raw: str) -> list[str]:
+    return [] if raw == "[]" else json.loads(raw)  # most blocks have no headings, most documents no tags
+
+
+def _hit_block(r: tuple) -> HitBlock:  # type: ignore[type-arg]
+    # r: the columns of _HIT_BLOCK_SELECT, typed by the schema (TEXT and INTEGER NOT NULL).
+    return HitBlock(r[0], r[1], tuple(_json_list(r[2])), r[3], r[4], r[5], r[6], r[7], r[8], _json_list(r[9]), r[10])
