@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from sleuth.types import RankedList
+if TYPE_CHECKING:  # annotations only: sleuth.config imports this module, and a cold search reads the
+    # config before anything else (sleuth.startup), so it stays free of pydantic (sleuth.types)
+    from sleuth.types import RankedList
 
 #: The RRF constant k (Cormack et al. 2009; the seed's value).
 RRF_K = 60
@@ -86,11 +89,11 @@ def rrf(
     if k <= 0:
         raise ValueError(f"RRF k must be positive, got {k}")
     weights = DEFAULT_LANE_WEIGHTS if weights is None else weights
-    # Plain dicts and tuples on the hot path; FusedDocument objects only for the documents returned.
+    # Plain dicts, lists and tuples on the hot path. Block-level sums (to choose each document's
+    # best block) are only added up for the documents returned.
     scores: dict[str, float] = {}
     traces: dict[str, list[tuple[str, int, float, float, float]]] = {}
-    doc_blocks: dict[str, dict[str, None]] = {}
-    block_scores: dict[str, float] = {}
+    doc_blocks: dict[str, list[tuple[str, float]]] = {}
     for ranked in sorted(lists, key=lambda r: r.lane):
         w = weights.get(ranked.lane, 1.0)
         if w <= 0:
@@ -98,28 +101,31 @@ def rrf(
         lane = ranked.lane
         lane_docs = 0
         seen: set[str] = set()
-        for block_rank, (block_id, lane_score) in enumerate(zip(ranked.block_ids, ranked.scores, strict=True),
-                                                            start=1):
-            block_scores[block_id] = block_scores.get(block_id, 0.0) + w / (k + block_rank)
-            doc_id = doc_of(block_id)
-            if doc_id not in seen:  # the document's best block in this lane sets its lane rank
-                seen.add(doc_id)
-                lane_docs += 1
-                contribution = w / (k + lane_docs)
-                if doc_id in scores:
-                    scores[doc_id] += contribution
-                    traces[doc_id].append((lane, lane_docs, w, contribution, lane_score))
-                else:
-                    scores[doc_id] = contribution
-                    traces[doc_id] = [(lane, lane_docs, w, contribution, lane_score)]
-                    doc_blocks[doc_id] = {}
-            doc_blocks[doc_id][block_id] = None
+        for block_rank, (block_id, doc_id, lane_score) in enumerate(
+                zip(ranked.block_ids, map(doc_of, ranked.block_ids), ranked.scores, strict=True), start=1):
+            if doc_id in seen:
+                doc_blocks[doc_id].append((block_id, w / (k + block_rank)))
+                continue
+            seen.add(doc_id)  # the document's best block in this lane sets its lane rank
+            lane_docs += 1
+            contribution = w / (k + lane_docs)
+            if doc_id in scores:
+                scores[doc_id] += contribution
+                traces[doc_id].append((lane, lane_docs, w, contribution, lane_score))
+                doc_blocks[doc_id].append((block_id, w / (k + block_rank)))
+            else:
+                scores[doc_id] = contribution
+                traces[doc_id] = [(lane, lane_docs, w, contribution, lane_score)]
+                doc_blocks[doc_id] = [(block_id, w / (k + block_rank))]
     order = sorted(scores, key=lambda d: (-scores[d], d))
     if limit is not None:
         order = order[: max(limit, 0)]
     out: list[FusedDocument] = []
     for doc_id in order:
-        blocks = sorted(doc_blocks[doc_id], key=lambda b: (-block_scores[b], b))
+        block_scores: dict[str, float] = {}
+        for block_id, part in doc_blocks[doc_id]:  # lane by lane, so each sum adds in lane order
+            block_scores[block_id] = block_scores.get(block_id, 0.0) + part
+        blocks = sorted(block_scores, key=lambda b: (-block_scores[b], b))
         trace = [LaneTrace(*t) for t in traces[doc_id]]
         trace.sort(key=lambda t: (-t.contribution, t.lane))
         out.append(FusedDocument(doc_id, scores[doc_id], blocks, blocks[0], trace))

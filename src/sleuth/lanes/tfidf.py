@@ -12,12 +12,16 @@ documents written or deleted since. Pure: no I/O here.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 
 import numpy as np
 
 from sleuth.lanes.base import LaneQuery, doc_mask
 from sleuth.types import RankedList
+
+#: Terms whose vocabulary column a loaded model remembers (then it forgets them all and starts over).
+COLUMN_MEMO_MAX_TERMS = 100_000
 
 
 class TfidfModel:
@@ -52,14 +56,24 @@ class TfidfModel:
         """The sorted columns of the ``terms`` found in the vocabulary."""
         if self._vocab is not None:
             return sorted({self._vocab[t] for t in terms if t in self._vocab})
+        terms = set(terms)
+        new = [t for t in terms if t not in self._column_of]
+        if new:
+            if len(self._column_of) > COLUMN_MEMO_MAX_TERMS:
+                self._column_of = {}
+            self._column_of.update(zip(new, self._search_vocab(new), strict=True))
+        return sorted({c for t in terms if (c := self._column_of[t]) >= 0})
+
+    def _search_vocab(self, terms: list[str]) -> list[int]:
+        """Each term's column, found by binary search in the sorted vocabulary (-1: absent)."""
         width = self.vocab_sorted.dtype.itemsize
-        keys = [k for k in {t.encode("utf-8") for t in terms} if len(k) <= width]
-        if not keys or not len(self.vocab_sorted):
-            return []
-        wanted = np.asarray(keys, dtype=self.vocab_sorted.dtype)
+        keys = [t.encode("utf-8") for t in terms]
+        if not len(self.vocab_sorted):
+            return [-1] * len(terms)
+        wanted = np.asarray([k if len(k) <= width else b"" for k in keys], dtype=self.vocab_sorted.dtype)
         at = np.minimum(np.searchsorted(self.vocab_sorted, wanted), len(self.vocab_sorted) - 1)
-        found = self.vocab_sorted[at] == wanted
-        return sorted(int(c) for c in self.vocab_columns[at[found]])
+        found = (self.vocab_sorted[at] == wanted) & np.asarray([0 < len(k) <= width for k in keys])
+        return [int(self.vocab_columns[i]) if hit else -1 for i, hit in zip(at, found, strict=True)]
 
     @staticmethod
     def _rows(rows: Iterable[tuple[str, str, str]], vocab: dict[str, int]) -> tuple[object, list[str], list[str]]:
@@ -121,6 +135,11 @@ class TfidfModel:
         index = {p: i for i, p in enumerate(self.project_names)}
         self.project_of_block = np.asarray([index[p] for p in projects], dtype=np.int32)
         self.derived: dict[str, np.ndarray] = {}
+        self._init_scratch()
+
+    def _init_scratch(self) -> None:
+        self._column_of: dict[str, int] = {}  # terms looked up so far (-1: not in the vocabulary)
+        self._thread_buffers = threading.local()
 
     def updated(self, removed_docs: Iterable[str], rows: Iterable[tuple[str, str, str]]) -> TfidfModel:
         """A new model without the blocks of ``removed_docs`` (document ids: the part of a block id
@@ -198,6 +217,7 @@ class TfidfModel:
         model.project_names = a["project_names"].tolist()
         model.project_of_block = a["project_of_block"]
         model.derived = {}
+        model._init_scratch()
         return model
 
     def __len__(self) -> int:
@@ -210,10 +230,21 @@ class TfidfModel:
         out[rows] = scores
         return out
 
+    def _buffers(self) -> tuple[np.ndarray, np.ndarray]:
+        """This thread's score sums (float32, zero between queries) and row positions (int32), one
+        entry per block: allocated once per thread, not per query."""
+        buffers = getattr(self._thread_buffers, "arrays", None)
+        if buffers is None:
+            buffers = (np.zeros(len(self), dtype=np.float32), np.zeros(len(self), dtype=np.int32))
+            self._thread_buffers.arrays = buffers
+        return buffers
+
     def matching(self, terms: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, cosines)`` of the blocks sharing a term with the query (cosine > 0), by row.
 
-        The same values as :meth:`scores` at those rows, without dividing every block's score.
+        The same values as :meth:`scores` at those rows. Only the query terms' postings are read:
+        the sums go to a reused per-thread buffer, and the rows they touched are found from the
+        postings themselves (no pass over every block), then the buffer is zeroed there again.
         """
         cols = self._columns(terms)
         if not cols:
@@ -223,12 +254,26 @@ class TfidfModel:
         query = weights * self.idf[cols]
         # The sparse product over the query's columns, column by column in float32: the same
         # operations in the same order as scipy's CSC matrix-vector product, without scipy.
-        out = np.zeros(len(self), dtype=query.dtype)
-        for col, weight in zip(cols, query, strict=True):
-            lo, hi = self.indptr[col], self.indptr[col + 1]
-            out[self.indices[lo:hi]] += self.data[lo:hi] * weight
-        rows = np.flatnonzero(out > 0)
-        return rows, (out[rows] / self.norms[rows]).astype(np.float32)
+        sums, position = self._buffers()
+        postings = [self.indices[self.indptr[col] : self.indptr[col + 1]] for col in cols]
+        try:
+            for col, rows, weight in zip(cols, postings, query, strict=True):
+                sums[rows] += self.data[self.indptr[col] : self.indptr[col + 1]] * weight
+            if len(postings) == 1:
+                rows = postings[0].astype(np.int64)  # a column's rows are sorted and distinct
+            else:
+                touched = np.concatenate(postings)
+                order = np.arange(len(touched), dtype=np.int32)
+                position[touched] = order  # a row in several postings keeps its last position
+                rows = np.sort(touched[position[touched] == order]).astype(np.int64)
+            found = sums[rows]
+        finally:
+            for rows_of_column in postings:
+                sums[rows_of_column] = 0.0
+        keep = found > 0
+        if not keep.all():
+            rows, found = rows[keep], found[keep]
+        return rows, (found / self.norms[rows]).astype(np.float32)
 
 
 class TfidfLane:
