@@ -16,12 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-# This process never uses pydantic plugins: without this, the first model class scans the entry
-# points of every installed distribution for them (tens of milliseconds of a cold `sleuth search`).
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-# One BLAS thread (set before numpy loads OpenBLAS): the exact vector search is one matrix-vector
-# product, and OpenBLAS threads woken for it stall whenever the other core is busy.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+from sleuth import startup
+
+if __name__ == "__main__":  # `python -m sleuth.cli`; the `sleuth` command's launcher has done this already
+    startup.begin(sys.argv[1:])
+else:
+    startup.set_process_defaults()
 
 import click  # noqa: E402
 
@@ -187,7 +187,8 @@ def render_text(resp: SearchResponse, explain: bool) -> str:
 @click.argument("query")
 @click.option("--project", "projects", multiple=True, help="Search only this project (repeatable).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Maximum results.")
-@click.option("--lanes", default=None, help="Comma-separated lanes to run (bm25,tfidf,index,exact).")
+@click.option("--lanes", default=None, help="Comma-separated lanes to run: bm25, tfidf, index, exact, vector"
+              " (default: bm25,tfidf,index,vector).")
 @click.option("--explain", is_flag=True, help="Show each result's per-lane rank and RRF contribution.")
 @index_option
 @format_option
@@ -545,9 +546,45 @@ def eval_cmd(dataset_dir: Path, lanes: str | None, index_dir: Path | None, fresh
         click.echo(f"  lane {lane} unavailable: {reason}")
 
 
+#: Commands that only read the index. Once one has answered, the process ends without Python's
+#: teardown, which took 80 ms after a hybrid search at 200k blocks (unloading the model, the
+#: memory-mapped vectors and every module: about 15 % of a cold `sleuth search`; docs/BENCH.md).
+QUICK_EXIT_COMMANDS = frozenset({"search", "get", "projects", "status"})
+
+
+def _exit_code(code: object) -> int:
+    """The process exit status for ``sys.exit(code)`` (None: 0; a message: printed, 1)."""
+    if code is None or isinstance(code, bool):
+        return int(bool(code))
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def quick_exit(code: object) -> None:
+    """End the process now with ``sys.exit(code)``'s status, after flushing stdout and stderr,
+    skipping the interpreter's teardown (no ``atexit`` handlers, no object finalisers). Only for
+    a command that has finished every write: what is left is freeing memory the OS frees anyway."""
+    status = _exit_code(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be written anyway
+            pass
+    os._exit(status)
+
+
 def main() -> None:
-    """Console-script entry point. A closed output pipe (``sleuth status | head -1``) ends quietly."""
+    """Console-script entry point. A closed output pipe (``sleuth status | head -1``) ends quietly;
+    the read-only commands (``QUICK_EXIT_COMMANDS``) end without the interpreter's teardown."""
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if sys.argv[1:2] and sys.argv[1] in QUICK_EXIT_COMMANDS:
+        try:
+            cli(prog_name="sleuth")
+        except SystemExit as done:
+            quick_exit(done.code)
+        quick_exit(0)
     cli(prog_name="sleuth")
 
 

@@ -271,7 +271,21 @@ def configured_model(spec: str | None, quantized: bool = False) -> ModelFiles | 
 
 
 def load_embedder(spec: str | None, quantized: bool = False) -> Embedder | None:
-    """The embedder of ``spec``; None for ``"none"``/empty. Raises ModelUnavailable when it cannot load."""
+    """The embedder of ``spec``; None for ``"none"``/empty. Raises ModelUnavailable when it cannot load.
+
+    In a ``sleuth search`` process the model may already be loading (:mod:`sleuth.startup`): then
+    this waits for that load instead of starting another."""
+    if spec:
+        from sleuth import startup
+
+        claimed, embedder = startup.claim(spec, quantized)
+        if claimed:
+            return embedder  # type: ignore[return-value]
+    return load_embedder_now(spec, quantized)
+
+
+def load_embedder_now(spec: str | None, quantized: bool = False) -> Embedder | None:
+    """Like :func:`load_embedder`, always loading in this thread."""
     files = configured_model(spec, quantized)
     return None if files is None else Embedder(files)
 

@@ -46,6 +46,10 @@ def parse_serve_args(args: Sequence[str]) -> dict[str, object] | None:
 def main() -> None:
     """Console-script entry point (``sleuth``)."""
     args = sys.argv[1:]
+    if args[:1] != ["serve"]:
+        from sleuth import startup
+
+        startup.begin(args)
     if args[:1] == ["serve"]:
         from sleuth.broker.client import broker_enabled, serve_via_broker
 

@@ -47,7 +47,7 @@ class VectorState:
     generation: int
     counter: str | None
     matrix: VectorMatrix
-    embed_hashes: np.ndarray  # per slot ("" for dead slots)
+    embed_hashes: np.ndarray  # per slot ("" for dead slots); as loaded: ASCII bytes (see hash_texts)
     pending_docs: set[str] = field(default_factory=set)
     vectors_file: str = ""  # file names (in the index folder) this state was loaded from / saved to
     ann_file: str = ""
@@ -57,6 +57,10 @@ class VectorState:
     @property
     def key(self) -> tuple[int, str | None]:
         return self.generation, self.counter
+
+    def hash_texts(self) -> np.ndarray:
+        """``embed_hashes`` as text (a loaded state keeps the saved bytes until an update needs them)."""
+        return self.embed_hashes.astype(str) if self.embed_hashes.dtype.kind == "S" else self.embed_hashes
 
 
 def stem_for(model: str) -> str:
@@ -99,14 +103,15 @@ def refresh(catalog: Catalog, state: VectorState, dim: int) -> VectorState:
         return state
     m = state.matrix
     slot_of = m.slot_of()
+    old_hashes = state.hash_texts()
     had = [b for b in slot_of if b.partition(":")[0] in touched]
-    removed = [b for b in had if b not in current or current[b][1] != state.embed_hashes[slot_of[b]]]
+    removed = [b for b in had if b not in current or current[b][1] != old_hashes[slot_of[b]]]
     kept = set(had) - set(removed)
     added = [b for b in current if b not in kept]
     vectors = np.frombuffer(b"".join(current[b][2] for b in added), dtype=np.float32).reshape(len(added), dim)
     matrix = m.updated(removed, added, [current[b][0] for b in added], vectors)
     if len(matrix.block_ids) == len(m.block_ids) + len(added):
-        hashes = np.concatenate([state.embed_hashes, np.asarray([current[b][1] for b in added], dtype=object)])
+        hashes = np.concatenate([old_hashes, np.asarray([current[b][1] for b in added], dtype=object)])
         hashes[[slot_of[b] for b in removed]] = ""
         saved_rows, vectors_file = state.saved_rows, state.vectors_file
     else:  # compacted: slots renumbered
@@ -149,7 +154,7 @@ def _hashes_after_compaction(state: VectorState, removed: Sequence[str], added: 
                              current: dict[str, tuple[str, str, bytes]]) -> np.ndarray:
     slot_of = state.matrix.slot_of()
     dead = {slot_of[b] for b in removed}
-    old = [h for i, h in enumerate(state.embed_hashes.tolist()) if h and i not in dead]
+    old = [h for i, h in enumerate(state.hash_texts().tolist()) if h and i not in dead]
     return np.asarray(old + [current[b][1] for b in added], dtype=object)
 
 
@@ -159,7 +164,7 @@ def _hashes_after_compaction(state: VectorState, removed: Sequence[str], added: 
 def load(folder: Path, model: str, dim: int) -> VectorState | None:
     """The state saved in ``folder`` for ``model`` (vectors and HNSW index memory-mapped), or None."""
     stem = stem_for(model)
-    saved = load_arrays(folder / f"{stem}.state.npz", "vector-state 2")
+    saved = load_arrays(folder / f"{stem}.state.npz", "vector-state 2", mapped=True)
     if saved is None:
         return None
     try:
@@ -185,7 +190,7 @@ def load(folder: Path, model: str, dim: int) -> VectorState | None:
         generation = int(saved["generation"])
         # Saved with another exact-search size: the HNSW index was built or dropped here; save again.
         as_saved = (matrix.ann is None) == (ann is None)
-        hashes = saved["embed_hashes"].astype(str)
+        hashes = saved["embed_hashes"]  # bytes, decoded when an update needs them (hash_texts)
         pending = set(saved["pending_docs"].astype(str).tolist())
         return VectorState(model, generation, counter, matrix, hashes, pending, vectors_file,
                            ann_file if as_saved else "", n, saved_key=(generation, counter) if as_saved else None)
