@@ -75,6 +75,23 @@ def test_lexical_only_index_opened_with_a_model_says_how_to_embed(tmp_path: Path
     assert e.search("signing keys").unavailable_lanes == {}
 
 
+def test_a_search_says_which_documents_the_vector_lane_does_not_see_yet(engine: Engine, tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    assert engine.search("signing keys").notice is None
+    (tmp_path / "notes" / "owls.md").write_text("# Owls\n\nOwls hunt at night.\n", encoding="utf-8")
+    (tmp_path / "notes" / "bats.md").write_text("# Bats\n\nBats hunt at dusk.\n", encoding="utf-8")
+    with monkeypatch.context() as m:
+        m.setattr(engine, "embed_pending", lambda progress=None: 0)  # a run stopped before its embedding
+        engine.index([tmp_path / "notes"], project="notes")
+    resp = engine.search("hunt at night")
+    assert resp.notice == ("2 document(s) have no vector yet, so the vector lane does not see them"
+                           " (`sleuth index` embeds them)")
+    assert [h.path for h in resp.hits[:2]] == ["owls.md", "bats.md"]  # the lexical lanes do
+    assert engine.search(SearchRequest(query="hunt at night", lanes=["bm25"])).notice is None
+    assert engine.embed_pending() == 2
+    assert engine.search("hunt at night").notice is None
+
+
 def test_index_records_leaves_unchanged_records_alone(tmp_path: Path) -> None:
     from sleuth.engine import Record
 

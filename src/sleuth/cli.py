@@ -119,6 +119,7 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, index_dir: Path | No
     assert target is not None
     with Engine(target) as engine, EmbedProgress() as progress:
         report = engine.index(list(paths), project=project, embed_progress=progress.update)
+        no_model = engine.model_unavailable
     if fmt == "json":
         _emit_json({"index_dir": str(target), **report.model_dump()})
         return
@@ -129,6 +130,8 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, index_dir: Path | No
         f"{len(report.skipped)} skipped "
         f"({report.took_s:.2f} s)"
     )
+    if no_model:
+        click.echo(f"  vector lane unavailable (searches use the lexical lanes): {no_model}")
     for s in report.skipped:
         click.echo(f"  skipped {s['path']}: {s['reason']}")
     for p in report.problems:
@@ -159,6 +162,11 @@ class EmbedProgress:
 
 def _parse_lanes(lanes: str | None) -> list[str] | None:
     return list(validate_lanes(lanes.split(","))) if lanes else None
+
+
+def _when(timestamp: object) -> str:
+    """A "last indexed" time for people: none yet means no indexing run has finished."""
+    return str(timestamp) if timestamp else "never (no indexing run has finished; run `sleuth index`)"
 
 
 def render_text(resp: SearchResponse, explain: bool) -> str:
@@ -235,7 +243,8 @@ def projects_cmd(index_dir: Path | None, fmt: str) -> None:
     if not projects:
         click.echo("no projects yet: run `sleuth index PATH`")
     for p in projects:
-        click.echo(f"{p.project_id}: {p.documents} documents, {p.blocks} blocks, last indexed {p.last_indexed}")
+        click.echo(f"{p.project_id}: {p.documents} documents, {p.blocks} blocks, "
+                   f"last indexed {_when(p.last_indexed)}")
         for root in p.roots:
             click.echo(f"    {root}")
 
@@ -264,10 +273,10 @@ def status_cmd(files: bool, index_dir: Path | None, fmt: str) -> None:
     else:
         click.echo(f"  vector lane unavailable: {vec['reason']}")  # type: ignore[index]
     for p in st["projects"]:  # type: ignore[attr-defined]
-        click.echo(f"  project {p['project_id']}: {p['documents']} documents, last indexed {p['last_indexed']}")
+        click.echo(f"  project {p['project_id']}: {p['documents']} documents, last indexed {_when(p['last_indexed'])}")
     for c in st["coverage"]:  # type: ignore[attr-defined]
         click.echo(f"    {c['root'] or '(records)'}: {c['indexed']} indexed, {c['skipped']} skipped, "
-                   f"{c['failed']} failed, last indexed {c['last_indexed']}")
+                   f"{c['failed']} failed, last indexed {_when(c['last_indexed'])}")
     skipped = st["skipped_files"]
     click.echo(f"  {len(skipped)} skipped file(s)")  # type: ignore[arg-type]
     for s in skipped:  # type: ignore[attr-defined]

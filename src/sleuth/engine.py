@@ -417,6 +417,12 @@ class Engine:
             return self._embedder
 
     @property
+    def model_unavailable(self) -> str | None:
+        """Why there is no embedding model (none configured, or it cannot load), else None. Loads
+        the model on first use, not the vector matrix."""
+        return self._embedder_error if self.embedder() is None else None
+
+    @property
     def vector_unavailable(self) -> str | None:
         """Why the vector lane cannot run, or None when it can (cheap: no scan of the blocks).
 
@@ -563,8 +569,7 @@ class Engine:
 
     def _phrase_blocks(self, q: LaneQuery) -> set[str]:
         phrases = [self.postings.phrase(p) for p in q.parsed.phrases]
-        hits = self.postings.search(phrases[0], PHRASE_FILTER_MAX_BLOCKS, q.projects, phrases[1:])
-        return {h.block_id for h in hits}
+        return set(self.postings.search(phrases[0], PHRASE_FILTER_MAX_BLOCKS, q.projects, phrases[1:]).block_ids)
 
     # ================================================================== indexing
 
@@ -946,6 +951,10 @@ class Engine:
         elif set(cfg.lanes) & POSTINGS_LANES and self.postings.generation() < self.catalog.generation():
             notice = ("an indexing run is in progress: the bm25, index and exact lanes see its documents"
                       " only when it ends (the tfidf and vector lanes see them already)")
+        if "vector" in run_lanes and self._vectors is not None and self._vectors.pending_docs:
+            missing = (f"{len(self._vectors.pending_docs)} document(s) have no vector yet, so the vector lane"
+                       " does not see them (`sleuth index` embeds them)")
+            notice = missing if notice is None else f"{notice}; {missing}"
         return SearchResponse(
             query=req.query, terms=list(parsed.terms), phrases=[" ".join(p) for p in parsed.phrases],
             result_count=len(hits), hits=hits, lanes=run_lanes,

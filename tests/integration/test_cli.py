@@ -204,3 +204,24 @@ def test_status_lists_warnings_and_counts_skipped_files(tmp_path: Path) -> None:
     assert [h["path"] for h in hits][:1] == ["empty.md"]
     out = run_cli("status", "--index", str(root / ".sleuth")).stdout
     assert "2 documents, " in out and ", 1 project(s)" in out and "1 file(s) indexed with a warning" in out
+
+
+def test_index_without_a_model_and_a_first_run_that_never_finished(tmp_path: Path) -> None:
+    import sqlite3
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\n\nThe zephyr protocol handshake.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    out = run_cli("index", str(root), "--index", str(index), env={"SLEUTH_MODEL": "none"}).stdout
+    assert out.splitlines()[1] == ("  vector lane unavailable (searches use the lexical lanes):"
+                                   " no embedding model configured (model = 'none')")
+    bad = run_cli("index", str(root), "--index", str(index), env={"SLEUTH_MODEL": str(tmp_path / "no-model")}).stdout
+    assert f"vector lane unavailable (searches use the lexical lanes): model '{tmp_path / 'no-model'}'" in bad
+    # A first run killed before it finished leaves the project without a last indexing time.
+    with sqlite3.connect(index / "catalog.sqlite3") as conn:
+        conn.execute("UPDATE projects SET last_indexed = NULL")
+    never = "last indexed never (no indexing run has finished; run `sleuth index`)"
+    assert run_cli("projects", "--index", str(index)).stdout.splitlines()[0] == (
+        f"notes: 1 documents, 1 blocks, {never}")
+    assert f"  project notes: 1 documents, {never}" in run_cli("status", "--index", str(index)).stdout.splitlines()

@@ -12,8 +12,6 @@ Quoted phrases are required by every lane: a block that lacks one is filtered ou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import tantivy
 
 from sleuth.lanes.base import LaneQuery
@@ -31,10 +29,6 @@ def required_phrases(postings: Postings, parsed: ParsedQuery) -> list[tantivy.Qu
     return [postings.phrase(p) for p in parsed.phrases]
 
 
-def _ranked(name: str, hits: Sequence[tuple[str, float]]) -> RankedList:
-    return RankedList(name, tuple(h[0] for h in hits), tuple(h[1] for h in hits))
-
-
 class _TantivyLane:
     name = ""
 
@@ -49,7 +43,7 @@ class _TantivyLane:
         if scoring is None:
             return RankedList(self.name, (), ())
         hits = self.postings.search(scoring, q.k, q.projects, required_phrases(self.postings, q.parsed), q.doc_ids)
-        return _ranked(self.name, [(h.block_id, h.score) for h in hits])
+        return RankedList(self.name, tuple(hits.block_ids), tuple(hits.scores))
 
 
 class BM25Lane(_TantivyLane):

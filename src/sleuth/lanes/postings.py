@@ -21,6 +21,7 @@ import threading
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import tantivy
 
@@ -58,12 +59,11 @@ def _schema() -> tantivy.Schema:
     return sb.build()
 
 
-@dataclass(frozen=True)
-class Hit:
-    """One tantivy hit: a block id and tantivy's score for it."""
+class Hits(NamedTuple):
+    """Tantivy's top blocks: their ids (``<doc_id>:<suffix>``) and scores, best first."""
 
-    block_id: str
-    score: float
+    block_ids: list[str]
+    scores: list[float]
 
 
 @dataclass
@@ -293,12 +293,12 @@ class Postings:
         return tantivy.Query.phrase_query(self.schema, "exact", list(tokens))
 
     def search(self, scoring: tantivy.Query, k: int, projects: Sequence[str] | None,
-               required: Sequence[tantivy.Query] = (), doc_ids: Collection[str] | None = None) -> list[Hit]:
+               required: Sequence[tantivy.Query] = (), doc_ids: Collection[str] | None = None) -> Hits:
         """Top ``k`` blocks by ``scoring``, restricted (before the top-k cut) to ``projects``, to
         the documents ``doc_ids`` (None = any) and to blocks matching every ``required`` query
         (which add nothing to the score)."""
         if doc_ids is not None and not doc_ids:
-            return []
+            return Hits([], [])
         clauses = [(tantivy.Occur.Must, scoring)]
         if doc_ids is not None:
             allowed = tantivy.Query.term_set_query(self.schema, "doc_id", sorted(doc_ids))
@@ -315,10 +315,13 @@ class Postings:
         addrs = [addr for _, addr in hits]
         doc_keys = searcher.fast_field_values("doc_key", addrs)
         block_keys = searcher.fast_field_values("block_key", addrs)
-        return [
-            Hit(f"{dk:016x}:{bk:012x}", float(score))
-            for (score, _), dk, bk in zip(hits, doc_keys, block_keys, strict=True)
-        ]
+        # The block id from its two numbers ("%" formatting: a third of an f-string's cost per hit).
+        return Hits(list(map(BLOCK_ID_FORMAT.__mod__, zip(doc_keys, block_keys, strict=True))),
+                    [float(score) for score, _ in hits])
+
+
+#: A block id from its document and block numbers (the inverse of :func:`block_id_keys`).
+BLOCK_ID_FORMAT = "%016x:%012x"
 
 
 def block_id_keys(block_id: str) -> tuple[int, int]:

@@ -296,16 +296,19 @@ class TfidfLane:
         if not q.parsed.terms or len(model) == 0:
             return RankedList(self.name, (), ())
         rows, scores = model.matching(q.parsed.terms)
-        mask = np.ones(len(rows), dtype=bool)
-        if q.projects is not None:
-            wanted = [model.project_names.index(p) for p in q.projects if p in model.project_names]
-            mask &= np.isin(model.project_of_block[rows], wanted)
-        if q.parsed.phrases and self._phrase_filter is not None:
-            allowed = self._phrase_filter(q)
-            mask &= np.isin(model.block_ids[rows], list(allowed))
-        if q.doc_ids is not None:
-            mask &= doc_mask(model.block_ids, q.doc_ids, model.derived)[rows]
-        rows, scores = rows[mask], scores[mask]
+        filtered = q.projects is not None or q.doc_ids is not None or (
+            bool(q.parsed.phrases) and self._phrase_filter is not None)
+        if filtered:
+            mask = np.ones(len(rows), dtype=bool)
+            if q.projects is not None:
+                wanted = [model.project_names.index(p) for p in q.projects if p in model.project_names]
+                mask &= np.isin(model.project_of_block[rows], wanted)
+            if q.parsed.phrases and self._phrase_filter is not None:
+                allowed = self._phrase_filter(q)
+                mask &= np.isin(model.block_ids[rows], list(allowed))
+            if q.doc_ids is not None:
+                mask &= doc_mask(model.block_ids, q.doc_ids, model.derived)[rows]
+            rows, scores = rows[mask], scores[mask]
         if len(rows) > q.k:
             top = np.argpartition(-scores, q.k - 1)[: q.k]
             rows, scores = rows[top], scores[top]
