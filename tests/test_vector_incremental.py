@@ -109,3 +109,16 @@ def test_exact_path_is_updated_too(tmp_path: Path) -> None:
     assert "cats.md" not in vector_paths(e, "Cats sleep most of the day in warm places.")
     assert vector_paths(e, "brewing green tea")[0] == "tea.md"
     assert vector_paths(Engine(tmp_path / "idx"), "brewing green tea")[0] == "tea.md"
+
+
+def test_an_hnsw_index_before_the_model_does_not_crash_the_process(tmp_path: Path) -> None:
+    """usearch loads its kernels with RTLD_GLOBAL and onnxruntime imported after them crashed the
+    process (SIGSEGV): a new engine loads saved vectors (usearch) before the model (onnxruntime)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from sleuth.lanes.vector import new_hnsw; new_hnsw(4)\n"
+            "from sleuth.embed import DEFAULT_MODEL, load_embedder\n"
+            "print(load_embedder(DEFAULT_MODEL).embed(['hnsw first']).shape)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, "(1, 384)\n"), proc.stderr[-2000:]

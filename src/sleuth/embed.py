@@ -194,6 +194,17 @@ def _resolve_model(spec: str, quantized: bool) -> ModelFiles:
     return ModelFiles(name + INT8_SUFFIX, int8, source / "tokenizer.json")
 
 
+def import_onnxruntime() -> None:
+    """Import onnxruntime now, when it is installed (telemetry off, see above).
+
+    Call it before usearch is imported: usearch loads its NumKong kernels with ``RTLD_GLOBAL``,
+    and onnxruntime (1.32) loaded after them crashes the process (SIGSEGV in its module's static
+    initialisers; ``import usearch.index; import onnxruntime`` is enough). Loaded first, both work.
+    """
+    with contextlib.suppress(ImportError):
+        import onnxruntime  # noqa: F401
+
+
 class Embedder:
     """Embeds texts with an ONNX encoder: ``embed(texts) -> float32 array (n, dim)``, rows L2-normalised.
 

@@ -34,10 +34,20 @@ HNSW_EXPANSION_ADD = 128
 HNSW_EXPANSION_SEARCH = 128
 
 
-def new_hnsw(dim: int) -> Index:
-    """An empty HNSW index with the engine's settings."""
+def _usearch_index() -> type[Index]:
+    """usearch's ``Index``, imported after onnxruntime (see :func:`sleuth.embed.import_onnxruntime`:
+    the other order crashes the process)."""
+    from sleuth.embed import import_onnxruntime
+
+    import_onnxruntime()
     from usearch.index import Index
 
+    return Index
+
+
+def new_hnsw(dim: int) -> Index:
+    """An empty HNSW index with the engine's settings."""
+    Index = _usearch_index()  # noqa: N806 - the class
     return Index(ndim=dim, metric="cos", dtype="f32", connectivity=HNSW_CONNECTIVITY,
                  expansion_add=HNSW_EXPANSION_ADD, expansion_search=HNSW_EXPANSION_SEARCH)
 
@@ -208,8 +218,7 @@ class VectorMatrix:
 
 def load_hnsw(path: Path) -> Index | None:
     """The HNSW index saved at ``path``, memory-mapped (read-only), or None when unreadable."""
-    from usearch.index import Index
-
+    Index = _usearch_index()  # noqa: N806 - the class
     try:
         index = Index.restore(str(path), view=True)
     except (OSError, ValueError, RuntimeError):
