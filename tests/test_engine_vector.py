@@ -87,6 +87,9 @@ def test_a_search_says_which_documents_the_vector_lane_does_not_see_yet(engine: 
     assert resp.notice == ("2 document(s) have no vector yet, so the vector lane does not see them"
                            " (`sleuth index` embeds them)")
     assert [h.path for h in resp.hits[:2]] == ["owls.md", "bats.md"]  # the lexical lanes do
+    from sleuth.cli import render_text
+
+    assert render_text(resp, explain=False).splitlines()[0] == f"({resp.notice})"
     assert engine.search(SearchRequest(query="hunt at night", lanes=["bm25"])).notice is None
     assert engine.embed_pending() == 2
     assert engine.search("hunt at night").notice is None

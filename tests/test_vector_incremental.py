@@ -122,3 +122,15 @@ def test_an_hnsw_index_before_the_model_does_not_crash_the_process(tmp_path: Pat
             "print(load_embedder(DEFAULT_MODEL).embed(['hnsw first']).shape)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stdout) == (0, "(1, 384)\n"), proc.stderr[-2000:]
+
+
+def test_a_program_that_loaded_usearch_first_gets_a_reason_instead_of_a_crash(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import usearch.index\n"
+            "from sleuth.embed import DEFAULT_MODEL, ModelUnavailable, load_embedder\n"
+            "try:\n    load_embedder(DEFAULT_MODEL)\nexcept ModelUnavailable as exc:\n    print(exc)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, "onnxruntime cannot load in a process that loaded usearch before"
+                                                 " it (the process would crash): import onnxruntime before usearch\n")

@@ -174,6 +174,8 @@ def render_text(resp: SearchResponse, explain: bool) -> str:
     out: list[str] = [f"(lane {lane} unavailable: {why})" for lane, why in resp.unavailable_lanes.items()]
     if not resp.hits:
         return "\n".join([*out, f"no results for {resp.query!r}" + (f": {resp.notice}" if resp.notice else "")])
+    if resp.notice:
+        out.append(f"({resp.notice})")
     for h in resp.hits:
         heading = " > ".join(h.heading_path)
         out.append(f"{h.rank:>2}. {h.path}  [{h.project}]  score {h.score:.4f}  lines {h.lines[0]}-{h.lines[1]}")

@@ -213,6 +213,12 @@ class Embedder:
     """
 
     def __init__(self, files: ModelFiles, max_tokens: int = MODEL_MAX_TOKENS) -> None:
+        if "onnxruntime" not in sys.modules and "usearch.compiled" in sys.modules:
+            # See import_onnxruntime: loading it now would crash the process.
+            raise ModelUnavailable(
+                "onnxruntime cannot load in a process that loaded usearch before it (the process would"
+                " crash): import onnxruntime before usearch"
+            )
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
