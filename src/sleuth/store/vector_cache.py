@@ -115,7 +115,7 @@ def refresh(catalog: Catalog, state: VectorState, dim: int) -> VectorState:
         hashes[[slot_of[b] for b in removed]] = ""
         saved_rows, vectors_file = state.saved_rows, state.vectors_file
     else:  # compacted: slots renumbered
-        hashes = _hashes_after_compaction(state, removed, added, current)
+        hashes = _hashes_after_compaction(old_hashes, {slot_of[b] for b in removed}, added, current)
         saved_rows, vectors_file = 0, ""
     return VectorState(state.model, generation, counter, matrix, hashes, pending, vectors_file=vectors_file,
                        ann_file=state.ann_file if matrix.ann is m.ann else "", saved_rows=saved_rows,
@@ -150,11 +150,10 @@ def _changes(catalog: Catalog, state: VectorState) -> tuple[
     return generation, counter, touched, current, pending
 
 
-def _hashes_after_compaction(state: VectorState, removed: Sequence[str], added: Sequence[str],
+def _hashes_after_compaction(old_hashes: np.ndarray, dead: set[int], added: Sequence[str],
                              current: dict[str, tuple[str, str, bytes]]) -> np.ndarray:
-    slot_of = state.matrix.slot_of()
-    dead = {slot_of[b] for b in removed}
-    old = [h for i, h in enumerate(state.hash_texts().tolist()) if h and i not in dead]
+    """The embed hashes by slot after a compaction: the live old slots in order, then ``added``."""
+    old = [h for i, h in enumerate(old_hashes.tolist()) if h and i not in dead]
     return np.asarray(old + [current[b][1] for b in added], dtype=object)
 
 
