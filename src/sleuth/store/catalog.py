@@ -509,13 +509,11 @@ class Catalog:
         row = self.conn.execute(f"SELECT {cols} FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
         return None if row is None else _document_row(row)
 
-    def documents(self, doc_ids: Sequence[str], front_matter: bool = True) -> dict[str, DocumentRow]:
+    def documents(self, doc_ids: Sequence[str]) -> dict[str, DocumentRow]:
         """``{doc_id: DocumentRow}`` for the ids that exist (missing ids are left out), without
-        their text (``text`` is ``""``; use :meth:`document` for the whole document), and without
-        their front matter (``{}``) when ``front_matter`` is false."""
+        their text (``text`` is ``""``; use :meth:`document` for the whole document)."""
         out: dict[str, DocumentRow] = {}
-        left_out = {"text": "''"} if front_matter else {"text": "''", "front_matter": "'{}'"}
-        cols = ", ".join(f"{left_out[c]} AS {c}" if c in left_out else c for c in _DOCUMENT_COLUMNS)
+        cols = _DOCUMENT_COLUMNS_WITHOUT_TEXT
         for i in range(0, len(doc_ids), 500):
             part = doc_ids[i : i + 500]
             marks = ",".join("?" * len(part))
@@ -597,7 +595,7 @@ class Catalog:
 
     def documents_for_projects(self, project_ids: Sequence[str]) -> Iterator[DocumentRow]:
         """Every document of the projects, without its text (``text`` is ``""``)."""
-        cols = ", ".join(f"'' AS {c}" if c == "text" else c for c in _DOCUMENT_COLUMNS)
+        cols = _DOCUMENT_COLUMNS_WITHOUT_TEXT
         marks = ",".join("?" * len(project_ids))
         rows = self.conn.execute(f"SELECT {cols} FROM documents WHERE project_id IN ({marks})",
                                  list(project_ids)).fetchall()
@@ -773,6 +771,8 @@ _DOCUMENT_COLUMNS = (
     "size_bytes", "content_hash", "revision", "text", "generation", "indexed_at", "role", "label", "family",
     "recorded_ns",
 )
+#: The SELECT list of every document column, with ``text`` left empty (listings, hit fields).
+_DOCUMENT_COLUMNS_WITHOUT_TEXT = ", ".join("'' AS text" if c == "text" else c for c in _DOCUMENT_COLUMNS)
 
 
 def _document_row(r: Sequence[object]) -> DocumentRow:
