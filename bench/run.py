@@ -210,7 +210,7 @@ def job_queries(p: dict) -> dict:
     first: dict[str, float] = {}
     t = time.perf_counter()  # the vector lane's state: model load, matrix (cache or rebuild), HNSW above 50k
     if e.vector_unavailable is None:
-        e._vector_matrix()  # noqa: SLF001
+        e.lanes["vector"].matrix()
         out["vector_matrix_s"] = time.perf_counter() - t
     for name, lanes, _ in sets:  # first query of each lane set: lazy loads and in-memory builds
         t = time.perf_counter()
@@ -225,7 +225,7 @@ def job_queries(p: dict) -> dict:
             if cached:
                 e._embed_query(q) if "vector" not in unavailable else None  # noqa: SLF001 - fill the cache
             else:
-                e._query_vectors.clear()  # noqa: SLF001 - every timed query embeds its text
+                e.lanes["vector"].forget_query_vectors()  # every timed query embeds its text
             t = time.perf_counter()
             resp = e.search(SearchRequest(query=q, limit=10, lanes=lanes, snippets=True))
             times.append((time.perf_counter() - t) * 1000)
@@ -278,7 +278,7 @@ def ann_measure(e, queries: list[str], exact_max: int, expansions: list[int]) ->
     emb = e.embedder()
     if emb is None:
         return {"error": e.vector_unavailable}
-    engine_vm = e._vector_matrix()  # noqa: SLF001
+    engine_vm = e.lanes["vector"].matrix()
     build_s = None
     if engine_vm.ann is not None and len(engine_vm) > exact_max:
         vm = engine_vm

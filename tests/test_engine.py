@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from sleuth.config import Config
-from sleuth.engine import Engine, doc_id_for, make_blocks, now_rfc3339
+from sleuth.engine import Engine
 from sleuth.errors import ProjectNotFound, QueryError
+from sleuth.indexer import doc_id_for, make_blocks, now_rfc3339
 from sleuth.ingest import parse_document
 from sleuth.lanes.base import LaneQuery
 from sleuth.store.catalog import DocumentRow

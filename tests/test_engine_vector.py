@@ -81,7 +81,7 @@ def test_a_search_says_which_documents_the_vector_lane_does_not_see_yet(engine: 
     (tmp_path / "notes" / "owls.md").write_text("# Owls\n\nOwls hunt at night.\n", encoding="utf-8")
     (tmp_path / "notes" / "bats.md").write_text("# Bats\n\nBats hunt at dusk.\n", encoding="utf-8")
     with monkeypatch.context() as m:
-        m.setattr(engine, "embed_pending", lambda progress=None: 0)  # a run stopped before its embedding
+        m.setattr(engine.indexer, "embed_pending", lambda progress=None: 0)  # a run stopped before its embedding
         engine.index([tmp_path / "notes"], project="notes")
     resp = engine.search("hunt at night")
     assert resp.notice == ("2 document(s) have no vector yet, so the vector lane does not see them"
@@ -132,7 +132,7 @@ def test_hybrid_answer_is_the_same_when_rows_are_read_while_the_vector_lane_runs
 
     embedder.embed = slow  # type: ignore[method-assign]
     engine.catalog.hit_blocks = hit_blocks  # type: ignore[method-assign]
-    engine._query_vectors.clear()
+    engine.lanes["vector"].forget_query_vectors()
     for q, want in zip(queries, fast, strict=True):
         read.clear()
         got = engine.search(SearchRequest(query=q, limit=2, explain=True))
@@ -143,7 +143,7 @@ def test_hybrid_answer_is_the_same_when_rows_are_read_while_the_vector_lane_runs
 def test_a_new_engine_loads_saved_vectors_without_the_model(engine: Engine) -> None:
     engine.warm_lanes()
     again = Engine(engine.index_dir)
-    assert len(again._vector_matrix()) == 3
-    assert again._embedder is None  # name and dimensions came from the catalog
+    assert len(again.lanes["vector"].matrix()) == 3
+    assert not again.model.tried  # name and dimensions came from the catalog
     resp = again.search(SearchRequest(query="feline naps", lanes=["vector"], limit=1))
     assert [h.path for h in resp.hits] == ["cats.md"]

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from sleuth.config import Config
-from sleuth.engine import Engine, _WriteLock
+from sleuth.engine import Engine
 from sleuth.errors import IndexBusy, ProjectNotFound
 from sleuth.freshness import coverage_summary, freshness, skip_state
 from sleuth.ingest.walk import normalize_rel_paths, walk_paths, walk_roots
+from sleuth.locks import WriteLock as _WriteLock
 from sleuth.types import SkippedFile
 
 LEXICAL = Config(model="none")

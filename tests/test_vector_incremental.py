@@ -52,14 +52,14 @@ def test_removed_documents_never_come_back_and_added_ones_are_found(tmp_path: Pa
     write_notes(notes, ["keys.md", "cats.md", "deploy.md"])
     e = Engine(tmp_path / "idx")
     e.index([notes], project="notes")
-    m = e._vector_matrix()
+    m = e.lanes["vector"].matrix()
     assert m.ann is not None and len(m) == 3 and ann_everywhere == [3]
     assert vector_paths(e, "feline naps")[0] == "cats.md"
 
     (notes / "cats.md").unlink()
     write_notes(notes, ["tea.md"])
     e.index([notes], project="notes")
-    m = e._vector_matrix()
+    m = e.lanes["vector"].matrix()
     assert m.ann is not None and len(m) == 3
     assert ann_everywhere == [3], "the HNSW index was rebuilt instead of updated"
     assert "cats.md" not in vector_paths(e, "feline naps")
@@ -68,7 +68,7 @@ def test_removed_documents_never_come_back_and_added_ones_are_found(tmp_path: Pa
 
     # A new process loads the saved state (no build) and sees the same.
     fresh = Engine(tmp_path / "idx")
-    m2 = fresh._vector_matrix()
+    m2 = fresh.lanes["vector"].matrix()
     assert m2.ann is not None and ann_everywhere == [3]
     assert sorted(b.split(":")[0] for b in m2.block_ids if b) == sorted(b.split(":")[0] for b in m.block_ids if b)
     assert "cats.md" not in vector_paths(fresh, "Cats sleep most of the day in warm places.")
@@ -81,7 +81,7 @@ def test_removed_documents_never_come_back_and_added_ones_are_found(tmp_path: Pa
     assert vector_paths(fresh, "maintaining a bicycle chain")[0] == "bikes.md"
     assert "deploy.md" in vector_paths(fresh, "staging cluster rollout")
     assert ann_everywhere == [3]
-    live = [b for b in fresh._vector_matrix().block_ids if b]
+    live = [b for b in fresh.lanes["vector"].matrix().block_ids if b]
     assert len(live) == len(set(live)) == 4
 
 
@@ -102,7 +102,7 @@ def test_exact_path_is_updated_too(tmp_path: Path) -> None:
     write_notes(notes, ["keys.md", "cats.md"])
     e = Engine(tmp_path / "idx")
     e.index([notes], project="notes")
-    assert e._vector_matrix().ann is None
+    assert e.lanes["vector"].matrix().ann is None
     (notes / "cats.md").unlink()
     write_notes(notes, ["tea.md"])
     e.index([notes], project="notes")

@@ -35,6 +35,7 @@ from sleuth.config import (  # noqa: E402
 )
 from sleuth.engine import Engine  # noqa: E402
 from sleuth.errors import ConfigError, SleuthError  # noqa: E402
+from sleuth.lanes import registry  # noqa: E402
 from sleuth.types import SearchRequest, SearchResponse  # noqa: E402
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -197,18 +198,22 @@ def render_text(resp: SearchResponse, explain: bool) -> str:
 @click.argument("query")
 @click.option("--project", "projects", multiple=True, help="Search only this project (repeatable).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Maximum results.")
-@click.option("--lanes", default=None, help="Comma-separated lanes to run: bm25, tfidf, index, exact, vector"
-              " (default: bm25,tfidf,index,vector).")
+@click.option("--lanes", default=None, help=f"Comma-separated lanes to run: {registry.describe_lanes()}.")
+@click.option("--variant", "variants", multiple=True, metavar="TEXT",
+              help="Another wording of the query, fused with it (repeatable); code identifiers and quoted "
+                   "phrases of the query are added as variants by themselves.")
 @click.option("--explain", is_flag=True, help="Show each result's per-lane rank and RRF contribution.")
 @index_option
 @format_option
 @handle_errors
-def search_cmd(query: str, projects: tuple[str, ...], limit: int, lanes: str | None, explain: bool,
-               index_dir: Path | None, fmt: str) -> None:
-    """Search the index for QUERY. Quote words ("like this") to require an exact phrase."""
+def search_cmd(query: str, projects: tuple[str, ...], limit: int, lanes: str | None, variants: tuple[str, ...],
+               explain: bool, index_dir: Path | None, fmt: str) -> None:
+    """Search the index for QUERY. Quote words ("like this") to require an exact phrase.
+
+    A document that another one in the index supersedes ranks below it."""
     with Engine.open(index_dir) as engine:
         resp = engine.search(SearchRequest(query=query, projects=list(projects) or None, limit=limit,
-                                           lanes=_parse_lanes(lanes), explain=explain))
+                                           lanes=_parse_lanes(lanes), explain=explain, variants=list(variants)))
     if fmt == "json":
         _emit_json(resp.model_dump())
     else:

@@ -10,16 +10,14 @@ from pathlib import Path
 
 from sleuth.embed import DEFAULT_MODEL, check_model_spec
 from sleuth.errors import ConfigError
-from sleuth.fusion import DEFAULT_LANE_WEIGHTS, RRF_K
+from sleuth.fusion import RRF_K
+from sleuth.lanes import registry
 from sleuth.locate import INDEX_DIR_NAME as INDEX_DIR_NAME  # re-exported: the index's location is in sleuth.locate
 from sleuth.locate import INDEX_ENV as INDEX_ENV
 from sleuth.locate import find_index_dir as find_index_dir
 
-ALL_LANES = ("bm25", "tfidf", "index", "exact", "vector")
-#: Lanes run by default: the seed's three and the vector lane (exact lowered nDCG@10 on both judged
-#: sets; docs/EVAL.md). Without an embedding model the vector lane is reported unavailable.
-DEFAULT_LANES = ("bm25", "tfidf", "index", "vector")
-#: Every lane returns at least this many blocks before fusion.
+
+#: Every lane returns at least this many blocks before fusion...
 LANE_DEPTH_MIN_BLOCKS = 100
 #: ... and at least this many blocks per requested result.
 LANE_DEPTH_BLOCKS_PER_RESULT = 5
@@ -27,10 +25,11 @@ LANE_DEPTH_BLOCKS_PER_RESULT = 5
 
 @dataclass(frozen=True)
 class Config:
-    """Ranking settings. ``lane_weights`` are RRF weights; ``rrf_k`` the RRF constant."""
+    """Ranking settings. ``lanes``: the lanes run by default (the registry's defaults:
+    :mod:`sleuth.lanes.registry`); ``lane_weights`` their RRF weights; ``rrf_k`` the RRF constant."""
 
-    lanes: tuple[str, ...] = DEFAULT_LANES
-    lane_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_LANE_WEIGHTS))
+    lanes: tuple[str, ...] = field(default_factory=registry.default_lanes)
+    lane_weights: dict[str, float] = field(default_factory=registry.lane_weights)
     rrf_k: int = RRF_K
     lane_depth_min_blocks: int = LANE_DEPTH_MIN_BLOCKS
     lane_depth_blocks_per_result: int = LANE_DEPTH_BLOCKS_PER_RESULT
@@ -45,11 +44,12 @@ class Config:
 
 
 def validate_lanes(lanes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Check lane names; raises ConfigError naming the unknown ones."""
+    """Check lane names against the registry; raises ConfigError naming the unknown ones."""
     lanes = tuple(dict.fromkeys(lane.strip() for lane in lanes if lane.strip()))
-    unknown = [lane for lane in lanes if lane not in ALL_LANES]
+    known = registry.lane_names()
+    unknown = [lane for lane in lanes if lane not in known]
     if unknown or not lanes:
-        raise ConfigError(f"unknown lane(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(ALL_LANES)}")
+        raise ConfigError(f"unknown lane(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)}")
     return lanes
 
 

@@ -10,9 +10,12 @@ import os
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from sleuth.ingest.walk import ARCHIVE_SUFFIXES
+
+if TYPE_CHECKING:
+    from sleuth.store.catalog import DocumentRow
 
 Freshness = Literal["current", "stale"]
 
@@ -79,7 +82,7 @@ def document_freshness(root: str, rel_path: str, mtime_ns: int, size_bytes: int,
     try:
         if os.stat(path).st_size != size_bytes:
             return "stale"
-        from sleuth.engine import content_hash_of
+        from sleuth.indexer import content_hash_of
         from sleuth.ingest import read_text
 
         return "current" if content_hash_of(read_text(Path(path)).text) == content_hash else "stale"
@@ -137,3 +140,10 @@ def file_coverage(indexed: list[dict[str, object]], skipped: list[dict[str, str]
     out += [{"project": s["project"], "root": s["root"], "path": s["path"], "state": skip_state(s["reason"]),
              "reason": s["reason"], "at": s["at"]} for s in skipped]
     return sorted(out, key=lambda f: (str(f["project"]), str(f["root"]), str(f["path"])))
+
+
+def row_freshness(doc: DocumentRow) -> Freshness:
+    """``current`` or ``stale``: is the file of catalog row ``doc`` as it was indexed? (see
+    :func:`document_freshness`)."""
+    return document_freshness(doc.root, doc.rel_path, doc.mtime_ns, doc.size_bytes, doc.content_hash,
+                              doc.indexed_at)

@@ -14,14 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # annotations only: sleuth.config imports this module, and a cold search reads the
-    # config before anything else (sleuth.startup), so it stays free of pydantic (sleuth.types)
+if TYPE_CHECKING:  # annotations only: pure, and free of pydantic (sleuth.types) at import
     from sleuth.types import RankedList
 
 #: The RRF constant k (Cormack et al. 2009; the seed's value).
 RRF_K = 60
-#: Lane weights: the seed's bm25 / tfidf / index weights, and the exact and vector lanes'.
-DEFAULT_LANE_WEIGHTS: dict[str, float] = {"bm25": 1.2, "tfidf": 0.8, "index": 1.5, "exact": 1.0, "vector": 2.0}
 
 
 @dataclass(frozen=True)
@@ -66,7 +63,7 @@ def group_by_document(ranked: RankedList, doc_of: Callable[[str], str]) -> list[
 def rrf(
     lists: Sequence[RankedList],
     doc_of: Callable[[str], str],
-    weights: Mapping[str, float] | None = None,
+    weights: Mapping[str, float],
     k: int = RRF_K,
     limit: int | None = None,
 ) -> list[FusedDocument]:
@@ -75,7 +72,8 @@ def rrf(
     Args:
         lists: one RankedList per lane (block ids best first).
         doc_of: maps a block id to its document id.
-        weights: lane name → weight (missing lanes weigh 1.0; weight 0 drops a lane).
+        weights: list name → weight (missing lists weigh 1.0; weight 0 drops a list). The lanes'
+            default weights are in :mod:`sleuth.lanes.registry`.
         k: the RRF constant, > 0.
         limit: return only the best ``limit`` documents (the same as slicing the full result,
             without building the others).
@@ -88,7 +86,6 @@ def rrf(
     """
     if k <= 0:
         raise ValueError(f"RRF k must be positive, got {k}")
-    weights = DEFAULT_LANE_WEIGHTS if weights is None else weights
     # Plain dicts, lists and tuples on the hot path. Block-level sums (to choose each document's
     # best block) are only added up for the documents returned.
     scores: dict[str, float] = {}

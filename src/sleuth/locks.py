@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 #: How often a waiting process tries the lock again, in seconds.
@@ -33,3 +36,104 @@ def lock_exclusive(path: Path, timeout_s: float, poll_s: float = LOCK_POLL_S) ->
                 os.close(fd)
                 return None
             time.sleep(poll_s)
+
+
+#: How long a writer waits for another to release an index, in seconds (overridden by the
+#: environment variable ``SLEUTH_WRITE_LOCK_TIMEOUT_S``).
+WRITE_LOCK_TIMEOUT_S = 30.0
+WRITE_LOCK_TIMEOUT_ENV = "SLEUTH_WRITE_LOCK_TIMEOUT_S"
+
+
+def write_lock_timeout_s() -> float:
+    """``$SLEUTH_WRITE_LOCK_TIMEOUT_S`` when set (seconds, >= 0), else ``WRITE_LOCK_TIMEOUT_S``.
+
+    Raises:
+        ConfigError: the variable is not a number >= 0.
+    """
+    from sleuth.errors import ConfigError
+
+    raw = os.environ.get(WRITE_LOCK_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return WRITE_LOCK_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ConfigError(f"{WRITE_LOCK_TIMEOUT_ENV} must be a number of seconds >= 0, got {raw!r}")
+    return value
+
+
+class WriteLock:
+    """An exclusive ``flock`` on ``<index>/write.lock``, waited for at most ``timeout_s`` seconds.
+
+    The holder writes ``process PID (command)`` into the file, so a writer that waits in vain can
+    say who holds the index.
+    """
+
+    def __init__(self, path: Path, timeout_s: float) -> None:
+        self.path, self.timeout_s = path, timeout_s
+        self._fd: int | None = None
+
+    @property
+    def held_here(self) -> bool:
+        """True while this object holds the lock."""
+        return self._fd is not None
+
+    def acquire(self, blocking: bool = True) -> bool:
+        """Take the lock (waiting at most ``timeout_s`` when ``blocking``); False when not taken."""
+        fd = lock_exclusive(self.path, self.timeout_s if blocking else 0)
+        if fd is None:
+            return False
+        self._fd = fd
+        with contextlib.suppress(OSError):  # who holds it, for the message of a writer that waits
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"process {os.getpid()} ({' '.join(sys.argv[:3])[:200]})".encode(), 0)
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def holder(self) -> str:
+        """Who took the lock last (``process PID (command)``), or ``""``."""
+        try:
+            return self.path.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return ""
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the lock for the block; raises IndexBusy (naming the holder) when it is not free in time."""
+        from sleuth.errors import IndexBusy
+
+        if not self.acquire():
+            holder = self.holder() or "another process"
+            raise IndexBusy(
+                f"{holder} is writing to the index {self.path.parent}; waited {self.timeout_s:g} s for it: try again"
+                f" when it has finished (or wait longer: ${WRITE_LOCK_TIMEOUT_ENV}=seconds)"
+            )
+        try:
+            yield
+        finally:
+            self.release()
+
+    @contextlib.contextmanager
+    def held_or_skip(self) -> Iterator[bool]:
+        """Yields whether this process may write lane files now: it already holds the lock, or took
+        it here without waiting (released after the block); False when another process holds it or
+        the folder is read-only."""
+        if self._fd is not None:
+            yield True
+            return
+        try:
+            got = self.acquire(blocking=False)
+        except OSError:  # a read-only index folder
+            got = False
+        try:
+            yield got
+        finally:
+            if got:
+                self.release()

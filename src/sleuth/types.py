@@ -150,15 +150,26 @@ class LaneContribution(Model):
     lane_score: float = Field(description="The lane's own score of the document's best block")
 
 
+class Passage(Model):
+    """A window of a document shown with a hit: ``text`` = document text[start:end] (code points)."""
+
+    text: str
+    start: int = Field(description="Offset of the passage in the document's text, in code points")
+    end: int = Field(description="End (exclusive) of the passage in the document's text, in code points")
+    highlights: list[tuple[int, int]] = Field(
+        default_factory=list, description="Matched-term spans in the passage text, [start, end) in code points")
+    heading_path: list[str] = Field(default_factory=list, description="Headings above the passage")
+
+
 class Hit(Model):
-    """One ranked document in a search response."""
+    """One ranked document (or graph entity) in a search response."""
 
     rank: int = Field(description="1-based final rank; lower is better")
-    doc_id: str = Field(description="Stable document id (derived from project and path)")
+    doc_id: str = Field(description="Stable document id (derived from project and path); an entity's node id")
     project: str = Field(description="Project id the document belongs to")
     path: str = Field(description="Path of the document relative to its root, forward slashes")
     title: str
-    kind: str = Field(description="markdown, notebook, code, text, pdf or config")
+    kind: str = Field(description="markdown, notebook, code, text, pdf or config (entity for a graph entity)")
     tags: list[str] = Field(default_factory=list)
     score: float = Field(description="Fused weighted-RRF score; for ordering, not a probability")
     sources: list[str] = Field(description="Lanes that returned at least one block of this document")
@@ -174,17 +185,81 @@ class Hit(Model):
     explain: list[LaneContribution] | None = Field(
         default=None, description="Per-lane ranks and contributions (only when requested)"
     )
+    root: str = Field(default="", description="The project root the path is relative to")
+    label: str = Field(default="document", description="The kind label filters match: markdown, pdf, notebook, "
+                       "code, decision, plan, ... (entity for a graph entity)")
+    role: str = Field(default="other", description="Role of the document (seed 004's roles)")
+    family: str = Field(default="document", description="Source family: document, code or graph")
+    recorded_ns: int = Field(default=0, description="Recorded time, nanoseconds since the epoch (0: unknown)")
+    revision: str = Field(default="", description="Changes whenever the document's content changes")
+    passages: list[Passage] = Field(default_factory=list, description="Best passages, best first")
+    freshness: str | None = Field(default=None, description="current or stale (the file changed since it was "
+                                  "indexed), when asked for")
+    source_length: int = Field(default=0, description="Characters of the document's text (when asked for)")
+    body_chars: int = Field(default=0, description="Characters of the document's body, what its blocks cover "
+                            "(when asked for)")
+    superseded_by: list[str] = Field(default_factory=list, description="Documents in the results' index that "
+                                     "replace this one")
+    mentioned_by: list[str] = Field(default_factory=list, description="Documents mentioning this entity")
+
+
+class SearchFilters(Model):
+    """Filters every lane applies before its top-k (empty lists and None: no filter)."""
+
+    kinds: list[str] = Field(default_factory=list, description="Kind labels (see Hit.label); entity: graph entities")
+    roles: list[str] = Field(default_factory=list)
+    families: list[str] = Field(default_factory=list, description="Source families: document, code, graph")
+    recorded_after_ns: int | None = Field(default=None, description="Inclusive, nanoseconds since the epoch")
+    recorded_before_ns: int | None = Field(default=None, description="Inclusive, nanoseconds since the epoch")
+
+    @property
+    def narrows(self) -> bool:
+        """True when the filters restrict documents beyond their project."""
+        return bool(self.kinds or self.roles or self.families or self.recorded_after_ns is not None
+                    or self.recorded_before_ns is not None)
+
+
+class Question(Model):
+    """One independent question of a grouped search: its id, text, result limit and variants."""
+
+    id: str = ""
+    query: str
+    limit: int = Field(default=20, ge=1, le=1000)
+    variants: list[str] = Field(default_factory=list)
 
 
 class SearchRequest(Model):
-    """A search over one or more projects of an index."""
+    """A search over one or more projects of an index (one query, or grouped ``questions``)."""
 
-    query: str
+    query: str = ""
     projects: list[str] | None = Field(default=None, description="Project ids; None = every project")
     limit: int = Field(default=20, ge=1, le=1000, description="Maximum number of documents")
     lanes: list[str] | None = Field(default=None, description="Lanes to run; None = the configured ones")
     explain: bool = False
     snippets: bool = Field(default=True, description="Compute snippets and highlights (off for evaluation)")
+    variants: list[str] = Field(default_factory=list, description="Other wordings of the query, fused with it")
+    auto_variants: bool = Field(default=True, description="Add the query's code identifiers and quoted "
+                                "phrases as variants")
+    questions: list[Question] | None = Field(default=None, description="Independent questions answered as "
+                                             "groups (instead of query)")
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    deadline_ms: int | None = Field(default=None, ge=1, description="Lanes that have not answered by then are "
+                                    "left out (degraded); None: wait for every lane")
+    entities: bool = Field(default=True, description="Graph entities may be results")
+    passages: int = Field(default=1, ge=1, le=10, description="Passages per hit (its best blocks)")
+    passage_max_chars: int = Field(default=280, ge=20, le=10_000, description="Characters per passage")
+    details: bool = Field(default=False, description="Also fill freshness, source_length and body_chars")
+    request_id: str | None = Field(default=None, description="Id under which the running request can be "
+                                   "followed and cancelled")
+
+
+class QuestionAnswer(Model):
+    """The answer to one question of a search."""
+
+    id: str = ""
+    query: str
+    variants: list[str] = Field(default_factory=list, description="The query and the variants run, primary first")
+    hits: list[Hit]
 
 
 class SearchResponse(Model):
@@ -201,6 +276,13 @@ class SearchResponse(Model):
     unavailable_lanes: dict[str, str] = Field(
         default_factory=dict, description="Requested lanes that could not run, with the reason"
     )
+    degraded_lanes: list[str] = Field(default_factory=list, description="Lanes that missed the deadline")
+    failed_lanes: dict[str, str] = Field(default_factory=dict, description="Lanes that failed, with the error")
+    skipped_lanes: dict[str, str] = Field(default_factory=dict, description="Lanes with nothing to look for")
+    questions: list[QuestionAnswer] = Field(default_factory=list, description="Every question's answer (one "
+                                            "for a plain query, whose hits are also in hits)")
+    projects: list[str] = Field(default_factory=list, description="Projects searched (None asked: all)")
+    request_id: str | None = None
 
 
 class ProjectInfo(Model):

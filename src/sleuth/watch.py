@@ -65,7 +65,7 @@ def watched_roots(engine: Engine, projects: Sequence[str] | None = None) -> list
     Raises:
         ProjectNotFound: a named project does not exist.
     """
-    wanted = engine._check_projects(projects)
+    wanted = engine.searcher.check_projects(projects)
     out: list[WatchedRoot] = []
     for project, roots in sorted(engine.catalog.roots().items()):
         if wanted is not None and project not in wanted:

@@ -5,13 +5,33 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from sleuth.broker.gate import CONTROL, READ, WRITE, ReadWriteGate, tool_kind
+from mcp.types import Tool, ToolAnnotations
+
+from sleuth.broker.gate import CONTROL, CONTROL_META, READ, WRITE, ReadWriteGate, gate_kind, gate_kinds
+from sleuth.engine import Engine
+from sleuth.mcp.registry import ServeContext
+from sleuth.mcp.server import PROFILES, build_server
 
 
-def test_tool_kinds() -> None:
-    assert tool_kind("project_memory_record") == tool_kind("project_memory_forget") == WRITE
-    assert tool_kind("query_status") == tool_kind("query_cancel") == CONTROL
-    assert tool_kind("project_memory_search") == tool_kind("search_project") == tool_kind(None) == READ
+def test_every_tool_of_every_profile_passes_the_gate_as_its_annotations_say(tmp_path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    with Engine(tmp_path / "idx") as engine:
+        engine.index([tmp_path / "notes"], project="notes")
+        server = build_server(ServeContext(engine=engine), tuple(p for p in PROFILES if p != "guides"))
+        kinds = gate_kinds(anyio.run(server.list_tools))
+    assert {name for name, kind in kinds.items() if kind == WRITE} == {"project_memory_record",
+                                                                      "project_memory_forget"}
+    assert {name for name, kind in kinds.items() if kind == CONTROL} == {"query_status", "query_cancel"}
+    assert kinds["project_memory_search"] == kinds["search_project"] == kinds["search_documents"] == READ
+
+
+def test_a_new_tool_is_a_write_unless_it_says_otherwise() -> None:
+    schema = {"type": "object"}
+    assert gate_kind(Tool(name="new_tool", inputSchema=schema)) == WRITE
+    assert gate_kind(Tool(name="t", inputSchema=schema, annotations=ToolAnnotations(readOnlyHint=False))) == WRITE
+    assert gate_kind(Tool(name="t", inputSchema=schema, annotations=ToolAnnotations(readOnlyHint=True))) == READ
+    assert gate_kind(Tool(name="t", inputSchema=schema, _meta=dict(CONTROL_META))) == CONTROL
 
 
 def test_reads_run_together_and_a_write_runs_alone_after_them() -> None:

@@ -21,7 +21,7 @@ import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from sleuth.engine import _WriteLock
+from sleuth.locks import WriteLock as _WriteLock
 from tests.integration.conftest import SHARED_DATA, SLEUTH, run_cli
 
 LEXICAL = {"SLEUTH_MODEL": "none"}

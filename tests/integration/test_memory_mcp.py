@@ -15,7 +15,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from sleuth.mcp.memory_tools import SEARCH_INPUT_SCHEMA
-from sleuth.memory.budget import result_bytes
+from sleuth.pipeline.budget import result_bytes
 from tests.integration.conftest import run_cli
 from tests.pdf_samples import make_pdf
 

@@ -10,7 +10,8 @@ import pytest
 from sleuth.config import load_serve_settings
 from sleuth.errors import ConfigError
 from sleuth.guides.build import build_guides, write_guides
-from sleuth.mcp.registry import ServeContext, add_tools
+from sleuth.mcp.registry import ServeContext
+from sleuth.mcp.sdk import add_tools
 from sleuth.mcp.server import DEFAULT_PROFILES, PROFILES, build_server, needs_index, parse_profiles
 from sleuth.mcp.text_tools import text_tools
 from tests.guides.fixture import BASE_URL, write_content

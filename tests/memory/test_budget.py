@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sleuth.memory.budget import (
+from sleuth.pipeline.budget import (
     DEFAULT_BUDGET_MAX_BYTES,
     Candidate,
     Passage,

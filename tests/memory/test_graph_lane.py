@@ -49,7 +49,7 @@ def test_supersession_and_entities(graph: LinkGraph) -> None:
 
 def test_superseded_records_rank_below_every_replacement_in_chains() -> None:
     from sleuth.fusion import FusedDocument
-    from sleuth.memory.search import order_superseded
+    from sleuth.pipeline.fuse import order_superseded
 
     def order(ids: list[str], superseded_by: dict[str, set[str]]) -> list[str]:
         return [d.doc_id for d in order_superseded([FusedDocument(i) for i in ids], superseded_by)]

@@ -88,14 +88,12 @@ def test_bad_input_names_the_field(args: dict[str, Any], message: str) -> None:
 
 
 def test_code_identifiers_and_phrases_become_variants() -> None:
-    from sleuth.memory.search import auto_variants, exact_query
-    from sleuth.text import parse_query
+    from sleuth.text import auto_variants, parse_query
 
     text = 'where is open_catalog used by Engine.search or parseQuery() for mRNAs, i.e. the "write lock"'
     assert auto_variants([text]) == ['"write lock"', "open_catalog", "Engine.search", "parseQuery"]
-    exact = exact_query(parse_query(text))
-    assert exact is not None and exact.identifiers == ("open_catalog", "engine.search", "parsequery")
-    assert exact_query(parse_query("expression of mRNAs in iPSC cells")) is None
+    assert parse_query(text).identifiers == ("open_catalog", "engine.search", "parsequery")
+    assert parse_query("expression of mRNAs in iPSC cells").identifiers == ()
 
 
 def test_dates_beyond_the_catalog_range_are_clamped_or_named() -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.engine import doc_id_for, make_blocks
+from sleuth.indexer import doc_id_for, make_blocks
 from sleuth.ingest import parse_document
 from sleuth.store.catalog import Catalog, DocumentRow
 from sleuth.text import analyze

@@ -1,10 +1,13 @@
 """The broker's read/write gate: reads run together, writes one at a time in arrival order.
 
-A write (``project_memory_record``, ``project_memory_forget``) waits until the reads already
-running have finished and keeps new reads waiting while it runs, so a read sees the index before
-the write or after it, never half of it. Writes queue in arrival order (anyio's lock is fair); a
-waiting write holds back new reads, so a stream of reads never starves it. Control calls
-(``query_status``, ``query_cancel``) pass the gate untouched: a cancel must reach a slow read.
+Which calls are which comes from each tool's own description (:func:`gate_kind`): a tool whose
+annotations say ``readOnlyHint`` reads; a tool marked ``{"sleuth/gate": "control"}`` in its ``_meta``
+only looks at or cancels running requests; every other tool -- a new one included -- writes.
+
+A write waits until the reads already running have finished and keeps new reads waiting while it
+runs, so a read sees the index before the write or after it, never half of it. Writes queue in
+arrival order (anyio's lock is fair); a waiting write holds back new reads, so a stream of reads
+never starves it. Control calls pass the gate untouched: a cancel must reach a slow read.
 
 Reads that outlive :data:`WRITE_DRAIN_TIMEOUT_S` (a caller may give a search up to 300 s) do not
 hold writes back for longer: past it the write goes ahead beside them, and the gate counts it
@@ -15,29 +18,33 @@ All of this runs on the broker's one event loop, so plain counters need no lock.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 
 import anyio
+from mcp.types import Tool
 
 #: Longest time a write waits for running reads to finish before going ahead beside them, in seconds.
 WRITE_DRAIN_TIMEOUT_S = 10.0
-
-#: Tools that change the index: one at a time, never beside a read.
-WRITE_TOOLS = frozenset({"project_memory_record", "project_memory_forget"})
-#: Tools that only look at or cancel running requests: never wait at the gate.
-CONTROL_TOOLS = frozenset({"query_status", "query_cancel"})
+#: The ``_meta`` key and value that mark a control tool.
+GATE_META_KEY = "sleuth/gate"
+CONTROL_META = {GATE_META_KEY: "control"}
 
 READ, WRITE, CONTROL = "read", "write", "control"
 
 
-def tool_kind(name: object) -> str:
-    """``read``, ``write`` or ``control`` for a tool name (unknown names count as reads)."""
-    if name in WRITE_TOOLS:
-        return WRITE
-    if name in CONTROL_TOOLS:
+def gate_kind(tool: Tool) -> str:
+    """``read``, ``write`` or ``control`` for a listed tool (see the module docstring)."""
+    if (tool.meta or {}).get(GATE_META_KEY) == CONTROL:
         return CONTROL
-    return READ
+    if tool.annotations is not None and tool.annotations.read_only_hint:
+        return READ
+    return WRITE
+
+
+def gate_kinds(tools: Iterable[Tool]) -> dict[str, str]:
+    """Tool name → :func:`gate_kind` for a server's listed tools."""
+    return {t.name: gate_kind(t) for t in tools}
 
 
 class ReadWriteGate:

@@ -6,7 +6,7 @@ the session's settings (tool profiles, ``--project`` allow list, guides and even
 shared engine, on the SDK's low-level server loop. Sessions run concurrently; engine work runs in
 worker threads. Tool calls pass the :class:`~sleuth.broker.gate.ReadWriteGate` (reads together,
 writes one at a time, in order), and sessions with the same project access share one
-:class:`~sleuth.memory.requests.RequestRegistry`, so ``query_status`` / ``query_cancel`` reach a
+:class:`~sleuth.pipeline.requests.RequestRegistry`, so ``query_status`` / ``query_cancel`` reach a
 request started by another session.
 
 Lifetime: started detached by the first ``sleuth serve`` that finds none listening
@@ -19,6 +19,7 @@ its socket and info file; after a kill -9 they stay, and the next broker replace
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -39,17 +40,18 @@ from mcp.types import CallToolResult, TextContent
 
 from sleuth import __version__
 from sleuth.broker.client import PROTOCOL_VERSION
-from sleuth.broker.gate import CONTROL, READ, ReadWriteGate, tool_kind
+from sleuth.broker.gate import CONTROL, READ, ReadWriteGate, gate_kinds
 from sleuth.broker.paths import BrokerPaths
 from sleuth.broker.transport import stream_transport
 from sleuth.config import load_serve_settings
-from sleuth.engine import WRITE_LOCK_TIMEOUT_S, Engine
+from sleuth.engine import Engine
 from sleuth.errors import ConfigError, IndexBusy, SleuthError
-from sleuth.locks import lock_exclusive
+from sleuth.locks import WRITE_LOCK_TIMEOUT_S, lock_exclusive
 from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
 from sleuth.mcp.registry import ServeContext
+from sleuth.mcp.sdk import serve_streams
 from sleuth.mcp.server import build_server, check_allowed_projects, needs_index, parse_profiles
-from sleuth.memory.requests import RequestRegistry
+from sleuth.pipeline.requests import RequestRegistry
 
 log = logging.getLogger("sleuth.broker")
 
@@ -358,25 +360,28 @@ class Broker:
                 context.close()
             await self._reply(stream, {"ok": False, "error": str(exc), "exit_code": exc.exit_code})
             return
-        server.middleware.append(self._gatekeeper)
+        kinds = gate_kinds(await server.list_tools())
+        server.middleware.append(functools.partial(self._gatekeeper, kinds))
         self.sessions += 1
         self.sessions_total += 1
         try:
             await self._reply(stream, {"ok": True, "pid": os.getpid()})
-            lowlevel = server._lowlevel_server  # the SDK runs a server over given streams only at this level
             async with stream_transport(receive, stream) as (read_stream, write_stream):
-                await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+                await serve_streams(server, read_stream, write_stream)
         finally:
             self.sessions -= 1
             self.last_active = time.monotonic()
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(context.close)
 
-    async def _gatekeeper(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Middleware: tool calls pass the read/write gate; everything else goes straight through."""
+    async def _gatekeeper(self, kinds: Mapping[str, str], ctx: ServerRequestContext[Any, Any],
+                          call_next: CallNext) -> HandlerResult:
+        """Middleware: tool calls pass the read/write gate as their tool's annotations say (an
+        unknown tool name is a read: the SDK answers it with an error); everything else goes
+        straight through."""
         if ctx.method != "tools/call":
             return await call_next(ctx)
-        kind = tool_kind((ctx.params or {}).get("name"))
+        kind = kinds.get(str((ctx.params or {}).get("name")), READ)
         self.calls_running += 1
         try:
             if kind == CONTROL:

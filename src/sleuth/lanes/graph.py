@@ -1,4 +1,6 @@
-"""The ``graph`` lane: expansion over the link graph from the evidence other lanes retrieved. Pure.
+"""The ``graph`` lane: expansion over the link graph from the evidence other lanes retrieved.
+
+:class:`LinkGraph` and its expansion are pure; :class:`GraphLane` builds it from the catalog.
 
 Nodes are documents and *entities* (link targets that are not indexed files, and entities declared
 in front matter); entities are the results of source family ``graph``. Edges come from markdown
@@ -16,12 +18,18 @@ reinforces connected evidence). Nodes outside the request's filters are never re
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from sleuth.lanes.base import LaneStatus
 from sleuth.text import analyze
 from sleuth.types import RankedList
+
+if TYPE_CHECKING:
+    from sleuth.lanes.base import LaneContext
 
 #: Activation passed along an edge of each relation (others: ``DEFAULT_EDGE_WEIGHT``).
 EDGE_WEIGHT: dict[str, float] = {"link": 1.0, "wikilink": 1.0, "supersedes": 1.0, "superseded_by": 1.0,
@@ -184,3 +192,58 @@ class LinkGraph:
         more = len(node.mentioned_by) - len(names)
         tail = f" and {more} more" if more > 0 else ""
         return f"{node.name}: mentioned by {', '.join(names)}{tail}"
+
+
+class GraphLane:
+    """The ``graph`` lane (stage ``expand``): owns the :class:`LinkGraph` of the catalog's current
+    generation (built from the catalog's link rows when the generation changes) and expands over it.
+
+    Args:
+        context: the open index (:class:`sleuth.lanes.base.LaneContext`).
+    """
+
+    name = "graph"
+
+    def __init__(self, context: LaneContext) -> None:
+        self.context = context
+        self._graph: tuple[int, LinkGraph] | None = None
+        self._lock = threading.Lock()
+
+    def graph(self) -> LinkGraph:
+        """The link graph of the whole index (documents, entities, relations), cached per generation."""
+        catalog = self.context.catalog
+        gen = catalog.generation()
+        with self._lock:
+            if self._graph is None or self._graph[0] != gen:
+                from sleuth.ingest.links import LinkResolver
+
+                rows = list(catalog.graph_rows())
+                titles: dict[str, dict[str, str]] = {}
+                for _doc_id, project_id, rel_path, title, _links, _entities in rows:
+                    titles.setdefault(project_id, {})[rel_path] = title
+                resolvers = {p: LinkResolver(list(t), t) for p, t in titles.items()}
+
+                def resolve(project_id: str, target: str, from_rel_path: str) -> str | None:
+                    return resolvers[project_id].resolve(target, from_rel_path)
+
+                documents = (GraphDocument(d, p, r, t, tuple((a, b, c) for a, b, c in links), tuple(ents))
+                             for d, p, r, t, links, ents in rows)
+                self._graph = (gen, LinkGraph(documents, resolve))
+            return self._graph[1]
+
+    def expand(self, seeds: Sequence[tuple[str, float]], k: int, allowed_docs: Collection[str] | None,
+               projects: Collection[str] | None, entities_allowed: bool = True,
+               query_terms: Collection[str] = ()) -> RankedList:
+        """See :meth:`LinkGraph.expand`."""
+        return self.graph().expand(seeds, k, allowed_docs, projects, entities_allowed, query_terms)
+
+    def unavailable(self) -> str | None:
+        return None
+
+    def warm(self) -> None:
+        self.graph()
+
+    def status(self) -> LaneStatus:
+        graph = self.graph()
+        return LaneStatus(True, details={"linked_documents": len(graph.neighbours) - len(graph.entities),
+                                         "entities": len(graph.entities)})

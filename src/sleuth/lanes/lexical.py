@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tantivy
 
-from sleuth.lanes.base import LaneQuery
+from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, LaneStatus
 from sleuth.lanes.postings import Postings
 from sleuth.text import ParsedQuery
 from sleuth.types import RankedList
@@ -29,14 +29,21 @@ def required_phrases(postings: Postings, parsed: ParsedQuery) -> list[tantivy.Qu
     return [postings.phrase(p) for p in parsed.phrases]
 
 
-class _TantivyLane:
-    name = ""
+class _TantivyLane(LaneBase):
+    """A lane answered from the shared tantivy postings (which the engine keeps at the catalog's
+    generation: see :meth:`sleuth.lanes.postings.Postings.catch_up`)."""
 
-    def __init__(self, postings: Postings) -> None:
-        self.postings = postings
+    def __init__(self, context: LaneContext | Postings) -> None:
+        self.postings = context if isinstance(context, Postings) else context.postings
 
     def scoring_query(self, parsed: ParsedQuery) -> tantivy.Query | None:
         raise NotImplementedError
+
+    def warm(self) -> None:
+        self.postings.searcher()
+
+    def status(self) -> LaneStatus:
+        return LaneStatus(True, details={"postings_generation": self.postings.generation()})
 
     def search(self, q: LaneQuery) -> RankedList:
         scoring = self.scoring_query(q.parsed)
@@ -60,8 +67,8 @@ class IndexLane(_TantivyLane):
 
     name = "index"
 
-    def __init__(self, postings: Postings, boosts: dict[str, float] | None = None) -> None:
-        super().__init__(postings)
+    def __init__(self, context: LaneContext | Postings, boosts: dict[str, float] | None = None) -> None:
+        super().__init__(context)
         self.boosts = dict(INDEX_FIELD_BOOSTS if boosts is None else boosts)
 
     def scoring_query(self, parsed: ParsedQuery) -> tantivy.Query | None:
@@ -74,6 +81,10 @@ class ExactLane(_TantivyLane):
     """Verbatim matches of quoted phrases and whole identifiers in the ``exact`` field."""
 
     name = "exact"
+
+    def applies(self, parsed: ParsedQuery) -> bool:
+        """Only a query with a quoted phrase or a code identifier has something to match verbatim."""
+        return bool(parsed.phrases or parsed.identifiers)
 
     def scoring_query(self, parsed: ParsedQuery) -> tantivy.Query | None:
         clauses = [(tantivy.Occur.Should, self.postings.phrase(p)) for p in parsed.phrases]

@@ -6,19 +6,25 @@ Block weight of term t: ``(1 + ln tf) * idf(t)``, rows L2-normalised; ``idf(t) =
 
 The matrix lives in memory (CSC arrays, blocks × vocabulary; scoring needs numpy only, scipy is
 imported to build or update a model) and is built from the catalog's stored
-block terms; when the catalog generation changes, the engine updates it with the blocks of the
-documents written or deleted since. Pure: no I/O here.
+block terms; when the catalog generation changes, :class:`TfidfLane` updates it with the blocks of
+the documents written or deleted since. The model is pure; the lane loads and saves it.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
-from sleuth.lanes.base import LaneQuery, doc_mask
+from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, doc_mask
 from sleuth.types import RankedList
+
+#: The file the lane's model is saved in, beside the catalog, and the format its key starts with.
+TFIDF_CACHE_FILE = "tfidf.cache.npz"
+TFIDF_CACHE_FORMAT = "tfidf-3"
+#: The model is saved again when an update changed at least this many blocks (or 1% of them).
+TFIDF_SAVE_MIN_CHANGED_BLOCKS = 1_000
 
 #: Terms whose vocabulary column a loaded model remembers (then it forgets them all and starts over).
 COLUMN_MEMO_MAX_TERMS = 100_000
@@ -276,35 +282,94 @@ class TfidfModel:
         return rows, (found / self.norms[rows]).astype(np.float32)
 
 
-class TfidfLane:
+class TfidfLane(LaneBase):
     """Ranks blocks by :class:`TfidfModel` cosine, with filters applied before the top-k cut.
 
+    The lane owns its model: it loads the one saved beside the catalog (``tfidf.cache.npz``,
+    memory-mapped), brings it up to the catalog's generation with the documents written or deleted
+    since (a watcher's small change costs a few rows, not a rebuild), and saves it again after a
+    build or a large change, when this process holds the write lock.
+
     Args:
-        model: a callable returning the current model (the engine rebuilds it as the index changes).
-        phrase_filter: given the parsed query's phrases, the set of block ids containing all of them.
+        context: the open index (:class:`sleuth.lanes.base.LaneContext`).
     """
 
     name = "tfidf"
 
-    def __init__(self, model: Callable[[], TfidfModel],
-                 phrase_filter: Callable[[LaneQuery], set[str]] | None = None) -> None:
-        self._model = model
-        self._phrase_filter = phrase_filter
+    def __init__(self, context: LaneContext) -> None:
+        self.context = context
+        self.path = context.index_dir / TFIDF_CACHE_FILE
+        self._model: tuple[int, TfidfModel] | None = None
+        self._lock = threading.Lock()
+
+    def model(self) -> TfidfModel:
+        """The model of the catalog's current generation (loaded, updated or built as needed)."""
+        catalog = self.context.catalog
+        gen = catalog.generation()
+        with self._lock:
+            if self._model is None or self._model[0] != gen:
+                from sleuth.store.lane_cache import load_arrays
+
+                saved = load_arrays(self.path, f"{TFIDF_CACHE_FORMAT} generation {gen}", mapped=True)
+                if saved is not None:
+                    self._model = (gen, TfidfModel.from_arrays(saved))
+                else:
+                    self._model = self._updated(self._model or self._saved())
+            return self._model[1]
+
+    def _updated(self, base: tuple[int, TfidfModel] | None) -> tuple[int, TfidfModel]:
+        """The model of the catalog's generation: ``base`` (of an older generation) updated with the
+        documents written or deleted since, else built from every block; saved when it changed a lot."""
+        from sleuth.store.lane_cache import save_arrays
+
+        catalog = self.context.catalog
+        with catalog.read():  # one snapshot: the blocks are those of the generation in the key
+            gen = catalog.generation()
+            if base is not None and base[0] < gen:
+                written, deleted = catalog.changes_since(base[0])
+                rows = catalog.block_terms(written)
+                model = base[1].updated({*written, *deleted}, rows)
+                changed = len(rows) + len(deleted)
+            else:
+                model = TfidfModel((ib.block.block_id, ib.block.project_id, ib.terms)
+                                   for ib in catalog.indexed_blocks(0))
+                changed = len(model)
+        # Saved after a build or a large change; after a small one, a new process loads the last
+        # saved model and applies the few changes since, which is cheaper than writing it each time.
+        if changed >= max(TFIDF_SAVE_MIN_CHANGED_BLOCKS, len(model) // 100) or not self.path.exists():
+            with self.context.lane_files_writable() as allowed:
+                if allowed:
+                    save_arrays(self.path, f"{TFIDF_CACHE_FORMAT} generation {gen}", **model.to_arrays())
+        return gen, model
+
+    def _saved(self) -> tuple[int, TfidfModel] | None:
+        """The model saved beside the catalog whatever its generation (None when absent or of another format)."""
+        from sleuth.store.lane_cache import load_saved
+
+        saved = load_saved(self.path, mapped=True)
+        if saved is None or not saved[0].startswith(f"{TFIDF_CACHE_FORMAT} generation "):
+            return None
+        try:
+            return int(saved[0].rsplit(" ", 1)[1]), TfidfModel.from_arrays(saved[1])
+        except (KeyError, ValueError):
+            return None
+
+    def warm(self) -> None:
+        self.model()
 
     def search(self, q: LaneQuery) -> RankedList:
-        model = self._model()
+        model = self.model()
         if not q.parsed.terms or len(model) == 0:
             return RankedList(self.name, (), ())
         rows, scores = model.matching(q.parsed.terms)
-        filtered = q.projects is not None or q.doc_ids is not None or (
-            bool(q.parsed.phrases) and self._phrase_filter is not None)
+        filtered = q.projects is not None or q.doc_ids is not None or bool(q.parsed.phrases)
         if filtered:
             mask = np.ones(len(rows), dtype=bool)
             if q.projects is not None:
                 wanted = [model.project_names.index(p) for p in q.projects if p in model.project_names]
                 mask &= np.isin(model.project_of_block[rows], wanted)
-            if q.parsed.phrases and self._phrase_filter is not None:
-                allowed = self._phrase_filter(q)
+            if q.parsed.phrases:
+                allowed = self.context.phrase_blocks(q)
                 mask &= np.isin(model.block_ids[rows], list(allowed))
             if q.doc_ids is not None:
                 mask &= doc_mask(model.block_ids, q.doc_ids, model.derived)[rows]

@@ -9,18 +9,22 @@ filtered candidates are found or the whole index was searched.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sleuth.lanes.base import LaneQuery, doc_mask
+from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, LaneStatus, doc_mask
 from sleuth.types import RankedList
 
 if TYPE_CHECKING:
     from usearch.index import Index
+
+    from sleuth.store.vector_cache import VectorState
 
 #: Blocks less similar to the query than this (cosine) are not returned: every block has a nearest
 #: neighbour, and without a floor a query for a word found nowhere would still "match" the
@@ -32,6 +36,8 @@ VECTOR_EXACT_MAX_BLOCKS = 50_000
 HNSW_CONNECTIVITY = 16
 HNSW_EXPANSION_ADD = 128
 HNSW_EXPANSION_SEARCH = 128
+#: Query vectors kept in memory (an LRU of query text → vector).
+QUERY_VECTOR_CACHE_SIZE = 1024
 
 
 def _usearch_index() -> type[Index]:
@@ -241,43 +247,136 @@ def save_hnsw(index: Index, path: Path) -> bool:
         return False
 
 
-class VectorLane:
+class VectorLane(LaneBase):
     """Ranks blocks by embedding similarity to the query.
 
+    The lane owns the vector matrix of the configured model (:mod:`sleuth.store.vector_cache`:
+    memory-mapped from the lane files, brought up to the catalog's generation incrementally, saved
+    when this process holds the write lock) and a cache of query vectors. The model itself is shared
+    with the indexer (:class:`sleuth.lanes.model.SharedModel`).
+
     Args:
-        matrix: returns the current VectorMatrix (rebuilt by the engine as the index changes).
+        context: the open index.
         min_similarity: blocks with a lower cosine are left out (see ``VECTOR_MIN_SIMILARITY``).
-        embed_query: text -> unit vector of shape (dim,).
-        phrase_filter: the parsed query's phrases -> block ids containing all of them.
     """
 
     name = "vector"
 
-    def __init__(self, matrix: Callable[[], VectorMatrix], embed_query: Callable[[str], np.ndarray],
-                 phrase_filter: Callable[[LaneQuery], set[str]] | None = None,
-                 min_similarity: float = VECTOR_MIN_SIMILARITY) -> None:
+    def __init__(self, context: LaneContext, min_similarity: float = VECTOR_MIN_SIMILARITY) -> None:
+        self.context = context
         self.min_similarity = min_similarity
-        self._matrix = matrix
-        self._embed_query = embed_query
-        self._phrase_filter = phrase_filter
+        self.state: VectorState | None = None
+        self._lock = threading.Lock()
+        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_lock = threading.Lock()  # sessions of a broker embed queries concurrently
+
+    # ------------------------------------------------------------------ the matrix
+
+    def matrix(self) -> VectorMatrix:
+        """The vectors of the catalog's current generation (loaded, updated or built as needed)."""
+        from sleuth.store import vector_cache
+
+        catalog = self.context.catalog
+        model, dim = self.context.model.identity(catalog.vector_dim)
+        key = (catalog.generation(), catalog.get_meta(f"vectors:{model}"))
+        with self._lock:
+            if self.state is None or self.state.key != key or self.state.model != model:
+                self.state = vector_cache.current(catalog, self.context.index_dir, model, dim, self.state,
+                                                  self.context.lane_files_writable())
+            return self.state.matrix
+
+    def _preload(self) -> None:
+        with contextlib.suppress(Exception):  # errors are left for the search path, which reports them
+            self.matrix()
+
+    def unavailable(self) -> str | None:
+        """Why the lane cannot run (no model, or no block embedded yet), else None; cheap after the
+        first call. The first call loads the model while the matrix loads on another thread (each
+        takes 0.1-0.25 s at 200k blocks, the largest part of a cold hybrid search)."""
+        model = self.context.model
+        if not model.tried and self.state is None:
+            threading.Thread(target=self._preload, name="sleuth-vector-preload", daemon=True).start()
+        embedder = model.get()
+        if embedder is None:
+            return model.unavailable()
+        if len(self.matrix()) == 0 and self.context.catalog.has_blocks():
+            return no_vectors_reason(embedder.name)
+        return None
+
+    def pending_documents(self) -> int:
+        """Documents with blocks that have no vector yet (the lane does not see them)."""
+        return len(self.state.pending_docs) if self.state is not None else 0
+
+    def warm(self) -> None:
+        if self.context.model.get() is not None:
+            self.matrix()
+
+    def status(self) -> LaneStatus:
+        """Model, dimensions and embedded blocks, from the catalog's counts (nothing is loaded but the model)."""
+        embedder = self.context.model.get()
+        if embedder is None:
+            return LaneStatus(False, self.context.model.unavailable())
+        have, total = self.context.catalog.vector_counts(embedder.name)
+        reason = no_vectors_reason(embedder.name) if total and not have else None
+        return LaneStatus(reason is None, reason, {"model": embedder.name, "dimensions": embedder.dim,
+                                                   "blocks_with_vectors": have, "blocks": total})
+
+    # ------------------------------------------------------------------ queries
+
+    def _remember(self, text: str, vector: np.ndarray) -> None:
+        with self._query_lock:
+            self._query_vectors[text] = vector
+            while len(self._query_vectors) > QUERY_VECTOR_CACHE_SIZE:
+                self._query_vectors.popitem(last=False)
+
+    def embed_queries(self, texts: Sequence[str]) -> None:
+        """Embed the query texts not embedded yet, in one batch (a search then finds them cached)."""
+        embedder = self.context.model.get()
+        with self._query_lock:
+            todo = list(dict.fromkeys(t for t in texts if t not in self._query_vectors))
+        if embedder is None or not todo:
+            return
+        for text, vector in zip(todo, embedder.embed(todo), strict=True):
+            self._remember(text, vector)
+
+    def query_vector(self, text: str) -> np.ndarray:
+        """The unit vector of query ``text``, shape (dim,), from the cache or embedded now."""
+        with self._query_lock:
+            vector = self._query_vectors.get(text)
+        if vector is None:
+            embedder = self.context.model.get()
+            if embedder is None:
+                raise RuntimeError(self.context.model.unavailable() or "no embedding model")
+            vector = embedder.embed([text])[0]
+            self._remember(text, vector)
+        return vector
+
+    def forget_query_vectors(self) -> None:
+        with self._query_lock:
+            self._query_vectors.clear()
 
     def search(self, q: LaneQuery) -> RankedList:
-        m = self._matrix()
+        m = self.matrix()
         if len(m) == 0 or not q.parsed.text:
             return RankedList(self.name, (), ())
         allowed = None
         if q.projects is not None:
             wanted = [m.project_names.index(p) for p in q.projects if p in m.project_names]
             allowed = np.isin(m.project_of_block, wanted)
-        if q.parsed.phrases and self._phrase_filter is not None:
-            in_phrase = np.isin(m.block_ids, list(self._phrase_filter(q)))
+        if q.parsed.phrases:
+            in_phrase = np.isin(m.block_ids, list(self.context.phrase_blocks(q)))
             allowed = in_phrase if allowed is None else allowed & in_phrase
         if q.doc_ids is not None:
             in_docs = doc_mask(m.block_ids, q.doc_ids, m.derived)
             allowed = in_docs if allowed is None else allowed & in_docs
         if allowed is not None and not allowed.any():
             return RankedList(self.name, (), ())
-        rows, scores = m.search(self._embed_query(q.parsed.text), q.k, allowed)
+        rows, scores = m.search(self.query_vector(q.parsed.text), q.k, allowed)
         keep = scores >= self.min_similarity
         rows, scores = rows[keep], scores[keep]
         return RankedList(self.name, tuple(m.block_ids[rows].tolist()), tuple(float(s) for s in scores))
+
+
+def no_vectors_reason(model: str) -> str:
+    """Why the vector lane cannot answer when no block has a vector of ``model`` yet."""
+    return f"no block has a vector from {model} yet: run `sleuth index` to embed them"

@@ -7,7 +7,7 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from sleuth.engine import now_rfc3339
+from sleuth.indexer import now_rfc3339
 
 
 def envelope(**fields: Any) -> dict[str, Any]:

@@ -25,7 +25,8 @@ from sleuth.guides.entry import GuideEntry, load_guides
 from sleuth.guides.search import GuideIndex, format_matches
 from sleuth.mcp.events import NonBlockingHook, ToolCallEvent, ToolCallHook
 from sleuth.mcp.project_tools import ContractTool
-from sleuth.mcp.registry import ServeContext, add_tools
+from sleuth.mcp.registry import ServeContext
+from sleuth.mcp.sdk import add_tools
 
 logger = logging.getLogger(__name__)
 

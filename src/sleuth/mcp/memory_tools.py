@@ -11,6 +11,7 @@ threads, so a status or cancel call is served while a search runs.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import threading
@@ -23,8 +24,11 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from sleuth.engine import Engine
+from sleuth.lanes import registry
 from sleuth.errors import DocumentNotFound, IndexBusy, ProjectNotFound, QueryError, SleuthError
+from sleuth.broker.gate import CONTROL_META
 from sleuth.mcp.project_tools import ContractTool
+from sleuth.mcp.sdk import set_output_schema
 from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS, read_body
 from sleuth.memory.doctor import doctor
 from sleuth.memory.records import RECORD_KINDS, RECORD_RELATIONS_MAX, RECORD_TAGS_MAX, RecordStore
@@ -38,8 +42,8 @@ from sleuth.memory.request import (
     ROLES,
     parse_memory_request,
 )
-from sleuth.memory.requests import RequestNotFound, RequestRegistry
 from sleuth.memory.search import INBOX_PROJECT_ID, MemorySearch
+from sleuth.pipeline.requests import RequestNotFound, RequestRegistry
 
 SEARCH_DESCRIPTION = (
     "Search local project knowledge—papers, code, plans, experiments, decisions—via exact, BM25, vector, "
@@ -73,7 +77,7 @@ SEARCH_INPUT_SCHEMA: dict[str, Any] = {
                           "type": "array"},
                 "recorded_after": _DATE_TIME,
                 "recorded_before": _DATE_TIME,
-                "retrieval_lanes": {"items": {"enum": ["exact", "bm25", "vector", "graph"], "type": "string"},
+                "retrieval_lanes": {"items": {"enum": list(registry.FAMILIES), "type": "string"},
                                     "maxItems": 4, "type": "array"},
                 "roles": {"items": {"enum": list(ROLES), "type": "string"}, "maxItems": 10, "type": "array"},
                 "source_families": {"items": {"enum": ["document", "code", "graph"], "type": "string"},
@@ -156,6 +160,16 @@ OUTPUT_SCHEMA: dict[str, Any] = {
     },
 }
 
+def search_input_schema() -> dict[str, Any]:
+    """:data:`SEARCH_INPUT_SCHEMA` with ``filters.retrieval_lanes`` naming every family of the lane
+    registry (the seed's four, and any a registered lane adds)."""
+    schema = copy.deepcopy(SEARCH_INPUT_SCHEMA)
+    lanes = schema["properties"]["filters"]["properties"]["retrieval_lanes"]
+    families = list(registry.families())
+    lanes["items"]["enum"], lanes["maxItems"] = families, len(families)
+    return schema
+
+
 REQUEST_ID_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200,
                      "description": "The request_id given to project_memory_search."}
 STATUS_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"request_id": REQUEST_ID_SCHEMA},
@@ -210,6 +224,9 @@ DOCTOR_SCHEMA: dict[str, Any] = {
 }
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False, destructiveHint=False)
+#: query_status and query_cancel look at or stop running requests, not at the index: the broker's
+#: gate lets them through at once (their ``_meta`` says so: :data:`sleuth.broker.gate.CONTROL_META`).
+STATUS = READ_ONLY
 CONTROL = ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False, destructiveHint=False)
 WRITE = ToolAnnotations(readOnlyHint=False, idempotentHint=False, openWorldHint=False, destructiveHint=False)
 DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False, destructiveHint=True)
@@ -397,10 +414,11 @@ class MemoryTools:
     def tools(self) -> list[Tool]:
         """The MCP tools, each advertising its contract's input schema and the output schema."""
         specs = [
-            (self.project_memory_search, "project_memory_search", SEARCH_DESCRIPTION, SEARCH_INPUT_SCHEMA, READ_ONLY),
+            (self.project_memory_search, "project_memory_search", SEARCH_DESCRIPTION, search_input_schema(),
+             READ_ONLY),
             (self.query_status, "query_status", "Status of a running or recent project_memory_search request "
              "by request_id: state, phase, elapsed_ms and each lane's state (lanes that missed the deadline stay "
-             "'settling' until they finish).", STATUS_SCHEMA, READ_ONLY),
+             "'settling' until they finish).", STATUS_SCHEMA, STATUS),
             (self.query_cancel, "query_cancel", "Cancel a running project_memory_search request by request_id. "
              "The request ends with error QUERY_CANCELLED, its cancel_reason and the phase it was in.",
              CANCEL_SCHEMA, CONTROL),
@@ -420,10 +438,11 @@ class MemoryTools:
         ]
         tools = []
         for fn, name, description, schema, hints in specs:
+            control = fn in (self.query_status, self.query_cancel)
             tool = MemoryTool.from_function(fn, name=name, description=description, annotations=hints,
-                                              structured_output=False)
+                                            structured_output=False, meta=dict(CONTROL_META) if control else None)
             tool.parameters = schema
-            tool.fn_metadata.output_schema = OUTPUT_SCHEMA
+            set_output_schema(tool, OUTPUT_SCHEMA)
             tools.append(tool)
         return tools
 

@@ -1,4 +1,5 @@
-"""What tool families are registered from: the serve context, and adding ready-made tools.
+"""What tool families are registered from: the serve context (tools are added with
+:func:`sleuth.mcp.sdk.add_tools`).
 
 Each tool profile (``sleuth serve --tools``) is a function ``register(server, context)``; see
 ``sleuth.mcp.server.PROFILES``. This module has no profile of its own, so every tool module can
@@ -7,20 +8,16 @@ import it without an import cycle.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.tools import Tool
-
-from sleuth.errors import ConfigError
 from sleuth.mcp.events import ToolCallHook
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
-    from sleuth.memory.requests import RequestRegistry
+    from sleuth.pipeline.requests import RequestRegistry
 
 
 @dataclass
@@ -49,19 +46,3 @@ class ServeContext:
         """Run the cleanups (newest first); the engine is closed by whoever opened it."""
         while self.cleanups:
             self.cleanups.pop()()
-
-
-def add_tools(server: MCPServer[Any], tools: Iterable[Tool]) -> None:
-    """Register ready-made tools (hand-written schemas, :class:`ContractTool` subclasses) on ``server``.
-
-    ``MCPServer.add_tool`` only builds tools from functions, which would replace the seeds' exact
-    schemas, so the tools go straight into the server's tool manager.
-
-    Raises:
-        ConfigError: a tool of that name is already registered (two profiles clash).
-    """
-    manager = server._tool_manager
-    for tool in tools:
-        if manager.get_tool(tool.name) is not None:
-            raise ConfigError(f"two tool profiles both define the tool {tool.name}")
-        manager._tools[tool.name] = tool

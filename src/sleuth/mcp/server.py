@@ -24,7 +24,8 @@ from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
 from sleuth.mcp.guides_tools import GUIDES_INSTRUCTIONS, register_guides_tools
 from sleuth.mcp.memory_tools import MemoryTools
 from sleuth.mcp.project_tools import ProjectTools
-from sleuth.mcp.registry import ServeContext, add_tools
+from sleuth.mcp.registry import ServeContext
+from sleuth.mcp.sdk import add_tools
 from sleuth.mcp.text_tools import TEXT_INSTRUCTIONS, register_text_tools
 
 MEMORY_INSTRUCTIONS = """sleuth searches a project's local knowledge (markdown notes, docs, notebooks, code,

@@ -20,7 +20,8 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from sleuth.errors import SleuthError
-from sleuth.mcp.registry import ServeContext, add_tools
+from sleuth.mcp.registry import ServeContext
+from sleuth.mcp.sdk import add_tools
 from sleuth.text.query import QUERY_MAX_CHARS
 from sleuth.textsearch import (
     CANDIDATES_MAX_COUNT,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import DocumentNotFound, QueryError
-from sleuth.memory.search import freshness
+from sleuth.freshness import row_freshness
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
@@ -53,7 +53,7 @@ def read_body(engine: Engine, handle: str, offset: int = 0, max_chars: int = BOD
             raise DocumentNotFound(f"record not found: {record_id!r} (it may have been forgotten or deleted)")
         text = doc.text
         meta = {"record_id": doc.doc_id, "revision_id": doc.revision, "revision_changed": doc.revision != revision,
-                "title": doc.title, "path": doc.rel_path, "index_freshness": freshness(doc)}
+                "title": doc.title, "path": doc.rel_path, "index_freshness": row_freshness(doc)}
     if offset > len(text):
         raise QueryError(f"offset {offset} is past the end of the body ({len(text)} characters)")
     end = min(len(text), offset + max_chars)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sleuth.freshness import row_freshness
 from sleuth.memory.records import MEMORY_DIR_NAME
-from sleuth.memory.search import freshness
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
@@ -32,7 +32,7 @@ def doctor(engine: Engine, project_id: str | None = None) -> dict[str, Any]:
     stale: list[dict[str, Any]] = []
     stale_counts = dict.fromkeys(wanted, 0)
     for doc in engine.catalog.documents_for_projects(wanted):
-        if freshness(doc) == "stale":
+        if row_freshness(doc) == "stale":
             stale_counts[doc.project_id] += 1
             if len(stale) < STALE_LISTED_MAX:
                 stale.append({"record_id": doc.doc_id, "project_id": doc.project_id, "root": doc.root,
@@ -40,7 +40,8 @@ def doctor(engine: Engine, project_id: str | None = None) -> dict[str, Any]:
     skipped = [s for s in engine.catalog.skipped() if s["project"] in wanted]
     problems = [p for p in engine.catalog.problems() if p["project"] in wanted]
     graph = engine.link_graph()
-    vector = engine._vector_status()  # noqa: SLF001 - the engine's own status of its vector lane
+    status = engine.lanes["vector"].status()
+    vector = {"available": status.available, "reason": status.reason, **(status.details or {})}
     generation, postings_generation = engine.catalog.generation(), engine.postings.generation()
     return {
         "ok": not stale and postings_generation == generation and bool(vector.get("available")),

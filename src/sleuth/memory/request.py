@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from sleuth.errors import QueryError
+from sleuth.lanes import registry
 from sleuth.text.query import QUERY_MAX_CHARS
 
 #: Results per answer when the caller gives no ``limit``, and the largest ``limit`` accepted.
@@ -46,7 +47,8 @@ KINDS_MAX = 20
 
 ROLES = ("experiment_record", "result", "method", "log", "paper", "plan", "config", "source", "report", "other")
 SOURCE_FAMILIES = ("document", "code", "graph")
-MEMORY_LANES = ("exact", "bm25", "vector", "graph")
+#: The seed's retrieval lanes (families of :mod:`sleuth.lanes.registry`; a registered lane may add one).
+MEMORY_LANES = registry.FAMILIES
 
 #: RFC 3339 date-time exactly as seed 004's schema pattern (valid calendar dates, zone required).
 RFC3339_PATTERN = (
@@ -82,7 +84,7 @@ class MemoryFilters:
     kinds: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
     source_families: tuple[str, ...] = ()
-    lanes: tuple[str, ...] = MEMORY_LANES
+    lanes: tuple[str, ...] = ()
     recorded_after_ns: int | None = None
     recorded_before_ns: int | None = None
 
@@ -188,16 +190,17 @@ def _variants(value: Any, name: str) -> tuple[str, ...]:
 
 def _filters(value: Any) -> MemoryFilters:
     if value is None:
-        return MemoryFilters()
+        return MemoryFilters(lanes=registry.families())
     if not isinstance(value, dict):
         raise QueryError(f"filters must be an object, got {type(value).__name__}")
     _reject_unknown(value, FILTER_FIELDS, "filters")
     kinds = _list(value.get("kinds"), "filters.kinds", KINDS_MAX)
     kinds_checked = tuple(dict.fromkeys(
         (_text(k, f"filters.kinds[{i}]", KIND_MAX_CHARS, required=True) or "").lower() for i, k in enumerate(kinds)))
-    lanes = _choices(value.get("retrieval_lanes"), "filters.retrieval_lanes", MEMORY_LANES, len(MEMORY_LANES))
+    families = registry.families()
+    lanes = _choices(value.get("retrieval_lanes"), "filters.retrieval_lanes", families, len(families))
     if value.get("retrieval_lanes") is not None and not lanes:
-        raise QueryError("filters.retrieval_lanes must name at least one lane (exact, bm25, vector, graph)")
+        raise QueryError(f"filters.retrieval_lanes must name at least one lane ({', '.join(families)})")
     after = parse_rfc3339_ns(value.get("recorded_after"), "filters.recorded_after")
     before = parse_rfc3339_ns(value.get("recorded_before"), "filters.recorded_before")
     if after is not None and before is not None and after > before:
@@ -207,7 +210,7 @@ def _filters(value: Any) -> MemoryFilters:
         roles=_choices(value.get("roles"), "filters.roles", ROLES, len(ROLES)),
         source_families=_choices(value.get("source_families"), "filters.source_families", SOURCE_FAMILIES,
                                  len(SOURCE_FAMILIES)),
-        lanes=lanes or MEMORY_LANES,
+        lanes=lanes or families,
         recorded_after_ns=after,
         recorded_before_ns=before,
     )

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from sleuth.errors import SleuthError
+from sleuth.errors import IndexFormatError
 from sleuth.types import Block
 
 SCHEMA_VERSION = 3
@@ -119,12 +119,6 @@ CREATE TABLE IF NOT EXISTS skipped (
 """
 
 
-class IndexFormatError(SleuthError):
-    """The catalog was written by another version of sleuth, in a format this one cannot read."""
-
-    exit_code = 6
-
-
 def embedding_text(title: str, text: str) -> str:
     """What is embedded for a block: its text, preceded by its document title unless it starts with it."""
     return text if not title or text.lstrip().startswith(title) else f"{title}\n{text}"
@@ -178,6 +172,18 @@ class HitBlock(NamedTuple):
     title: str
     tags: list[str]
     kind: str
+    start_char: int
+    end_char: int
+    root: str
+    role: str
+    label: str
+    family: str
+    recorded_ns: int
+    revision: str
+    mtime_ns: int
+    size_bytes: int
+    content_hash: str
+    indexed_at: str
 
 
 @dataclass(frozen=True)
@@ -803,7 +809,9 @@ def _block(r: Sequence[object]) -> Block:
 
 _HIT_BLOCK_SELECT = (
     "SELECT b.block_id, b.doc_id, b.heading_path, b.text, b.start_line, b.end_line,"
-    " d.project_id, d.rel_path, d.title, d.tags, d.kind FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+    " d.project_id, d.rel_path, d.title, d.tags, d.kind, b.start_char, b.end_char, d.root, d.role, d.label,"
+    " d.family, d.recorded_ns, d.revision, d.mtime_ns, d.size_bytes, d.content_hash, d.indexed_at"
+    " FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
 )
 
 
@@ -813,4 +821,4 @@ def _json_list(raw: str) -> list[str]:
 
 def _hit_block(r: tuple) -> HitBlock:  # type: ignore[type-arg]
     # r: the columns of _HIT_BLOCK_SELECT, typed by the schema (TEXT and INTEGER NOT NULL).
-    return HitBlock(r[0], r[1], tuple(_json_list(r[2])), r[3], r[4], r[5], r[6], r[7], r[8], _json_list(r[9]), r[10])
+    return HitBlock(r[0], r[1], tuple(_json_list(r[2])), r[3], r[4], r[5], r[6], r[7], r[8], _json_list(r[9]), *r[10:])

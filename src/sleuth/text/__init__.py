@@ -1,7 +1,23 @@
 """Normalisation and tokenisation shared by indexing and querying (pure, no I/O)."""
 
-from sleuth.text.analyze import Token, analyze, fold, identifiers, surface_tokens, tokenize, unique
-from sleuth.text.query import QUERY_MAX_CHARS, QUERY_MAX_TERMS, ParsedQuery, parse_query
+from sleuth.text.analyze import (
+    Token,
+    analyze,
+    fold,
+    identifiers,
+    is_code_identifier,
+    surface_tokens,
+    tokenize,
+    unique,
+)
+from sleuth.text.query import (
+    QUERY_MAX_CHARS,
+    QUERY_MAX_TERMS,
+    ParsedQuery,
+    auto_variants,
+    parse_query,
+    quoted_phrases,
+)
 
 __all__ = [
     "QUERY_MAX_CHARS",
@@ -9,9 +25,12 @@ __all__ = [
     "ParsedQuery",
     "Token",
     "analyze",
+    "auto_variants",
     "fold",
     "identifiers",
+    "is_code_identifier",
     "parse_query",
+    "quoted_phrases",
     "surface_tokens",
     "tokenize",
     "unique",

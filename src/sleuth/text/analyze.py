@@ -282,23 +282,40 @@ def surface_tokens(text: str) -> list[str]:
     return out
 
 
-_CODE_LIKE_RE = re.compile(r"_|[^\W\d_][./:@#][^\W\d_]|[a-z][A-Z]")
+_DOTTED_RE = re.compile(r"\w{2,}(?:\.\w{2,})+")
+_PATH_RE = re.compile(r"[\w.-]+(?:/[\w.-]+)*/[\w-]+\.\w+")
+_CODE_HUMP_RE = re.compile(r"[a-z][A-Z][a-z]")
+
+
+def is_code_identifier(chunk: str, called: bool = False) -> bool:
+    """True for a chunk that reads as a code identifier, the one rule every part of sleuth uses.
+
+    Code identifiers: ``snake_case`` (an underscore inside), dotted names whose parts have two or
+    more characters (``os.getenv``, ``sleuth.engine``), file paths with an extension
+    (``src/cli.py``), camelCase with a lower-upper-lower hump (``openCatalog``, ``HttpClient``),
+    and any name written as a call (``called``: ``()`` follows it). Not prose tokens such as
+    ``mRNAs``, ``iPSC``, ``i.e``, ``COX-2`` or ``p53``, which are indexed whole but are ordinary
+    words in text.
+    """
+    return bool(called or "_" in chunk.strip("_") or _DOTTED_RE.fullmatch(chunk) or _PATH_RE.fullmatch(chunk)
+                or _CODE_HUMP_RE.search(chunk))
+
+
+def identifier_spans(text: str) -> list[tuple[str, str]]:
+    """``(folded, surface)`` of each distinct code identifier (:func:`is_code_identifier`) in
+    ``text``, in order of appearance; ``surface`` is the chunk as written."""
+    seen: dict[str, str] = {}
+    for m in _CHUNK_RE.finditer(text):
+        chunk = m.group().strip(_APOSTROPHES)
+        if chunk and is_code_identifier(chunk, text.startswith("()", m.end())):
+            seen.setdefault(fold(chunk), chunk)
+    return list(seen.items())
 
 
 def identifiers(text: str) -> list[str]:
-    """Folded whole code-like identifiers in ``text`` (deduplicated, in order of appearance).
-
-    Code-like: has an underscore, a camelCase hump, or a ``. / : @ #`` between letters
-    (``snake_case``, ``getUser``, ``os.Getenv``, ``src/cli.py``). Hyphenated words, ticket-like
-    ``ABC-12`` and letter-digit mixes (``COX-2``, ``p53``) are indexed whole but are not treated
-    as identifiers that the exact lane looks up, since in prose they are ordinary words.
-    """
-    seen: dict[str, None] = {}
-    for chunk in _CHUNK_RE.findall(text):
-        chunk = chunk.strip(_APOSTROPHES)
-        if _CODE_LIKE_RE.search(chunk):
-            seen.setdefault(fold(chunk), None)
-    return list(seen)
+    """Folded whole code identifiers in ``text`` (deduplicated, in order of appearance): what the
+    exact lane looks up (see :func:`is_code_identifier`)."""
+    return [folded for folded, _ in identifier_spans(text)]
 
 
 def unique(terms: Iterable[str]) -> list[str]:

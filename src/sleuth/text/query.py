@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from sleuth.errors import QueryError
-from sleuth.text.analyze import analyze, identifiers, surface_tokens, unique
+from sleuth.text.analyze import analyze, identifier_spans, surface_tokens, unique
 
 #: Longest query accepted, in code points; longer input gets a QueryError, not a truncation.
 QUERY_MAX_CHARS = 4_000
@@ -27,13 +27,16 @@ class ParsedQuery:
 
     ``terms``: distinct index terms (stemmed) in query order, at most ``QUERY_MAX_TERMS``.
     ``phrases``: each quoted phrase as its surface-token sequence (required verbatim).
-    ``identifiers``: folded whole identifiers (``snake_case``, ``a.b.c``, ``ABC-12``) for the exact lane.
+    ``identifiers``: folded whole code identifiers (``snake_case``, ``os.getenv``, ``openCatalog``;
+    see :func:`sleuth.text.analyze.is_code_identifier`) for the exact lane; ``identifier_surfaces``
+    the same identifiers as written.
     """
 
     text: str
     terms: tuple[str, ...]
     phrases: tuple[tuple[str, ...], ...]
     identifiers: tuple[str, ...]
+    identifier_surfaces: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -58,9 +61,28 @@ def parse_query(text: str) -> ParsedQuery:
         if tokens and tokens not in phrases:
             phrases.append(tokens)
     terms = unique(analyze(text))[:QUERY_MAX_TERMS]
+    found = identifier_spans(text)[:QUERY_MAX_TERMS]
     return ParsedQuery(
         text=text,
         terms=tuple(terms),
         phrases=tuple(phrases),
-        identifiers=tuple(identifiers(text)[:QUERY_MAX_TERMS]),
+        identifiers=tuple(folded for folded, _ in found),
+        identifier_surfaces=tuple(surface for _, surface in found),
     )
+
+
+def quoted_phrases(text: str) -> list[str]:
+    """The quoted phrases of ``text`` as written (straight or curly quotes), stripped, in order,
+    without repeats: the same pairs of quotes :func:`parse_query` makes required phrases of."""
+    return list(dict.fromkeys(p for m in _PHRASE_RE.finditer(text) if (p := " ".join(m.group(1).split()))))
+
+
+def auto_variants(texts: list[str] | tuple[str, ...]) -> list[str]:
+    """Extra query variants found in ``texts`` (seed 004: "exact identifiers and quoted phrases are
+    added deterministically"): each quoted phrase of two or more words, with its quotes (so it stays
+    required), and each code identifier as written, in order of appearance, without repeats."""
+    out: list[str] = []
+    for text in texts:
+        out.extend(f'"{p}"' for p in quoted_phrases(text) if len(p.split()) > 1)
+        out.extend(surface for _, surface in identifier_spans(text))
+    return list(dict.fromkeys(out))

@@ -1,10 +1,10 @@
-"""TF-IDF ranking of texts passed in one call (``search_documents``, ``search_index_query``). Pure.
+"""TF-IDF ranking of texts passed in one call (``search_documents``, ``search_index_query``).
 
 The texts are analysed with the shared text module (:func:`sleuth.text.analyze`: accents folded,
-identifiers split, stop words dropped, Snowball stemming) and scored with the engine's own
-``tfidf`` lane model (:class:`sleuth.lanes.tfidf.TfidfModel`: sublinear tf, smoothed idf, cosine
-of L2-normalised vectors, so a score is in [0, 1]). Texts scoring 0 are left out; the rest are
-ordered by score (descending), then by position.
+identifiers split, stop words dropped, Snowball stemming) and ranked by the search pipeline with the
+engine's own ``tfidf`` lane model (:class:`sleuth.lanes.tfidf.TfidfModel`: sublinear tf, smoothed
+idf, cosine of L2-normalised vectors, so a score is in [0, 1]). Texts scoring 0 are left out; the
+rest are ordered by score (descending), then by position.
 """
 
 from __future__ import annotations
@@ -13,8 +13,11 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from sleuth.lanes.tfidf import TfidfModel
+from sleuth.config import Config
+from sleuth.pipeline import Searcher
+from sleuth.pipeline.corpus import TextCorpus, TextTfidfLane
 from sleuth.text.analyze import analyze, unique
+from sleuth.types import SearchRequest
 from sleuth.text.query import QUERY_MAX_TERMS
 from sleuth.textsearch.highlight import highlights, prefix
 
@@ -39,20 +42,24 @@ def query_terms(query: str) -> list[str]:
 def rank_texts(query: str, documents: Sequence[str], top_k: int) -> list[TextHit]:
     """The ``top_k`` texts of ``documents`` most similar to ``query`` (only those sharing a term).
 
-    A query without searchable terms (blank, punctuation, stop words only) matches nothing.
+    Ranked by the search pipeline (:class:`sleuth.pipeline.Searcher`) over the texts as an in-memory
+    corpus with one tf-idf lane (:mod:`sleuth.pipeline.corpus`). A query without searchable terms
+    (blank, punctuation, stop words only) matches nothing.
     """
     terms = query_terms(query)
     if not terms or not documents:
         return []
-    model = TfidfModel((str(i), "", " ".join(analyze(text))) for i, text in enumerate(documents))
-    scores = model.scores(terms)
-    ranked = sorted((i for i in range(len(documents)) if scores[i] > 0), key=lambda i: (-float(scores[i]), i))
-    return [
-        TextHit(
-            doc_id=str(i),
-            score=round(float(scores[i]), SCORE_DECIMALS),
-            snippet=prefix(documents[i]),
-            highlights=highlights(documents[i], terms),
-        )
-        for i in ranked[:top_k]
-    ]
+    corpus = TextCorpus(documents)
+    searcher = Searcher(corpus, {"tfidf": TextTfidfLane(corpus)}, Config(lanes=("tfidf",), model="none"))
+    try:
+        resp = searcher.search(SearchRequest(query=query, limit=min(top_k, len(documents)), lanes=["tfidf"],
+                                             auto_variants=False, snippets=False, explain=True, entities=False))
+    finally:
+        searcher.close()
+    out = []
+    for hit in resp.hits:
+        i = int(hit.doc_id)
+        score = hit.explain[0].lane_score if hit.explain else 0.0
+        out.append(TextHit(doc_id=str(i), score=round(score, SCORE_DECIMALS), snippet=prefix(documents[i]),
+                           highlights=highlights(documents[i], terms)))
+    return out

@@ -1,4 +1,4 @@
-"""Running memory-search requests: their ids, phases, lanes, deadlines and cancellation.
+"""Running search requests: their ids, phases, lanes, deadlines and cancellation.
 
 A request registers under a caller-chosen ``request_id`` (or a generated one) while it runs, so
 that ``query_status`` and ``query_cancel`` -- other calls, possibly from other sessions -- can see
@@ -16,7 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.errors import QueryError
+from sleuth.errors import QueryError, RequestCancelled, RequestNotFound
 
 #: Finished requests whose final status stays queryable.
 FINISHED_REQUESTS_KEPT = 512
@@ -26,16 +26,8 @@ RUNNING, COMPLETED, DEGRADED, TIMED_OUT, CANCELLED, FAILED = (
     "running", "completed", "completed_degraded", "timed_out", "cancelled", "failed")
 
 
-class RequestCancelled(Exception):
-    """The request was cancelled (``reason``) while in ``phase``."""
-
-    def __init__(self, reason: str, phase: str) -> None:
-        super().__init__(f"request cancelled during {phase}: {reason}")
-        self.reason, self.phase = reason, phase
-
-
-class RequestNotFound(QueryError):
-    """No running or recently finished request has this id."""
+__all__ = ["CANCELLED", "COMPLETED", "DEGRADED", "FAILED", "RUNNING", "TIMED_OUT", "RequestCancelled",
+           "RequestNotFound", "RequestRegistry", "RequestState"]
 
 
 @dataclass

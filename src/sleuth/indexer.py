@@ -1,0 +1,488 @@
+"""Writing documents into an index: files under roots, changed paths, and records given as text.
+
+Every entry point runs the same steps (:meth:`Indexer._run`): take the write lock, bring the
+postings up to the catalog, write documents in batches (catalog first, then postings: see
+DESIGN), mark the project indexed, embed the blocks that have no vector yet, warm the lanes.
+Every document goes through one write step (:meth:`Indexer._stage`): a catalog row, its blocks
+with their index terms, into the next batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sleuth.errors import ProjectNotFound, QueryError
+from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
+from sleuth.text import analyze
+from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, SkippedFile
+
+if TYPE_CHECKING:
+    from sleuth.ingest import DecodedText
+    from sleuth.lanes.model import SharedModel
+    from sleuth.store.folder import IndexFolder
+
+#: Documents written to the catalog (and committed to the lanes) per transaction while indexing.
+FLUSH_DOCUMENTS = 500
+#: Blocks embedded (and their vectors committed) per batch while indexing.
+EMBED_COMMIT_BLOCKS = 256
+
+_PROJECT_ID_RE = re.compile(r"[^a-z0-9._-]+")
+
+
+def now_rfc3339() -> str:
+    """The current UTC time as RFC 3339 with milliseconds, e.g. ``2026-09-03T10:00:00.000Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def project_id_for(name: str) -> str:
+    """A project id from a name: lowercased, runs of other characters replaced by ``-``.
+
+    Raises:
+        QueryError: nothing usable is left of ``name``.
+    """
+    pid = _PROJECT_ID_RE.sub("-", name.strip().lower()).strip("-.")
+    if not pid:
+        raise QueryError(f"invalid project name {name!r}: use letters, digits, '.', '_' or '-'")
+    return pid
+
+
+def _hash(*parts: str) -> str:
+    h = hashlib.sha1()
+    for p in parts:
+        h.update(p.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def content_hash_of(text: str) -> str:
+    """The content hash a document's decoded text is stored under (change detection)."""
+    return _hash(text)
+
+
+def doc_id_for(project_id: str, root_label: str, rel_path: str) -> str:
+    """Stable document id: 16 hex digits of SHA-1 over (project, root folder name, relative path)."""
+    return _hash(project_id, root_label, rel_path)[:16]
+
+
+def doc_of_block(block_id: str) -> str:
+    """The document id embedded in a block id (``<doc_id>:<suffix>``)."""
+    return block_id.split(":", 1)[0]
+
+
+def block_terms(text: str, title_terms: Sequence[str]) -> str:
+    """The terms a block is indexed under: its text's, with its document title's in front unless
+    the text already starts with them (so every block of a document carries its title)."""
+    terms = analyze(text)
+    if title_terms and terms[: len(title_terms)] != list(title_terms):
+        terms = [*title_terms, *terms]
+    return " ".join(terms)
+
+
+def make_blocks(project_id: str, doc_id: str, title: str, parsed: ParsedDocument) -> list[tuple[Block, str]]:
+    """Assign ids to a parsed document's blocks and compute their index terms.
+
+    Block ids are ``<doc_id>:<12 hex of SHA-1(heading path, text, repeat number)>``, so they
+    survive edits elsewhere in the document. A document with no block (front matter only) gets
+    one block holding its whole text, so it can still be found.
+    """
+    title_terms = analyze(title)
+    drafts = list(parsed.blocks)
+    if not drafts:
+        # Front matter only, or an empty file: one block of the whole text, so the document can
+        # still be found (by its title, path and tags in the index lane, and its text if any).
+        text = parsed.text.rstrip()
+        drafts = [BlockDraft(text, (), 1, text.count("\n") + 1, 0, len(text))]
+    out: list[tuple[Block, str]] = []
+    seen: dict[str, int] = {}
+    for ordinal, draft in enumerate(drafts):
+        content_hash = _hash(draft.text)[:16]
+        heading = " > ".join(draft.heading_path)
+        n = seen.get(heading + "\0" + draft.text, 0)
+        seen[heading + "\0" + draft.text] = n + 1
+        block_id = f"{doc_id}:{_hash(heading, draft.text, str(n))[:12]}"
+        block = Block(
+            block_id=block_id, doc_id=doc_id, project_id=project_id, ordinal=ordinal, text=draft.text,
+            heading_path=draft.heading_path, start_line=draft.start_line, end_line=draft.end_line,
+            start_char=draft.start_char, end_char=draft.end_char, content_hash=content_hash,
+        )
+        out.append((block, block_terms(draft.text, title_terms)))
+    return out
+
+
+@dataclass(frozen=True)
+class Record:
+    """A document given as text rather than a file (``sleuth eval``'s corpora)."""
+
+    rel_path: str
+    text: str
+    title: str = ""
+    kind: str = "text"
+
+
+@dataclass(frozen=True)
+class FileCandidate:
+    """A file (or archive member) found under a root: where, its stat, and how to read it."""
+
+    rel_path: str
+    mtime_ns: int
+    size_bytes: int
+    load: Callable[[], DecodedText]
+    in_archive: bool = False
+
+
+Batch = list[tuple[DocumentRow, list[tuple[Block, str]]]]
+
+
+@dataclass
+class _Run:
+    """One indexing run over one project: its report and the batch waiting to be written."""
+
+    pid: str
+    report: IndexReport
+    now: str
+    progress: Callable[[str], None] | None
+    batch: Batch = field(default_factory=list)
+
+
+@dataclass
+class _RootPass:
+    """A pass over one root: what the catalog knew, what was seen, what waits to be written
+    (``touched``, ``verified``), what was skipped and what was indexed with a warning (``problems``)."""
+
+    run: _Run
+    root_key: str
+    root_label: str
+    known: dict[tuple[str, str], FileState]
+    seen: set[str] = field(default_factory=set)
+    touched: list[tuple[str, int, int]] = field(default_factory=list)
+    verified: list[str] = field(default_factory=list)
+    skips: list[tuple[str, str]] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _new_report(project: str, roots: list[str]) -> IndexReport:
+    return IndexReport(project=project, roots=roots, scanned=0, added=0, updated=0, unchanged=0, removed=0,
+                       skipped=[], problems=[], blocks=0, took_s=0.0)
+
+
+class Indexer:
+    """Writes into one index folder (see the module docstring).
+
+    Args:
+        folder: the open index folder.
+        model: the embedding model (blocks without a vector are embedded at the end of each run).
+        warm_lanes: called at the end of each run, under the write lock, so the lanes save their
+            derived files for the next process.
+    """
+
+    def __init__(self, folder: IndexFolder, model: SharedModel, warm_lanes: Callable[[], None]) -> None:
+        self.folder = folder
+        self.catalog = folder.catalog
+        self.postings = folder.postings
+        self.model = model
+        self.warm_lanes = warm_lanes
+
+    # ------------------------------------------------------------------ entry points
+
+    def index(self, roots: Sequence[str | Path], project: str | None = None,
+              progress: Callable[[str], None] | None = None,
+              embed_progress: Callable[[int, int], None] | None = None) -> IndexReport:
+        """Index (or re-index incrementally) files under ``roots`` into ``project``.
+
+        Only changed files are re-read; files gone from the roots are removed. Every skipped or
+        failing file is reported with its reason, and none aborts the run.
+
+        Args:
+            roots: folders (or single files) to walk.
+            project: project name; default: the first root's folder name.
+            progress: called with each indexed file's path (for a progress display).
+            embed_progress: called with (blocks embedded, blocks to embed) after each batch.
+        Raises:
+            FileNotFoundError: a root does not exist.
+            IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
+        """
+        paths = [Path(r).expanduser().resolve() for r in roots]
+        for p in paths:
+            if not p.exists():
+                raise FileNotFoundError(f"root does not exist: {p}")
+        name = project or paths[0].name or "default"
+        pid = project_id_for(name)
+        with self._run(pid, [str(p) for p in paths], embed_progress, progress, name=name) as run:
+            with self.postings.bulk():
+                for root in paths:
+                    self._index_root(run, root)
+        return run.report
+
+    def update_paths(self, project: str, root: str | Path, rel_paths: Iterable[str],
+                     embed_progress: Callable[[int, int], None] | None = None) -> IndexReport:
+        """Re-index only ``rel_paths`` (files or folders, relative to ``root``) of one of ``project``'s roots.
+
+        What a file watcher calls: each path is looked at as a whole-root ``index`` would (same
+        ignore rules, change detection and per-file handling); documents at or under a path that
+        no longer exists (a deleted or renamed file, a deleted folder) are removed. ``""`` stands
+        for the whole root; a root that no longer exists loses all its documents.
+
+        Args:
+            project: a project id (see ``sleuth projects``).
+            root: one of the project's roots, as listed by ``sleuth projects``.
+            rel_paths: ``/``-separated paths relative to ``root``.
+        Raises:
+            ProjectNotFound: no such project, or ``root`` is not one of its roots.
+            IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
+        """
+        from sleuth.ingest.walk import normalize_rel_paths
+
+        root_path = Path(root).expanduser().resolve()
+        root_key = str(root_path)
+        rels = normalize_rel_paths(rel_paths)
+        if not rels:
+            return _new_report(project, [root_key])
+        if root_key not in self.catalog.roots().get(project, []):
+            raise ProjectNotFound(f"{root_key} is not a root of project {project!r} (see `sleuth projects`)")
+        with self._run(project, [root_key], embed_progress) as run:
+            if rels == [""] or not root_path.is_dir():
+                self._index_root(run, root_path)
+            else:
+                rp = self._root_pass(run, root_path, rels)
+                for item in self._candidates(root_path, rels):
+                    self._index_file(rp, item)
+                self._finish_root(rp)
+                self.catalog.replace_skips(project, root_key, rels, rp.skips, run.now)
+        return run.report
+
+    def index_records(self, project: str, records: Iterable[Record]) -> IndexReport:
+        """Index documents given as text (replacing same-path records of ``project``).
+
+        Used by ``sleuth eval`` for BEIR corpora: each record is parsed as its ``kind`` says
+        (``text`` or ``markdown``) with ``rel_path`` as its path. A record whose title and text
+        are unchanged is left alone, so re-indexing the same corpus changes nothing.
+        """
+        from sleuth.ingest import parse_document
+
+        pid = project_id_for(project)
+        with self._run(pid, [], None, name=project) as run, self.postings.bulk():
+            known = self.catalog.file_states(pid, [""])
+            for rec in records:
+                run.report.scanned += 1
+                state = known.get(("", rec.rel_path))
+                data_hash = _hash(rec.title, rec.text)
+                if state is not None and state.content_hash == data_hash:
+                    run.report.unchanged += 1
+                    continue
+                parsed = parse_document(rec.rel_path + (".md" if rec.kind == "markdown" else ".txt"), rec.text)
+                if rec.title:
+                    parsed.title = rec.title
+                self._stage(run, "", "", rec.rel_path, parsed, data_hash, 0, len(rec.text), state is not None)
+            self._flush_run(run)
+        return run.report
+
+    # ------------------------------------------------------------------ the shared steps
+
+    @contextlib.contextmanager
+    def _run(self, pid: str, roots: list[str], embed_progress: Callable[[int, int], None] | None,
+             progress: Callable[[str], None] | None = None, name: str | None = None) -> Iterator[_Run]:
+        """One indexing run: the lock, the catch-up, (the project's row when ``name`` is given),
+        the body, the last batch, the project marked indexed, the embedding and the lanes' warm-up."""
+        started = time.perf_counter()
+        run = _Run(pid, _new_report(pid, roots), now_rfc3339(), progress)
+        with self.folder.write_lock.held():
+            self.postings.catch_up(self.catalog)
+            if name is not None:
+                self.catalog.upsert_project(pid, name, roots, run.now)
+            yield run
+            self._flush_run(run)
+            self.catalog.mark_indexed(pid, run.now)
+            run.report.embedded = self.embed_pending(embed_progress)
+            self.warm_lanes()
+        run.report.took_s = round(time.perf_counter() - started, 3)
+
+    def _stage(self, run: _Run, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,
+               content_hash: str, mtime_ns: int, size_bytes: int, known: bool) -> DocumentRow:
+        """The one write step of a document: its catalog row and blocks into the next batch
+        (written when the batch is full); counted as updated (``known``) or added."""
+        doc = document_row(run.pid, root_key, root_label, rel, parsed, content_hash, mtime_ns, size_bytes, run.now)
+        run.batch.append((doc, make_blocks(run.pid, doc.doc_id, doc.title, parsed)))
+        if known:
+            run.report.updated += 1
+        else:
+            run.report.added += 1
+        if len(run.batch) >= FLUSH_DOCUMENTS:
+            self._flush_run(run)
+        return doc
+
+    def _flush_run(self, run: _Run) -> None:
+        """Write the run's waiting batch."""
+        run.report.blocks += self._flush(run.batch, run.now)
+        run.batch = []
+
+    def _flush(self, batch: Batch, now: str) -> int:
+        """Write a batch to the catalog, then to the postings (catalog first: see DESIGN)."""
+        if not batch:
+            return 0
+        gen = self.catalog.write_documents(batch, now)
+        blocks = [IndexedBlock(block, terms, doc.title, doc.tags, doc.rel_path)
+                  for doc, pairs in batch for block, terms in pairs]
+        self.postings.apply(blocks, [], [doc.doc_id for doc, _ in batch], gen)
+        return len(blocks)
+
+    def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every block that has no vector for the configured model; returns how many.
+
+        Vectors are cached by the block's embedding text, so unchanged blocks are never embedded
+        again. ``progress(done, total)`` is called after each batch. Without a model, does nothing.
+        """
+        embedder = self.model.get()
+        if embedder is None:
+            return 0
+        have, total = self.catalog.vector_counts(embedder.name)
+        todo_estimate = total - have
+        done = 0
+        while True:
+            pending = self.catalog.blocks_without_vectors(embedder.name, EMBED_COMMIT_BLOCKS)
+            if not pending:
+                return done
+            vectors = embedder.embed([text for _, text in pending])
+            self.catalog.store_vectors(embedder.name, [(h, v.tobytes()) for (h, _), v in zip(pending, vectors,
+                                                                                             strict=True)])
+            done += len(pending)
+            if progress:
+                progress(done, max(todo_estimate, done))
+
+    # ------------------------------------------------------------------ roots and files
+
+    def _root_pass(self, run: _Run, root: Path, rel_paths: Sequence[str] | None = None) -> _RootPass:
+        """A pass over ``root`` (over ``rel_paths`` under it only, when given)."""
+        root_key = str(root)
+        root_label = root.name if root.is_dir() or not root.exists() else root.parent.name
+        known = self.catalog.file_states(run.pid, [root_key], rel_paths)
+        return _RootPass(run, root_key, root_label, known)
+
+    def _index_root(self, run: _Run, root: Path) -> None:
+        """Index every file under ``root``; documents of files gone from it are removed (all of
+        them when ``root`` itself is gone)."""
+        rp = self._root_pass(run, root)
+        if root.exists():
+            for item in self._candidates(root):
+                self._index_file(rp, item)
+        self._finish_root(rp)
+        self.catalog.record_skips(run.pid, rp.root_key, rp.skips, run.now)
+
+    def _index_file(self, rp: _RootPass, item: FileCandidate | SkippedFile) -> None:
+        """One candidate of a root: skipped with a reason, unchanged, or parsed into the next batch."""
+        from sleuth.ingest import DecodeError, ParseError, kind_for_path, parse_document
+
+        report = rp.run.report
+        report.scanned += 1
+        if isinstance(item, SkippedFile):
+            rp.skips.append((item.path, item.reason))
+            return
+        rel = item.rel_path
+        if kind_for_path(rel) is None:
+            rp.skips.append((rel, "unsupported format"))
+            return
+        rp.seen.add(rel)
+        state = rp.known.get((rp.root_key, rel))
+        if state and state.mtime_ns == item.mtime_ns and state.size_bytes == item.size_bytes:
+            report.unchanged += 1
+            if item.in_archive:  # the archive was read again: its members are as current as it is
+                rp.verified.append(state.doc_id)
+            return
+        try:
+            decoded = item.load()
+        except (DecodeError, OSError) as exc:
+            rp.skips.append((rel, f"unreadable: {exc}"))
+            return
+        content_hash = _hash(decoded.text)
+        if state and state.content_hash == content_hash:
+            rp.touched.append((state.doc_id, item.mtime_ns, item.size_bytes))
+            report.unchanged += 1
+            return
+        try:
+            parsed = parse_document(rel, decoded.text, title=decoded.title)
+        except ParseError as exc:
+            rp.skips.append((rel, f"cannot parse: {exc}"))
+            return
+        except Exception as exc:  # noqa: BLE001 - one bad file never aborts an index
+            rp.skips.append((rel, f"parser failed: {type(exc).__name__}: {exc}"))
+            return
+        self._stage(rp.run, rp.root_key, rp.root_label, rel, parsed, content_hash, item.mtime_ns, item.size_bytes,
+                    state is not None)
+        for problem in parsed.problems:  # after the row is made, which may add one
+            report.problems.append({"path": rel, "problem": problem})
+            rp.problems.append((rel, problem))
+        if rp.run.progress:
+            rp.run.progress(rel)
+
+    def _finish_root(self, rp: _RootPass) -> None:
+        """Write what is left of a root's pass and remove the documents of files gone from it."""
+        run = rp.run
+        self._flush_run(run)
+        self.catalog.touch_documents(rp.touched)
+        self.catalog.mark_verified(rp.verified, run.now)
+        gone = [state.doc_id for (_, rel), state in rp.known.items() if rel not in rp.seen]
+        if gone:
+            gen = self.catalog.delete_documents(gone)
+            self.postings.apply([], gone, [], gen)
+            run.report.removed += len(gone)
+        self.catalog.record_problems(run.pid, rp.root_key, rp.problems, run.now)
+        run.report.skipped.extend({"path": p, "reason": r} for p, r in rp.skips)
+
+    def _candidates(self, root: Path, rel_paths: Sequence[str] | None = None) -> Iterator[FileCandidate | SkippedFile]:
+        """Files under ``root`` (only ``rel_paths`` under it when given), archives expanded to their
+        members (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason. The index
+        folder, when inside ``root``, is left out."""
+        from sleuth.ingest import decode_bytes, read_text, walk_roots
+        from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
+        from sleuth.ingest.walk import walk_paths
+
+        index_dir = self.folder.index_dir
+        excludes: list[str] = []
+        if root.is_dir() and index_dir.is_relative_to(root) and index_dir != root:
+            excludes.append(f"/{index_dir.relative_to(root).as_posix()}/")
+        items = walk_roots([root], excludes) if rel_paths is None else walk_paths(root, rel_paths, excludes)
+        for item in items:
+            if isinstance(item, SkippedFile):
+                yield item
+            elif is_archive(item.rel_path):
+                try:
+                    for member in iter_archive(item.path):
+                        if isinstance(member, SkippedFile):
+                            yield SkippedFile(f"{item.rel_path}/{member.path}", member.reason)
+                        else:
+                            yield FileCandidate(f"{item.rel_path}/{member.name}", member.mtime_ns, len(member.data),
+                                                functools.partial(decode_bytes, member.data), True)
+                except ArchiveError as exc:
+                    yield SkippedFile(item.rel_path, str(exc))
+            else:
+                yield FileCandidate(item.rel_path, item.mtime_ns, item.size_bytes,
+                                    functools.partial(read_text, item.path))
+
+
+def document_row(pid: str, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,
+                 content_hash: str, mtime_ns: int, size_bytes: int, now: str) -> DocumentRow:
+    """The catalog row of a parsed document, with its role, kind label, source family, recorded
+    time (a bad front-matter date is added to ``parsed.problems``), links and entities."""
+    from sleuth.ingest.roles import infer_role, kind_label, recorded_time, source_family
+
+    recorded_ns, date_problem = recorded_time(parsed.front_matter, mtime_ns)
+    if date_problem:
+        parsed.problems.append(date_problem)
+    return DocumentRow(
+        doc_id=doc_id_for(pid, root_label, rel), project_id=pid, root=root_key, rel_path=rel,
+        title=parsed.title or Path(rel).name, tags=list(parsed.tags), kind=parsed.kind,
+        front_matter=dict(parsed.front_matter), mtime_ns=mtime_ns, size_bytes=size_bytes,
+        content_hash=content_hash, revision=content_hash[:12], text=parsed.text, generation=0,
+        indexed_at=now, role=infer_role(rel, parsed.kind, parsed.front_matter),
+        label=kind_label(rel, parsed.kind, parsed.front_matter), family=source_family(parsed.kind),
+        recorded_ns=recorded_ns, links=tuple((k.target, k.relation, k.label) for k in parsed.links),
+        entities=tuple(parsed.entities),
+    )

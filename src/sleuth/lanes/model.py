@@ -1,0 +1,56 @@
+"""The embedding model of an open index, loaded once and shared by the vector lane and the indexer."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from sleuth.embed import Embedder, ModelUnavailable, configured_model, load_embedder
+
+
+class SharedModel:
+    """The configured embedding model, loaded on first use (thread-safe).
+
+    Args:
+        spec: the model setting (a name, a folder, or ``"none"``).
+        quantized: use the int8-quantised graph.
+    """
+
+    def __init__(self, spec: str, quantized: bool = False) -> None:
+        self.spec, self.quantized = spec, quantized
+        self._embedder: Embedder | None = None
+        self._error: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def tried(self) -> bool:
+        """True once a load was attempted (loaded or failed)."""
+        return self._embedder is not None or self._error is not None
+
+    def get(self) -> Embedder | None:
+        """The model, loaded once; None when unavailable (the reason in :meth:`unavailable`)."""
+        with self._lock:
+            if not self.tried:
+                try:
+                    self._embedder = load_embedder(self.spec, self.quantized)
+                    if self._embedder is None:
+                        self._error = "no embedding model configured (model = 'none')"
+                except ModelUnavailable as exc:
+                    self._error = str(exc)
+            return self._embedder
+
+    def unavailable(self) -> str | None:
+        """Why there is no model (none configured, or it cannot load), else None; loads it first."""
+        return self._error if self.get() is None else None
+
+    def identity(self, known_dim: object = None) -> tuple[str, int]:
+        """``(name, dimensions)`` of the model's vectors without loading it when ``known_dim(name)``
+        (a callable, e.g. the catalog's ``vector_dim``) already knows them; ``("", 0)`` without a model."""
+        if not self.tried and callable(known_dim):
+            with contextlib.suppress(ModelUnavailable):
+                files = configured_model(self.spec, self.quantized)
+                dim = known_dim(files.name) if files else None
+                if files and dim:
+                    return files.name, int(dim)
+        embedder = self.get()
+        return (embedder.name, embedder.dim) if embedder else ("", 0)

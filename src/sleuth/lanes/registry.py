@@ -1,0 +1,160 @@
+"""The one list of lanes: name, RRF weight, family, default on or off, and how to build each.
+
+Everything that needs to know the lanes reads them from here: the configuration (which lanes exist,
+which run by default, their weights), the search pipeline (which lanes retrieve and which expand),
+the MCP schemas (the ``retrieval_lanes`` families), ``sleuth status``/``doctor`` and the CLI help.
+Adding a lane is one module with a class that follows :class:`sleuth.lanes.base.Lane` plus one
+:func:`register_lane` call; nothing else changes.
+
+Standard library only at import: a cold ``sleuth search`` reads the configuration before it loads
+anything else (``sleuth.startup``), and a lane's module is imported only when an engine builds it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from sleuth.lanes.base import Lane, LaneContext
+
+#: What a lane does in the pipeline: ``retrieve`` blocks for the query, or ``expand`` from the
+#: documents the retrieval lanes fused (the graph lane).
+LaneStage = Literal["retrieve", "expand"]
+
+#: The families of seed 004's ``retrieval_lanes`` filter (``bm25`` stands for every lexical lane).
+FAMILIES: tuple[str, ...] = ("exact", "bm25", "vector", "graph")
+
+
+@dataclass(frozen=True)
+class LaneSpec:
+    """One lane as the registry knows it.
+
+    Attributes:
+        name: the lane's name (``--lanes``, ``sources``, traces).
+        family: the seed-004 retrieval lane it answers for (one of :data:`FAMILIES`, or a new one).
+        weight: its weight in the weighted RRF (``score = Σ weight / (k + rank)``).
+        default: run when no lanes are asked for.
+        build: ``"module:Class"`` (imported when an engine first builds the lane) or a callable;
+            called with a :class:`~sleuth.lanes.base.LaneContext`, returns the lane.
+        stage: ``retrieve`` or ``expand`` (see :data:`LaneStage`).
+        summary: one line for people (CLI help, ``sleuth status``).
+    """
+
+    name: str
+    family: str
+    weight: float
+    default: bool
+    build: str | Callable[[LaneContext], Lane]
+    stage: LaneStage = "retrieve"
+    summary: str = ""
+
+    def create(self, context: LaneContext) -> Lane:
+        """A new lane of this spec over ``context``."""
+        factory: Any = self.build
+        if isinstance(factory, str):
+            module, _, attr = factory.partition(":")
+            factory = getattr(importlib.import_module(module), attr)
+        return factory(context)
+
+
+_LOCK = threading.Lock()
+_SPECS: dict[str, LaneSpec] = {}
+
+
+def register_lane(spec: LaneSpec) -> None:
+    """Add ``spec`` to the registry (after the lanes already there), or replace the lane of that name.
+
+    Raises:
+        ValueError: an empty name, a name with characters other than letters, digits, ``_`` and
+            ``-``, or a negative weight.
+    """
+    if not spec.name or not spec.name.replace("_", "").replace("-", "").isalnum() or not spec.name.isascii():
+        raise ValueError(f"a lane name is letters, digits, '_' and '-'; got {spec.name!r}")
+    if spec.weight < 0:
+        raise ValueError(f"lane {spec.name}: the RRF weight must be >= 0, got {spec.weight}")
+    with _LOCK:
+        _SPECS[spec.name] = spec
+
+
+def unregister_lane(name: str) -> None:
+    """Remove lane ``name`` (no error when absent)."""
+    with _LOCK:
+        _SPECS.pop(name, None)
+
+
+def lane_specs() -> tuple[LaneSpec, ...]:
+    """Every registered lane, in registration order."""
+    with _LOCK:
+        return tuple(_SPECS.values())
+
+
+def lane_spec(name: str) -> LaneSpec | None:
+    """The lane ``name``, or None."""
+    with _LOCK:
+        return _SPECS.get(name)
+
+
+def lane_names() -> tuple[str, ...]:
+    return tuple(s.name for s in lane_specs())
+
+
+def default_lanes() -> tuple[str, ...]:
+    """The lanes run when none are asked for, in registration order."""
+    return tuple(s.name for s in lane_specs() if s.default)
+
+
+def lane_weights() -> dict[str, float]:
+    """Lane name → default RRF weight."""
+    return {s.name: s.weight for s in lane_specs()}
+
+
+def family_of(lane: str) -> str:
+    """The family lane ``lane`` answers for (itself when it is not registered)."""
+    spec = lane_spec(lane)
+    return spec.family if spec is not None else lane
+
+
+def families() -> tuple[str, ...]:
+    """:data:`FAMILIES` plus any family a registered lane adds, in that order."""
+    extra = [s.family for s in lane_specs() if s.family not in FAMILIES]
+    return (*FAMILIES, *dict.fromkeys(extra))
+
+
+def lanes_of_family(family: str, among: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """The lanes of ``family`` (restricted to ``among`` when given), in registration order."""
+    return tuple(s.name for s in lane_specs() if s.family == family and (among is None or s.name in among))
+
+
+def lanes_for_families(wanted: tuple[str, ...] | list[str], default: tuple[str, ...]) -> tuple[str, ...]:
+    """The lanes that answer for the families ``wanted``: the ``default`` lanes of those families, and
+    every lane of a wanted family that has no default lane (the graph lane), in registration order."""
+    covered = {family_of(n) for n in default}
+    return tuple(s.name for s in lane_specs()
+                 if s.family in wanted and (s.name in default or s.family not in covered))
+
+
+def describe_lanes() -> str:
+    """``name (summary)`` of every lane, comma separated, defaults marked: for help texts."""
+    return ", ".join(f"{s.name}{'' if s.default else ' (off by default)'}" for s in lane_specs())
+
+
+# The built-in lanes. Weights: the seed's bm25 / tfidf / index weights, and the exact, vector and
+# graph lanes' (chosen on the development sets, docs/EVAL.md). The graph lane is off by default:
+# its reinforcement of linked top documents moved a relevant Hugo page from first to fourth
+# (tests/integration/test_cli.py); seed 004's tool asks for it by family (``retrieval_lanes``).
+register_lane(LaneSpec("bm25", "bm25", 1.2, True, "sleuth.lanes.lexical:BM25Lane",
+                       summary="Okapi BM25 over block text"))
+register_lane(LaneSpec("tfidf", "bm25", 0.8, True, "sleuth.lanes.tfidf:TfidfLane",
+                       summary="cosine of sublinear TF-IDF vectors"))
+register_lane(LaneSpec("index", "bm25", 1.5, True, "sleuth.lanes.lexical:IndexLane",
+                       summary="fielded BM25 over titles, headings, tags, paths and text"))
+register_lane(LaneSpec("exact", "exact", 1.0, True, "sleuth.lanes.lexical:ExactLane",
+                       summary="quoted phrases and code identifiers verbatim (runs only when the query has one)"))
+register_lane(LaneSpec("vector", "vector", 2.0, True, "sleuth.lanes.vector:VectorLane",
+                       summary="embedding similarity (all-MiniLM-L6-v2)"))
+register_lane(LaneSpec("graph", "graph", 1.0, False, "sleuth.lanes.graph:GraphLane", stage="expand",
+                       summary="links, wikilinks, front-matter relations and entities of the documents found"))

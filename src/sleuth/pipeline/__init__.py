@@ -1,0 +1,325 @@
+"""The one search pipeline behind every surface (CLI, Python API, every MCP tool family).
+
+``Searcher.search(request) -> SearchResponse`` runs, in order:
+
+1. **plan** (:mod:`.plan`): questions and their variants, lanes, scope, filters → allowed documents;
+2. **retrieve** (:mod:`.retrieve`): the retrieval lanes in parallel, under the deadline;
+3. **fuse** and 4. **expand** and 5. **rerank** (:mod:`.fuse`): weighted RRF, graph expansion, the
+   primary-query rerank and supersession order;
+6. **results** (:mod:`.results`): existing documents in the page's window, passages, traces,
+   details.
+
+The surfaces only render the typed :class:`~sleuth.types.SearchResponse`; budgets fitting answers
+to bytes (:mod:`.budget`) are a rendering step any surface may use.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any
+
+from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled
+from sleuth.fusion import rrf
+from sleuth.lanes.graph import is_entity_node
+from sleuth.pipeline.fuse import Expand, doc_of_node, fuse_question
+from sleuth.pipeline.plan import ENTITY_KIND, Plan, PlannedQuestion, build_plan
+from sleuth.pipeline.requests import RequestState
+from sleuth.pipeline.results import Rows, add_details, document_hit, entity_hit, existing
+from sleuth.pipeline.retrieve import Retrieval, Retriever
+from sleuth.text import parse_query
+from sleuth.types import Hit, QuestionAnswer, RankedList, SearchRequest, SearchResponse
+
+if TYPE_CHECKING:
+    from sleuth.config import Config
+    from sleuth.lanes.graph import GraphLane, LinkGraph
+    from sleuth.pipeline.corpus import Corpus
+
+#: Why an answer holds nothing when the query has nothing to search for.
+NO_SEARCHABLE_TERMS = "the query has no searchable terms (only stop words, punctuation or blanks)"
+#: Lanes answered from the tantivy postings (which an indexing run commits at its end).
+POSTINGS_LANES = frozenset({"bm25", "index", "exact"})
+#: Threads the lanes of concurrent searches run on.
+LANE_THREADS = 8
+
+__all__ = ["NO_SEARCHABLE_TERMS", "Searcher"]
+
+
+class Searcher:
+    """Runs searches over one open index (see the module docstring).
+
+    Args:
+        corpus: what the pipeline reads besides the lanes (the catalog, or texts in memory).
+        lanes: the built lanes by name (retrieval and expansion lanes).
+        config: the ranking settings (lanes run by default, their weights, the RRF constant).
+        delays_s: fault injection: seconds each lane (or family) waits before running.
+        catch_up: called before each search (the index's postings catch up with its catalog).
+        postings_generation: the generation the postings reflect (None: no postings to wait for).
+    """
+
+    def __init__(self, corpus: Corpus, lanes: Mapping[str, Any], config: Config,
+                 delays_s: Mapping[str, float] | None = None, catch_up: Callable[[], None] | None = None,
+                 postings_generation: Callable[[], int] | None = None) -> None:
+        self.catalog, self.lanes, self.config = corpus, lanes, config
+        self._catch_up, self._postings_generation = catch_up, postings_generation
+        self._closed = threading.Event()
+        self._pool = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="sleuth-lane")
+        self.retriever = Retriever(lanes, self._pool, delays_s or {}, self._closed)
+
+    def close(self) -> None:
+        """Stop taking work; injected lane delays still waiting end now (so a server exits promptly)."""
+        self._closed.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------------ 1. plan
+
+    def check_projects(self, projects: Sequence[str] | None) -> tuple[str, ...] | None:
+        """The checked project scope (None: every project).
+
+        Raises:
+            ProjectNotFound: a project that does not exist.
+        """
+        if projects is None:
+            return None
+        known = set(self.catalog.roots())
+        missing = [p for p in projects if p not in known]
+        if missing:
+            raise ProjectNotFound(f"project not found: {', '.join(missing)} (see `sleuth projects`)")
+        return tuple(dict.fromkeys(projects))
+
+    def _allowed_documents(self, req: SearchRequest, projects: tuple[str, ...] | None) -> frozenset[str] | None:
+        """The documents the filters allow (None: no filter beyond the projects).
+
+        Raises:
+            QueryError: a kind no document has.
+        """
+        f = req.filters
+        if f.kinds:
+            known = {*self.catalog.kind_labels(), ENTITY_KIND}
+            unknown = [k for k in f.kinds if k not in known]
+            if unknown:
+                raise QueryError(f"filters.kinds: no document has kind {', '.join(map(repr, unknown))}; "
+                                 f"kinds in this index: {', '.join(sorted(known))}")
+        doc_kinds = [k for k in f.kinds if k != ENTITY_KIND]
+        families = [x for x in f.families if x != "graph"]
+        graph_only = (bool(f.families) and not families) or (bool(f.kinds) and not doc_kinds)
+        timed = f.recorded_after_ns is not None or f.recorded_before_ns is not None
+        if graph_only:  # entities only: the lanes retrieve evidence unfiltered by kind and family
+            doc_kinds, families = [], []
+            if not (f.roles or timed):
+                return None
+        elif not (doc_kinds or f.roles or families or timed):
+            return None
+        return frozenset(self.catalog.filter_documents(projects, doc_kinds, f.roles, families,
+                                                       f.recorded_after_ns, f.recorded_before_ns))
+
+    def plan(self, req: SearchRequest) -> Plan:
+        """Step 1 (see :mod:`sleuth.pipeline.plan`).
+
+        Raises:
+            QueryError, ProjectNotFound, ConfigError: a bad request.
+        """
+        lanes = self.config.with_lanes(req.lanes).lanes
+        projects = self.check_projects(req.projects)
+        return build_plan(req, tuple(n for n in lanes if n in self.lanes), projects,
+                          self._allowed_documents(req, projects), self.config.lane_depth_min_blocks,
+                          self.config.lane_depth_blocks_per_result)
+
+    # ------------------------------------------------------------------ the search
+
+    def search(self, req: SearchRequest, state: RequestState | None = None) -> SearchResponse:
+        """Answer ``req`` (every step of the module docstring).
+
+        Args:
+            req: the request.
+            state: the request's entry in a request registry, when it is followed (status,
+                cancel); its deadline is ``req.deadline_ms``.
+        Raises:
+            QueryError: a bad request (a question of a grouped request without searchable terms).
+            ProjectNotFound: a requested project does not exist.
+            ConfigError: an unknown lane.
+            QueryTimeout: no retrieval lane answered before the deadline.
+            RequestCancelled: the request was cancelled.
+        """
+        started = time.perf_counter()
+        primary = parse_query(req.query) if not req.questions else None
+        if primary is not None and primary.is_empty and not any(not parse_query(v).is_empty for v in req.variants):
+            self.check_projects(req.projects)
+            return SearchResponse(query=req.query, terms=[], result_count=0, hits=[], lanes=[],
+                                  took_ms=round((time.perf_counter() - started) * 1000, 3), notice=NO_SEARCHABLE_TERMS,
+                                  questions=[QuestionAnswer(query=req.query, hits=[])], request_id=req.request_id)
+        if state is not None:
+            state.set_phase("scope")
+        plan = self.plan(req)
+        if self._catch_up is not None:
+            self._catch_up()
+        rows = Rows(self.catalog)
+        if state is not None:
+            for name in plan.all_lanes:
+                state.lanes[name] = "pending"
+            state.set_phase("retrieval")
+
+        def while_waiting(early: list[RankedList]) -> None:
+            # While the vector lane runs: the rows and snippets of the other lanes' best documents,
+            # most of which the fused ranking keeps (the rest are read after it).
+            q = plan.questions[0]
+            fused = rrf(early, doc_of_node, self.config.lane_weights, self.config.rrf_k, limit=q.window)
+            for _doc, block in existing(fused, q.window, rows):
+                if block is not None and req.snippets:
+                    rows.snippet(block, q.highlight_terms, req.passage_max_chars)
+
+        retrieval = self.retriever.run(plan, state, while_waiting)
+        if plan.lanes and not retrieval.answers and retrieval.degraded:
+            raise QueryTimeout(f"no retrieval lane answered within {req.deadline_ms} ms", "retrieval",
+                               retrieval.degraded)
+        graph = self._graph()
+        superseded_by = graph.superseded_by if graph is not None else {}
+        if state is not None:
+            state.set_phase("fusion")
+        ranked = [self._fuse(plan, qi, q, retrieval, superseded_by, state) for qi, q in enumerate(plan.questions)]
+        if plan.graph_only:
+            ranked = [[d for d in fused if is_entity_node(d.doc_id)] for fused in ranked]
+        if retrieval.degraded and not any(ranked):
+            late = sorted(retrieval.degraded)
+            raise QueryTimeout(f"no retrieval lane answered within {req.deadline_ms} ms",
+                               "retrieval" if set(late) - set(plan.expansion_lanes) else "graph", late)
+        if state is not None:
+            state.set_phase("summaries")
+        answers = [QuestionAnswer.model_construct(id=q.id, query=q.query, variants=[v.text for v in q.variants],
+                                                  hits=self._hits(q, fused, rows, req, plan, graph, superseded_by))
+                   for q, fused in zip(plan.questions, ranked, strict=True)]
+        first = plan.questions[0].variants[0].parsed
+        ran = [n for n in plan.all_lanes if n not in retrieval.degraded and n not in retrieval.unavailable
+               and n not in retrieval.failed and n not in retrieval.skipped]
+        return SearchResponse(
+            query=req.query if not req.questions else answers[0].query,
+            terms=list(first.terms), phrases=[" ".join(p) for p in first.phrases],
+            result_count=len(answers[0].hits), hits=answers[0].hits, lanes=ran,
+            took_ms=round((time.perf_counter() - started) * 1000, 3),
+            notice=self._notice(req, plan, retrieval, answers),
+            unavailable_lanes=retrieval.unavailable, degraded_lanes=sorted(retrieval.degraded),
+            failed_lanes=retrieval.failed, skipped_lanes=retrieval.skipped, questions=answers,
+            projects=list(plan.projects) if plan.projects is not None else [], request_id=req.request_id,
+        )
+
+    # ------------------------------------------------------------------ 3-5. fuse, expand, rerank
+
+    def _graph(self) -> LinkGraph | None:
+        lane: GraphLane | None = self.lanes.get("graph")
+        return lane.graph() if lane is not None and self.catalog.has_blocks() else None
+
+    def _fuse(self, plan: Plan, qi: int, q: PlannedQuestion, retrieval: Retrieval,
+              superseded_by: Mapping[str, set[str]], state: RequestState | None) -> list[Any]:
+        terms = frozenset(t for v in q.variants for t in v.parsed.terms)
+        allowed = frozenset() if plan.graph_only else plan.doc_ids
+        expand: dict[str, Expand] = {}
+        for name in plan.expansion_lanes:
+            lane = self.lanes[name]
+
+            def run(seeds: Sequence[tuple[str, float]], k: int, lane: Any = lane, name: str = name) -> RankedList:
+                return self._expand(lane, name, seeds, k, allowed, plan, terms, retrieval, state)
+
+            expand[name] = run
+        fused = fuse_question(q, retrieval.lists(qi), self.config.lane_weights, self.config.rrf_k, expand,
+                              self.config.lane_weights, plan.depth, superseded_by)
+        return fused
+
+    def _expand(self, lane: Any, name: str, seeds: Sequence[tuple[str, float]], k: int, allowed: frozenset[str] | None,
+                plan: Plan, terms: frozenset[str], retrieval: Retrieval, state: RequestState | None) -> RankedList:
+        """An expansion lane's list; with a deadline it runs on the pool and is degraded (an empty
+        list) when it does not answer in the time left."""
+        def task() -> RankedList:
+            if state is not None:
+                state.lanes[name] = "running"
+            self.retriever._delay(state, name)  # noqa: SLF001 - the same fault injection as retrieval
+            return lane.expand(seeds, k, allowed, plan.projects, plan.entities, terms)
+
+        empty = RankedList(name, (), ())
+        if name in retrieval.degraded or name in retrieval.failed:
+            return empty
+        if state is None or plan.deadline_s is None:
+            ranked = task()
+            if state is not None:
+                state.lanes[name] = "done"
+            return ranked
+        future = self._pool.submit(task)
+        while True:
+            remaining = state.remaining_s()
+            if remaining <= 0:
+                state.lanes[name] = "settling"
+                retrieval.degraded.append(name)
+                return empty
+            done, _ = wait([future], timeout=min(0.02, remaining))
+            state.check()
+            if done:
+                break
+        exc = future.exception()
+        if exc is not None:
+            if isinstance(exc, RequestCancelled):
+                raise exc
+            retrieval.failed[name] = f"{type(exc).__name__}: {exc}"
+            state.lanes[name] = "failed"
+            return empty
+        state.lanes[name] = "done"
+        return future.result()
+
+    # ------------------------------------------------------------------ 6. results
+
+    def _hits(self, q: PlannedQuestion, fused: list[Any], rows: Rows, req: SearchRequest, plan: Plan,
+              graph: LinkGraph | None, superseded_by: Mapping[str, set[str]]) -> list[Hit]:
+        known = graph.entities if graph is not None and plan.entities else {}
+        keep = {d.doc_id: False for d in fused if is_entity_node(d.doc_id) and d.doc_id not in known}
+        window = existing(fused, q.window, rows, keep)[q.offset:]
+        titles: dict[str, str] = {}
+        if graph is not None and any(block is None for _, block in window):
+            mentioning = [m for d, block in window if block is None for m in graph.entities[d.doc_id].mentioned_by[:8]]
+            titles = {doc.doc_id: doc.title for doc in self.catalog.documents(list(dict.fromkeys(mentioning))).values()}
+        hits: list[Hit] = []
+        for d, block in window:
+            rank = q.offset + len(hits) + 1
+            if block is None:
+                assert graph is not None
+                hits.append(entity_hit(rank, d, graph, titles, req.explain))
+            else:
+                hits.append(document_hit(rank, d, block, rows, q.highlight_terms, req.passages, req.passage_max_chars,
+                                         req.snippets, req.explain, superseded_by))
+        if req.details:
+            add_details(hits, rows)
+        return hits
+
+    # ------------------------------------------------------------------ notices
+
+    def _notice(self, req: SearchRequest, plan: Plan, retrieval: Retrieval,
+                answers: list[QuestionAnswer]) -> str | None:
+        """What the reader should know: why the answer is empty, an indexing run in progress, documents
+        the vector lane does not see yet."""
+        notes: list[str] = []
+        if not any(a.hits for a in answers):
+            notes.append(self._why_empty(plan, retrieval))
+        postings = self._postings_generation
+        if set(plan.lanes) & POSTINGS_LANES and postings is not None and postings() < self.catalog.generation():
+            notes.append("an indexing run is in progress: the bm25, index and exact lanes see its documents"
+                         " only when it ends (the tfidf and vector lanes see them already)")
+        vector = self.lanes.get("vector")
+        if "vector" in retrieval.answers and vector is not None and vector.pending_documents():
+            notes.append(f"{vector.pending_documents()} document(s) have no vector yet, so the vector lane"
+                         " does not see them (`sleuth index` embeds them)")
+        return "; ".join(notes) or None
+
+    @staticmethod
+    def _why_empty(plan: Plan, retrieval: Retrieval) -> str:
+        """Why an answer is empty, in one sentence for the reader."""
+        if not plan.lanes and plan.expansion_lanes:
+            return ("the graph lane expands from what the other lanes retrieve; with the graph lane alone "
+                    "there is nothing to expand from")
+        not_run = {**retrieval.unavailable, **retrieval.skipped}
+        ran = [n for n in plan.lanes if n not in not_run]
+        if not ran and retrieval.skipped:
+            return next(iter(retrieval.skipped.values()))
+        if plan.doc_ids is not None and not plan.doc_ids and not plan.graph_only:
+            return "no document matches the filters"
+        if plan.graph_only:
+            return "no graph entity is linked from the documents that match the query"
+        return "no document matches the query in the searched projects"

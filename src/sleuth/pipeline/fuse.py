@@ -1,0 +1,120 @@
+"""Steps 3 and 4 of a search: fusion, expansion, the primary-query rerank and supersession order. Pure.
+
+3. Fusion: every lane's list of every variant of a question joins one weighted RRF (k = 60,
+   :func:`sleuth.fusion.rrf`); a variant's lists weigh ``Variant.weight`` times their lane's weight
+   and are named ``lane#i`` (the primary query's simply ``lane``).
+4. Expansion: an expansion lane (the graph) ranks the nodes reached from the fused top documents
+   (``GRAPH_SEED_DOCUMENTS``, weighted by their fused score relative to the best); its list joins a
+   second fusion of the same lists.
+5. Rerank (once, by the primary query): with variants, the top ``RERANK_DEPTH`` documents are
+   re-scored by RRF over two rankings, the fusion of every variant and the primary query's own
+   fusion; then a document superseded by another one in the ranking moves below it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from sleuth.fusion import FusedDocument, rrf
+from sleuth.pipeline.plan import PlannedQuestion
+from sleuth.types import RankedList
+
+#: How many fused documents seed an expansion lane.
+GRAPH_SEED_DOCUMENTS = 10
+#: Reranking by the primary query: how many fused documents it reorders.
+RERANK_DEPTH = 30
+#: Documents fused beyond a question's window, to replace any deleted since the lanes answered.
+FUSED_SPARE_DOCUMENTS = 20
+
+#: (seeds ``[(doc_id, weight)]``, k) → the expansion lane's list.
+Expand = Callable[[Sequence[tuple[str, float]], int], RankedList]
+
+
+def doc_of_node(node_id: str) -> str:
+    """The fusion key of a lane item: a block's document id (``<doc_id>:<suffix>``), an entity's id."""
+    return node_id.partition(":")[0]
+
+
+def list_name(lane: str, variant: int) -> str:
+    """A lane list's name in fusion: ``lane`` for the primary query, ``lane#i`` for variant i."""
+    return lane if variant == 0 else f"{lane}#{variant}"
+
+
+def lane_of(name: str) -> str:
+    """The lane a fused list came from (``bm25#1`` → ``bm25``)."""
+    return name.partition("#")[0]
+
+
+def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedList]], lane_weights: Mapping[str, float],
+                  rrf_k: int, expand: Mapping[str, Expand], expand_weights: Mapping[str, float], depth: int,
+                  superseded_by: Mapping[str, set[str]]) -> list[FusedDocument]:
+    """One question's ranking: fusion, expansion, rerank and supersession order (module docstring).
+
+    Args:
+        question: the planned question (its variants give the lists' weights).
+        lists: ``(variant index, list)`` of every lane's answer.
+        lane_weights: lane name → RRF weight.
+        rrf_k: the RRF constant.
+        expand: expansion lanes by name (seeds, k) → list.
+        expand_weights: their RRF weights.
+        depth: how many nodes an expansion lane returns.
+        superseded_by: doc_id → ids of the documents replacing it.
+    Returns:
+        The fused documents, best first: the whole ranking when supersession or a rerank needs it,
+        else at least the question's window plus ``FUSED_SPARE_DOCUMENTS``.
+    """
+    named: list[RankedList] = []
+    weights: dict[str, float] = {}
+    for vi, ranked in lists:
+        name = list_name(ranked.lane, vi)
+        weights[name] = lane_weights.get(ranked.lane, 1.0) * question.variants[vi].weight
+        named.append(RankedList(name, ranked.block_ids, ranked.scores))
+    with_variants = len(question.variants) > 1
+    whole = bool(superseded_by) or with_variants
+    limit = None if whole else max(question.window + FUSED_SPARE_DOCUMENTS, RERANK_DEPTH, GRAPH_SEED_DOCUMENTS)
+    fused = rrf(named, doc_of_node, weights, rrf_k, limit=limit)
+    if expand:
+        top = [d for d in fused[:GRAPH_SEED_DOCUMENTS] if ":" not in d.doc_id and not d.doc_id.startswith("entity-")]
+        best = fused[0].score if fused else 1.0
+        seeds = [(d.doc_id, d.score / best) for d in top]
+        for name, lane_expand in expand.items():
+            named.append(lane_expand(seeds, depth))
+            weights[name] = expand_weights.get(name, 1.0)
+        fused = rrf(named, doc_of_node, weights, rrf_k, limit=limit)
+    if with_variants:
+        own = [r for r in named if "#" not in r.lane and r.lane not in expand]
+        fused = rerank_by_primary(fused, rrf(own, doc_of_node, weights, rrf_k), rrf_k)
+    return order_superseded(fused, superseded_by) if superseded_by else fused
+
+
+def rerank_by_primary(fused: list[FusedDocument], primary: list[FusedDocument], rrf_k: int,
+                      depth: int = RERANK_DEPTH) -> list[FusedDocument]:
+    """The head (``depth`` documents) of ``fused`` re-scored by RRF over two rankings: ``fused``
+    itself and the primary query's own fusion (``primary``); a document the primary query did not
+    retrieve gets only the first part. Ties keep their order. The tail is unchanged."""
+    primary_rank = {d.doc_id: i for i, d in enumerate(primary, start=1)}
+    head = fused[:depth]
+    scored = sorted(
+        ((1 / (rrf_k + i) + (1 / (rrf_k + primary_rank[d.doc_id]) if d.doc_id in primary_rank else 0.0), i, d)
+         for i, d in enumerate(head, start=1)),
+        key=lambda x: (-x[0], x[1]))
+    return [d for _, _, d in scored] + fused[depth:]
+
+
+def order_superseded(ranked: list[FusedDocument], superseded_by: Mapping[str, set[str]]) -> list[FusedDocument]:
+    """``ranked`` with every document moved below each of its replacements (``superseded_by``:
+    doc_id → ids of the documents replacing it) that is also in the list, chains included;
+    otherwise the order is kept. Cycles cannot make it loop: at most ``len(ranked)`` passes."""
+    ranked = list(ranked)
+    for _ in range(len(ranked)):
+        moved = False
+        position = {d.doc_id: i for i, d in enumerate(ranked)}
+        for i, d in enumerate(ranked):
+            later = [position[n] for n in superseded_by.get(d.doc_id, ()) if position.get(n, -1) > i]
+            if later:
+                ranked.insert(max(later), ranked.pop(i))  # after the pop, max(later) is just below it
+                moved = True
+                break
+        if not moved:
+            break
+    return ranked

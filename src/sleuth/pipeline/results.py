@@ -1,0 +1,156 @@
+"""Step 6 of a search: from fused documents to hits.
+
+The lanes may answer from a slightly older state than the catalog (the postings commit after the
+catalog; a lane cache may have been built just before a write). A document deleted since is
+dropped and the next one takes its place (the fusion keeps ``FUSED_SPARE_DOCUMENTS`` spares); a
+document rewritten since keeps its place, with its matched blocks that still exist, else its
+current first block -- it is never dropped only because its block ids changed. The window of a
+page (``offset`` then ``limit``) is counted over documents that exist, so pages neither repeat nor
+skip a result. Each hit gets its best passages (the best blocks' windows around the query terms,
+with highlights), its trace when asked for, what supersedes it, and, with ``details``, its
+freshness (one ``stat``) and its extents.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from sleuth.freshness import document_freshness
+from sleuth.fusion import FusedDocument
+from sleuth.lanes.graph import is_entity_node
+from sleuth.pipeline.fuse import lane_of
+from sleuth.store.catalog import HitBlock
+from sleuth.summaries import Snippet, make_snippet
+from sleuth.types import Hit, LaneContribution, Passage
+
+if TYPE_CHECKING:
+    from sleuth.lanes.graph import LinkGraph
+    from sleuth.pipeline.corpus import Corpus
+
+#: Documents an entity hit lists as mentioning it.
+ENTITY_MENTIONS_SHOWN = 20
+
+
+class Rows:
+    """The hit rows and snippets one search has read, so a second look at a block reads nothing."""
+
+    def __init__(self, catalog: Corpus) -> None:
+        self.catalog = catalog
+        self._blocks: dict[str, HitBlock | None] = {}
+        self._snippets: dict[tuple[str, int], Snippet] = {}
+
+    def blocks(self, block_ids: Sequence[str]) -> dict[str, HitBlock]:
+        """Like :meth:`sleuth.store.catalog.Catalog.hit_blocks`, remembering what was found and what was not."""
+        todo = [b for b in block_ids if b not in self._blocks]
+        if todo:
+            found = self.catalog.hit_blocks(todo)
+            self._blocks.update((b, found.get(b)) for b in todo)
+        return {b: block for b in block_ids if (block := self._blocks[b]) is not None}
+
+    def snippet(self, block: HitBlock, terms: frozenset[str], max_chars: int) -> Snippet:
+        key = (block.block_id, max_chars)
+        snip = self._snippets.get(key)
+        if snip is None:
+            snip = self._snippets[key] = make_snippet(block.text, terms, max_chars)
+        return snip
+
+
+def existing(fused: Sequence[FusedDocument], window: int, rows: Rows,
+             keep: Mapping[str, bool] | None = None) -> list[tuple[FusedDocument, HitBlock | None]]:
+    """The first ``window`` fused documents that exist now, each with its best block that exists
+    now (see the module docstring); entity nodes come with None. ``keep(doc_id)`` may leave nodes
+    out (a missing key: kept)."""
+    out: list[tuple[FusedDocument, HitBlock | None]] = []
+    step = max(window, 1)
+    for start in range(0, len(fused), step):
+        part = [d for d in fused[start : start + step] if keep is None or keep.get(d.doc_id, True)]
+        blocks = rows.blocks([b for d in part if not is_entity_node(d.doc_id) for b in d.block_ids])
+        for d in part:
+            if is_entity_node(d.doc_id):
+                out.append((d, None))
+            else:
+                alive = [b for b in d.block_ids if b in blocks]
+                if not alive:  # rewritten (or deleted) between the lanes' answer and now
+                    current = rows.catalog.first_hit_block(d.doc_id)
+                    if current is None:
+                        continue  # deleted: the next document takes its place
+                    blocks[current.block_id] = current
+                    rows._blocks[current.block_id] = current  # noqa: SLF001 - the same search's cache
+                    alive = [current.block_id]
+                if alive != d.block_ids:
+                    best = d.best_block_id if d.best_block_id in alive else alive[0]
+                    d = dataclasses.replace(d, block_ids=alive, best_block_id=best)
+                out.append((d, blocks[d.best_block_id]))
+            if len(out) == window:
+                return out
+    return out
+
+
+def _trace(d: FusedDocument) -> list[LaneContribution]:
+    return [LaneContribution.model_construct(lane=t.lane, rank=t.rank, weight=t.weight, contribution=t.contribution,
+                                             lane_score=t.lane_score) for t in d.trace]
+
+
+def _passages(d: FusedDocument, best: HitBlock, rows: Rows, terms: frozenset[str], count: int,
+              max_chars: int) -> list[Passage]:
+    blocks = [best]
+    if count > 1:
+        others = [b for b in d.block_ids if b != best.block_id][: count - 1]
+        found = rows.blocks(others)
+        blocks += [found[b] for b in others if b in found]
+    out = []
+    for b in blocks:
+        snip = rows.snippet(b, terms, max_chars)
+        out.append(Passage.model_construct(text=snip.text, start=b.start_char + snip.start, end=b.start_char + snip.end,
+                                           highlights=snip.highlights, heading_path=list(b.heading_path)))
+    return out
+
+
+def document_hit(rank: int, d: FusedDocument, block: HitBlock, rows: Rows, terms: frozenset[str], passages: int,
+                 passage_max_chars: int, snippets: bool, explain: bool,
+                 superseded_by: Mapping[str, set[str]]) -> Hit:
+    """The hit of a fused document whose best block is ``block``."""
+    shown = _passages(d, block, rows, terms, passages, passage_max_chars) if snippets else []
+    first = shown[0] if shown else None
+    # Built from the catalog's and the fusion's own typed values: no validation needed.
+    return Hit.model_construct(
+        rank=rank, doc_id=d.doc_id, project=block.project_id, path=block.rel_path, title=block.title,
+        kind=block.kind, tags=block.tags, score=d.score, sources=list(dict.fromkeys(lane_of(t.lane) for t in d.trace)),
+        block_ids=d.block_ids, best_block_id=d.best_block_id, heading_path=list(block.heading_path),
+        lines=(block.start_line, block.end_line), snippet=first.text if first else "",
+        highlights=first.highlights if first else [], explain=_trace(d) if explain else None,
+        root=block.root, label=block.label, role=block.role, family=block.family, recorded_ns=block.recorded_ns,
+        revision=block.revision, passages=shown, freshness=None, source_length=0, body_chars=0,
+        superseded_by=sorted(superseded_by.get(d.doc_id, ())), mentioned_by=[],
+    )
+
+
+def entity_hit(rank: int, d: FusedDocument, graph: LinkGraph, titles: Mapping[str, str], explain: bool) -> Hit:
+    """The hit of a graph entity: its name, and a one-line summary of the documents mentioning it."""
+    node = graph.entities[d.doc_id]
+    text = graph.entity_summary(d.doc_id, titles)
+    passage = Passage.model_construct(text=text, start=0, end=len(text), highlights=[], heading_path=[])
+    return Hit.model_construct(
+        rank=rank, doc_id=d.doc_id, project=node.project_id, path="", title=node.name, kind="entity", tags=[],
+        score=d.score, sources=["graph"], block_ids=[], best_block_id="", heading_path=[], lines=(0, 0),
+        snippet=text, highlights=[], explain=_trace(d) if explain else None, root="", label="entity", role="other",
+        family="graph", recorded_ns=0, revision="", passages=[passage], freshness="current",
+        source_length=len(text), body_chars=len(text), superseded_by=[],
+        mentioned_by=node.mentioned_by[:ENTITY_MENTIONS_SHOWN],
+    )
+
+
+def add_details(hits: list[Hit], rows: Rows) -> None:
+    """Fill ``freshness`` (one ``stat`` per file), ``source_length`` and ``body_chars`` of document hits."""
+    docs = [h for h in hits if h.family != "graph"]
+    extents = rows.catalog.body_extents([h.doc_id for h in docs])
+    blocks = rows.blocks([h.best_block_id for h in docs])
+    for h in docs:
+        length, body_start, body_end = extents.get(h.doc_id, (0, 0, 0))
+        h.source_length, h.body_chars = length, body_end - body_start
+        b = blocks.get(h.best_block_id)
+        if b is not None:
+            h.freshness = document_freshness(b.root, b.rel_path, b.mtime_ns, b.size_bytes, b.content_hash,
+                                             b.indexed_at)
