@@ -2,6 +2,23 @@
 
 from __future__ import annotations
 
+#: Characters of a caller's name or value shown in an error message before it is cut.
+SHOWN_MAX_CHARS = 60
+
+
+def shown(text: str, max_chars: int = SHOWN_MAX_CHARS) -> str:
+    """``text`` safe to put in an error message: at most ``max_chars`` characters, surrogates and
+    other non-printable characters as ``\\uXXXX`` escapes (so the message always encodes as UTF-8)."""
+    cut = text[:max_chars]
+    out = "".join(c if c.isprintable() and not "\ud800" <= c <= "\udfff" else f"\\u{ord(c):04x}" for c in cut)
+    return out + ("..." if len(text) > max_chars else "")
+
+
+def not_found(kind: str, name: str) -> str:
+    """``"<kind> not found or access denied: <name>"``: the one message for an object that does
+    not exist and for one the caller may not see, so that no answer reveals that it exists."""
+    return f"{kind} not found or access denied: {shown(name, 500)}"
+
 
 class SleuthError(Exception):
     """Base of every error sleuth raises on purpose; its message is meant for people."""

@@ -93,7 +93,7 @@ def test_get_notebook_returns_the_item(hugo_index: Path, hugo_sample: Path) -> N
     got = payload(out["results"][0])
     assert got["item"]["item_id"] == item_id
     assert got["item"]["text"] == (hugo_sample / "functions/os/Getenv.md").read_text(encoding="utf-8")
-    assert "Item not found in project hugo: 0000000000000000" in error_text(out["results"][1])
+    assert error_text(out["results"][1]).endswith(": item not found or access denied: 0000000000000000")
 
 
 @pytest.mark.parametrize(
@@ -103,7 +103,7 @@ def test_get_notebook_returns_the_item(hugo_index: Path, hugo_sample: Path) -> N
         ({"project_id": "hugo", "query": "   "}, "Query is required"),
         ({"project_id": "hugo"}, "Query is required"),
         ({"query": "hooks"}, "project_id is required"),
-        ({"project_id": "other", "query": "hooks"}, "Project not found or access denied: other"),
+        ({"project_id": "other", "query": "hooks"}, "project not found or access denied: other"),
         ({"project_id": "hugo", "query": "hooks", "limit": 0}, "limit must be an integer from 1 to 50; got 0"),
         ({"project_id": "hugo", "query": "hooks", "limit": 51}, "limit must be an integer from 1 to 50; got 51"),
         ({"project_id": "hugo", "query": "hooks", "limit": "five"},

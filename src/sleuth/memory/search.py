@@ -295,11 +295,11 @@ class MemorySearch:
                             and (not f.kinds or ENTITY_KIND in f.kinds) and (not f.roles or "other" in f.roles)
                             and f.recorded_after_ns is None and f.recorded_before_ns is None)
         if f.kinds:
-            known = {*self.engine.catalog.kind_labels(), ENTITY_KIND}
+            known = {*self.engine.catalog.kind_labels(projects), ENTITY_KIND}  # only the searched projects'
             unknown = [k for k in f.kinds if k not in known]
             if unknown:
                 raise QueryError(f"filters.kinds: no document has kind {', '.join(map(repr, unknown))}; "
-                                 f"kinds in this index: {', '.join(sorted(known))}")
+                                 f"kinds in the searched projects: {', '.join(sorted(known))}")
         questions = [self._variants(q) for q in req.questions]
         self.engine._catch_up(blocking=False)  # noqa: SLF001 - the engine's own catch-up, as its search does
         lanes = [lane for lane in MEMORY_LANES if lane in f.lanes]
