@@ -23,6 +23,7 @@ tool's own checks (their seeds differ: ``search_guides`` clamps what the others 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from anyio.lowlevel import RunVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent
 
 from sleuth.errors import QueryError, shown
@@ -53,9 +55,12 @@ from sleuth.memory.request import (
     KIND_MAX_CHARS,
     KINDS_MAX,
     LIMIT_MAX,
+    MEMORY_LANES,
     PROJECT_ID_MAX_CHARS,
     QUERIES_MAX,
     REQUEST_ID_MAX_CHARS,
+    ROLES,
+    SOURCE_FAMILIES,
     VARIANT_MAX_CHARS,
     VARIANTS_MAX,
 )
@@ -120,6 +125,9 @@ INCLUDE_PROJECTS = _limit("INCLUDE_PROJECTS_MAX", INCLUDE_PROJECTS_MAX, "items",
 REQUEST_ID = _limit("REQUEST_ID_MAX_CHARS", REQUEST_ID_MAX_CHARS, "characters",
                     "`request_id` of project_memory_search, query_status, query_cancel")
 KINDS = _limit("KINDS_MAX", KINDS_MAX, "items", "`filters.kinds`")
+FILTER_ROLES = _limit("len(ROLES)", len(ROLES), "items", "`filters.roles` (each role once)")
+FILTER_FAMILIES = _limit("len(SOURCE_FAMILIES)", len(SOURCE_FAMILIES), "items", "`filters.source_families`")
+FILTER_LANES = _limit("len(MEMORY_LANES)", len(MEMORY_LANES), "items", "`filters.retrieval_lanes`")
 KIND = _limit("KIND_MAX_CHARS", KIND_MAX_CHARS, "characters", "each of `filters.kinds`")
 DATE_TIME = _limit("DATE_TIME_MAX_CHARS", DATE_TIME_MAX_CHARS, "characters", "`filters.recorded_after` / `_before`")
 ITEM_ID = _limit("ID_MAX_CHARS", ID_MAX_CHARS, "characters",
@@ -173,7 +181,8 @@ ARGUMENT_CAPS: dict[str, dict[str, Cap]] = {
         "queries[].query_variants": Cap(items=VARIANTS), "queries[].query_variants[]": Cap(VARIANT),
         "project_id": Cap(PROJECT_ID), "include_project_ids": Cap(items=INCLUDE_PROJECTS),
         "include_project_ids[]": Cap(PROJECT_ID), "request_id": Cap(REQUEST_ID),
-        "filters.kinds": Cap(items=KINDS), "filters.kinds[]": Cap(KIND),
+        "filters.kinds": Cap(items=KINDS), "filters.kinds[]": Cap(KIND), "filters.roles": Cap(items=FILTER_ROLES),
+        "filters.source_families": Cap(items=FILTER_FAMILIES), "filters.retrieval_lanes": Cap(items=FILTER_LANES),
         "filters.recorded_after": Cap(DATE_TIME), "filters.recorded_before": Cap(DATE_TIME),
     },
     "query_status": {"request_id": Cap(REQUEST_ID)},
@@ -192,7 +201,8 @@ ARGUMENT_CAPS: dict[str, dict[str, Cap]] = {
 #: Numeric ranges each tool checks itself are listed too.
 TOOL_LIMITS: tuple[Limit, ...] = (
     QUERY, GROUP_QUERY, GROUP_ID, QUERIES, VARIANTS, VARIANT, PROJECT_ID, INCLUDE_PROJECTS, REQUEST_ID,
-    KINDS, KIND, DATE_TIME, ITEM_ID, BODY_HANDLE, CANCEL_REASON, PAGE, TITLE, BODY, TAGS, TAG, RELATIONS,
+    KINDS, KIND, FILTER_ROLES, FILTER_FAMILIES, FILTER_LANES, DATE_TIME, ITEM_ID, BODY_HANDLE, CANCEL_REASON,
+    PAGE, TITLE, BODY, TAGS, TAG, RELATIONS,
     DOCUMENTS, DOCUMENTS_TOTAL, CANDIDATES, CANDIDATES_TOTAL,
     _limit("LIMIT_MAX", LIMIT_MAX, "results", "`limit` of project_memory_search (1 to 50)"),
     _limit("SEARCH_PROJECT_LIMIT_MAX", SEARCH_PROJECT_LIMIT_MAX, "results", "`limit` of search_project (1 to 50)"),
@@ -252,7 +262,7 @@ class _Walk:
         cap = self.caps.get(pattern, Cap())
         schema = schema if isinstance(schema, dict) else {}
         if isinstance(value, str):
-            limit = cap.chars or VALUE
+            limit = cap.chars or cap.total_chars or VALUE  # an array sent as JSON text: its total
             if len(value) > limit.value:
                 raise ArgumentError(f"{where} is {len(value)} characters long; the limit is {limit.value}")
             check_text(value, where)
@@ -304,9 +314,45 @@ def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str
         walk.value(value, properties.get(key), str(key), shown(str(key)), 1)
 
 
+class _ArgumentsAsSent(FuncMetadata):
+    """The SDK's argument metadata without its JSON pre-parsing: the SDK turns every string that
+    reads as a JSON array or object into one unless the parameter is annotated ``str``, so a query
+    or a record body of JSON text reached the tool as a list or a dict (:class:`CheckedTool` parses
+    only strings sent for array or object parameters)."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        return dict(data)
+
+
+def _json_container(value: Any, schema: Any) -> Any:
+    """``value`` parsed when it is a string holding the JSON array or object ``schema`` asks for
+    (what some clients send instead of the array), else ``value`` unchanged."""
+    wanted = schema.get("type") if isinstance(schema, dict) else None
+    if not isinstance(value, str) or wanted not in ("array", "object"):
+        return value
+    try:
+        parsed = json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+    return parsed if isinstance(parsed, list if wanted == "array" else dict) else value
+
+
 class CheckedTool(Tool):
     """A tool whose calls pass :func:`check_arguments` first; a failure is answered by
-    :meth:`argument_error`, which each tool family overrides to answer in its own error shape."""
+    :meth:`argument_error`, which each tool family overrides to answer in its own error shape.
+
+    A string sent for an array or object parameter that holds JSON of that type is parsed (as the
+    SDK does for clients that send arrays as JSON text) and checked again; strings sent for string
+    parameters always reach the tool as sent.
+    """
+
+    @classmethod
+    def from_function(cls, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Tool:
+        tool = super().from_function(fn, *args, **kwargs)
+        meta = tool.fn_metadata
+        tool.fn_metadata = _ArgumentsAsSent(arg_model=meta.arg_model, output_schema=meta.output_schema,
+                                            output_model=meta.output_model, wrap_output=meta.wrap_output)
+        return tool
 
     def argument_error(self, message: str) -> Any:
         """The answer to arguments that fail the checks (default: a plain tool error with ``message``)."""
@@ -315,10 +361,14 @@ class CheckedTool(Tool):
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
             check_arguments(self.name, self.parameters, arguments)
+            properties = self.parameters.get("properties", {})
+            parsed = {k: _json_container(v, properties.get(k)) for k, v in arguments.items()}
+            if any(parsed[k] is not arguments[k] for k in arguments):
+                check_arguments(self.name, self.parameters, parsed)
         except ArgumentError as exc:
             result = self.argument_error(str(exc))
             return self.fn_metadata.convert_result(result) if convert_result else result
-        return await super().run(arguments, context, convert_result=convert_result)
+        return await super().run(parsed, context, convert_result=convert_result)
 
 
 def refusal(tool: Tool, message: str) -> CallToolResult:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from sleuth.engine import Engine
-from sleuth.errors import DocumentNotFound, IndexBusy, ProjectNotFound, QueryError, SleuthError
+from sleuth.errors import DocumentNotFound, IndexBusy, ProjectNotFound, QueryError, SleuthError, shown_value
 from sleuth.mcp.access import Access
 from sleuth.mcp.limits import CheckedTool, run_in_worker
 from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS, read_body
@@ -343,9 +344,9 @@ class MemoryTools:
     async def query_cancel(self, request_id: Any = None, reason: Any = None) -> CallToolResult:
         try:
             request_id = _text_arg(request_id, "request_id")
+            why = _text_arg(reason, "reason") if reason is not None else "cancelled by query_cancel"
         except QueryError as exc:
             return _error(exc)
-        why = reason.strip() if isinstance(reason, str) and reason.strip() else "cancelled by query_cancel"
         try:
             state, was_running = self.registry.cancel(request_id, why)
         except RequestNotFound as exc:
@@ -445,8 +446,9 @@ def _text_arg(value: Any, name: str) -> str:
 def _int_arg(value: Any, name: str, default: int) -> int:
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise QueryError(f"{name} must be an integer; got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or (isinstance(value, float) and not (math.isfinite(value) and value.is_integer())):
+        raise QueryError(f"{name} must be an integer; got {shown_value(value)}")
     return int(value)
 
 
