@@ -40,6 +40,7 @@ from mcp.types import CallToolResult, TextContent
 
 from sleuth.errors import QueryError, shown
 from sleuth.guides.search import GUIDES_LIMIT_MAX
+from sleuth.mcp.wire import MESSAGE_MAX_BYTES
 from sleuth.memory.bodies import BODY_PAGE_MAX_CHARS
 from sleuth.memory.records import (
     RECORD_BODY_MAX_CHARS,
@@ -49,7 +50,10 @@ from sleuth.memory.records import (
     RECORD_TITLE_MAX_CHARS,
 )
 from sleuth.memory.request import (
+    BUDGET_MAX_BYTES,
+    DEADLINE_MAX_MS,
     GROUP_ID_MAX_CHARS,
+    GROUP_LIMIT_MAX,
     GROUP_QUERY_MAX_CHARS,
     INCLUDE_PROJECTS_MAX,
     KIND_MAX_CHARS,
@@ -95,6 +99,10 @@ ARGUMENT_MAX_DEPTH = 8
 TOOL_WORKER_THREADS = 8
 #: Largest ``limit`` of ``search_project`` (seed 000).
 SEARCH_PROJECT_LIMIT_MAX = 50
+#: Most items of ``filters.roles``, ``filters.source_families``, ``filters.retrieval_lanes``: each choice once.
+FILTER_ROLES_MAX = len(ROLES)
+FILTER_FAMILIES_MAX = len(SOURCE_FAMILIES)
+FILTER_LANES_MAX = len(MEMORY_LANES)
 
 
 @dataclass(frozen=True)
@@ -125,9 +133,9 @@ INCLUDE_PROJECTS = _limit("INCLUDE_PROJECTS_MAX", INCLUDE_PROJECTS_MAX, "items",
 REQUEST_ID = _limit("REQUEST_ID_MAX_CHARS", REQUEST_ID_MAX_CHARS, "characters",
                     "`request_id` of project_memory_search, query_status, query_cancel")
 KINDS = _limit("KINDS_MAX", KINDS_MAX, "items", "`filters.kinds`")
-FILTER_ROLES = _limit("len(ROLES)", len(ROLES), "items", "`filters.roles` (each role once)")
-FILTER_FAMILIES = _limit("len(SOURCE_FAMILIES)", len(SOURCE_FAMILIES), "items", "`filters.source_families`")
-FILTER_LANES = _limit("len(MEMORY_LANES)", len(MEMORY_LANES), "items", "`filters.retrieval_lanes`")
+FILTER_ROLES = _limit("FILTER_ROLES_MAX", FILTER_ROLES_MAX, "items", "`filters.roles` (each role once)")
+FILTER_FAMILIES = _limit("FILTER_FAMILIES_MAX", FILTER_FAMILIES_MAX, "items", "`filters.source_families`")
+FILTER_LANES = _limit("FILTER_LANES_MAX", FILTER_LANES_MAX, "items", "`filters.retrieval_lanes`")
 KIND = _limit("KIND_MAX_CHARS", KIND_MAX_CHARS, "characters", "each of `filters.kinds`")
 DATE_TIME = _limit("DATE_TIME_MAX_CHARS", DATE_TIME_MAX_CHARS, "characters", "`filters.recorded_after` / `_before`")
 ITEM_ID = _limit("ID_MAX_CHARS", ID_MAX_CHARS, "characters",
@@ -205,6 +213,9 @@ TOOL_LIMITS: tuple[Limit, ...] = (
     PAGE, TITLE, BODY, TAGS, TAG, RELATIONS,
     DOCUMENTS, DOCUMENTS_TOTAL, CANDIDATES, CANDIDATES_TOTAL,
     _limit("LIMIT_MAX", LIMIT_MAX, "results", "`limit` of project_memory_search (1 to 50)"),
+    _limit("GROUP_LIMIT_MAX", GROUP_LIMIT_MAX, "results", "`queries[].limit` (1 to 20)"),
+    _limit("DEADLINE_MAX_MS", DEADLINE_MAX_MS, "ms", "`response_deadline_ms` (1,000 to 300,000)"),
+    _limit("BUDGET_MAX_BYTES", BUDGET_MAX_BYTES, "bytes", "`response_budget_bytes` (1,000 to 1,000,000)"),
     _limit("SEARCH_PROJECT_LIMIT_MAX", SEARCH_PROJECT_LIMIT_MAX, "results", "`limit` of search_project (1 to 50)"),
     _limit("GUIDES_LIMIT_MAX", GUIDES_LIMIT_MAX, "results", "`limit` of search_guides (clamped to 1 to 10)"),
     _limit("TOP_K_MAX", TOP_K_MAX, "results", "`top_k` of search_documents / search_index_query"),
@@ -212,6 +223,8 @@ TOOL_LIMITS: tuple[Limit, ...] = (
     _limit("ARGUMENT_VALUES_MAX", ARGUMENT_VALUES_MAX, "values", "all values of one call's arguments"),
     _limit("ARGUMENT_MAX_DEPTH", ARGUMENT_MAX_DEPTH, "levels", "nesting of arrays and objects in the arguments"),
     _limit("TOOL_WORKER_THREADS", TOOL_WORKER_THREADS, "threads", "tool calls working at once per server process"),
+    _limit("MESSAGE_MAX_BYTES", MESSAGE_MAX_BYTES, "bytes",
+           "one JSON-RPC message (a longer line is skipped and answered; a `tools/call` with a tool error)"),
 )
 
 

@@ -52,7 +52,7 @@ class ServeContext:
 
 
 def add_tools(server: MCPServer[Any], tools: Iterable[Tool]) -> None:
-    """Register ready-made tools (hand-written schemas, :class:`ContractTool` subclasses) on ``server``.
+    """Register ready-made tools (hand-written schemas, :class:`~sleuth.mcp.limits.CheckedTool`) on ``server``.
 
     ``MCPServer.add_tool`` only builds tools from functions, which would replace the seeds' exact
     schemas, so the tools go straight into the server's tool manager.

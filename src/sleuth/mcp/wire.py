@@ -7,9 +7,9 @@ latter does with hostile input:
 - **A lone surrogate.** pydantic's strict JSON parser refuses ``"\\ud800"`` (an escape JSON's
   grammar allows, RFC 8259 section 8.2); the SDK hands the parse error to the session, which
   drops it, so the caller never gets an answer. Here a line the strict parser refuses is decoded
-  again with the standard library's parser (which keeps lone surrogates; non-JSON constants such as
-  ``NaN`` are still refused and integers over :data:`INT_MAX_DIGITS` digits read as infinite), so
-  the call reaches its tool, whose argument checks (:mod:`sleuth.mcp.limits`) answer with a tool
+  again with the standard library's parser (which keeps lone surrogates; as in the strict parser,
+  ``NaN`` and ``Infinity`` read as floats, and integers over :data:`INT_MAX_DIGITS` digits read as
+  infinite), so the call reaches its tool, whose argument checks (:mod:`sleuth.mcp.limits`) answer with a tool
   error naming the argument.
 - **A line that is not a JSON-RPC message** gets a JSON-RPC error (parse error -32700 with a null
   id, or invalid request -32600 with its id) instead of silence; notifications never get answers.
@@ -73,10 +73,6 @@ _METHOD_RE = re.compile(rb'"method"\s*:\s*"([^"\\]{1,100})"')
 # ---------------------------------------------------------------------------------------------- decoding
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _parse_int(digits: str) -> int | float:
     if len(digits.lstrip("-")) > INT_MAX_DIGITS:
         return float("-inf") if digits.startswith("-") else float("inf")
@@ -99,7 +95,7 @@ def decode_line(line: bytes) -> SessionMessage | bytes | None:
     except ValidationError:
         pass
     try:
-        data = json.loads(line.decode("utf-8", "replace"), parse_constant=_refuse_constant, parse_int=_parse_int)
+        data = json.loads(line.decode("utf-8", "replace"), parse_int=_parse_int)
     except (ValueError, RecursionError):
         return _reply_error(None, PARSE_ERROR, "Parse error: the message is not JSON")
     try:
