@@ -14,10 +14,11 @@ gets an error that names the argument and states the limit. Before a tool runs,
   a whole call holds at most :data:`ARGUMENT_VALUES_MAX` values nested at most
   :data:`ARGUMENT_MAX_DEPTH` deep.
 
-The checks cost one pass over the arguments, bounded by those caps (a few milliseconds for the
-largest call allowed), so they run on the event loop; the tools' own work runs in worker threads
-through :func:`run_in_worker`, at most :data:`TOOL_WORKER_THREADS` at once per process, so no call
-can hold the event loop that answers every other session. Types and numeric ranges are each
+The checks cost one pass over the arguments, bounded by those caps: small arguments are checked
+on the event loop (cheaper than a thread hop, and a ``query_cancel`` never waits for a thread),
+larger ones (:data:`CHECK_INLINE_MAX_WEIGHT`) in a worker thread. The tools' own work runs in
+worker threads through :func:`run_in_worker`, at most :data:`TOOL_WORKER_THREADS` at once per
+process, so no call can hold the event loop that answers every other session. Types and numeric ranges are each
 tool's own checks (their seeds differ: ``search_guides`` clamps what the others refuse).
 """
 
@@ -371,17 +372,51 @@ class CheckedTool(Tool):
         """The answer to arguments that fail the checks (default: a plain tool error with ``message``)."""
         raise ToolError(message)
 
+    def checked(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``arguments`` after :func:`check_arguments` (JSON text sent for arrays and objects parsed).
+
+        Raises:
+            ArgumentError: see :func:`check_arguments`.
+        """
+        check_arguments(self.name, self.parameters, arguments)
+        properties = self.parameters.get("properties", {})
+        parsed = {k: _json_container(v, properties.get(k)) for k, v in arguments.items()}
+        if any(parsed[k] is not arguments[k] for k in arguments):
+            check_arguments(self.name, self.parameters, parsed)
+        return parsed
+
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
-            check_arguments(self.name, self.parameters, arguments)
-            properties = self.parameters.get("properties", {})
-            parsed = {k: _json_container(v, properties.get(k)) for k, v in arguments.items()}
-            if any(parsed[k] is not arguments[k] for k in arguments):
-                check_arguments(self.name, self.parameters, parsed)
+            if _weight(arguments) <= CHECK_INLINE_MAX_WEIGHT:
+                parsed = self.checked(arguments)  # small: cheaper than a thread hop, and never waits for one
+            else:
+                parsed = await run_in_worker(lambda: self.checked(arguments))
         except ArgumentError as exc:
             result = self.argument_error(str(exc))
             return self.fn_metadata.convert_result(result) if convert_result else result
         return await super().run(parsed, context, convert_result=convert_result)
+
+
+#: Arguments weighing more than this (:func:`_weight`) are checked in a worker thread, not on the event loop.
+CHECK_INLINE_MAX_WEIGHT = 20_000
+
+
+def _weight(arguments: Mapping[str, Any]) -> int:
+    """The checks' work, counted up to just past :data:`CHECK_INLINE_MAX_WEIGHT` (so counting
+    costs at most that many steps): one per value, plus each string's length."""
+    weight, todo = 0, [*arguments.keys(), *arguments.values()]
+    while todo and weight <= CHECK_INLINE_MAX_WEIGHT:
+        value = todo.pop()
+        weight += 1
+        if isinstance(value, str):
+            weight += len(value)
+        elif isinstance(value, list):
+            weight += len(value)
+            todo.extend(value[: CHECK_INLINE_MAX_WEIGHT])
+        elif isinstance(value, dict):
+            weight += len(value)
+            todo.extend(list(value.values())[: CHECK_INLINE_MAX_WEIGHT])
+    return weight
 
 
 def refusal(tool: Tool, message: str) -> CallToolResult:
