@@ -323,7 +323,8 @@ async def stdio_transport(
 
     While serving, file descriptor 0 reads the null device and 1 writes to stderr (as the SDK's
     stdio transport arranges), so nothing else in the process can read the protocol's input or
-    write into its output; both are restored on exit.
+    write into its output; both are restored on exit (once per process: the two duplicates serving
+    the protocol are left open).
     """
     wire_in, wire_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -346,5 +347,5 @@ async def stdio_transport(
     finally:
         os.dup2(wire_out, 1)
         os.dup2(wire_in, 0)
-        os.close(wire_out)
-        os.close(wire_in)
+        # The duplicates stay open: a daemon thread may still be blocked reading one, and a closed
+        # descriptor number could be reused by a file opened later, which it would then read.
