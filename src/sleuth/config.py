@@ -16,7 +16,6 @@ from sleuth.locate import INDEX_DIR_NAME as INDEX_DIR_NAME  # re-exported: the i
 from sleuth.locate import INDEX_ENV as INDEX_ENV
 from sleuth.locate import find_index_dir as find_index_dir
 
-
 #: Every lane returns at least this many blocks before fusion...
 LANE_DEPTH_MIN_BLOCKS = 100
 #: ... and at least this many blocks per requested result.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import anyio
 import pytest
-
 from mcp.types import Tool, ToolAnnotations
 
 from sleuth.broker.gate import CONTROL, CONTROL_META, READ, WRITE, ReadWriteGate, gate_kind, gate_kinds

@@ -14,6 +14,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from sleuth.mcp.project_tools import SEARCH_PROJECT_SCHEMA
+from tests.integration.mcp_session import serve_env
 
 TIMESTAMP_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -22,8 +23,11 @@ def session_calls(index: Path, calls: list[tuple[str, dict[str, Any]]], extra: l
     """Start `sleuth serve`, list tools, make ``calls`` in order; return what came back."""
 
     async def main() -> dict[str, Any]:
+        # The test session's environment (its private broker folder, SLEUTH_BROKER=0): without env,
+        # the SDK starts the server with a minimal environment of its own.
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "sleuth.cli", "serve", "--index", str(index), *extra]
+            command=sys.executable, args=["-m", "sleuth.cli", "serve", "--index", str(index), *extra],
+            env=serve_env(),
         )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
@@ -93,7 +97,7 @@ def test_get_notebook_returns_the_item(hugo_index: Path, hugo_sample: Path) -> N
     got = payload(out["results"][0])
     assert got["item"]["item_id"] == item_id
     assert got["item"]["text"] == (hugo_sample / "functions/os/Getenv.md").read_text(encoding="utf-8")
-    assert "Item not found in project hugo: 0000000000000000" in error_text(out["results"][1])
+    assert error_text(out["results"][1]).endswith(": item not found or access denied: 0000000000000000")
 
 
 @pytest.mark.parametrize(
@@ -103,7 +107,7 @@ def test_get_notebook_returns_the_item(hugo_index: Path, hugo_sample: Path) -> N
         ({"project_id": "hugo", "query": "   "}, "Query is required"),
         ({"project_id": "hugo"}, "Query is required"),
         ({"query": "hooks"}, "project_id is required"),
-        ({"project_id": "other", "query": "hooks"}, "Project not found or access denied: other"),
+        ({"project_id": "other", "query": "hooks"}, "project not found or access denied: other"),
         ({"project_id": "hugo", "query": "hooks", "limit": 0}, "limit must be an integer from 1 to 50; got 0"),
         ({"project_id": "hugo", "query": "hooks", "limit": 51}, "limit must be an integer from 1 to 50; got 51"),
         ({"project_id": "hugo", "query": "hooks", "limit": "five"},

@@ -335,6 +335,8 @@ def test_records_read_forget_and_doctor(lab: tuple[Path, Path]) -> None:
         inbox_id = out["inbox"]["record"]["record_id"]
         out["nul"] = await s.call_tool("project_memory_record", {"kind": "note", "title": "zero\u0000byte",
                                                                   "body": "nul", "project_id": "lab"})
+        out["control"] = await s.call_tool("project_memory_record", {"kind": "note", "title": "bell\u0007",
+                                                                      "body": "bel", "project_id": "lab"})
         out["self"] = await s.call_tool("project_memory_record", {"kind": "note", "title": "Loose thought",
                                                                    "body": "again", "record_id": inbox_id,
                                                                    "supersedes": [inbox_id]})
@@ -375,6 +377,9 @@ def test_records_read_forget_and_doctor(lab: tuple[Path, Path]) -> None:
     assert doctor["stale_documents"][0]["path"] == "notes/plans/migration-plan.md"
     assert doctor["lanes"]["vector"]["available"] is True and doctor["projects"][0]["project_id"] == "lab"
     assert out["nul"].structured_content["error"] == {
+        "code": "INVALID_ARGUMENT",
+        "message": "title holds a NUL character (U+0000) at character 4; arguments must be text"}
+    assert out["control"].structured_content["error"] == {
         "code": "INVALID_ARGUMENT", "message": "title holds a control character (e.g. NUL); records are text"}
     assert not list((index / "memory" / "lab" / "notes").glob("*zero*")) if (index / "memory" / "lab" / "notes"
                                                                               ).exists() else True
@@ -388,10 +393,10 @@ def test_records_read_forget_and_doctor(lab: tuple[Path, Path]) -> None:
 
 BAD_INPUT = [
     ({"query": "x", "project_id": "lab", "filters": {"kinds": ["nonsense"]}}, "INVALID_ARGUMENT",
-     "filters.kinds: no document has kind 'nonsense'; kinds in this index: code, decision,"),
+     "filters.kinds: no document has kind 'nonsense'; kinds in the searched projects: code, decision,"),
     ({"query": "x", "project_id": "lab", "filters": {"recorded_after": "0000-01-01T00:00:00Z"}}, "INVALID_ARGUMENT",
      "filters.recorded_after must be a date-time from year 0001 to 9999"),
-    ({"query": "x", "project_id": "nope"}, "PROJECT_NOT_FOUND", "project not found: nope"),
+    ({"query": "x", "project_id": "nope"}, "PROJECT_NOT_FOUND", "project not found or access denied: nope"),
     ({"query": "x", "project_id": "lab", "limit": 51}, "INVALID_ARGUMENT", "limit must be an integer from 1 to 50"),
     ({"query": "the of and", "project_id": "lab"}, "INVALID_ARGUMENT", "no searchable terms"),
     ({"query": "x", "project_id": "lab", "filters": {"roles": ["boss"]}}, "INVALID_ARGUMENT", "filters.roles[0]"),

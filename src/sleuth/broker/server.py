@@ -48,6 +48,7 @@ from sleuth.engine import Engine
 from sleuth.errors import ConfigError, IndexBusy, SleuthError
 from sleuth.locks import WRITE_LOCK_TIMEOUT_S, lock_exclusive
 from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
+from sleuth.mcp.limits import run_in_worker
 from sleuth.mcp.registry import ServeContext
 from sleuth.mcp.sdk import serve_streams
 from sleuth.mcp.server import build_server, check_allowed_projects, needs_index, parse_profiles
@@ -142,6 +143,7 @@ class Broker:
         self.idle_exit_s = idle_exit_s
         self.gate = ReadWriteGate()
         self.registries: dict[frozenset[str] | None, RequestRegistry] = {}
+        self._registries_lock = threading.Lock()
         self.sessions = 0
         self.sessions_total = 0
         self.calls_running = 0
@@ -251,7 +253,9 @@ class Broker:
 
     def status(self) -> dict[str, Any]:
         """What ``sleuth broker status`` shows (JSON-ready)."""
-        running = sorted(rid for registry in self.registries.values() for rid in registry.running())
+        with self._registries_lock:
+            registries = list(self.registries.values())
+        running = sorted(rid for registry in registries for rid in registry.running())
         return {
             "ok": True, "pid": os.getpid(), "index": str(self.engine.index_dir), "key": self.paths.key,
             "socket": str(self.paths.socket), "version": __version__, "started_at": self.started_at,
@@ -315,11 +319,13 @@ class Broker:
         await stream.send(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
 
     def registry_for(self, allowed: frozenset[str] | None) -> RequestRegistry:
-        """The request registry shared by sessions with the same project access."""
-        registry = self.registries.get(allowed)
-        if registry is None:
-            registry = self.registries[allowed] = RequestRegistry()
-        return registry
+        """The request registry shared by sessions with the same project access (sessions are set
+        up in worker threads: one registry per access however many start at once)."""
+        with self._registries_lock:
+            registry = self.registries.get(allowed)
+            if registry is None:
+                registry = self.registries[allowed] = RequestRegistry()
+            return registry
 
     def session_context(self, header: Mapping[str, Any]) -> tuple[ServeContext, tuple[str, ...]]:
         """The serve context and profiles of a session header (as ``sleuth serve`` would build them).
@@ -351,12 +357,19 @@ class Broker:
 
     async def _session(self, header: Mapping[str, Any], receive: BufferedByteReceiveStream,
                        stream: ByteStream) -> None:
-        context: ServeContext | None = None
-        try:
+        made: list[ServeContext] = []
+
+        def setup() -> tuple[ServeContext, Any]:
+            # In a worker thread: reading the guides file and computing its sort keys, the config
+            # and the project list must not hold the event loop that serves the other sessions.
             context, profiles = self.session_context(header)
-            server = build_server(context, profiles)
+            made.append(context)
+            return context, build_server(context, profiles)
+
+        try:
+            context, server = await run_in_worker(setup)
         except SleuthError as exc:
-            if context is not None:
+            for context in made:
                 context.close()
             await self._reply(stream, {"ok": False, "error": str(exc), "exit_code": exc.exit_code})
             return

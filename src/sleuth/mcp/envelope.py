@@ -7,6 +7,7 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+from sleuth.errors import shown_value
 from sleuth.indexer import now_rfc3339
 
 
@@ -46,9 +47,10 @@ def bounded_int(value: Any, name: str, default: int, low: int, high: int) -> int
         try:
             number = float(value.strip())
         except ValueError:
-            raise ToolError(f"{problem}; got {value!r}") from None
+            raise ToolError(f"{problem}; got {shown_value(value)}") from None
     else:
         raise ToolError(f"{problem}; got {type(value).__name__}")
-    if not math.isfinite(number) or number != int(number) or not low <= number <= high:
-        raise ToolError(f"{problem}; got {value!r}")
+    if (isinstance(number, float) and not (math.isfinite(number) and number.is_integer())) \
+            or not low <= number <= high:
+        raise ToolError(f"{problem}; got {shown_value(value)}")
     return int(number)

@@ -6,25 +6,29 @@ Contract (../shared/seeds/001_*): schema ``{query (required), limit (integer 1..
 not a string searches as ``""``; the limit is clamped, never rejected. Each call is reported to the
 event hook first, outside the search's error handling, and the hook can never block the search;
 any failure of the search itself answers with one sentence, :data:`GUIDES_FAILURE_TEXT`.
-The ranking is :mod:`sleuth.guides.search`; this module only adapts.
+Beyond the seed, the shared input limits hold (:mod:`sleuth.mcp.limits`: a query of at most
+``QUERY_MAX_CHARS`` characters, no NUL, no lone surrogate), each refused with a one-line error
+naming the limit, and the search runs in a worker thread, never on the event loop. The ranking
+is :mod:`sleuth.guides.search`; this module only adapts.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
 
 from sleuth.errors import ConfigError
 from sleuth.guides.entry import GuideEntry, load_guides
 from sleuth.guides.search import GuideIndex, format_matches
 from sleuth.mcp.events import NonBlockingHook, ToolCallEvent, ToolCallHook
-from sleuth.mcp.project_tools import ContractTool
+from sleuth.mcp.limits import CheckedTool, run_in_worker
 from sleuth.mcp.registry import ServeContext
 from sleuth.mcp.sdk import add_tools
 
@@ -72,6 +76,24 @@ def search_guides_description(entries: Sequence[GuideEntry]) -> str:
     )
 
 
+def _text_result(text: str, is_error: bool = False) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
+
+
+class GuidesTool(CheckedTool):
+    """``search_guides``: arguments beyond the limits (a query over ``QUERY_MAX_CHARS``, NUL, a lone
+    surrogate) get a one-line error naming the limit; what the seed tolerates (a query that is not
+    a string, a limit out of range, extra arguments) it still tolerates."""
+
+    #: Reports the call to the event hook (a refused call is a call too: the seed reports before anything).
+    report_call: Callable[[], None] | None = Field(default=None, exclude=True)
+
+    def argument_error(self, message: str) -> CallToolResult:
+        if self.report_call is not None:
+            self.report_call()
+        return _text_result(message, is_error=True)
+
+
 class GuidesTools:
     """``search_guides`` over one guides index.
 
@@ -100,21 +122,22 @@ class GuidesTools:
         """The seed's answer text for ``query`` (non-strings search as ``""``), at most the clamped ``limit``
         matches; :data:`GUIDES_FAILURE_TEXT` (flagged as an error) when the search fails."""
         self._report_call()
+        text = query if isinstance(query, str) else ""
         try:
-            text = query if isinstance(query, str) else ""
-            answer = format_matches(text, self.index.search(text, limit))
+            answer = await run_in_worker(lambda: format_matches(text, self.index.search(text, limit)))
         except Exception:
             logger.exception("search_guides failed")
-            return CallToolResult(content=[TextContent(type="text", text=GUIDES_FAILURE_TEXT)], is_error=True)
-        return CallToolResult(content=[TextContent(type="text", text=answer)])
+            return _text_result(GUIDES_FAILURE_TEXT, is_error=True)
+        return _text_result(answer)
 
     def tools(self) -> list[Tool]:
         """The ``search_guides`` tool, advertising exactly the seed's schema and annotations."""
-        tool = ContractTool.from_function(
+        tool = GuidesTool.from_function(
             self.search_guides, name="search_guides", title="Search guides",
             description=search_guides_description(self.entries), annotations=SEARCH_GUIDES_ANNOTATIONS,
         )
         tool.parameters = SEARCH_GUIDES_SCHEMA
+        tool.report_call = self._report_call
         return [tool]
 
 

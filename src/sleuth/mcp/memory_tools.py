@@ -14,20 +14,21 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import anyio
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-from sleuth.engine import Engine
-from sleuth.lanes import registry
-from sleuth.errors import DocumentNotFound, IndexBusy, ProjectNotFound, QueryError, SleuthError
 from sleuth.broker.gate import CONTROL_META
-from sleuth.mcp.project_tools import ContractTool
+from sleuth.engine import Engine
+from sleuth.errors import DocumentNotFound, IndexBusy, ProjectNotFound, QueryError, SleuthError, shown_value
+from sleuth.lanes import registry
+from sleuth.mcp.access import Access
+from sleuth.mcp.limits import CheckedTool, run_in_worker
 from sleuth.mcp.sdk import set_output_schema
 from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS, read_body
 from sleuth.memory.doctor import doctor
@@ -238,8 +239,11 @@ class InternalError(SleuthError):
     """An unexpected failure inside a tool (a bug, or the index changed under the server)."""
 
 
-class MemoryTool(ContractTool):
-    """A contract tool whose argument errors are structured tool errors like its other errors."""
+class MemoryTool(CheckedTool):
+    """A checked tool whose argument errors are structured tool errors like its other errors."""
+
+    def argument_error(self, message: str) -> CallToolResult:
+        return _error(QueryError(message))
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
@@ -281,6 +285,7 @@ class MemoryTools:
     def __init__(self, engine: Engine, allowed_projects: Sequence[str] | None = None,
                  registry: RequestRegistry | None = None) -> None:
         self.engine = engine
+        self.access = Access(engine, allowed_projects)
         self.allowed = None if allowed_projects is None else set(allowed_projects)
         self.registry = registry or RequestRegistry()
         self.searcher = MemorySearch(engine, self.registry, allowed_projects=self.allowed)
@@ -302,14 +307,16 @@ class MemoryTools:
         thread.start()
         return thread
 
-    def _check_access(self, *project_ids: str | None) -> None:
-        for pid in project_ids:
-            if pid and self.allowed is not None and pid not in self.allowed:
-                raise ProjectNotFound(f"Project not found or access denied: {pid}")
+    def _project(self, project_id: str) -> str:
+        """``project_id`` when it exists and is visible; the Inbox also before its first record.
+        Raises ProjectNotFound (the same text for a missing and a hidden project)."""
+        if project_id == INBOX_PROJECT_ID and self.access.visible(project_id):
+            return project_id
+        return self.access.project(project_id)
 
     async def _run(self, fn: Callable[[], dict[str, Any]], request_id: str | None = None) -> CallToolResult:
         try:
-            payload = await anyio.to_thread.run_sync(fn)
+            payload = await run_in_worker(fn)
         except SleuthError as exc:
             return _error(exc, request_id)
         except Exception as exc:  # noqa: BLE001 - a tool answers with a readable error, never a dropped session
@@ -329,10 +336,16 @@ class MemoryTools:
         arguments = {k: v for k, v in given.items() if v is not None}
         try:
             req = parse_memory_request(arguments)
-            self._check_access(req.project_id, *req.include_project_ids)
         except SleuthError as exc:
             return _error(exc, arguments.get("request_id") if isinstance(arguments.get("request_id"), str) else None)
-        return await self._run(lambda: self.searcher.search(req), req.request_id)
+
+        def run() -> dict[str, Any]:
+            for pid in (req.project_id, *req.include_project_ids):
+                if pid:
+                    self.access.project(pid)
+            return self.searcher.search(req)
+
+        return await self._run(run, req.request_id)
 
     async def query_status(self, request_id: Any = None) -> CallToolResult:
         try:
@@ -348,9 +361,9 @@ class MemoryTools:
     async def query_cancel(self, request_id: Any = None, reason: Any = None) -> CallToolResult:
         try:
             request_id = _text_arg(request_id, "request_id")
+            why = _text_arg(reason, "reason") if reason is not None else "cancelled by query_cancel"
         except QueryError as exc:
             return _error(exc)
-        why = reason.strip() if isinstance(reason, str) and reason.strip() else "cancelled by query_cancel"
         try:
             state, was_running = self.registry.cancel(request_id, why)
         except RequestNotFound as exc:
@@ -367,7 +380,7 @@ class MemoryTools:
             _text_arg(body_handle, "body_handle")
             start = _int_arg(offset, "offset", 0)
             size = _int_arg(max_chars, "max_chars", BODY_PAGE_DEFAULT_CHARS)
-            return {"body": read_body(self.engine, body_handle.strip(), start, size, self.allowed)}
+            return {"body": read_body(self.engine, body_handle.strip(), start, size, self.access.allowed)}
         return await self._run(run)
 
     async def project_memory_record(self, kind: Any = None, title: Any = None, body: Any = None,
@@ -376,39 +389,30 @@ class MemoryTools:
         def run() -> dict[str, Any]:
             for name, value in (("kind", kind), ("title", title), ("body", body)):
                 _text_arg(value, name)
-            if record_id is not None:
-                _text_arg(record_id, "record_id")
-            if project_id is not None:
-                pid = _text_arg(project_id, "project_id")
-            elif isinstance(record_id, str):
-                pid = self.records.project_of(record_id.strip())  # revising: the record's own project
-            else:
-                pid = INBOX_PROJECT_ID
-            self._check_access(pid)
+            rid = _text_arg(record_id, "record_id") if record_id is not None else None
+            pid = self._project(_text_arg(project_id, "project_id")) if project_id is not None else None
+            if rid is not None:
+                revised = self.access.document(rid)  # the same answer for a hidden and a missing record
+                pid = pid or revised.project_id  # revising: the record's own project by default
+            pid = pid or self._project(INBOX_PROJECT_ID)
             receipt = self.records.write(
                 pid, kind, title, body, _strings(tags, "tags"), _strings(related, "related"),
-                _strings(supersedes, "supersedes"), record_id.strip() if isinstance(record_id, str) else None,
-                create_project=pid == INBOX_PROJECT_ID)
+                _strings(supersedes, "supersedes"), rid, create_project=pid == INBOX_PROJECT_ID)
             return {"record": receipt.as_dict()}
         return await self._run(run)
 
     async def project_memory_forget(self, record_id: Any = None, project_id: Any = None) -> CallToolResult:
         def run() -> dict[str, Any]:
             rid = _text_arg(record_id, "record_id")
-            pid = _text_arg(project_id, "project_id") if project_id is not None else None
-            self._check_access(pid, self.records.project_of(rid))
-            result = self.records.forget(rid, pid)
-            return {"forget": result}
+            pid = self._project(_text_arg(project_id, "project_id")) if project_id is not None else None
+            self.access.document(rid)  # the same answer for a hidden and a missing record
+            return {"forget": self.records.forget(rid, pid)}
         return await self._run(run)
 
     async def project_memory_doctor(self, project_id: Any = None) -> CallToolResult:
         def run() -> dict[str, Any]:
-            pid = _text_arg(project_id, "project_id") if project_id is not None else None
-            self._check_access(pid)
-            report = doctor(self.engine, pid)
-            if self.allowed is not None:
-                report["projects"] = [p for p in report["projects"] if p["project_id"] in self.allowed]
-            return {"doctor": report}
+            pid = self.access.project(_text_arg(project_id, "project_id")) if project_id is not None else None
+            return {"doctor": doctor(self.engine, pid, visible=self.access.allowed)}
         return await self._run(run)
 
     def tools(self) -> list[Tool]:
@@ -461,8 +465,9 @@ def _text_arg(value: Any, name: str) -> str:
 def _int_arg(value: Any, name: str, default: int) -> int:
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise QueryError(f"{name} must be an integer; got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or (isinstance(value, float) and not (math.isfinite(value) and value.is_integer())):
+        raise QueryError(f"{name} must be an integer; got {shown_value(value)}")
     return int(value)
 
 

@@ -11,18 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 
 from sleuth.engine import Engine
-from sleuth.errors import DocumentNotFound, SleuthError
+from sleuth.errors import DocumentNotFound, SleuthError, not_found
+from sleuth.mcp.access import Access
 from sleuth.mcp.envelope import bounded_int, envelope, required_text
+from sleuth.mcp.limits import SEARCH_PROJECT_LIMIT_MAX, CheckedTool, run_in_worker
 from sleuth.types import Hit, SearchRequest
 
 SEARCH_LIMIT_DEFAULT = 20
-SEARCH_LIMIT_MAX = 50
+SEARCH_LIMIT_MAX = SEARCH_PROJECT_LIMIT_MAX
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False, destructiveHint=False)
 
@@ -82,16 +83,9 @@ GET_PROJECTS_DESCRIPTION = """List the projects this server may search, with the
 Use it first when the project must be identified; pass a project_id to search_project."""
 
 
-class ContractTool(Tool):
-    """A tool that enforces its advertised schema's ``additionalProperties: false``."""
-
-    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        allowed = set(self.parameters.get("properties", {}))
-        unknown = sorted(set(arguments) - allowed)
-        if unknown and self.parameters.get("additionalProperties") is False:
-            takes = ", ".join(sorted(allowed)) or "no arguments"
-            raise ToolError(f"unknown argument(s) {', '.join(unknown)}; {self.name} takes {takes}")
-        return await super().run(arguments, context, convert_result=convert_result)
+class ContractTool(CheckedTool):
+    """A tool checked by :func:`sleuth.mcp.limits.check_arguments` (``additionalProperties: false``
+    included) whose argument errors are plain tool errors."""
 
 
 class ProjectTools:
@@ -104,14 +98,15 @@ class ProjectTools:
 
     def __init__(self, engine: Engine, allowed_projects: Sequence[str] | None = None) -> None:
         self.engine = engine
-        self.allowed = None if allowed_projects is None else set(allowed_projects)
+        self.access = Access(engine, allowed_projects)
 
     def require_project_access(self, project_id: Any) -> str:
-        """The checked project id; ToolError when it is missing, unknown or not allowed."""
+        """The checked project id; ToolError when it is missing, or unknown and not allowed alike."""
         pid = required_text(project_id, "project_id", "project_id is required")
-        if pid not in self.engine.project_ids() or (self.allowed is not None and pid not in self.allowed):
-            raise ToolError(f"Project not found or access denied: {pid}")
-        return pid
+        try:
+            return self.access.project(pid)
+        except SleuthError as exc:
+            raise ToolError(str(exc)) from None
 
     @staticmethod
     def _item(h: Hit) -> dict[str, Any]:
@@ -130,48 +125,52 @@ class ProjectTools:
 
     async def search_project(self, project_id: Any = None, query: Any = None, limit: Any = None) -> dict[str, Any]:
         q = required_text(query, "query", "Query is required")
-        pid = self.require_project_access(project_id)
         n = bounded_int(limit, "limit", SEARCH_LIMIT_DEFAULT, 1, SEARCH_LIMIT_MAX)
-        try:
-            resp = await anyio.to_thread.run_sync(
-                lambda: self.engine.search(SearchRequest(query=q, projects=[pid], limit=n))
-            )
-        except SleuthError as exc:
-            raise ToolError(str(exc)) from exc
-        if not resp.terms and not resp.phrases:
-            raise ToolError(f"Query has no searchable terms: {q!r} holds only stop words, punctuation or blanks")
-        items = [
-            {
-                "markdown_item_id": h.doc_id,
-                "block_ids": h.block_ids,
-                "score": h.score,
-                "rank": h.rank,
-                "sources": h.sources,
-                "item": self._item(h),
-            }
-            for h in resp.hits
-        ]
-        return envelope(result_count=len(items), items=items)
+
+        def work() -> dict[str, Any]:
+            pid = self.require_project_access(project_id)
+            try:
+                resp = self.engine.search(SearchRequest(query=q, projects=[pid], limit=n))
+            except SleuthError as exc:
+                raise ToolError(str(exc)) from exc
+            if not resp.terms and not resp.phrases:
+                raise ToolError(f"Query has no searchable terms: {q!r} holds only stop words, punctuation or blanks")
+            items = [
+                {
+                    "markdown_item_id": h.doc_id,
+                    "block_ids": h.block_ids,
+                    "score": h.score,
+                    "rank": h.rank,
+                    "sources": h.sources,
+                    "item": self._item(h),
+                }
+                for h in resp.hits
+            ]
+            return envelope(result_count=len(items), items=items)
+
+        return await run_in_worker(work)
 
     async def get_notebook(self, project_id: Any = None, item_id: Any = None) -> dict[str, Any]:
-        pid = self.require_project_access(project_id)
-        iid = required_text(item_id, "item_id", "item_id is required")
-        try:
-            doc = await anyio.to_thread.run_sync(lambda: self.engine.get(iid, projects=[pid]))
-        except DocumentNotFound:
-            raise ToolError(f"Item not found in project {pid}: {iid}") from None
-        item = doc.model_dump(exclude={"root", "project"})
-        item["item_id"] = item.pop("doc_id")
-        item["project_id"] = pid
-        return envelope(item=item)
+        def work() -> dict[str, Any]:
+            pid = self.require_project_access(project_id)
+            iid = required_text(item_id, "item_id", "item_id is required")
+            try:
+                doc = self.engine.get(iid, projects=[pid])
+            except DocumentNotFound:
+                raise ToolError(not_found("item", iid)) from None
+            item = doc.model_dump(exclude={"root", "project"})
+            item["item_id"] = item.pop("doc_id")
+            item["project_id"] = pid
+            return envelope(item=item)
+
+        return await run_in_worker(work)
 
     async def get_projects(self) -> dict[str, Any]:
-        items = [
-            p.model_dump()
-            for p in self.engine.projects()
-            if self.allowed is None or p.project_id in self.allowed
-        ]
-        return envelope(result_count=len(items), items=items)
+        def work() -> dict[str, Any]:
+            items = [p.model_dump() for p in self.engine.projects() if self.access.visible(p.project_id)]
+            return envelope(result_count=len(items), items=items)
+
+        return await run_in_worker(work)
 
     def tools(self) -> list[Tool]:
         """The MCP tools, each advertising exactly its contract's input schema."""

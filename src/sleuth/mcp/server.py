@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 
 from sleuth import __version__
@@ -22,11 +23,13 @@ from sleuth.engine import Engine
 from sleuth.errors import ConfigError
 from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
 from sleuth.mcp.guides_tools import GUIDES_INSTRUCTIONS, register_guides_tools
+from sleuth.mcp.limits import ARGUMENT_CAPS, arguments_middleware
 from sleuth.mcp.memory_tools import MemoryTools
 from sleuth.mcp.project_tools import ProjectTools
 from sleuth.mcp.registry import ServeContext
 from sleuth.mcp.sdk import add_tools
 from sleuth.mcp.text_tools import TEXT_INSTRUCTIONS, register_text_tools
+from sleuth.mcp.wire import stdio_transport
 
 MEMORY_INSTRUCTIONS = """sleuth searches a project's local knowledge (markdown notes, docs, notebooks, code,
 PDFs, plans, decisions). project_memory_search is the main tool: exact, BM25, vector and graph retrieval
@@ -124,6 +127,9 @@ def check_allowed_projects(profiles: Sequence[str], engine: Engine | None,
 def build_server(context: ServeContext, profiles: Sequence[str] = DEFAULT_PROFILES) -> MCPServer[Any]:
     """An MCPServer with the tools of ``profiles`` (validated names), built from ``context``.
 
+    Every tool's calls pass the shared argument checks (:mod:`sleuth.mcp.limits`); a call whose
+    ``arguments`` is not an object gets the tool's own error too.
+
     Raises:
         ConfigError: a profile lacks what it needs (the index, the guides file) or its data is invalid.
     """
@@ -136,7 +142,18 @@ def build_server(context: ServeContext, profiles: Sequence[str] = DEFAULT_PROFIL
     )
     for profile in chosen:
         profile.register(server, context)
+    unbounded = sorted(t.name for t in server._tool_manager.list_tools() if t.name not in ARGUMENT_CAPS)
+    if unbounded:  # a tool registered without its input limits (a bug, caught before serving)
+        raise ConfigError(f"tool(s) without input limits in sleuth.mcp.limits.ARGUMENT_CAPS: {', '.join(unbounded)}")
+    server.middleware.append(arguments_middleware(server))
     return server
+
+
+async def serve_stdio(server: MCPServer[Any]) -> None:
+    """Serve ``server`` over this process's stdin and stdout (:func:`sleuth.mcp.wire.stdio_transport`)."""
+    lowlevel = server._lowlevel_server  # the SDK runs a server over given streams only at this level
+    async with stdio_transport() as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 def run_stdio(
@@ -168,7 +185,7 @@ def run_stdio(
         if needs_index(profiles):
             context.engine = Engine.open(index)
         check_allowed_projects(profiles, context.engine, allowed_projects)
-        build_server(context, profiles).run("stdio")
+        anyio.run(serve_stdio, build_server(context, profiles))
     finally:
         context.close()
         if context.engine is not None:

@@ -14,12 +14,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from sleuth.errors import SleuthError
+from sleuth.mcp.limits import CheckedTool, run_in_worker
 from sleuth.mcp.registry import ServeContext
 from sleuth.mcp.sdk import add_tools
 from sleuth.text.query import QUERY_MAX_CHARS
@@ -151,23 +151,17 @@ def error_result(message: str) -> CallToolResult:
     return envelope_result({"status": "error", "error": message})
 
 
-class EnvelopeTool(Tool):
+class EnvelopeTool(CheckedTool):
     """A tool with a hand-written schema whose argument errors are seed 003's error envelope."""
 
-    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        allowed = set(self.parameters.get("properties", {}))
-        unknown = sorted(set(arguments) - allowed)
-        if unknown:
-            result: Any = error_result(
-                f"unknown argument(s) {', '.join(unknown)}; {self.name} takes {', '.join(sorted(allowed))}")
-            return self.fn_metadata.convert_result(result) if convert_result else result
-        return await super().run(arguments, context, convert_result=convert_result)
+    def argument_error(self, message: str) -> CallToolResult:
+        return error_result(message)
 
 
 async def _answer(work: Callable[[], dict[str, Any]]) -> CallToolResult:
-    """Run ``work`` off the event loop; SleuthError and anything unexpected become the error envelope."""
+    """Run ``work`` in a worker thread; SleuthError and anything unexpected become the error envelope."""
     try:
-        return envelope_result(await anyio.to_thread.run_sync(work))
+        return envelope_result(await run_in_worker(work))
     except SleuthError as exc:
         return error_result(str(exc))
     except Exception:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sleuth.errors import DocumentNotFound, QueryError
+from sleuth.errors import DocumentNotFound, QueryError, not_found
 from sleuth.freshness import row_freshness
 
 if TYPE_CHECKING:
@@ -27,7 +27,8 @@ def read_body(engine: Engine, handle: str, offset: int = 0, max_chars: int = BOD
         at the end), source_length, text, index_freshness}``.
     Raises:
         QueryError: a malformed handle or an offset past the end.
-        DocumentNotFound: the record no longer exists (or is outside ``projects``).
+        DocumentNotFound: the record or entity does not exist or is outside ``projects`` (one
+            message for both: ``record not found or access denied: <record_id>``).
     """
     if not 1 <= max_chars <= BODY_PAGE_MAX_CHARS:
         raise QueryError(f"max_chars must be an integer from 1 to {BODY_PAGE_MAX_CHARS}; got {max_chars}")
@@ -38,7 +39,7 @@ def read_body(engine: Engine, handle: str, offset: int = 0, max_chars: int = BOD
         graph = engine.link_graph()
         node = graph.entities.get(node_id)
         if node is None or (projects is not None and node.project_id not in projects):
-            raise DocumentNotFound(f"entity not found: {handle!r}")
+            raise DocumentNotFound(not_found("entity", node_id))
         titles = {d.doc_id: d.title for d in engine.catalog.documents(node.mentioned_by).values()}
         text = graph.entity_summary(node_id, titles)
         meta: dict[str, Any] = {"record_id": f"entity:{node.name}", "revision_id": "", "revision_changed": False,
@@ -50,7 +51,7 @@ def read_body(engine: Engine, handle: str, offset: int = 0, max_chars: int = BOD
             raise QueryError(f"body_handle must look like body:<record_id>@<revision_id>; got {handle!r}")
         doc = engine.catalog.document(record_id)
         if doc is None or (projects is not None and doc.project_id not in projects):
-            raise DocumentNotFound(f"record not found: {record_id!r} (it may have been forgotten or deleted)")
+            raise DocumentNotFound(not_found("record", record_id))
         text = doc.text
         meta = {"record_id": doc.doc_id, "revision_id": doc.revision, "revision_changed": doc.revision != revision,
                 "title": doc.title, "path": doc.rel_path, "index_freshness": row_freshness(doc)}

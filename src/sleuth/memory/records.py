@@ -38,10 +38,12 @@ RECORD_KINDS: dict[str, tuple[str, str, str]] = {
 }
 #: Control characters a record may not hold (all of C0 but tab, newline and carriage return).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-#: Bounds on what a record may hold: title in characters, body in characters, tags and relations.
+#: Bounds on what a record may hold: title in characters, body in characters, tags, a tag in characters,
+#: and relations.
 RECORD_TITLE_MAX_CHARS = 200
 RECORD_BODY_MAX_CHARS = 200_000
 RECORD_TAGS_MAX = 20
+RECORD_TAG_MAX_CHARS = 100
 RECORD_RELATIONS_MAX = 20
 #: The folder (inside the index folder) holding every project's memory folder.
 MEMORY_DIR_NAME = "memory"
@@ -113,6 +115,8 @@ class RecordStore:
                 raise QueryError(f"{name} holds a control character (e.g. NUL); records are text")
         if len(tags) > RECORD_TAGS_MAX or len(related) + len(supersedes) > RECORD_RELATIONS_MAX:
             raise QueryError(f"at most {RECORD_TAGS_MAX} tags and {RECORD_RELATIONS_MAX} relations per record")
+        if any(len(t) > RECORD_TAG_MAX_CHARS for t in tags):
+            raise QueryError(f"a tag holds at most {RECORD_TAG_MAX_CHARS} characters")
         if project_id not in self.engine.project_ids() and not create_project:
             from sleuth.errors import ProjectNotFound
 

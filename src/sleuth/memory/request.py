@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sleuth.errors import QueryError
+from sleuth.errors import QueryError, shown_value
 from sleuth.lanes import registry
 from sleuth.text.query import QUERY_MAX_CHARS
 
@@ -137,9 +137,9 @@ def _integer(value: Any, name: str, low: int, high: int, default: int | None) ->
         return default
     problem = f"{name} must be an integer from {low} to {high}"
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise QueryError(f"{problem}; got {value!r}")
-    if not math.isfinite(value) or value != int(value) or not low <= value <= high:
-        raise QueryError(f"{problem}; got {value!r}")
+        raise QueryError(f"{problem}; got {shown_value(value)}")
+    if (isinstance(value, float) and not (math.isfinite(value) and value.is_integer())) or not low <= value <= high:
+        raise QueryError(f"{problem}; got {shown_value(value)}")
     return int(value)
 
 
@@ -171,12 +171,12 @@ def parse_rfc3339_ns(value: Any, name: str) -> int | None:
         return None
     if not isinstance(value, str) or not _RFC3339.match(value):
         raise QueryError(f"{name} must be an RFC 3339 date-time with a time zone, "
-                         f"e.g. 2026-09-01T00:00:00Z; got {value!r}")
+                         f"e.g. 2026-09-01T00:00:00Z; got {shown_value(value)}")
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         seconds = parsed.timestamp()
     except (ValueError, OverflowError):
-        raise QueryError(f"{name} must be a date-time from year 0001 to 9999; got {value!r}") from None
+        raise QueryError(f"{name} must be a date-time from year 0001 to 9999; got {shown_value(value)}") from None
     ns = int(seconds) * 1_000_000_000 + parsed.microsecond * 1000
     # Clamped to the catalog's 64-bit range (years 1678 to 2261): beyond it, every record is inside.
     return max(-(2**63), min(2**63 - 1, ns))

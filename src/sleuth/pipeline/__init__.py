@@ -97,11 +97,11 @@ class Searcher:
         """
         f = req.filters
         if f.kinds:
-            known = {*self.catalog.kind_labels(), ENTITY_KIND}
+            known = {*self.catalog.kind_labels(projects), ENTITY_KIND}  # only the searched projects'
             unknown = [k for k in f.kinds if k not in known]
             if unknown:
                 raise QueryError(f"filters.kinds: no document has kind {', '.join(map(repr, unknown))}; "
-                                 f"kinds in this index: {', '.join(sorted(known))}")
+                                 f"kinds in the searched projects: {', '.join(sorted(known))}")
         doc_kinds = [k for k in f.kinds if k != ENTITY_KIND]
         families = [x for x in f.families if x != "graph"]
         graph_only = (bool(f.families) and not families) or (bool(f.kinds) and not doc_kinds)
@@ -114,18 +114,6 @@ class Searcher:
             return None
         return frozenset(self.catalog.filter_documents(projects, doc_kinds, f.roles, families,
                                                        f.recorded_after_ns, f.recorded_before_ns))
-
-    def plan(self, req: SearchRequest) -> Plan:
-        """Step 1 (see :mod:`sleuth.pipeline.plan`).
-
-        Raises:
-            QueryError, ProjectNotFound, ConfigError: a bad request.
-        """
-        lanes = self.config.with_lanes(req.lanes).lanes
-        projects = self.check_projects(req.projects)
-        return build_plan(req, tuple(n for n in lanes if n in self.lanes), projects,
-                          self._allowed_documents(req, projects), self.config.lane_depth_min_blocks,
-                          self.config.lane_depth_blocks_per_result)
 
     # ------------------------------------------------------------------ the search
 
@@ -144,15 +132,18 @@ class Searcher:
             RequestCancelled: the request was cancelled.
         """
         started = time.perf_counter()
+        if state is not None:
+            state.set_phase("scope")
+        lanes = self.config.with_lanes(req.lanes).lanes
+        projects = self.check_projects(req.projects)
+        doc_ids = self._allowed_documents(req, projects)
         primary = parse_query(req.query) if not req.questions else None
         if primary is not None and primary.is_empty and not any(not parse_query(v).is_empty for v in req.variants):
-            self.check_projects(req.projects)
             return SearchResponse(query=req.query, terms=[], result_count=0, hits=[], lanes=[],
                                   took_ms=round((time.perf_counter() - started) * 1000, 3), notice=NO_SEARCHABLE_TERMS,
                                   questions=[QuestionAnswer(query=req.query, hits=[])], request_id=req.request_id)
-        if state is not None:
-            state.set_phase("scope")
-        plan = self.plan(req)
+        plan = build_plan(req, tuple(n for n in lanes if n in self.lanes), projects, doc_ids,
+                          self.config.lane_depth_min_blocks, self.config.lane_depth_blocks_per_result)
         if self._catch_up is not None:
             self._catch_up()
         rows = Rows(self.catalog)

@@ -26,7 +26,7 @@ class Corpus(Protocol):
 
     def roots(self) -> dict[str, list[str]]: ...
 
-    def kind_labels(self) -> list[str]: ...
+    def kind_labels(self, projects: Sequence[str] | None = None) -> list[str]: ...
 
     def filter_documents(self, projects: Sequence[str] | None, labels: Sequence[str] = (),
                          roles: Sequence[str] = (), families: Sequence[str] = (),
@@ -78,7 +78,7 @@ class TextCorpus:
     def roots(self) -> dict[str, list[str]]:
         return {TEXTS_PROJECT: []}
 
-    def kind_labels(self) -> list[str]:
+    def kind_labels(self, projects: Sequence[str] | None = None) -> list[str]:
         return ["text"]
 
     def filter_documents(self, projects: Sequence[str] | None, labels: Sequence[str] = (),

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.errors import QueryError, RequestCancelled, RequestNotFound
+from sleuth.errors import QueryError, RequestCancelled, RequestNotFound, not_found
 
 #: Finished requests whose final status stays queryable.
 FINISHED_REQUESTS_KEPT = 512
@@ -123,12 +123,13 @@ class RequestRegistry:
         """The running or recently finished request ``request_id``.
 
         Raises:
-            RequestNotFound: unknown id (never started here, or forgotten).
+            RequestNotFound: unknown id (never started here -- in this registry, which only sessions
+                with the same project access share -- or forgotten).
         """
         with self._lock:
             state = self._running.get(request_id) or self._finished.get(request_id)
         if state is None:
-            raise RequestNotFound(f"no running or recent request with request_id {request_id!r}")
+            raise RequestNotFound(not_found("request", request_id))
         return state
 
     def cancel(self, request_id: str, reason: str) -> tuple[RequestState, bool]:

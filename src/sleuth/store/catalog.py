@@ -551,9 +551,13 @@ class Catalog:
         sql = "SELECT doc_id FROM documents" + (" WHERE " + " AND ".join(where) if where else "")
         return {r[0] for r in self.conn.execute(sql, args)}
 
-    def kind_labels(self) -> list[str]:
-        """The distinct document kind labels of the index (what ``filters.kinds`` can match)."""
-        return [r[0] for r in self.conn.execute("SELECT DISTINCT label FROM documents ORDER BY label")]
+    def kind_labels(self, projects: Sequence[str] | None = None) -> list[str]:
+        """The distinct document kind labels of the index, or of ``projects`` (what ``filters.kinds`` can match)."""
+        if projects is None:
+            return [r[0] for r in self.conn.execute("SELECT DISTINCT label FROM documents ORDER BY label")]
+        marks = ",".join("?" * len(projects))
+        return [r[0] for r in self.conn.execute(
+            f"SELECT DISTINCT label FROM documents WHERE project_id IN ({marks}) ORDER BY label", tuple(projects))]
 
     def graph_rows(self) -> Iterator[tuple[str, str, str, str, list[tuple[str, str, str]], list[str]]]:
         """``(doc_id, project_id, rel_path, title, links, entities)`` of every document, in one
@@ -730,14 +734,24 @@ class Catalog:
             (model,),
         )]
 
-    def vector_counts(self, model: str) -> tuple[int, int]:
-        """``(blocks with a vector for model, all blocks)``."""
+    def vector_counts(self, model: str, projects: Sequence[str] | None = None) -> tuple[int, int]:
+        """``(blocks with a vector for model, all blocks)``, of the ``projects`` only when given."""
+        if projects is None:
+            with_vec = self.conn.execute(
+                "SELECT COUNT(*) FROM blocks b WHERE EXISTS"
+                " (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)",
+                (model,),
+            ).fetchone()[0]
+            return int(with_vec), int(self.conn.execute("SELECT COUNT(*) FROM blocks").fetchone()[0])
+        marks = ",".join("?" * len(projects))
+        of_projects = f"FROM blocks b JOIN documents d ON b.doc_id = d.doc_id WHERE d.project_id IN ({marks})"
         with_vec = self.conn.execute(
-            "SELECT COUNT(*) FROM blocks b WHERE EXISTS"
+            f"SELECT COUNT(*) {of_projects} AND EXISTS"
             " (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)",
-            (model,),
+            (*projects, model),
         ).fetchone()[0]
-        return int(with_vec), int(self.conn.execute("SELECT COUNT(*) FROM blocks").fetchone()[0])
+        total = self.conn.execute(f"SELECT COUNT(*) {of_projects}", tuple(projects)).fetchone()[0]
+        return int(with_vec), int(total)
 
     def vector_dim(self, model: str) -> int | None:
         """Dimensions of the vectors stored for ``model`` (None when it has none)."""

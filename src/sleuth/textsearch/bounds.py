@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from sleuth.errors import QueryError
+from sleuth.errors import QueryError, shown_value
 from sleuth.text.query import QUERY_MAX_CHARS
 
 #: Most documents one ``search_documents`` / ``search_index_query`` call takes.
@@ -93,7 +93,7 @@ def check_top_k(value: Any, default: int) -> int:
     """
     if value is None:
         return default
-    problem = f"top_k must be an integer from 1 to {TOP_K_MAX}; got {value!r}"
+    problem = f"top_k must be an integer from 1 to {TOP_K_MAX}; got {shown_value(value)}"
     number = _number(value, problem)
     if not math.isfinite(number) or number != int(number) or not 1 <= number <= TOP_K_MAX:
         raise QueryError(problem)
@@ -108,7 +108,7 @@ def check_threshold(value: Any, default: float) -> float:
     """
     if value is None:
         return default
-    problem = f"threshold must be a number from 0.0 to 1.0; got {value!r}"
+    problem = f"threshold must be a number from 0.0 to 1.0; got {shown_value(value)}"
     number = _number(value, problem)
     if not 0.0 <= number <= 1.0:  # NaN fails this too
         raise QueryError(problem)

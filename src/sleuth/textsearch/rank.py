@@ -17,9 +17,9 @@ from sleuth.config import Config
 from sleuth.pipeline import Searcher
 from sleuth.pipeline.corpus import TextCorpus, TextTfidfLane
 from sleuth.text.analyze import analyze, unique
-from sleuth.types import SearchRequest
 from sleuth.text.query import QUERY_MAX_TERMS
 from sleuth.textsearch.highlight import highlights, prefix
+from sleuth.types import SearchRequest
 
 #: Scores are rounded to this many decimal places.
 SCORE_DECIMALS = 4

@@ -1,0 +1,71 @@
+"""The stdio framing of every server: what each hostile line decodes to, oversized lines, and
+answers that UTF-8 cannot carry. The processes that use it are tested in tests/integration."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import mcp_types as types
+
+from sleuth.mcp.wire import LineReader, Oversized, decode_line, encode_message, oversized_reply
+
+CALL = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_fuzzy","arguments":%s}}'
+
+
+def test_a_lone_surrogate_escape_reaches_the_session() -> None:
+    message = decode_line(CALL % b'{"query":"\\ud800","candidates":["a"]}')
+    assert not isinstance(message, bytes | type(None))
+    assert message.message.params["arguments"]["query"] == "\ud800"  # type: ignore[union-attr]
+
+
+def test_lines_that_are_not_json_rpc_are_answered_and_notifications_never() -> None:
+    assert json.loads(decode_line(b"not json")) == {  # type: ignore[arg-type]
+        "jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error: the message is not JSON"}}
+    invalid = json.loads(decode_line(b'{"jsonrpc":"2.0","id":"x1","method":5}'))  # type: ignore[arg-type]
+    assert (invalid["id"], invalid["error"]["code"]) == ("x1", -32600)
+    assert decode_line(b'{"jsonrpc":"2.0","method":5}') is None
+    huge = decode_line(CALL % (b'{"query":"\\ud800","candidates":["a"],"threshold":1' + b"0" * 5000
+                               + b',"top_k":NaN}'))
+    arguments = huge.message.params["arguments"]  # type: ignore[union-attr]
+    assert arguments["threshold"] == float("inf") and arguments["top_k"] != arguments["top_k"]  # inf, NaN
+
+
+def lines_of(chunks: list[bytes], max_bytes: int) -> list[bytes | Oversized]:
+    async def main() -> list[bytes | Oversized]:
+        queue = list(chunks)
+
+        async def receive() -> bytes:
+            return queue.pop(0) if queue else b""
+
+        reader, out = LineReader(receive, max_bytes), []
+        while (line := await reader.next()) is not None:
+            out.append(line)
+        return out
+
+    return anyio.run(main)
+
+
+def test_an_oversized_line_is_skipped_and_the_next_ones_read() -> None:
+    big = b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"arguments":{"q":"' + b"x" * 500 + b'"}}}'
+    got = lines_of([b"first\nsec", b"ond\n", big[:200], big[200:] + b"\nafter\nlast"], max_bytes=100)
+    assert got[:2] == [b"first", b"second"] and got[3:] == [b"after", b"last"]
+    oversized = got[2]
+    assert isinstance(oversized, Oversized) and oversized.size == len(big)
+    answer = json.loads(oversized_reply(oversized, 100))
+    assert answer["id"] == 9 and answer["result"]["isError"] is True
+    assert answer["result"]["content"][0]["text"].startswith(f"the message is {len(big)} bytes long; the limit is "
+                                                             "100 bytes per message")
+
+
+def test_an_oversized_line_with_its_id_last_or_none_is_answered_with_what_can_be_known() -> None:
+    last = Oversized(b'{"method":"tools/call","params":{"arguments":{"id":"inner"',
+                     b'"x"}},"jsonrpc":"2.0","id":"out"}', 10_000)
+    assert json.loads(oversized_reply(last, 100))["id"] == "out"
+    unknown = json.loads(oversized_reply(Oversized(b'{"params":{"id":1', b"xxxx", 10_000), 100))
+    assert unknown["id"] is None and unknown["error"]["code"] == -32600
+
+
+def test_an_answer_utf8_cannot_carry_is_sent_with_replacement_characters() -> None:
+    answer = types.jsonrpc_message_adapter.validate_python({"jsonrpc": "2.0", "id": 1, "result": {"t": "a\ud800b"}})
+    assert json.loads(encode_message(answer)) == {"jsonrpc": "2.0", "id": 1, "result": {"t": "a\ufffdb"}}
