@@ -28,7 +28,16 @@ import numpy as np
 
 from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
 from sleuth.embed import Embedder, ModelUnavailable, configured_model, load_embedder
-from sleuth.errors import ConfigError, DocumentNotFound, IndexBusy, IndexNotFound, ProjectNotFound, QueryError
+from sleuth.errors import (
+    ConfigError,
+    DocumentNotFound,
+    IndexBusy,
+    IndexNotFound,
+    IndexWriteError,
+    ProjectNotFound,
+    QueryError,
+    storage_errors,
+)
 from sleuth.fusion import FusedDocument, rrf
 from sleuth.lanes.base import LaneQuery
 from sleuth.lanes.graph import GraphDocument, LinkGraph
@@ -37,7 +46,7 @@ from sleuth.lanes.postings import Postings
 from sleuth.lanes.tfidf import TfidfLane, TfidfModel
 from sleuth.lanes.vector import VectorLane, VectorMatrix
 from sleuth.locks import lock_exclusive
-from sleuth.store import vector_cache
+from sleuth.store import scratch, vector_cache
 from sleuth.store.catalog import Catalog, DocumentRow, FileState, HitBlock, IndexedBlock
 from sleuth.store.lane_cache import load_arrays, load_saved, save_arrays
 from sleuth.summaries import Snippet, make_snippet
@@ -81,6 +90,14 @@ POSTINGS_LANES = frozenset({"bm25", "index", "exact"})
 FUSED_SPARE_DOCUMENTS = 20
 #: Query vectors kept in memory (an LRU of query text → vector).
 QUERY_VECTOR_CACHE_SIZE = 1024
+#: A reader brings the postings up to the catalog only when their file system has this many times
+#: the text of the blocks to replay free (postings with positions, stored fields and a merge: the
+#: 2,041 tldr pages hold 0.53 MB of block text and 0.97 MB of postings); else it would do the work
+#: of the whole replay only to fail at the commit.
+CATCH_UP_FREE_SPACE_FACTOR = 3
+#: After a catch-up that could not run (too little space, a read-only folder), a process tries
+#: again only after this long or once the catalog has moved on, in seconds.
+CATCH_UP_RETRY_S = 30.0
 
 _PROJECT_ID_RE = re.compile(r"[^a-z0-9._-]+")
 
@@ -254,7 +271,9 @@ class _WriteLock:
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
-        if not self.acquire():
+        with storage_errors(self.path.parent, f"the lock file {self.path.name}"):
+            got = self.acquire()
+        if not got:
             holder = self.holder() or "another process"
             raise IndexBusy(
                 f"{holder} is writing to the index {self.path.parent}; waited {self.timeout_s:g} s for it: try again"
@@ -293,7 +312,8 @@ class Engine:
 
     def __init__(self, index_dir: str | Path, config: Config | None = None) -> None:
         self.index_dir = Path(index_dir).expanduser().resolve()
-        self.index_dir.mkdir(parents=True, exist_ok=True)
+        with storage_errors(self.index_dir, "the index folder"):
+            self.index_dir.mkdir(parents=True, exist_ok=True)
         self.config = config or load_config(self.index_dir)
         self.catalog = Catalog(self.index_dir / "catalog.sqlite3")
         self.postings = Postings(self.index_dir / "postings")
@@ -308,6 +328,10 @@ class Engine:
         self._query_vectors: dict[str, np.ndarray] = {}
         self._query_vectors_lock = threading.Lock()  # sessions of a broker embed queries concurrently
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sleuth-lane")
+        #: Why the postings lag behind the catalog when a catch-up could not write, else None.
+        self.postings_behind: str | None = None
+        self._catch_up_skipped: tuple[int, int, float] | None = None  # (catalog gen, postings gen, when)
+        self._identity = self._catalog_identity()
         self.lanes = {
             "bm25": BM25Lane(self.postings),
             "tfidf": TfidfLane(self._tfidf_model, self._phrase_blocks),
@@ -316,6 +340,20 @@ class Engine:
             "vector": VectorLane(self._vector_matrix, self._embed_query, self._phrase_blocks),
         }
         self._catch_up(blocking=False)
+        # Scratch files a killed process left (only looks, unless there are some).
+        scratch.sweep(self.index_dir, scratch.INDEX_SCRATCH_GLOBS, self._lane_files_writable)
+
+    def _catalog_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.index_dir / "catalog.sqlite3")
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def gone(self) -> bool:
+        """True when the index folder was deleted, moved or made anew since this engine opened it
+        (its catalog is then a file nobody else sees: answers from it would be a ghost's)."""
+        return self._catalog_identity() != self._identity
 
     @classmethod
     def open(cls, index: str | Path | None = None, config: Config | None = None) -> Engine:
@@ -337,6 +375,7 @@ class Engine:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.catalog.close()
+        self.postings.close()
 
     def __enter__(self) -> Engine:
         return self
@@ -347,15 +386,54 @@ class Engine:
     # ================================================================== lanes' state
 
     def _catch_up(self, blocking: bool) -> None:
-        """Replay catalog changes the postings have not seen (after a crash or another writer)."""
-        if self.postings.generation() == self.catalog.generation():
+        """Replay catalog changes the postings have not seen (after a crash or another writer).
+
+        When it cannot write (a full disk, a read-only folder), the postings stay as they are (the
+        lanes answer from them; :attr:`postings_behind` says why) and it is tried again after
+        ``CATCH_UP_RETRY_S`` or once the catalog moves on.
+        """
+        target, current = self.catalog.generation(), self.postings.generation()
+        if current == target:
+            self.postings_behind = None
             return
-        if not self._write_lock.acquire(blocking=blocking):
-            return  # another process is writing; it brings the postings up to date itself
+        skipped = self._catch_up_skipped
+        if skipped and skipped[:2] == (target, current) and time.monotonic() - skipped[2] < CATCH_UP_RETRY_S:
+            return
         try:
+            if not self._write_lock.acquire(blocking=blocking):
+                return  # another process is writing; it brings the postings up to date itself
+        except OSError:  # the lock file cannot be made: a read-only folder
+            self._skip_catch_up(target, current, f"{self.index_dir} cannot be written")
+            return
+        try:
+            short = self._space_short_of(current)
+            if short:
+                self._skip_catch_up(target, current, short)
+                return
             self.postings.catch_up(self.catalog)
+            self.postings_behind, self._catch_up_skipped = None, None
+        except IndexWriteError as exc:
+            self._skip_catch_up(target, current, str(exc))
         finally:
             self._write_lock.release()
+
+    def _skip_catch_up(self, target: int, current: int, why: str) -> None:
+        self.postings_behind = why
+        self._catch_up_skipped = (target, current, time.monotonic())
+
+    def _space_short_of(self, generation: int) -> str | None:
+        """Why the file system is too full to replay the catalog's changes since ``generation``
+        into the postings (see ``CATCH_UP_FREE_SPACE_FACTOR``), or None."""
+        try:
+            st = os.statvfs(self.postings.path)
+        except OSError:
+            return None
+        free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
+        needed = CATCH_UP_FREE_SPACE_FACTOR * self.catalog.text_bytes_since(generation)
+        if free >= needed:
+            return None
+        return (f"no space left on device for the postings in {self.index_dir} ({free / 1e6:.1f} MB free, about"
+                f" {needed / 1e6:.1f} MB needed): free some space and run `sleuth index` again")
 
     def _tfidf_model(self) -> TfidfModel:
         gen = self.catalog.generation()
@@ -951,6 +1029,9 @@ class Engine:
         elif set(cfg.lanes) & POSTINGS_LANES and self.postings.generation() < self.catalog.generation():
             notice = ("an indexing run is in progress: the bm25, index and exact lanes see its documents"
                       " only when it ends (the tfidf and vector lanes see them already)")
+            if self.postings_behind:
+                notice = (f"the bm25, index and exact lanes answer from the index as it was before the last"
+                          f" indexing run(s), whose postings could not be written: {self.postings_behind}")
         if "vector" in run_lanes and self._vectors is not None and self._vectors.pending_docs:
             missing = (f"{len(self._vectors.pending_docs)} document(s) have no vector yet, so the vector lane"
                        " does not see them (`sleuth index` embeds them)")
@@ -1065,6 +1146,8 @@ class Engine:
             **counts,
             "generation": self.catalog.generation(),
             "postings_generation": self.postings.generation(),
+            "postings_behind": self.postings_behind,
+            "read_only": self.catalog.read_only or self.postings.read_only_view is not None,
             "lanes": list(self.config.lanes),
             "vector_lane": self._vector_status(),
             "projects": [p.model_dump() for p in projects],
