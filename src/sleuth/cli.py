@@ -271,7 +271,7 @@ def status_cmd(files: bool, index_dir: Path | None, fmt: str) -> None:
         click.echo(f"  the bm25, index and exact lanes answer from generation {st['postings_generation']}:"
                    f" {st['postings_behind']}")
     if st["read_only"]:
-        click.echo("  read-only: the index folder cannot be written (searches work; `sleuth index` does not)")
+        click.echo(f"  opened read-only: {st['read_only']}")
     click.echo(f"  lanes: {', '.join(st['lanes'])}")  # type: ignore[arg-type]
     vec = st["vector_lane"]
     if vec["available"]:  # type: ignore[index]

@@ -1147,7 +1147,7 @@ class Engine:
             "generation": self.catalog.generation(),
             "postings_generation": self.postings.generation(),
             "postings_behind": self.postings_behind,
-            "read_only": self.catalog.read_only or self.postings.read_only_view is not None,
+            "read_only": self.catalog.read_only or self.postings.read_only,
             "lanes": list(self.config.lanes),
             "vector_lane": self._vector_status(),
             "projects": [p.model_dump() for p in projects],

@@ -101,7 +101,7 @@ def _errno_of(exc: BaseException) -> int | None:
     if isinstance(exc, sqlite3.Error):
         code = getattr(exc, "sqlite_errorcode", None)
         if code == _SQLITE_READONLY_DBMOVED:
-            return errno.ENOENT
+            return errno.ESTALE  # the file open is no longer the one at its path
         primary = None if code is None else code & 0xFF
         if primary == _SQLITE_FULL:
             return errno.ENOSPC
@@ -155,7 +155,7 @@ def storage_error(exc: BaseException, index_dir: Path, what: str,
         return None
     if code not in _FULL_ERRNOS and code not in _READ_ONLY_ERRNOS:
         code = _folder_state(index_dir) or code
-    if code == errno.ENOENT and not index_dir.is_dir():
+    if code == errno.ESTALE or (code == errno.ENOENT and not index_dir.is_dir()):
         return index_gone(index_dir)
     if code in _FULL_ERRNOS:
         return StorageFull(f"{_FULL_ERRNOS[code]} while writing {what} in {index_dir}: free some space and {retry};"

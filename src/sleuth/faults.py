@@ -3,6 +3,7 @@
 wants it instead of after a guessed delay. Standard library only.
 
 Points (a value matches every point it is a prefix of):
+- ``record-written``: a record's file is in place, before it is indexed;
 - ``record-committed``: a record has been written and indexed, before its receipt is answered;
 - ``scratch:<file name>``: a temporary file for ``<file name>`` (e.g. ``scratch:vectors.``) has
   been written, before it is renamed into place.

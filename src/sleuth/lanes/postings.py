@@ -109,6 +109,8 @@ class Postings:
         #: A folder of links to the postings' files, when the index folder cannot be written (see
         #: :meth:`_open_read_only`); None otherwise.
         self.read_only_view: Path | None = None
+        #: Why the postings were opened read-only, else None.
+        self.read_only: str | None = None
         try:
             fresh = not (path / "meta.json").is_file()
             path.mkdir(parents=True, exist_ok=True)
@@ -123,6 +125,7 @@ class Postings:
                 self._searcher = self.index.searcher()
             elif isinstance(problem, IndexReadOnly) and not fresh:
                 self._open_read_only()
+                self.read_only = str(problem)
             else:
                 raise problem from exc  # never thrown away for want of space
         self._searcher_generation = -1

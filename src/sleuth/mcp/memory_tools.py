@@ -23,11 +23,26 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from sleuth.engine import Engine
-from sleuth.errors import DocumentNotFound, IndexBusy, ProjectNotFound, QueryError, SleuthError
+from sleuth.errors import (
+    DocumentNotFound,
+    IndexBusy,
+    IndexGone,
+    IndexReadOnly,
+    ProjectNotFound,
+    QueryError,
+    SleuthError,
+    StorageFull,
+)
 from sleuth.mcp.project_tools import ContractTool
 from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS, read_body
 from sleuth.memory.doctor import doctor
-from sleuth.memory.records import RECORD_KINDS, RECORD_RELATIONS_MAX, RECORD_TAGS_MAX, RecordStore
+from sleuth.memory.records import (
+    RECORD_KINDS,
+    RECORD_RELATIONS_MAX,
+    RECORD_TAGS_MAX,
+    REQUEST_ID_MAX_CHARS,
+    RecordStore,
+)
 from sleuth.memory.request import (
     BUDGET_MAX_BYTES,
     BUDGET_MIN_BYTES,
@@ -194,6 +209,10 @@ RECORD_SCHEMA: dict[str, Any] = {
                        "description": "record_ids this record replaces; they rank below it from now on."},
         "record_id": {"type": "string", "minLength": 1,
                       "description": "Rewrite this existing record (new revision_id) instead of adding one."},
+        "request_id": {"type": "string", "minLength": 1, "maxLength": REQUEST_ID_MAX_CHARS,
+                       "description": "Caller-chosen idempotency key for this write. Retrying a write whose answer "
+                       "was lost with the same request_id returns the first write's receipt (replayed: true) "
+                       "instead of writing the record twice; a request_id used for other content is refused."},
     },
     "required": ["kind", "title", "body"], "additionalProperties": False,
 }
@@ -234,6 +253,7 @@ class MemoryTool(ContractTool):
 _ERROR_CODES: tuple[tuple[type[Exception], str], ...] = (
     (RequestNotFound, "REQUEST_NOT_FOUND"), (ProjectNotFound, "PROJECT_NOT_FOUND"),
     (DocumentNotFound, "RECORD_NOT_FOUND"), (IndexBusy, "INDEX_BUSY"), (QueryError, "INVALID_ARGUMENT"),
+    (StorageFull, "STORAGE_FULL"), (IndexReadOnly, "INDEX_READ_ONLY"), (IndexGone, "INDEX_GONE"),
     (InternalError, "INTERNAL_ERROR"), (SleuthError, "SLEUTH_ERROR"),
 )
 
@@ -355,12 +375,15 @@ class MemoryTools:
 
     async def project_memory_record(self, kind: Any = None, title: Any = None, body: Any = None,
                                     project_id: Any = None, tags: Any = None, related: Any = None,
-                                    supersedes: Any = None, record_id: Any = None) -> CallToolResult:
+                                    supersedes: Any = None, record_id: Any = None,
+                                    request_id: Any = None) -> CallToolResult:
         def run() -> dict[str, Any]:
             for name, value in (("kind", kind), ("title", title), ("body", body)):
                 _text_arg(value, name)
             if record_id is not None:
                 _text_arg(record_id, "record_id")
+            if request_id is not None:
+                _text_arg(request_id, "request_id")
             if project_id is not None:
                 pid = _text_arg(project_id, "project_id")
             elif isinstance(record_id, str):
@@ -371,9 +394,9 @@ class MemoryTools:
             receipt = self.records.write(
                 pid, kind, title, body, _strings(tags, "tags"), _strings(related, "related"),
                 _strings(supersedes, "supersedes"), record_id.strip() if isinstance(record_id, str) else None,
-                create_project=pid == INBOX_PROJECT_ID)
+                create_project=pid == INBOX_PROJECT_ID, request_id=request_id)
             return {"record": receipt.as_dict()}
-        return await self._run(run)
+        return await self._run(run, request_id if isinstance(request_id, str) else None)
 
     async def project_memory_forget(self, record_id: Any = None, project_id: Any = None) -> CallToolResult:
         def run() -> dict[str, Any]:

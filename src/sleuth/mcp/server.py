@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent
 
 from sleuth import __version__
 from sleuth.engine import Engine
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, index_gone
 from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
 from sleuth.mcp.guides_tools import GUIDES_INSTRUCTIONS, register_guides_tools
 from sleuth.mcp.memory_tools import MemoryTools
@@ -133,9 +135,41 @@ def build_server(context: ServeContext, profiles: Sequence[str] = DEFAULT_PROFIL
         instructions="\n\n".join(p.instructions for p in chosen),
         log_level="WARNING",
     )
+    index_tools: set[str] = set()
     for profile in chosen:
+        before = set(server._tool_manager._tools)
         profile.register(server, context)
+        if profile.needs_index:
+            index_tools |= set(server._tool_manager._tools) - before
+    if context.engine is not None and index_tools:
+        server.middleware.append(IndexPresence(context.engine, frozenset(index_tools)))
     return server
+
+
+class IndexPresence:
+    """Middleware: a call of an index tool whose index folder was deleted or moved (or made anew)
+    since the server opened it answers with a tool error saying so (``INDEX_GONE``), never with
+    what the open files still hold or an OS error. Checked before the call (one ``stat``) and,
+    when the call failed, after it (the folder may vanish during a call)."""
+
+    def __init__(self, engine: Engine, tools: frozenset[str]) -> None:
+        self.engine, self.tools = engine, tools
+
+    def gone_result(self) -> CallToolResult:
+        exc = index_gone(self.engine.index_dir, "while the server was running",
+                         "run `sleuth index` and restart the session")
+        return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True,
+                              structured_content={"error": {"code": "INDEX_GONE", "message": str(exc)}})
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method != "tools/call" or (ctx.params or {}).get("name") not in self.tools:
+            return await call_next(ctx)
+        if self.engine.gone():
+            return self.gone_result()
+        result = await call_next(ctx)
+        failed = result.is_error if isinstance(result, CallToolResult) else \
+            isinstance(result, dict) and bool(result.get("isError"))
+        return self.gone_result() if failed and self.engine.gone() else result
 
 
 def run_stdio(

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from sleuth.errors import DocumentNotFound, IndexWriteError, QueryError, storage_errors
+from sleuth.errors import DocumentNotFound, IndexWriteError, QueryError, index_gone, storage_errors
 from sleuth.faults import kill_point
 from sleuth.store.scratch import replacing, scratch_path
 
@@ -165,6 +165,8 @@ class RecordStore:
         folder, role, label = RECORD_KINDS[kind]
         root = self.memory_dir(project_id)
         with _write_lock:
+            if self.engine.gone():  # before anything is written: a write would make the folder anew
+                raise index_gone(self.engine.index_dir)
             existing = None
             if record_id is not None:
                 existing = self.engine.catalog.document(record_id)
@@ -222,6 +224,7 @@ class RecordStore:
                     os.link(file, kept)
                 with replacing(file) as tmp:
                     tmp.write_text(text, encoding="utf-8")
+            kill_point("record-written")
             try:
                 self.engine.index([root], project=project_id)
                 return self._document_at(project_id, root, file.relative_to(root).as_posix())
@@ -305,6 +308,8 @@ class RecordStore:
                 ignore the file instead: sleuth never deletes files it did not write).
         """
         with _write_lock:
+            if self.engine.gone():
+                raise index_gone(self.engine.index_dir)
             doc = self.engine.catalog.document(record_id)
             if doc is None:
                 raise DocumentNotFound(f"record not found: {record_id!r}")

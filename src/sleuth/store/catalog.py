@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from sleuth.errors import SleuthError, storage_errors
+from sleuth.errors import SleuthError, storage_error, storage_errors
 from sleuth.types import Block
 
 SCHEMA_VERSION = 3
@@ -213,8 +213,8 @@ class Catalog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
-        #: True when the catalog could only be opened read-only (see :meth:`_connect`).
-        self.read_only = False
+        #: Why the catalog could only be opened read-only (see :meth:`_connect`), else None.
+        self.read_only: str | None = None
         if self._schema_version() is None:  # a new catalog; an existing one is opened without writing
             # One transaction: a process killed while creating the catalog leaves none or all of it.
             with storage_errors(path.parent, "the catalog"):
@@ -253,18 +253,20 @@ class Catalog:
         return conn
 
     def _connect(self) -> sqlite3.Connection:
-        """A new connection: read-write, else (the folder cannot be written, the catalog exists)
-        read-only, so that a read-only index folder still answers searches.
+        """A new connection: read-write, else (the folder cannot be written or is full, and the
+        catalog exists) read-only, so that such an index still answers searches.
 
-        Read-only, the catalog is opened with ``mode=ro`` (which needs SQLite's ``-shm`` file, or a
-        folder where it can be made); failing that, as ``immutable``: the state last checkpointed
-        into the database file, all of it committed (a folder nobody can write holds no writer).
+        Read-only, the catalog is opened with ``mode=ro`` (which needs SQLite's ``-shm`` file, or
+        room to make it); failing that, as ``immutable``: the state last checkpointed into the
+        database file, all of it committed. (Without a usable ``-shm`` file no other process can be
+        writing; one that committed more into the ``-wal`` file keeps a ``-shm`` file of its size.)
         """
         try:
             return self._configured(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None))
         except sqlite3.OperationalError as exc:
             code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-            if code not in (8, 14) or not self.path.is_file():  # SQLITE_READONLY, SQLITE_CANTOPEN
+            # SQLITE_READONLY, SQLITE_IOERR (no space for the -shm file), SQLITE_CANTOPEN
+            if code not in (8, 10, 14) or not self.path.is_file():
                 raise
             first = exc
         uri = self.path.resolve().as_uri()
@@ -275,7 +277,9 @@ class Catalog:
                 conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
             except sqlite3.OperationalError:
                 continue
-            self.read_only = True
+            problem = storage_error(first, self.path.parent, "the catalog")
+            self.read_only = str(problem) if problem else f"{self.path} opened read-only: {first}"
+            self._local.read_only = problem  # what a write through this connection reports
             return conn
         raise first
 
@@ -300,7 +304,7 @@ class Catalog:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
-            self._local.conn = None
+            self._local.conn = self._local.read_only = None
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -312,6 +316,9 @@ class Catalog:
         """
         with storage_errors(self.path.parent, "the catalog"):
             conn = self.conn
+            problem = getattr(self._local, "read_only", None)
+            if problem is not None:  # opened read-only: why, rather than SQLite's "readonly database"
+                raise type(problem)(str(problem))
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
