@@ -287,11 +287,23 @@ def test_a_read_only_index_folder_answers_every_read_and_refuses_writes_with_the
     failed = sleuth("index", str(base), "--project", "base", "--index", str(index))
     assert failed.returncode == 9 and TRACEBACK not in failed.stderr
     assert failed.stderr.startswith(f"error: cannot write the lock file write.lock in {index} (read-only file system)")
-    out = session(["--index", str(index), "--tools", "memory"], [
-        ("project_memory_record", {"project_id": "base", "kind": "note", "title": "Read-only", "body": "No."})],
-        env=LEXICAL)
-    (record,) = out["results"]
+    write = ("project_memory_record", {"project_id": "base", "kind": "note", "title": "Read-only", "body": "No."})
+    (record,) = session(["--index", str(index), "--tools", "memory"], [write], env=LEXICAL)["results"]
     assert record.is_error and record.structured_content["error"]["code"] == "INDEX_READ_ONLY", record.content
+    assert record.structured_content["error"]["message"].startswith(
+        f"cannot write the record in {index} (read-only file system)")
+    folder = Path(tempfile.mkdtemp(prefix="sbr-", dir="/tmp"))  # and through a broker
+    env = {"SLEUTH_BROKER": "1", "SLEUTH_BROKER_DIR": str(folder), **LEXICAL}
+    try:
+        mcp_reads(index, env)
+        (record,) = session(["--index", str(index), "--tools", "memory"], [write], env=env)["results"]
+        assert record.is_error and record.structured_content["error"]["code"] == "INDEX_READ_ONLY", record.content
+        assert record.structured_content["error"]["message"].startswith(  # the broker's write gate says it first
+            f"cannot write the lock file write.lock in {index} (read-only file system)")
+        assert len(list(folder.glob("*.json"))) == 1  # served by a broker
+    finally:
+        run_cli("broker", "stop", "--all", env=serve_env(env))
+        shutil.rmtree(folder, ignore_errors=True)
     # The sessions read the postings through private folders of links, removed when they ended.
     views = Path(tempfile.gettempdir()).glob("sleuth-postings.*.tmp")
     assert not [v for v in views if any(link.resolve().parent == index / "postings" for link in v.iterdir())]
