@@ -245,7 +245,7 @@ def test_query_cancel_from_one_session_stops_a_request_of_another(corpus: Path) 
     folder = tempfile.mkdtemp(prefix="sbt-", dir="/tmp")
     # A broker of its own (other settings); the delay only has to outlast the sessions' start on a
     # busy machine: the cancel ends the request at once.
-    slow = broker_env_for(folder, SLEUTH_FAULT_LANE_DELAY_MS="vector=25000")
+    slow = broker_env_for(folder, SLEUTH_FAULT_LANE_DELAY_MS="vector=600000")
     outcome: dict[str, Any] = {}
 
     async def searcher() -> None:

@@ -220,36 +220,52 @@ def test_budget_bounds_the_result_array(lab: tuple[Path, Path]) -> None:
     assert large["meta"]["summary_passages_per_result"] == 3 and large["meta"]["omitted_results"] == 0
 
 
+#: Deadlines and injected delays of the degradation tests, in milliseconds. Nothing here depends on
+#: how fast the machine is: a lane that must answer gets a deadline far beyond what any search
+#: takes on a busy machine, and a lane that must be late is delayed far beyond that deadline (the
+#: delay ends when the server closes, so the sessions still end at once).
+ROOMY_DEADLINE_MS = 20_000
+LATE_MS = 600_000
+
+
 def test_slow_lane_is_degraded_and_timeout_and_cancel(lab: tuple[Path, Path]) -> None:
     _, index = lab
 
     async def script(s: ClientSession) -> dict[str, Any]:
         out: dict[str, Any] = {}
         out["degraded"] = await s.call_tool("project_memory_search", {
-            "query": "SQLite catalog", "project_id": "lab", "response_deadline_ms": 1000, "request_id": "slow-1"})
+            "query": "SQLite catalog", "project_id": "lab", "response_deadline_ms": ROOMY_DEADLINE_MS,
+            "request_id": "slow-1"})
         out["status_after"] = await s.call_tool("query_status", {"request_id": "slow-1"})
 
         async def long_search() -> None:
             out["cancelled"] = await s.call_tool("project_memory_search", {
-                "query": "SQLite catalog", "project_id": "lab", "request_id": "long-1"})
+                "query": "SQLite catalog", "project_id": "lab", "request_id": "long-1",
+                "response_deadline_ms": 300_000})
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(long_search)
-            await anyio.sleep(0.8)
-            out["status"] = await s.call_tool("query_status", {"request_id": "long-1"})
+            with anyio.fail_after(120):  # a safety net: the request shows up as soon as it starts
+                while True:
+                    status = await s.call_tool("query_status", {"request_id": "long-1"})
+                    if not status.is_error and status.structured_content["query_status"]["lanes"].get(
+                            "vector") == "running":
+                        break
+                    await anyio.sleep(0.05)
+            out["status"] = status
             out["cancel"] = await s.call_tool("query_cancel", {"request_id": "long-1", "reason": "user moved on"})
         out["cancel_again"] = await s.call_tool("query_cancel", {"request_id": "long-1"})
         out["unknown"] = await s.call_tool("query_status", {"request_id": "never"})
         return out
 
-    out = session(index, script, env={"SLEUTH_FAULT_LANE_DELAY_MS": "vector=4000"})
+    out = session(index, script, env={"SLEUTH_FAULT_LANE_DELAY_MS": f"vector={LATE_MS}"})
     degraded = ok(out["degraded"])
-    assert degraded["meta"]["degraded_lanes"] == ["graph", "vector"] or degraded["meta"]["degraded_lanes"] == [
-        "vector"]
+    # The graph lane runs in the little time kept after retrieval; a busy machine may make it late too.
+    assert degraded["meta"]["degraded_lanes"] in (["vector"], ["graph", "vector"])
     assert degraded["results"][0]["path"] == "notes/decisions/adr-001-sqlite.md"
     assert "vector" not in degraded["results"][0]["lanes"]
     status = ok(out["status_after"])["query_status"]
-    assert status["state"] == "completed_degraded" and status["lanes"]["vector"] in ("settling", "settled")
+    assert status["state"] == "completed_degraded" and status["lanes"]["vector"] == "settling"
 
     running = ok(out["status"])["query_status"]
     assert (running["state"], running["phase"], running["lanes"]["vector"]) == ("running", "retrieval", "running")
@@ -269,15 +285,17 @@ def test_slow_lane_is_degraded_and_timeout_and_cancel(lab: tuple[Path, Path]) ->
 
     async def empty_script(s: ClientSession) -> Any:
         return await s.call_tool("project_memory_search", {
-            "query": "how often do we rotate", "project_id": "lab", "response_deadline_ms": 1000,
+            "query": "how often do we rotate", "project_id": "lab", "response_deadline_ms": ROOMY_DEADLINE_MS,
             "filters": {"retrieval_lanes": ["vector", "exact"]}})
 
     # The exact lane has nothing to match and the vector lane is late: a timeout, not "nothing found".
-    empty = session(index, empty_script, env={"SLEUTH_FAULT_LANE_DELAY_MS": "vector=3000"})
+    empty = session(index, empty_script, env={"SLEUTH_FAULT_LANE_DELAY_MS": f"vector={LATE_MS}"})
     assert empty.is_error and empty.structured_content["error"]["code"] == "QUERY_TIMEOUT"
     assert empty.structured_content["meta"]["degraded_lanes"] == ["vector"]
 
-    timed_out = session(index, timeout_script, env={"SLEUTH_FAULT_LANE_DELAY_MS": "exact=3000,bm25=3000,vector=3000"})
+    # Every retrieval lane late: the shortest deadline allowed passes first, however busy the machine.
+    timed_out = session(index, timeout_script,
+                        env={"SLEUTH_FAULT_LANE_DELAY_MS": f"exact={LATE_MS},bm25={LATE_MS},vector={LATE_MS}"})
     assert timed_out.is_error
     error = timed_out.structured_content["error"]
     assert (error["code"], error["request_id"], error["phase"]) == ("QUERY_TIMEOUT", "t-1", "retrieval")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import anyio
@@ -41,17 +40,16 @@ def test_the_hook_sees_every_call_and_never_blocks_or_breaks_the_search() -> Non
     seen: list[ToolCallEvent] = []
 
     def slow_then_fail(event: ToolCallEvent) -> None:
-        release.wait(10)
+        release.wait(600)
         seen.append(event)
         raise RuntimeError("dataLayer missing")
 
     tools = GuidesTools(ENTRIES, on_call=slow_then_fail)
     tools.index = None  # type: ignore[assignment]  # the hook still runs when the search fails
-    started = time.perf_counter()
     assert call(tools, query="vendor") == (True, GUIDES_FAILURE_TEXT)
     tools = GuidesTools(ENTRIES, on_call=tools.on_call)
     assert call(tools, query="vendor")[1].startswith("1 guide matched")
-    assert time.perf_counter() - started < 1.0
+    assert seen == []  # both calls answered while the hook was still stuck in the first event
     release.set()
     tools.on_call.close()  # type: ignore[union-attr]
     assert [e.tool_name for e in seen] == ["search_guides", "search_guides"]

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -95,6 +97,8 @@ EXACT_NOTHING_TO_MATCH = "nothing to match verbatim: the exact lane matches quot
 POLL_INTERVAL_S = 0.02
 #: Fault injection for tests and drills: ``lane=ms,lane=ms`` delays those memory lanes.
 LANE_DELAY_ENV = "SLEUTH_FAULT_LANE_DELAY_MS"
+#: How often an injected lane delay looks whether its searcher was closed, in seconds.
+DELAY_POLL_S = 0.1
 
 _QUOTED = re.compile(r'"([^"]+)"')
 
@@ -217,8 +221,11 @@ class MemorySearch:
         self.lane_delays_s = dict(lane_delays_s if lane_delays_s is not None
                                   else lane_delays_from_env(os.environ.get(LANE_DELAY_ENV)))
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="sleuth-memory")
+        self._closed = threading.Event()
 
     def close(self) -> None:
+        """Stop taking work; injected lane delays still waiting end now (so a server exits promptly)."""
+        self._closed.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ scope
@@ -422,9 +429,12 @@ class MemorySearch:
         return v
 
     def _delay(self, state: RequestState, lane: str) -> None:
-        delay = self.lane_delays_s.get(lane, 0.0)
-        if delay > 0 and state.cancel_event.wait(delay):
-            state.check()
+        """The injected delay of ``lane`` (fault injection): ends early on a cancel (raising
+        RequestCancelled) or when the searcher closes."""
+        end = time.monotonic() + self.lane_delays_s.get(lane, 0.0)
+        while (left := end - time.monotonic()) > 0 and not self._closed.is_set():
+            if state.cancel_event.wait(min(left, DELAY_POLL_S)):
+                state.check()
 
     def _lane_task(self, state: RequestState, lane: str, questions: list[_Variants], depth: int,
                    projects: tuple[str, ...], allowed: frozenset[str] | None
