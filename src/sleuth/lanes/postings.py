@@ -143,14 +143,21 @@ class Postings:
         self.read_only_view = Path(tempfile.mkdtemp(prefix=f"sleuth-postings.{os.getpid()}.",
                                                     suffix=scratch.SCRATCH_SUFFIX, dir=temp))
         try:
-            for entry in self.path.iterdir():
-                if entry.is_file() and not entry.name.startswith(".tantivy-"):
-                    (self.read_only_view / entry.name).symlink_to(entry)
+            self._link_view()
             self.index = tantivy.Index(self.schema, path=str(self.read_only_view), reuse=True)
             self._searcher = self.index.searcher()
         except BaseException:
             self.close()
             raise
+
+    def _link_view(self) -> None:
+        """Link every file of the postings not linked yet into the read-only view (tantivy's lock
+        files excepted: the view has its own)."""
+        assert self.read_only_view is not None
+        for entry in self.path.iterdir():
+            link = self.read_only_view / entry.name
+            if entry.is_file() and not entry.name.startswith(".tantivy-") and not link.is_symlink():
+                link.symlink_to(entry)
 
     def close(self) -> None:
         """Remove the read-only view, if any (the postings cannot be searched after)."""
@@ -352,6 +359,9 @@ class Postings:
             # searcher newer than the recorded generation (reloaded again next time), never older
             # (which kept a reader on a stale searcher until the next write).
             generation = self.generation()
+            if self.read_only_view is not None:  # segments committed since (through another mount)
+                with contextlib.suppress(OSError):
+                    self._link_view()
             self.index.reload()
             self._searcher = self.index.searcher()
             self._searcher_generation = generation
