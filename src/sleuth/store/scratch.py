@@ -13,6 +13,7 @@ reported as such, never a wrong index (every scratch file is renamed into place 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import re
 import secrets
@@ -93,16 +94,38 @@ def is_stale(path: Path, now: float | None = None) -> bool:
     return age_s > SCRATCH_STALE_S
 
 
+def _entries(folder: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError:
+        return []
+
+
+def _matching(folder: Path, patterns: Iterable[str]) -> Iterator[Path]:
+    """Paths under ``folder`` matching any of ``patterns`` (``/``-separated ``fnmatch`` parts;
+    folders are not followed through links), each folder read once."""
+    by_parent: dict[str, list[re.Pattern[str]]] = {}
+    for pattern in patterns:
+        parent, _, name = pattern.rpartition("/")
+        by_parent.setdefault(parent, []).append(re.compile(fnmatch.translate(name)))
+    for parent, names in by_parent.items():
+        folders = [os.fspath(folder)]
+        for part in parent.split("/") if parent else ():
+            folders = [e.path for f in folders for e in _entries(f)
+                       if fnmatch.fnmatchcase(e.name, part) and e.is_dir(follow_symlinks=False)]
+        for f in folders:
+            for entry in _entries(f):
+                if entry.name.endswith(SCRATCH_SUFFIX) or entry.name.startswith(SCRATCH_SUFFIX):  # most are neither
+                    if any(name.match(entry.name) for name in names):
+                        yield Path(entry.path)
+
+
 def stale_files(folder: Path, globs: Iterable[str] = ("*" + SCRATCH_SUFFIX,)) -> list[Path]:
-    """The stale scratch files in ``folder`` matching ``globs`` (only reads the folder)."""
+    """The stale scratch files in ``folder`` matching ``globs`` (only reads the folder; every
+    pattern's last part must start or end with ``.tmp``)."""
     now = time.time()
-    found: list[Path] = []
-    for pattern in globs:
-        try:
-            found += [p for p in folder.glob(pattern) if is_stale(p, now)]
-        except OSError:
-            continue
-    return found
+    return [p for p in _matching(folder, globs) if is_stale(p, now)]
 
 
 def sweep(folder: Path, globs: Iterable[str] = ("*" + SCRATCH_SUFFIX,),
