@@ -5,7 +5,8 @@ in a subprocess, either into an empty index ("fresh") or into a complete index o
 of the corpus with edited, added and deleted files ("update"), and sends it SIGKILL after a random
 delay (uniform over the length of an uninterrupted run of that kind). Then, for the index left:
 
-1. it opens and answers searches (every hit's document and block exist);
+1. it opens and answers searches (every hit's document and block exist), and opening it removed
+   the scratch files the killed writer left;
 2. no partial document is visible: every document's blocks are exactly those of one complete
    version of its file (the old one or the new one), and the postings hold exactly the catalog's
    blocks once caught up (postings generation == catalog generation);
@@ -158,6 +159,7 @@ def check_open_index(index: Path, versions_seen: tuple[Snapshot, ...], model: st
 
     from sleuth.config import load_config
     from sleuth.engine import Engine
+    from sleuth.store.scratch import INDEX_SCRATCH_GLOBS, stale_files
 
     problems: list[str] = []
     known = [{d: (h, b) for d, (_, h, b) in s.docs.items()} for s in versions_seen]
@@ -165,6 +167,9 @@ def check_open_index(index: Path, versions_seen: tuple[Snapshot, ...], model: st
     with Engine(index, config) as engine:  # opening replays what the postings missed
         if engine.postings.generation() != engine.catalog.generation():
             problems.append(f"postings at {engine.postings.generation()}, catalog at {engine.catalog.generation()}")
+        left = stale_files(index, INDEX_SCRATCH_GLOBS)  # opening sweeps what the killed writer left
+        if left:
+            problems.append(f"scratch files of the killed writer left: {', '.join(sorted(p.name for p in left))}")
         snap = snapshot(index)
         catalog_blocks = {b for _, _, bs in snap.docs.values() for b in bs}
         for doc_id, (rel, chash, block_ids) in snap.docs.items():

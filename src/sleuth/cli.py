@@ -272,6 +272,11 @@ def status_cmd(files: bool, index_dir: Path | None, fmt: str) -> None:
     click.echo(f"index {st['index_dir']}")
     click.echo(f"  {st['documents']} documents, {st['blocks']} blocks, {len(st['projects'])} "  # type: ignore[arg-type]
                f"project(s), generation {st['generation']} (postings at {st['postings_generation']})")
+    if st["postings_behind"]:
+        click.echo(f"  the bm25, index and exact lanes answer from generation {st['postings_generation']}:"
+                   f" {st['postings_behind']}")
+    if st["read_only"]:
+        click.echo(f"  opened read-only: {st['read_only']}")
     click.echo(f"  lanes: {', '.join(st['lanes'])}")  # type: ignore[arg-type]
     vec = st["vector_lane"]
     if vec["available"]:  # type: ignore[index]

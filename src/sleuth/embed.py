@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sleuth.errors import ConfigError
+from sleuth.store import scratch
+from sleuth.store.scratch import replacing
 
 if TYPE_CHECKING:
     from tokenizers import Encoding
@@ -83,12 +85,6 @@ def packaged_minilm_dir() -> Path:
     return folder
 
 
-def _scratch_path(out: Path) -> Path:
-    """Where to write ``out`` before renaming it into place: unique to this process and thread,
-    so that two writers of the same model never write into one file."""
-    return out.with_name(f"{out.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
-
-
 def _export_onnx(hf_dir: Path, out: Path) -> None:
     """Export a Hugging Face BERT-style encoder to ONNX (last hidden state). Imports torch."""
     import torch
@@ -106,9 +102,10 @@ def _export_onnx(hf_dir: Path, out: Path) -> None:
 
     axes = {0: "batch", 1: "tokens"}
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _scratch_path(out)
+    # A scratch file of this process (two processes exporting at once each write their own),
+    # removed when the export fails; one a killed export left is swept (see _resolve_model).
     # stdout may carry the MCP protocol: the libraries' progress output goes to stderr instead.
-    with contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings(), torch.no_grad():
+    with replacing(out) as tmp, contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         model = _Encoder(AutoModel.from_pretrained(str(hf_dir)).eval())
         dummy = torch.ones((1, 8), dtype=torch.long)
@@ -118,7 +115,6 @@ def _export_onnx(hf_dir: Path, out: Path) -> None:
             dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "last_hidden_state": axes},
             opset_version=17, dynamo=False,
         )
-    tmp.replace(out)
 
 
 def _quantize_int8(fp32: Path, out: Path) -> None:
@@ -126,9 +122,8 @@ def _quantize_int8(fp32: Path, out: Path) -> None:
     cosine to fp32 (median, SciFact and Cranfield queries) vs 0.958 with one scale per tensor."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    tmp = _scratch_path(out)
-    quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
-    tmp.replace(out)
+    with replacing(out) as tmp:
+        quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
 
 
 @dataclass(frozen=True)
@@ -176,6 +171,8 @@ def _resolve_model(spec: str, quantized: bool) -> ModelFiles:
             digest.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
         cache = model_cache_dir() / f"{source.name}-{digest.hexdigest()[:12]}"
         fp32 = cache / "model.onnx"
+        if cache.is_dir():
+            scratch.sweep(cache)  # scratch files of exports or quantisations a kill cut short
         if not fp32.is_file():
             try:
                 _export_onnx(source, fp32)
@@ -189,6 +186,7 @@ def _resolve_model(spec: str, quantized: bool) -> ModelFiles:
     int8 = cache / "model.int8-per-channel.onnx"
     if not int8.is_file():
         cache.mkdir(parents=True, exist_ok=True)
+        scratch.sweep(cache)
         _quantize_int8(fp32, int8)
     # Its own name: vectors stored for the earlier per-tensor quantisation ("@int8") are not mixed in.
     return ModelFiles(name + INT8_SUFFIX, int8, source / "tokenizer.json")

@@ -62,7 +62,8 @@ class Engine:
         self.indexer = Indexer(self.folder, self.model, self.warm_lanes)
         self.searcher = Searcher(self.catalog, self.lanes, self.config,
                                  lane_delays_from_env(os.environ.get(LANE_DELAY_ENV)),
-                                 catch_up=self.folder.catch_up, postings_generation=self.postings.generation)
+                                 catch_up=self.folder.catch_up, postings_generation=self.postings.generation,
+                                 postings_behind=lambda: self.folder.postings_behind)
         self.folder.catch_up(blocking=False)
 
     @classmethod
@@ -85,6 +86,15 @@ class Engine:
     def close(self) -> None:
         self.searcher.close()
         self.folder.close()
+
+    def gone(self) -> bool:
+        """True when the index folder was deleted, moved or made anew since this engine opened it."""
+        return self.folder.gone()
+
+    @property
+    def postings_behind(self) -> str | None:
+        """Why the postings lag behind the catalog when a catch-up could not write, else None."""
+        return self.folder.postings_behind
 
     def __enter__(self) -> Engine:
         return self
@@ -208,6 +218,8 @@ class Engine:
             **counts,
             "generation": self.catalog.generation(),
             "postings_generation": self.postings.generation(),
+            "postings_behind": self.folder.postings_behind,
+            "read_only": self.folder.read_only,
             "lanes": list(self.config.lanes),
             "vector_lane": {"available": vector.available, "reason": vector.reason, **(vector.details or {})},
             "projects": [p.model_dump() for p in projects],

@@ -107,9 +107,11 @@ class WriteLock:
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
         """Hold the lock for the block; raises IndexBusy (naming the holder) when it is not free in time."""
-        from sleuth.errors import IndexBusy
+        from sleuth.errors import IndexBusy, storage_errors
 
-        if not self.acquire():
+        with storage_errors(self.path.parent, f"the lock file {self.path.name}"):
+            got = self.acquire()
+        if not got:
             holder = self.holder() or "another process"
             raise IndexBusy(
                 f"{holder} is writing to the index {self.path.parent}; waited {self.timeout_s:g} s for it: try again"

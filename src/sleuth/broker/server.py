@@ -45,7 +45,7 @@ from sleuth.broker.paths import BrokerPaths
 from sleuth.broker.transport import stream_transport
 from sleuth.config import load_serve_settings
 from sleuth.engine import Engine
-from sleuth.errors import ConfigError, IndexBusy, SleuthError
+from sleuth.errors import ConfigError, IndexBusy, IndexGone, IndexReadOnly, SleuthError, StorageFull, storage_errors
 from sleuth.locks import WRITE_LOCK_TIMEOUT_S, lock_exclusive
 from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
 from sleuth.mcp.limits import run_in_worker
@@ -103,16 +103,26 @@ def wait_for_other_writers(lock_path: Path, timeout_s: float) -> None:
 
     Raises:
         IndexBusy: another process held it for ``timeout_s`` seconds.
+        IndexReadOnly, StorageFull, IndexGone: the lock file cannot be opened.
     """
-    fd = lock_exclusive(lock_path, timeout_s, WRITER_POLL_S)
+    with storage_errors(lock_path.parent, f"the lock file {lock_path.name}", retry="write again"):
+        fd = lock_exclusive(lock_path, timeout_s, WRITER_POLL_S)
     if fd is None:
         raise IndexBusy(f"another process is writing to {lock_path.parent}; waited {timeout_s:.0f} s")
     os.close(fd)  # released at once: the engine takes it for the write itself
 
 
-def _busy(exc: IndexBusy) -> CallToolResult:
-    """The memory tools' tool error for a write that could not start (code ``INDEX_BUSY``)."""
-    error = {"code": "INDEX_BUSY", "message": str(exc)}
+#: Tool error codes of the writes that could not start (as the memory tools name them).
+_REFUSED_CODES: tuple[tuple[type[SleuthError], str], ...] = (
+    (IndexBusy, "INDEX_BUSY"), (StorageFull, "STORAGE_FULL"), (IndexReadOnly, "INDEX_READ_ONLY"),
+    (IndexGone, "INDEX_GONE"), (SleuthError, "SLEUTH_ERROR"),
+)
+
+
+def _refused(exc: SleuthError) -> CallToolResult:
+    """The memory tools' tool error for a write that could not start (e.g. code ``INDEX_BUSY``)."""
+    code = next(c for t, c in _REFUSED_CODES if isinstance(exc, t))
+    error = {"code": code, "message": str(exc)}
     return CallToolResult(content=[TextContent(type="text", text=str(exc))], structured_content={"error": error},
                           is_error=True)
 
@@ -405,8 +415,8 @@ class Broker:
             try:
                 async with self.gate.write(before=self._wait_for_other_writers):
                     return await call_next(ctx)
-            except IndexBusy as exc:
-                return _busy(exc)
+            except SleuthError as exc:  # the write could not start (busy, read-only, full, gone)
+                return _refused(exc)
         finally:
             self.calls_running -= 1
             self.last_active = time.monotonic()

@@ -16,7 +16,9 @@ after each tantivy commit; on open, :meth:`Postings.catch_up` replays newer cata
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import tempfile
 import threading
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,7 +27,10 @@ from typing import NamedTuple
 
 import tantivy
 
+from sleuth.errors import IndexReadOnly, storage_error
+from sleuth.store import scratch
 from sleuth.store.catalog import Catalog, IndexedBlock
+from sleuth.store.scratch import replacing
 from sleuth.text import analyze, surface_tokens
 
 #: Memory budget of the tantivy writer, in bytes (tantivy's minimum is 15 MB per thread).
@@ -66,6 +71,18 @@ class Hits(NamedTuple):
     scores: list[float]
 
 
+#: What tantivy says when its indexing thread died (of an I/O error, most likely).
+_WRITER_KILLED = "index writer was killed"
+
+
+class _WriterFailed(Exception):
+    """A tantivy writer died; ``cause`` is the error its indexing thread ended with."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 @dataclass
 class _BulkRun:
     """The writer of an indexing run and what it staged since its last commit."""
@@ -89,24 +106,71 @@ class Postings:
         self._generation_file = path.parent / f"{path.name}.generation"
         self._generation_stamp: tuple[int, int, int] | None = None
         self._generation_value = 0
+        #: A folder of links to the postings' files, when the index folder cannot be written (see
+        #: :meth:`_open_read_only`); None otherwise.
+        self.read_only_view: Path | None = None
+        #: Why the postings were opened read-only, else None.
+        self.read_only: str | None = None
         try:
             fresh = not (path / "meta.json").is_file()
             path.mkdir(parents=True, exist_ok=True)
             self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
             if fresh:
                 self._set_generation(0)  # a new or deleted index holds nothing yet: refill it
-        except (ValueError, OSError):
-            self._reset()
+            self._searcher = self.index.searcher()
+        except (ValueError, OSError) as exc:
+            problem = storage_error(exc, path.parent, "the postings")
+            if problem is None:
+                self._reset()  # unreadable: rebuilt from the catalog
+                self._searcher = self.index.searcher()
+            elif isinstance(problem, IndexReadOnly) and not fresh:
+                self._open_read_only()
+                self.read_only = str(problem)
+            else:
+                raise problem from exc  # never thrown away for want of space
         self._searcher_generation = -1
-        self._searcher = self.index.searcher()
         self._bulk: _BulkRun | None = None
+
+    def _open_read_only(self) -> None:
+        """Open the postings of a folder that cannot be written, for reading.
+
+        tantivy takes a lock file beside the index even to read it, which a read-only folder does
+        not allow; so the index is opened through a private folder (in the temporary folder)
+        holding links to its files and a lock file of its own. Removed by :meth:`close`.
+        """
+        temp = Path(tempfile.gettempdir())
+        scratch.sweep(temp, ["sleuth-postings.*" + scratch.SCRATCH_SUFFIX])  # views of killed processes
+        self.read_only_view = Path(tempfile.mkdtemp(prefix=f"sleuth-postings.{os.getpid()}.",
+                                                    suffix=scratch.SCRATCH_SUFFIX, dir=temp))
+        try:
+            self._link_view()
+            self.index = tantivy.Index(self.schema, path=str(self.read_only_view), reuse=True)
+            self._searcher = self.index.searcher()
+        except BaseException:
+            self.close()
+            raise
+
+    def _link_view(self) -> None:
+        """Link every file of the postings not linked yet into the read-only view (tantivy's lock
+        files excepted: the view has its own)."""
+        assert self.read_only_view is not None
+        for entry in self.path.iterdir():
+            link = self.read_only_view / entry.name
+            if entry.is_file() and not entry.name.startswith(".tantivy-") and not link.is_symlink():
+                link.symlink_to(entry)
+
+    def close(self) -> None:
+        """Remove the read-only view, if any (the postings cannot be searched after)."""
+        if self.read_only_view is not None:
+            shutil.rmtree(self.read_only_view, ignore_errors=True)
+            self.read_only_view = None
 
     def _reset(self) -> None:
         """Throw away an unreadable index; the catalog will refill it (generation 0)."""
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir(parents=True)
         self.index = tantivy.Index(self.schema, path=str(self.path), reuse=False)
-        self._generation_file.write_text("0")
+        self._set_generation(0)
 
     # ------------------------------------------------------------------ generations
 
@@ -128,9 +192,8 @@ class Postings:
             return 0
 
     def _set_generation(self, generation: int) -> None:
-        tmp = self._generation_file.with_suffix(".tmp")
-        tmp.write_text(str(generation))
-        tmp.replace(self._generation_file)
+        with replacing(self._generation_file) as tmp:
+            tmp.write_text(str(generation))
 
     # ------------------------------------------------------------------ writing
 
@@ -166,16 +229,48 @@ class Postings:
             if self._bulk.added >= BULK_COMMIT_BLOCKS:
                 self._bulk_commit()
             return
-        writer = self.index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=WRITER_THREADS)
-        try:
-            self._write(writer, catalog_blocks, deleted_doc_ids, rewritten_doc_ids, CATCH_UP_BATCH_BLOCKS)
-            writer.commit()
-            writer.wait_merging_threads()
-        except BaseException:
-            writer.rollback()
-            raise
-        self._set_generation(generation)
+        with self._writing():
+            writer = self.index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=WRITER_THREADS)
+            try:
+                self._write(writer, catalog_blocks, deleted_doc_ids, rewritten_doc_ids, CATCH_UP_BATCH_BLOCKS)
+                writer.commit()
+                writer.wait_merging_threads()
+            except BaseException as exc:
+                self._roll_back(writer, exc)
+                raise
+            self._set_generation(generation)
         self.reload()
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Translate the failures of a write (a full disk, a read-only folder: see
+        :func:`sleuth.errors.storage_error`), including the cause behind a dead tantivy writer."""
+        try:
+            yield
+        except _WriterFailed as failed:
+            problem = storage_error(failed.cause, self.path.parent, "the postings")
+            raise (problem or failed.cause) from failed.cause
+        except (ValueError, OSError) as exc:
+            problem = storage_error(exc, self.path.parent, "the postings")
+            if problem is None:
+                raise
+            raise problem from exc
+
+    @staticmethod
+    def _roll_back(writer: tantivy.IndexWriter, exc: BaseException) -> None:
+        """Roll ``writer`` back after ``exc``. When ``exc`` only says that tantivy's indexing thread
+        died ("An index writer was killed"), raise _WriterFailed with what killed it: a commit of
+        the dead writer joins that thread and returns its error, committing nothing."""
+        cause: BaseException | None = None
+        if isinstance(exc, ValueError) and _WRITER_KILLED in str(exc):
+            try:
+                writer.commit()
+            except ValueError as why:
+                cause = why
+        with contextlib.suppress(ValueError):
+            writer.rollback()
+        if cause is not None:
+            raise _WriterFailed(cause) from exc
 
     def _write(self, writer: tantivy.IndexWriter, catalog_blocks: Iterable[IndexedBlock],
                deleted_doc_ids: Iterable[str], rewritten_doc_ids: Iterable[str], commit_every: int = 0) -> int:
@@ -214,16 +309,17 @@ class Postings:
         if self._bulk is not None:  # already in a run
             yield
             return
-        self._bulk = _BulkRun(self.index.writer(heap_size=BULK_WRITER_HEAP_BYTES, num_threads=WRITER_THREADS))
-        try:
-            yield
-            self._bulk_commit()
-            self._bulk.writer.wait_merging_threads()
-        except BaseException:
-            self._bulk.writer.rollback()
-            raise
-        finally:
-            self._bulk = None
+        with self._writing():
+            self._bulk = _BulkRun(self.index.writer(heap_size=BULK_WRITER_HEAP_BYTES, num_threads=WRITER_THREADS))
+            try:
+                yield
+                self._bulk_commit()
+                self._bulk.writer.wait_merging_threads()
+            except BaseException as exc:
+                self._roll_back(self._bulk.writer, exc)
+                raise
+            finally:
+                self._bulk = None
 
     def _bulk_commit(self) -> None:
         run = self._bulk
@@ -263,6 +359,9 @@ class Postings:
             # searcher newer than the recorded generation (reloaded again next time), never older
             # (which kept a reader on a stale searcher until the next write).
             generation = self.generation()
+            if self.read_only_view is not None:  # segments committed since (through another mount)
+                with contextlib.suppress(OSError):
+                    self._link_view()
             self.index.reload()
             self._searcher = self.index.searcher()
             self._searcher_generation = generation

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, LaneStatus, doc_mask
+from sleuth.store.scratch import replacing
 from sleuth.types import RankedList
 
 if TYPE_CHECKING:
@@ -239,9 +240,8 @@ def load_hnsw(path: Path) -> Index | None:
 def save_hnsw(index: Index, path: Path) -> bool:
     """Atomically save ``index`` at ``path``; False when the folder is not writable."""
     try:
-        tmp = path.with_suffix(".tmp")
-        index.save(str(tmp))
-        tmp.replace(path)
+        with replacing(path) as tmp:
+            index.save(str(tmp))
         return True
     except (OSError, RuntimeError):
         return False

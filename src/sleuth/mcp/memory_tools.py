@@ -25,14 +25,20 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from sleuth.broker.gate import CONTROL_META
 from sleuth.engine import Engine
-from sleuth.errors import DocumentNotFound, IndexBusy, ProjectNotFound, QueryError, SleuthError, shown_value
+from sleuth.errors import InternalError, QueryError, SleuthError, shown_value
 from sleuth.lanes import registry
 from sleuth.mcp.access import Access
 from sleuth.mcp.limits import CheckedTool, run_in_worker
 from sleuth.mcp.sdk import set_output_schema
 from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS, read_body
 from sleuth.memory.doctor import doctor
-from sleuth.memory.records import RECORD_KINDS, RECORD_RELATIONS_MAX, RECORD_TAGS_MAX, RecordStore
+from sleuth.memory.records import (
+    RECORD_KINDS,
+    RECORD_RELATIONS_MAX,
+    RECORD_TAGS_MAX,
+    REQUEST_ID_MAX_CHARS,
+    RecordStore,
+)
 from sleuth.memory.request import (
     BUDGET_MAX_BYTES,
     BUDGET_MIN_BYTES,
@@ -209,6 +215,10 @@ RECORD_SCHEMA: dict[str, Any] = {
                        "description": "record_ids this record replaces; they rank below it from now on."},
         "record_id": {"type": "string", "minLength": 1,
                       "description": "Rewrite this existing record (new revision_id) instead of adding one."},
+        "request_id": {"type": "string", "minLength": 1, "maxLength": REQUEST_ID_MAX_CHARS,
+                       "description": "Caller-chosen idempotency key for this write. Retrying a write whose answer "
+                       "was lost with the same request_id returns the first write's receipt (replayed: true) "
+                       "instead of writing the record twice; a request_id used for other content is refused."},
     },
     "required": ["kind", "title", "body"], "additionalProperties": False,
 }
@@ -235,10 +245,6 @@ DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorld
 logger = logging.getLogger(__name__)
 
 
-class InternalError(SleuthError):
-    """An unexpected failure inside a tool (a bug, or the index changed under the server)."""
-
-
 class MemoryTool(CheckedTool):
     """A checked tool whose argument errors are structured tool errors like its other errors."""
 
@@ -252,13 +258,6 @@ class MemoryTool(CheckedTool):
             return _error(QueryError(str(exc)))
 
 
-_ERROR_CODES: tuple[tuple[type[Exception], str], ...] = (
-    (RequestNotFound, "REQUEST_NOT_FOUND"), (ProjectNotFound, "PROJECT_NOT_FOUND"),
-    (DocumentNotFound, "RECORD_NOT_FOUND"), (IndexBusy, "INDEX_BUSY"), (QueryError, "INVALID_ARGUMENT"),
-    (InternalError, "INTERNAL_ERROR"), (SleuthError, "SLEUTH_ERROR"),
-)
-
-
 def _result(payload: dict[str, Any], is_error: bool = False) -> CallToolResult:
     text = payload["error"]["message"] if is_error else json.dumps(payload, ensure_ascii=False)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload,
@@ -266,7 +265,7 @@ def _result(payload: dict[str, Any], is_error: bool = False) -> CallToolResult:
 
 
 def _error(exc: Exception, request_id: str | None = None) -> CallToolResult:
-    code = next(c for t, c in _ERROR_CODES if isinstance(exc, t))
+    code = exc.code if isinstance(exc, SleuthError) else InternalError.code
     error: dict[str, Any] = {"code": code, "message": str(exc)}
     if request_id:
         error["request_id"] = request_id
@@ -385,11 +384,14 @@ class MemoryTools:
 
     async def project_memory_record(self, kind: Any = None, title: Any = None, body: Any = None,
                                     project_id: Any = None, tags: Any = None, related: Any = None,
-                                    supersedes: Any = None, record_id: Any = None) -> CallToolResult:
+                                    supersedes: Any = None, record_id: Any = None,
+                                    request_id: Any = None) -> CallToolResult:
         def run() -> dict[str, Any]:
             for name, value in (("kind", kind), ("title", title), ("body", body)):
                 _text_arg(value, name)
             rid = _text_arg(record_id, "record_id") if record_id is not None else None
+            if request_id is not None:
+                _text_arg(request_id, "request_id")
             pid = self._project(_text_arg(project_id, "project_id")) if project_id is not None else None
             if rid is not None:
                 revised = self.access.document(rid)  # the same answer for a hidden and a missing record
@@ -397,9 +399,10 @@ class MemoryTools:
             pid = pid or self._project(INBOX_PROJECT_ID)
             receipt = self.records.write(
                 pid, kind, title, body, _strings(tags, "tags"), _strings(related, "related"),
-                _strings(supersedes, "supersedes"), rid, create_project=pid == INBOX_PROJECT_ID)
+                _strings(supersedes, "supersedes"), rid, create_project=pid == INBOX_PROJECT_ID,
+                request_id=request_id)
             return {"record": receipt.as_dict()}
-        return await self._run(run)
+        return await self._run(run, request_id if isinstance(request_id, str) else None)
 
     async def project_memory_forget(self, record_id: Any = None, project_id: Any = None) -> CallToolResult:
         def run() -> dict[str, Any]:

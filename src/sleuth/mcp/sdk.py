@@ -37,6 +37,11 @@ def add_tools(server: MCPServer[Any], tools: Iterable[Tool]) -> None:
         manager._tools[tool.name] = tool  # noqa: SLF001
 
 
+def tool_names(server: MCPServer[Any]) -> list[str]:
+    """The names of the tools registered on ``server``, in registration order."""
+    return [t.name for t in server._tool_manager.list_tools()]  # noqa: SLF001 - see the module docstring
+
+
 def set_output_schema(tool: Tool, schema: dict[str, Any]) -> None:
     """Advertise ``schema`` as ``tool``'s output schema (the tool returns CallToolResult itself)."""
     tool.fn_metadata.output_schema = schema

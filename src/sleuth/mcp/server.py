@@ -25,9 +25,10 @@ from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
 from sleuth.mcp.guides_tools import GUIDES_INSTRUCTIONS, register_guides_tools
 from sleuth.mcp.limits import ARGUMENT_CAPS, arguments_middleware
 from sleuth.mcp.memory_tools import MemoryTools
+from sleuth.mcp.presence import IndexPresence
 from sleuth.mcp.project_tools import ProjectTools
 from sleuth.mcp.registry import ServeContext
-from sleuth.mcp.sdk import add_tools
+from sleuth.mcp.sdk import add_tools, serve_streams, tool_names
 from sleuth.mcp.text_tools import TEXT_INSTRUCTIONS, register_text_tools
 from sleuth.mcp.wire import stdio_transport
 
@@ -140,20 +141,25 @@ def build_server(context: ServeContext, profiles: Sequence[str] = DEFAULT_PROFIL
         instructions="\n\n".join(p.instructions for p in chosen),
         log_level="WARNING",
     )
+    index_tools: set[str] = set()
     for profile in chosen:
+        before = set(tool_names(server))
         profile.register(server, context)
-    unbounded = sorted(t.name for t in server._tool_manager.list_tools() if t.name not in ARGUMENT_CAPS)
+        if profile.needs_index:
+            index_tools |= set(tool_names(server)) - before
+    unbounded = sorted(name for name in tool_names(server) if name not in ARGUMENT_CAPS)
     if unbounded:  # a tool registered without its input limits (a bug, caught before serving)
         raise ConfigError(f"tool(s) without input limits in sleuth.mcp.limits.ARGUMENT_CAPS: {', '.join(unbounded)}")
     server.middleware.append(arguments_middleware(server))
+    if context.engine is not None and index_tools:
+        server.middleware.append(IndexPresence(context.engine, frozenset(index_tools)))
     return server
 
 
 async def serve_stdio(server: MCPServer[Any]) -> None:
     """Serve ``server`` over this process's stdin and stdout (:func:`sleuth.mcp.wire.stdio_transport`)."""
-    lowlevel = server._lowlevel_server  # the SDK runs a server over given streams only at this level
     async with stdio_transport() as (read_stream, write_stream):
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        await serve_streams(server, read_stream, write_stream)
 
 
 def run_stdio(

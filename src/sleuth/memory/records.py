@@ -7,10 +7,19 @@ write, and by every later ``sleuth index``. Writing the same record again (same 
 rewrites its file: the record keeps its id and gets a new ``revision_id``. ``forget`` deletes the
 file and removes the record from every lane. Writes are serialised (one at a time per process,
 and the index's write lock across processes), so a reader never sees half of one.
+
+A write may carry a caller-chosen ``request_id`` (an idempotency key): the record's front matter
+keeps it, and a new record's file name ends with a digest of it, so a retry of a write whose answer
+was lost (the server was killed after it committed) finds the record written and answers with its
+receipt (``replayed: true``) instead of writing it twice. The same ``request_id`` with other
+content is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import re
 import threading
 import unicodedata
@@ -22,7 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from sleuth.errors import DocumentNotFound, QueryError
+from sleuth.errors import DocumentNotFound, IndexWriteError, QueryError, index_gone, storage_errors
+from sleuth.faults import kill_point
+from sleuth.store.scratch import replacing, scratch_path
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
@@ -47,6 +58,10 @@ RECORD_TAG_MAX_CHARS = 100
 RECORD_RELATIONS_MAX = 20
 #: The folder (inside the index folder) holding every project's memory folder.
 MEMORY_DIR_NAME = "memory"
+#: Longest ``request_id``, in characters (as the search's ``request_id``).
+REQUEST_ID_MAX_CHARS = 200
+#: Hex digits of a request id's digest at the end of a new record's file name.
+REQUEST_KEY_HEX = 12
 
 _write_lock = threading.Lock()
 
@@ -69,9 +84,33 @@ class RecordReceipt:
     file: str
     kind: str
     created: bool
+    #: True when this answers a retry: the write with this ``request_id`` had been made already.
+    replayed: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def request_key(project_id: str, request_id: str) -> str:
+    """The digest of a request id that ends the file name of the record it wrote."""
+    return hashlib.sha1(f"{project_id}\0{request_id}".encode("utf-8", "surrogatepass")).hexdigest()[:REQUEST_KEY_HEX]
+
+
+def render_record(title: str, body: str, front: dict[str, Any]) -> str:
+    """A record file's text: its front matter, then its title as a heading, then its body."""
+    text = "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n"
+    return text + f"# {title}\n\n{body.strip()}\n"
+
+
+def _front_matter(text: str) -> dict[str, Any]:
+    """The front matter of a record file's text ({} when it has none or it is not a mapping)."""
+    if not text.startswith("---\n") or "\n---\n" not in text[3:]:
+        return {}
+    try:
+        front = yaml.safe_load(text[4 : text.index("\n---\n", 3) + 1])
+    except yaml.YAMLError:
+        return {}
+    return front if isinstance(front, dict) else {}
 
 
 class RecordStore:
@@ -90,19 +129,25 @@ class RecordStore:
 
     def write(self, project_id: str, kind: str, title: str, body: str, tags: Sequence[str] = (),
               related: Sequence[str] = (), supersedes: Sequence[str] = (), record_id: str | None = None,
-              create_project: bool = False) -> RecordReceipt:
+              create_project: bool = False, request_id: str | None = None) -> RecordReceipt:
         """Write (or rewrite, with ``record_id``) a record and index it at once.
 
         ``related`` and ``supersedes`` are record ids (any document of the project); they become
         front-matter relations, so the graph lane links them and a superseded record ranks below
-        the record that replaces it.
+        the record that replaces it. With ``request_id``, a write that was made already (its answer
+        lost) is not made again: its receipt is returned, with ``replayed`` set (module docstring).
 
         Raises:
             QueryError: an unknown kind, an empty or too long title or body, too many tags or
-                relations, a relation to an unknown record, or ``record_id`` not a record of the project.
+                relations, a relation to an unknown record, ``record_id`` not a record of the
+                project, or ``request_id`` already used for another write.
             ProjectNotFound: the project does not exist (and ``create_project`` is false).
             IndexBusy: another process held the index's write lock too long.
+            StorageFull, IndexReadOnly, IndexGone: the record could not be written (nothing was).
         """
+        if request_id is not None and (not request_id.strip() or len(request_id) > REQUEST_ID_MAX_CHARS
+                                       or _CONTROL.search(request_id)):
+            raise QueryError(f"request_id must be 1 to {REQUEST_ID_MAX_CHARS} characters of text")
         if kind not in RECORD_KINDS:
             raise QueryError(f"kind must be one of {', '.join(RECORD_KINDS)}; got {kind!r}")
         title = title.strip()
@@ -124,6 +169,8 @@ class RecordStore:
         folder, role, label = RECORD_KINDS[kind]
         root = self.memory_dir(project_id)
         with _write_lock:
+            if self.engine.gone():  # before anything is written: a write would make the folder anew
+                raise index_gone(self.engine.index_dir)
             existing = None
             if record_id is not None:
                 existing = self.engine.catalog.document(record_id)
@@ -139,34 +186,101 @@ class RecordStore:
                 raise QueryError("a record cannot relate to or supersede itself")
             relation_paths = {name: self._paths(project_id, ids, name)
                               for name, ids in (("related", related), ("supersedes", supersedes))}
+
+            def front_matter(date: str) -> dict[str, Any]:
+                front: dict[str, Any] = {"title": title, "kind": label, "role": role, "date": date}
+                if tags:
+                    front["tags"] = [str(t) for t in tags]
+                for name, paths in relation_paths.items():
+                    if paths:
+                        front[name] = paths
+                if request_id is not None:
+                    front["request_id"] = request_id
+                return front
+
+            if request_id is not None:
+                replayed = self._replayed(project_id, root, request_id, existing,
+                                          lambda date: render_record(title, body, front_matter(date)))
+                if replayed is not None:
+                    return replayed
             now = datetime.now(UTC)
-            rel_path = existing.rel_path if existing else self._new_path(root, folder, now, title)
-            front: dict[str, Any] = {"title": title, "kind": label, "role": role,
-                                     "date": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
-            if tags:
-                front["tags"] = [str(t) for t in tags]
-            for name, paths in relation_paths.items():
-                if paths:
-                    front[name] = paths
-            text = "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n"
-            text += f"# {title}\n\n{body.strip()}\n"
+            key = request_key(project_id, request_id) if request_id is not None else None
+            rel_path = existing.rel_path if existing else self._new_path(root, folder, now, title, key)
+            text = render_record(title, body, front_matter(now.strftime("%Y-%m-%dT%H:%M:%SZ")))
             file = root / rel_path
-            file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = file.with_suffix(".md.tmp")
-            previous = file.read_bytes() if file.exists() else None
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(file)
+            doc = self._write_and_index(project_id, root, file, text)
+            kill_point("record-committed")
+        return RecordReceipt(doc.doc_id, doc.revision, project_id, rel_path, str(file), label, existing is None)
+
+    def _write_and_index(self, project_id: str, root: Path, file: Path, text: str) -> Any:
+        """Put ``text`` in ``file`` and index the memory folder; returns the file's document.
+
+        Like a transaction: when anything fails, the file is put back as it was (the previous
+        version is kept as a hard link in the index folder meanwhile: putting it back needs no
+        space) and the error raised (a full disk, a read-only folder: StorageFull, IndexReadOnly).
+        """
+        kept = None
+        try:
+            with storage_errors(self.engine.index_dir, "the record", retry="write it again"):
+                file.parent.mkdir(parents=True, exist_ok=True)
+                if file.exists():  # kept beside the catalog: not in the memory folder that is indexed
+                    kept = scratch_path(self.engine.index_dir / file.name)
+                    os.link(file, kept)
+                with replacing(file) as tmp:
+                    tmp.write_text(text, encoding="utf-8")
+            kill_point("record-written")
             try:
                 self.engine.index([root], project=project_id)
-                doc = self._document_at(project_id, root, rel_path)
-            except BaseException:
-                # Never leave a file the index does not hold: put back what was there.
-                if previous is None:
+                return self._document_at(project_id, root, file.relative_to(root).as_posix())
+            except IndexWriteError as exc:
+                raise type(exc)(f"the record was not written: {exc}") from exc
+        except BaseException:
+            # Never leave a file the index does not hold: put back what was there.
+            with contextlib.suppress(OSError):
+                if kept is None:
                     file.unlink(missing_ok=True)
                 else:
-                    file.write_bytes(previous)
-                raise
-        return RecordReceipt(doc.doc_id, doc.revision, project_id, rel_path, str(file), label, existing is None)
+                    os.replace(kept, file)
+                    kept = None
+            raise
+        finally:
+            if kept is not None:
+                with contextlib.suppress(OSError):
+                    kept.unlink()
+
+    def _replayed(self, project_id: str, root: Path, request_id: str, existing: Any,
+                  render: Any) -> RecordReceipt | None:
+        """The receipt of the write ``request_id`` made already, or None when it made none.
+
+        Its file is the revised record's (``existing``), else the new record whose name ends with
+        the request's digest. A file written whose indexing a kill cut short is indexed now.
+        ``render(date)`` is the text the request writes on ``date``: the file must hold exactly
+        that (with its own date), else the request id was used for another write (QueryError).
+        """
+        if existing is not None:
+            files = [root / existing.rel_path]
+        else:
+            files = sorted(root.glob(f"*/*-{request_key(project_id, request_id)}.md"))
+        for file in files:
+            try:
+                text = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            front = _front_matter(text)
+            if front.get("request_id") != request_id:
+                continue
+            rel_path = file.relative_to(root).as_posix()
+            if text != render(str(front.get("date", ""))):
+                raise QueryError(f"request_id {request_id!r} was already used for another write ({rel_path}):"
+                                 " give each new write its own request_id")
+            state = self.engine.catalog.file_states(project_id, [str(root)], [rel_path]).get((str(root), rel_path))
+            st = file.stat()
+            if state is None or (state.mtime_ns, state.size_bytes) != (st.st_mtime_ns, st.st_size):
+                self.engine.index([root], project=project_id)  # killed before its indexing committed
+            doc = self._document_at(project_id, root, rel_path)
+            return RecordReceipt(doc.doc_id, doc.revision, project_id, rel_path, str(file), str(front.get("kind")),
+                                 existing is None, replayed=True)
+        return None
 
     def project_of(self, record_id: str) -> str:
         """The project of record ``record_id``. Raises DocumentNotFound."""
@@ -198,6 +312,8 @@ class RecordStore:
                 ignore the file instead: sleuth never deletes files it did not write).
         """
         with _write_lock:
+            if self.engine.gone():
+                raise index_gone(self.engine.index_dir)
             doc = self.engine.catalog.document(record_id)
             if doc is None:
                 raise DocumentNotFound(f"record not found: {record_id!r}")
@@ -220,8 +336,8 @@ class RecordStore:
         return [docs[i].rel_path for i in ids]
 
     @staticmethod
-    def _new_path(root: Path, folder: str, now: datetime, title: str) -> str:
-        base = f"{folder}/{now.strftime('%Y-%m-%d')}-{slugify(title)}"
+    def _new_path(root: Path, folder: str, now: datetime, title: str, key: str | None = None) -> str:
+        base = f"{folder}/{now.strftime('%Y-%m-%d')}-{slugify(title)}" + (f"-{key}" if key else "")
         candidate, n = f"{base}.md", 2
         while (root / candidate).exists():
             candidate, n = f"{base}-{n}.md", n + 1

@@ -57,13 +57,16 @@ class Searcher:
         delays_s: fault injection: seconds each lane (or family) waits before running.
         catch_up: called before each search (the index's postings catch up with its catalog).
         postings_generation: the generation the postings reflect (None: no postings to wait for).
+        postings_behind: why the postings could not catch up with the corpus, when they could not.
     """
 
     def __init__(self, corpus: Corpus, lanes: Mapping[str, Any], config: Config,
                  delays_s: Mapping[str, float] | None = None, catch_up: Callable[[], None] | None = None,
-                 postings_generation: Callable[[], int] | None = None) -> None:
+                 postings_generation: Callable[[], int] | None = None,
+                 postings_behind: Callable[[], str | None] | None = None) -> None:
         self.catalog, self.lanes, self.config = corpus, lanes, config
         self._catch_up, self._postings_generation = catch_up, postings_generation
+        self._postings_behind = postings_behind
         self._closed = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="sleuth-lane")
         self.retriever = Retriever(lanes, self._pool, delays_s or {}, self._closed)
@@ -291,7 +294,10 @@ class Searcher:
             notes.append(self._why_empty(plan, retrieval))
         postings = self._postings_generation
         if set(plan.lanes) & POSTINGS_LANES and postings is not None and postings() < self.catalog.generation():
-            notes.append("an indexing run is in progress: the bm25, index and exact lanes see its documents"
+            behind = self._postings_behind() if self._postings_behind is not None else None
+            notes.append(f"the bm25, index and exact lanes answer from the index as it was before the last"
+                         f" indexing run(s), whose postings could not be written: {behind}" if behind else
+                         "an indexing run is in progress: the bm25, index and exact lanes see its documents"
                          " only when it ends (the tfidf and vector lanes see them already)")
         vector = self.lanes.get("vector")
         if "vector" in retrieval.answers and vector is not None and vector.pending_documents():

@@ -14,12 +14,12 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from sleuth.errors import IndexFormatError
+from sleuth.errors import IndexFormatError, storage_error, storage_errors
 from sleuth.types import Block
 
 SCHEMA_VERSION = 3
@@ -219,17 +219,20 @@ class Catalog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
+        #: Why the catalog could only be opened read-only (see :meth:`_connect`), else None.
+        self.read_only: str | None = None
         if self._schema_version() is None:  # a new catalog; an existing one is opened without writing
             # One transaction: a process killed while creating the catalog leaves none or all of it.
-            try:
-                self.conn.executescript(
-                    f"BEGIN IMMEDIATE;\n{_SCHEMA}\nINSERT OR IGNORE INTO meta VALUES ('schema_version', "
-                    f"'{SCHEMA_VERSION}');\nINSERT OR IGNORE INTO meta VALUES ('generation', '0');\nCOMMIT;"
-                )
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
+            with storage_errors(path.parent, "the catalog"):
+                try:
+                    self.conn.executescript(
+                        f"BEGIN IMMEDIATE;\n{_SCHEMA}\nINSERT OR IGNORE INTO meta VALUES ('schema_version', "
+                        f"'{SCHEMA_VERSION}');\nINSERT OR IGNORE INTO meta VALUES ('generation', '0');\nCOMMIT;"
+                    )
+                except BaseException:
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    raise
         version = self._schema_version()
         if version != SCHEMA_VERSION:
             raise IndexFormatError(
@@ -252,15 +255,54 @@ class Catalog:
     def conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
+            conn = self._local.conn = self._connect()
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        """A new connection: read-write, else (the folder cannot be written or is full, and the
+        catalog exists) read-only, so that such an index still answers searches.
+
+        Read-only, the catalog is opened with ``mode=ro`` (which needs SQLite's ``-shm`` file, or
+        room to make it); failing that, as ``immutable``: the state last checkpointed into the
+        database file, all of it committed. (Without a usable ``-shm`` file no other process can be
+        writing; one that committed more into the ``-wal`` file keeps a ``-shm`` file of its size.)
+        """
+        try:
+            return self._configured(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None))
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+            # SQLITE_READONLY, SQLITE_IOERR (no space for the -shm file), SQLITE_CANTOPEN
+            if code not in (8, 10, 14) or not self.path.is_file():
+                raise
+            first = exc
+        uri = self.path.resolve().as_uri()
+        for flags in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                conn = self._configured(sqlite3.connect(f"{uri}?{flags}", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                                                        isolation_level=None), read_only=True)
+                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+            except sqlite3.OperationalError:
+                continue
+            problem = storage_error(first, self.path.parent, "the catalog")
+            self.read_only = str(problem) if problem else f"{self.path} opened read-only: {first}"
+            self._local.read_only = problem  # what a write through this connection reports
+            return conn
+        raise first
+
+    @staticmethod
+    def _configured(conn: sqlite3.Connection, read_only: bool = False) -> sqlite3.Connection:
+        try:
+            if not read_only:  # a read-only connection keeps the file's journal mode (WAL) as it is
+                conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             # Reads map the database file instead of copying pages through read(): the hits' rows
             # of a search are scattered over the file (12 document rows: 420 -> 180 us at 200k).
             conn.execute(f"PRAGMA mmap_size={CATALOG_MMAP_BYTES}")
-            self._local.conn = conn
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def close(self) -> None:
@@ -268,19 +310,30 @@ class Catalog:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
-            self._local.conn = None
+            self._local.conn = self._local.read_only = None
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on error)."""
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        """A write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on error).
+
+        Raises:
+            StorageFull, IndexReadOnly, IndexGone: the disk is full, the folder cannot be written or
+                is gone (:func:`sleuth.errors.storage_error`); the transaction was rolled back.
+        """
+        with storage_errors(self.path.parent, "the catalog"):
+            conn = self.conn
+            problem = getattr(self._local, "read_only", None)
+            if problem is not None:  # opened read-only: why, rather than SQLite's "readonly database"
+                raise type(problem)(str(problem))
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:  # SQLite may have rolled back already (e.g. after SQLITE_FULL)
+                    with suppress(sqlite3.Error):  # the error that made it roll back is the one to report
+                        conn.execute("ROLLBACK")
+                raise
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -769,6 +822,12 @@ class Catalog:
     def set_meta(self, key: str, value: str) -> None:
         with self.write() as conn:
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def text_bytes_since(self, generation: int) -> int:
+        """Bytes (UTF-8, about) of the text of the blocks of documents written after ``generation``."""
+        row = self.conn.execute("SELECT SUM(length(CAST(b.text AS BLOB))) FROM blocks b JOIN documents d"
+                                " ON b.doc_id = d.doc_id WHERE d.generation > ?", (generation,)).fetchone()
+        return int(row[0] or 0)
 
     def changes_since(self, generation: int) -> tuple[list[str], list[str]]:
         """``(written_doc_ids, deleted_doc_ids)`` after ``generation`` (a doc may be in both)."""

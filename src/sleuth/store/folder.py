@@ -3,17 +3,24 @@
 The layout: ``catalog.sqlite3`` (SQLite, WAL), ``postings/`` with ``postings.generation``, the lane
 files derived from the catalog (``tfidf.cache.npz``, ``vectors.*``), ``write.lock``, and
 ``config.toml`` when the user writes one. Readers never take the lock; one writer at a time does.
+A reader keeps answering from the last committed state when the folder cannot be written (a full
+disk, a read-only file system): the postings then stay behind the catalog (``postings_behind``
+says why) and catch up when a writer has room again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sleuth.errors import IndexWriteError, storage_errors
 from sleuth.lanes.postings import Postings
 from sleuth.locks import WriteLock, write_lock_timeout_s
+from sleuth.store import scratch
 from sleuth.store.catalog import Catalog
 
 if TYPE_CHECKING:
@@ -25,41 +32,119 @@ WRITE_LOCK_FILE = "write.lock"
 #: At most this many blocks are considered when a quoted phrase restricts a lane that cannot check
 #: phrases itself (tfidf, vector).
 PHRASE_FILTER_MAX_BLOCKS = 100_000
+#: A reader brings the postings up to the catalog only when their file system has this many times
+#: the text of the blocks to replay free (postings with positions, stored fields and a merge: the
+#: 2,041 tldr pages hold 0.53 MB of block text and 0.97 MB of postings); else it would do the work
+#: of the whole replay only to fail at the commit.
+CATCH_UP_FREE_SPACE_FACTOR = 3
+#: After a catch-up that could not run (too little space, a read-only folder), a process tries
+#: again only after this long or once the catalog has moved on, in seconds.
+CATCH_UP_RETRY_S = 30.0
 
 
 class IndexFolder:
     """The stored parts of one index, opened (the folder is created when missing).
 
+    Opening also removes the scratch files a killed process left (only looks, unless there are some).
+
     Args:
         index_dir: the folder.
     Raises:
-        sleuth.store.catalog.IndexFormatError: the catalog is of another format.
+        IndexFormatError: the catalog is of another format.
+        StorageFull, IndexReadOnly: the folder cannot be made.
     """
 
     def __init__(self, index_dir: str | Path) -> None:
         self.index_dir = Path(index_dir).expanduser().resolve()
-        self.index_dir.mkdir(parents=True, exist_ok=True)
+        with storage_errors(self.index_dir, "the index folder"):
+            self.index_dir.mkdir(parents=True, exist_ok=True)
         self.catalog = Catalog(self.index_dir / CATALOG_FILE)
         self.postings = Postings(self.index_dir / POSTINGS_DIR)
         self.write_lock = WriteLock(self.index_dir / WRITE_LOCK_FILE, write_lock_timeout_s())
+        #: Why the postings lag behind the catalog when a catch-up could not write, else None.
+        self.postings_behind: str | None = None
+        self._catch_up_skipped: tuple[int, int, float] | None = None  # (catalog gen, postings gen, when)
+        self._identity = self._catalog_identity()
+        scratch.sweep(self.index_dir, scratch.INDEX_SCRATCH_GLOBS, self.lane_files_writable)
 
     def close(self) -> None:
         self.catalog.close()
+        self.postings.close()
+
+    @property
+    def read_only(self) -> str | None:
+        """Why the catalog or the postings could only be opened for reading, else None."""
+        return self.catalog.read_only or self.postings.read_only
+
+    # ------------------------------------------------------------------ presence
+
+    def _catalog_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.index_dir / CATALOG_FILE)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def gone(self) -> bool:
+        """True when the index folder was deleted, moved or made anew since it was opened (its
+        catalog is then a file nobody else sees: answers from it would be a ghost's)."""
+        return self._catalog_identity() != self._identity
+
+    # ------------------------------------------------------------------ the postings' catch-up
 
     def catch_up(self, blocking: bool = False) -> None:
         """Replay catalog changes the postings have not seen (after a crash or another writer).
 
         Without ``blocking``, does nothing while another process holds the write lock: that
-        writer brings the postings up to date itself.
+        writer brings the postings up to date itself. When it cannot write (a full disk, a
+        read-only folder), the postings stay as they are (the lanes answer from them;
+        :attr:`postings_behind` says why) and it is tried again after ``CATCH_UP_RETRY_S`` or
+        once the catalog moves on.
         """
-        if self.postings.generation() == self.catalog.generation():
+        target, current = self.catalog.generation(), self.postings.generation()
+        if current == target:
+            self.postings_behind = None
             return
-        if not self.write_lock.acquire(blocking=blocking):
+        skipped = self._catch_up_skipped
+        if skipped and skipped[:2] == (target, current) and time.monotonic() - skipped[2] < CATCH_UP_RETRY_S:
             return
         try:
+            if not self.write_lock.acquire(blocking=blocking):
+                return  # another process is writing; it brings the postings up to date itself
+        except OSError:  # the lock file cannot be made: a read-only folder
+            self._skip_catch_up(target, current, f"{self.index_dir} cannot be written")
+            return
+        try:
+            short = self._space_short_of(current)
+            if short:
+                self._skip_catch_up(target, current, short)
+                return
             self.postings.catch_up(self.catalog)
+            self.postings_behind, self._catch_up_skipped = None, None
+        except IndexWriteError as exc:
+            self._skip_catch_up(target, current, str(exc))
         finally:
             self.write_lock.release()
+
+    def _skip_catch_up(self, target: int, current: int, why: str) -> None:
+        self.postings_behind = why
+        self._catch_up_skipped = (target, current, time.monotonic())
+
+    def _space_short_of(self, generation: int) -> str | None:
+        """Why the file system is too full to replay the catalog's changes since ``generation``
+        into the postings (see ``CATCH_UP_FREE_SPACE_FACTOR``), or None."""
+        try:
+            st = os.statvfs(self.postings.path)
+        except OSError:
+            return None
+        free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
+        needed = CATCH_UP_FREE_SPACE_FACTOR * self.catalog.text_bytes_since(generation)
+        if free >= needed:
+            return None
+        return (f"no space left on device for the postings in {self.index_dir} ({free / 1e6:.1f} MB free, about"
+                f" {needed / 1e6:.1f} MB needed): free some space and run `sleuth index` again")
+
+    # ------------------------------------------------------------------ for the lanes
 
     @contextlib.contextmanager
     def lane_files_writable(self) -> Iterator[bool]:

@@ -10,15 +10,15 @@ only ever replaced whole (``os.replace``), so a mapping stays valid while a writ
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import os
 import struct
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from sleuth.store.scratch import create, replacing
 
 #: Size of a zip local file header before its name and extra field, and where their lengths are.
 _ZIP_LOCAL_HEADER_BYTES = 30
@@ -89,16 +89,12 @@ def _mapped_arrays(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def save_arrays(path: Path, key: str, **arrays: np.ndarray) -> None:
-    """Atomically save ``arrays`` for ``key``; a read-only index folder is silently left alone."""
-    tmp = None
+def save_arrays(path: Path, key: str, **arrays: np.ndarray) -> bool:
+    """Atomically save ``arrays`` for ``key``; returns whether it was saved. A folder that cannot
+    be written (read-only, full) is left as it was: these files are derived, rebuilt when missing."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
+        with replacing(path) as tmp, create(tmp) as handle:
             np.savez(handle, __key__=np.asarray(key), **arrays)
-        os.replace(tmp, path)
     except OSError:
-        if tmp is not None:  # e.g. a folder where the file should be: leave no copy behind
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        return
+        return False
+    return True

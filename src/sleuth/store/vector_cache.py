@@ -32,6 +32,7 @@ import numpy as np
 from sleuth.lanes.vector import VectorMatrix, load_hnsw, save_hnsw
 from sleuth.store.catalog import Catalog
 from sleuth.store.lane_cache import load_arrays, save_arrays
+from sleuth.store.scratch import create, replacing
 
 #: Above this share of the live blocks changed at once, the matrix is rebuilt from the catalog.
 FULL_REBUILD_SHARE = 0.5
@@ -200,21 +201,26 @@ def load(folder: Path, model: str, dim: int) -> VectorState | None:
 def save(folder: Path, state: VectorState) -> VectorState:
     """Write ``state`` (appending new vector rows, saving the HNSW index under a new name when it
     changed); the files it replaces are removed. Returns the state with its file names set; on a
-    read-only folder, the state unchanged."""
+    folder that cannot be written (read-only, full), the state unchanged and the saved one intact."""
     stem = stem_for(state.model)
     m = state.matrix
     n, dim = len(m.block_ids), m.vectors.shape[1]
     on_disk = _saved_key(folder / f"{stem}.state.npz")
     if on_disk is not None and (on_disk == state.key or on_disk[0] > state.generation):
         return state  # another process saved this state, or a newer one
+    written: list[Path] = []  # new files of this save, removed again when it fails
+    appended: tuple[Path, int] | None = None  # (file, size before) of an append, cut back when it fails
     try:
         vectors_file = state.vectors_file
         path = folder / vectors_file if vectors_file else None
         on_disk_rows = path.stat().st_size // max(dim * 4, 1) if path is not None and path.is_file() else -1
         if on_disk_rows != state.saved_rows or state.saved_rows > n:
             vectors_file = f"{stem}.{secrets.token_hex(4)}.f32"
+            written.append(folder / vectors_file)
             _write_new(folder / vectors_file, np.asarray(m.vectors))
         elif n > state.saved_rows:
+            assert path is not None
+            appended = (path, path.stat().st_size)
             with open(path, "ab") as fh:
                 fh.write(np.ascontiguousarray(m.vectors[state.saved_rows :]).tobytes())
                 fh.flush()
@@ -224,18 +230,28 @@ def save(folder: Path, state: VectorState) -> VectorState:
             ann_file = ""
         elif not ann_file or getattr(m.ann, "_sleuth_view", False) is False:
             ann_file = f"{stem}.{secrets.token_hex(4)}.hnsw"
+            written.append(folder / ann_file)
             if not save_hnsw(m.ann, folder / ann_file):
-                return state
+                raise OSError(f"cannot save {ann_file}")
         projects = np.asarray(m.project_names, dtype=str)
-        save_arrays(folder / f"{stem}.state.npz", "vector-state 2", model=np.asarray(state.model),
-                    generation=np.asarray(state.generation), counter=np.asarray(state.counter or ""),
-                    has_counter=np.asarray(state.counter is not None),
-                    block_ids=m.block_ids.astype("S"), embed_hashes=state.embed_hashes.astype("S"),
-                    project_names=projects if len(projects) else np.zeros(0, dtype="U1"),
-                    project_of_block=np.maximum(m.project_of_block, 0),
-                    pending_docs=np.asarray(sorted(state.pending_docs), dtype="S"),
-                    vectors_file=np.asarray(vectors_file), ann_file=np.asarray(ann_file))
+        if not save_arrays(folder / f"{stem}.state.npz", "vector-state 2", model=np.asarray(state.model),
+                           generation=np.asarray(state.generation), counter=np.asarray(state.counter or ""),
+                           has_counter=np.asarray(state.counter is not None),
+                           block_ids=m.block_ids.astype("S"), embed_hashes=state.embed_hashes.astype("S"),
+                           project_names=projects if len(projects) else np.zeros(0, dtype="U1"),
+                           project_of_block=np.maximum(m.project_of_block, 0),
+                           pending_docs=np.asarray(sorted(state.pending_docs), dtype="S"),
+                           vectors_file=np.asarray(vectors_file), ann_file=np.asarray(ann_file)):
+            raise OSError(f"cannot save {stem}.state.npz")
     except OSError:
+        # Not saved (a full or read-only folder): the saved state stays as it was, with its files;
+        # what this save wrote goes, so that a full disk gets its space back.
+        for new in written:
+            with contextlib.suppress(OSError):
+                new.unlink()
+        if appended is not None:
+            with contextlib.suppress(OSError):
+                os.truncate(appended[0], appended[1])
         return state
     # Files no saved state names any more (replaced ones, the format before incremental updates).
     # Processes that mapped them keep reading them; a process that read the old state file but
@@ -260,12 +276,10 @@ def _saved_key(path: Path) -> tuple[int, str | None] | None:
 
 
 def _write_new(path: Path, vectors: np.ndarray) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as fh:
+    with replacing(path) as tmp, create(tmp) as fh:
         fh.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
         fh.flush()
         os.fsync(fh.fileno())
-    tmp.replace(path)
 
 
 def current(catalog: Catalog, folder: Path, model: str, dim: int, state: VectorState | None,
