@@ -222,9 +222,9 @@ def job_queries(p: dict) -> dict:
         times: list[float] = []
         unavailable: dict[str, str] = {}
         for q in queries:
-            if cached:
-                e._embed_query(q) if "vector" not in unavailable else None  # noqa: SLF001 - fill the cache
-            else:
+            if cached and "vector" not in unavailable:
+                e.lanes["vector"].query_vector(q)  # fill the cache
+            elif not cached:
                 e.lanes["vector"].forget_query_vectors()  # every timed query embeds its text
             t = time.perf_counter()
             resp = e.search(SearchRequest(query=q, limit=10, lanes=lanes, snippets=True))

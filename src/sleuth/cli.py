@@ -161,6 +161,14 @@ class EmbedProgress:
             self._bar.__exit__(None, None, None)
 
 
+class LanesOption(click.Option):
+    """``--lanes``, whose help lists the lanes registered when it is shown (:mod:`sleuth.lanes.registry`)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = f"Comma-separated lanes to run: {registry.describe_lanes()}."
+        return super().get_help_record(ctx)
+
+
 def _parse_lanes(lanes: str | None) -> list[str] | None:
     return list(validate_lanes(lanes.split(","))) if lanes else None
 
@@ -198,7 +206,7 @@ def render_text(resp: SearchResponse, explain: bool) -> str:
 @click.argument("query")
 @click.option("--project", "projects", multiple=True, help="Search only this project (repeatable).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Maximum results.")
-@click.option("--lanes", default=None, help=f"Comma-separated lanes to run: {registry.describe_lanes()}.")
+@click.option("--lanes", default=None, cls=LanesOption)
 @click.option("--variant", "variants", multiple=True, metavar="TEXT",
               help="Another wording of the query, fused with it (repeatable); code identifiers and quoted "
                    "phrases of the query are added as variants by themselves.")

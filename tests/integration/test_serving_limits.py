@@ -237,9 +237,10 @@ def test_hostile_calls_of_one_session_never_stall_another(served: tuple[Path, Pa
             a.send_line(too_big_line)
             with RawSession(args, env, tmp_path / "b.log") as b:
                 assert b.initialize["result"]["serverInfo"]["name"] == "sleuth"
-                found = json.loads(tool_text(b.call_tool("search_project", {"project_id": "lab",
-                                                                             "query": "ledger"})))
-                assert found["items"][0]["item"]["title"] == "Ledger notes"
+                # A search of lanes without the injected delay (which every surface's pipeline applies).
+                found = b.call_tool("project_memory_search", {"project_id": "lab", "query": "ledger",
+                                                              "filters": {"retrieval_lanes": ["bm25"]}})
+                assert found["result"]["structuredContent"]["results"][0]["title"] == "Ledger notes"
                 status = b.call_tool("query_status", {"request_id": "slow-a"})["result"]["structuredContent"]
                 assert status["query_status"]["state"] == "running"
                 cancel = b.call_tool("query_cancel", {"request_id": "slow-a", "reason": "B was served"})

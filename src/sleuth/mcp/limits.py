@@ -132,7 +132,7 @@ PROJECT_ID = _limit("PROJECT_ID_MAX_CHARS", PROJECT_ID_MAX_CHARS, "characters",
                     "`project_id` and `include_project_ids[]` of every tool")
 INCLUDE_PROJECTS = _limit("INCLUDE_PROJECTS_MAX", INCLUDE_PROJECTS_MAX, "items", "`include_project_ids`")
 REQUEST_ID = _limit("REQUEST_ID_MAX_CHARS", REQUEST_ID_MAX_CHARS, "characters",
-                    "`request_id` of project_memory_search, query_status, query_cancel")
+                    "`request_id` of project_memory_search, query_status, query_cancel, project_memory_record")
 KINDS = _limit("KINDS_MAX", KINDS_MAX, "items", "`filters.kinds`")
 FILTER_ROLES = _limit("FILTER_ROLES_MAX", FILTER_ROLES_MAX, "items", "`filters.roles` (each role once)")
 FILTER_FAMILIES = _limit("FILTER_FAMILIES_MAX", FILTER_FAMILIES_MAX, "items", "`filters.source_families`")
@@ -201,6 +201,7 @@ ARGUMENT_CAPS: dict[str, dict[str, Cap]] = {
         "project_id": Cap(PROJECT_ID), "title": Cap(TITLE), "body": Cap(BODY), "tags": Cap(items=TAGS),
         "tags[]": Cap(TAG), "related": Cap(items=RELATIONS), "related[]": Cap(ITEM_ID),
         "supersedes": Cap(items=RELATIONS), "supersedes[]": Cap(ITEM_ID), "record_id": Cap(ITEM_ID),
+        "request_id": Cap(REQUEST_ID),
     },
     "project_memory_forget": {"record_id": Cap(ITEM_ID), "project_id": Cap(PROJECT_ID)},
     "project_memory_doctor": {"project_id": Cap(PROJECT_ID)},

@@ -1,0 +1,157 @@
+"""Typed reports: ``sleuth status``, ``sleuth doctor`` / ``project_memory_doctor``, ``sleuth eval``.
+
+One pydantic model per report serves the Python API, the CLI's ``--format json`` (``model_dump``)
+and the MCP structured output, so the three cannot drift. Fields that say nothing when absent are
+left out of the JSON (``exclude_if``), as the reports always did.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from sleuth.types import Model, ProjectInfo
+
+
+def _absent(value: object) -> bool:
+    return value is None
+
+
+class SkippedFileInfo(Model):
+    """A file that was not indexed, and why."""
+
+    project: str
+    root: str = Field(description="The project root the path is relative to")
+    path: str
+    reason: str = Field(description="Why it was not indexed, for people")
+    at: str = Field(description="RFC 3339 UTC time it was last looked at")
+    state: Literal["skipped", "failed"] | None = Field(
+        default=None, exclude_if=_absent,
+        description="failed: it could not be read or parsed; skipped: left out by a rule (format, size, ...)")
+
+
+class ProblemInfo(Model):
+    """A file indexed with a warning (malformed front matter, a bad date, ...)."""
+
+    project: str
+    root: str
+    path: str
+    problem: str
+    at: str
+
+
+class RootCoverage(Model):
+    """How much of one project root is indexed."""
+
+    project: str
+    root: str = Field(description="The root folder ('' for records and evaluation corpora)")
+    indexed: int = Field(description="Documents indexed from the root")
+    skipped: int = Field(description="Files left out by a rule")
+    failed: int = Field(description="Files that could not be read or parsed")
+    last_indexed: str | None = Field(description="RFC 3339 UTC time of its last indexing run (None: never)")
+
+
+class FileInfo(Model):
+    """One file the index knows of (``sleuth status --files``)."""
+
+    project: str
+    root: str
+    path: str
+    state: Literal["indexed", "skipped", "failed"]
+    indexed_at: str | None = Field(default=None, exclude_if=_absent)
+    freshness: Literal["current", "stale"] | None = Field(
+        default=None, exclude_if=_absent, description="Is the file as it was indexed (one stat)")
+    reason: str | None = Field(default=None, exclude_if=_absent)
+    at: str | None = Field(default=None, exclude_if=_absent)
+
+
+class VectorLaneReport(Model):
+    """Can the vector lane answer, and with what."""
+
+    available: bool
+    reason: str | None = Field(default=None, description="Why not, when it cannot")
+    model: str | None = Field(default=None, exclude_if=_absent, description="The embedding model's name")
+    dimensions: int | None = Field(default=None, exclude_if=_absent)
+    blocks_with_vectors: int | None = Field(default=None, exclude_if=_absent)
+    blocks: int | None = Field(default=None, exclude_if=_absent)
+
+
+class StatusReport(Model):
+    """Index health: counts, generations, projects, coverage, skipped files (``sleuth status``)."""
+
+    index_dir: str
+    projects: list[ProjectInfo]
+    documents: int
+    blocks: int
+    skipped: int = Field(description="Files not indexed")
+    generation: int = Field(description="The catalog's generation (bumped by every committed write)")
+    postings_generation: int = Field(description="The generation the tantivy postings reflect")
+    postings_behind: str | None = Field(description="Why the postings lag the catalog, when they could not "
+                                        "catch up (a full disk, a read-only folder)")
+    read_only: str | None = Field(description="Why the index was opened read-only, when it was")
+    lanes: list[str] = Field(description="Lanes run by default")
+    vector_lane: VectorLaneReport
+    skipped_files: list[SkippedFileInfo]
+    problems: list[ProblemInfo]
+    coverage: list[RootCoverage]
+    files: list[FileInfo] | None = Field(default=None, exclude_if=_absent, description="Every file, with "
+                                         "--files")
+
+
+class DoctorProject(ProjectInfo):
+    """One project's health in a doctor report."""
+
+    memory_dir: str = Field(description="Where project_memory_record writes this project's records")
+    stale_documents: int = Field(description="Documents whose file changed or vanished since indexed")
+    skipped_files: int
+
+
+class StaleDocument(Model):
+    """A document whose file changed or vanished since it was indexed."""
+
+    record_id: str
+    project_id: str
+    root: str
+    path: str
+    indexed_at: str
+
+
+class FamilyHealth(Model):
+    """One retrieval family (seed 004's ``exact``, ``bm25``, ``vector``, ``graph``) in a doctor report."""
+
+    available: bool
+    reason: str | None = Field(default=None, exclude_if=_absent)
+    lanes: list[str] = Field(description="The lanes answering for it")
+    details: dict[str, Any] = Field(default_factory=dict, description="The lanes' own figures (model, counts)")
+
+
+class DoctorReport(Model):
+    """Index health per project: stale documents, skipped files, lanes (``doctor``)."""
+
+    ok: bool = Field(description="Nothing stale, the postings current, the vector lane available")
+    index_dir: str
+    generation: int
+    postings_generation: int
+    projects: list[DoctorProject]
+    lanes: dict[str, FamilyHealth] = Field(description="By family")
+    stale_documents: list[StaleDocument] = Field(description="The first ones (all are counted)")
+    stale_document_count: int
+    skipped_files: list[SkippedFileInfo]
+    problems: list[ProblemInfo]
+
+
+class EvalReport(Model):
+    """One evaluation run (``sleuth eval``): the ranking's scores on a judged set."""
+
+    dataset: str
+    lanes: list[str] = Field(description="Lanes that ran")
+    ndcg_10: float = Field(alias="ndcg@10", description="nDCG@10 as trec_eval's ndcg_cut.10, mean over queries")
+    recall_100: float = Field(alias="recall@100", description="Recall@100, mean over queries")
+    mrr_10: float = Field(alias="mrr@10", description="MRR@10 (reciprocal rank cut at 10), mean over queries")
+    queries: int
+    documents: int
+    index_s: float = Field(description="Seconds to index the corpus (vectors cached by text are not redone)")
+    embedded: int = Field(description="Blocks embedded in this run")
+    query_ms_mean: float = Field(description="Milliseconds per query, mean")
+    unavailable_lanes: dict[str, str]
