@@ -2,7 +2,7 @@
 
 Usage: python bench/eval_table.py [SHARED_DATA_DIR]   (default ../shared/data; `make eval`)
 SciFact and Cranfield choose defaults; CoSQA is reported with those defaults, never tuned on.
-Each dataset is indexed once (vectors cached in sleuth's cache, see sleuth.evaluation).
+Each dataset is indexed once (vectors cached in sleuth's cache, see sleuth.eval.run).
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sleuth.config import DEFAULT_LANES, Config
+from sleuth.config import Config
 from sleuth.eval import format_table
-from sleuth.evaluation import EvalRun
-from sleuth.fusion import DEFAULT_LANE_WEIGHTS
+from sleuth.eval.run import EvalRun
+from sleuth.lanes import registry
 
+DEFAULT_LANES = registry.default_lanes()
+DEFAULT_LANE_WEIGHTS = registry.lane_weights()
 LANE_SETS = [["bm25"], ["tfidf"], ["index"], ["exact"], ["vector"], ["bm25", "tfidf", "index"],
              ["bm25", "vector"], list(DEFAULT_LANES)]
 DATASETS = ["scifact", "cranfield", "cosqa"]
@@ -130,7 +132,7 @@ def main() -> None:
         run = EvalRun(data / name)
         rows = []
         for lanes in LANE_SETS:
-            r = run.evaluate(lanes)
+            r = run.evaluate(lanes).model_dump(by_alias=True)
             label = "hybrid (default): " + "+".join(lanes) if lanes == list(DEFAULT_LANES) else "+".join(lanes)
             rows.append({"lanes": label, "nDCG@10": r["ndcg@10"], "Recall@100": r["recall@100"],
                          "MRR@10": r["mrr@10"], "ms/query": r["query_ms_mean"]})
@@ -153,7 +155,7 @@ def main() -> None:
     for name in INT8_DATASETS:
         run = EvalRun(data / name, config=Config(model_int8=True))
         for lanes in (["vector"], list(DEFAULT_LANES)):
-            r = run.evaluate(lanes)
+            r = run.evaluate(lanes).model_dump(by_alias=True)
             rows.append({"dataset": name, "lanes": "+".join(lanes), "nDCG@10": r["ndcg@10"],
                          "Recall@100": r["recall@100"], "MRR@10": r["mrr@10"]})
             print(name, "int8", rows[-1], file=sys.stderr, flush=True)

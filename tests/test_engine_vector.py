@@ -49,7 +49,7 @@ def test_vectors_are_cached_by_content(engine: Engine, tmp_path: Path) -> None:
     # The edited file is embedded again; the copy has the same title and text as deploy.md, so the
     # same embedding text, and its vector comes from the cache.
     assert (edited.updated, edited.added, edited.embedded) == (1, 1, 1)
-    status = engine.status()["vector_lane"]
+    status = engine.status().model_dump()["vector_lane"]
     assert status["available"] and (status["blocks_with_vectors"], status["blocks"]) == (4, 4)
 
 
@@ -61,7 +61,8 @@ def test_without_a_model_the_vector_lane_is_reported_unavailable(tmp_path: Path)
     assert resp.hits[0].path == "keys.md"
     assert resp.lanes == ["bm25", "tfidf", "index"]
     assert resp.unavailable_lanes == {"vector": "no embedding model configured (model = 'none')"}
-    assert e.status()["vector_lane"] == {"available": False, "reason": "no embedding model configured (model = 'none')"}
+    assert e.status().model_dump()["vector_lane"] == {"available": False,
+                                                      "reason": "no embedding model configured (model = 'none')"}
 
 
 def test_lexical_only_index_opened_with_a_model_says_how_to_embed(tmp_path: Path) -> None:

@@ -216,7 +216,7 @@ def test_status_coverage_and_files(tree: Path, tmp_path: Path) -> None:
             tar.addfile(info, io.BytesIO(b"abc"))
         eng.index([tree], project="notes")
         write(tree, "a.md", "# Alpha\n\nchanged since indexed\n")
-        st = eng.status(files=True)
+        st = eng.status(files=True).model_dump()
         root = str(tree.resolve())
         assert st["coverage"] == [{"project": "notes", "root": root, "indexed": 5, "skipped": 2, "failed": 0,
                                    "last_indexed": st["coverage"][0]["last_indexed"]}]
@@ -228,7 +228,7 @@ def test_status_coverage_and_files(tree: Path, tmp_path: Path) -> None:
         assert by_path["bundle.tar.gz/inner/x.md"]["freshness"] == "current"
         assert by_path["pic.png"] == {"project": "notes", "root": root, "path": "pic.png", "state": "skipped",
                                       "reason": "binary file type: .png", "at": by_path["pic.png"]["at"]}
-        assert "files" not in eng.status()
+        assert "files" not in eng.status().model_dump()
 
 
 def test_coverage_summary_lists_empty_roots() -> None:

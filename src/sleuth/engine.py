@@ -22,6 +22,14 @@ from sleuth.lanes.base import LaneContext, LaneStatus
 from sleuth.lanes.model import SharedModel
 from sleuth.pipeline import Searcher
 from sleuth.pipeline.retrieve import LANE_DELAY_ENV, lane_delays_from_env
+from sleuth.reports import (
+    FileInfo,
+    ProblemInfo,
+    RootCoverage,
+    SkippedFileInfo,
+    StatusReport,
+    VectorLaneReport,
+)
 from sleuth.store.folder import CATALOG_FILE, IndexFolder
 from sleuth.types import DocumentContent, IndexReport, ProjectInfo, SearchRequest, SearchResponse
 
@@ -199,7 +207,7 @@ class Engine:
             ],
         )
 
-    def status(self, files: bool = False) -> dict[str, object]:
+    def status(self, files: bool = False) -> StatusReport:
         """Index health: counts, lane generations, projects, skipped files with reasons, and
         per-root coverage (indexed / skipped / failed, last indexed).
 
@@ -213,21 +221,16 @@ class Engine:
         projects = self.projects()
         skipped = self.catalog.skipped()
         vector = self.lanes["vector"].status() if "vector" in self.lanes else LaneStatus(False, "not registered")
-        out: dict[str, object] = {
-            "index_dir": str(self.index_dir),
-            **counts,
-            "generation": self.catalog.generation(),
-            "postings_generation": self.postings.generation(),
-            "postings_behind": self.folder.postings_behind,
-            "read_only": self.folder.read_only,
-            "lanes": list(self.config.lanes),
-            "vector_lane": {"available": vector.available, "reason": vector.reason, **(vector.details or {})},
-            "projects": [p.model_dump() for p in projects],
-            "skipped_files": [{**s, "state": skip_state(s["reason"])} for s in skipped],
-            "problems": self.catalog.problems(),
-            "coverage": coverage_summary([(p.project_id, r) for p in projects for r in p.roots],
-                                         self.catalog.indexed_counts(), skipped),
-        }
-        if files:
-            out["files"] = file_coverage(self.catalog.indexed_files(), skipped)
-        return out
+        return StatusReport(
+            index_dir=str(self.index_dir), projects=projects, documents=counts["documents"], blocks=counts["blocks"],
+            skipped=counts["skipped"], generation=self.catalog.generation(),
+            postings_generation=self.postings.generation(), postings_behind=self.folder.postings_behind,
+            read_only=self.folder.read_only, lanes=list(self.config.lanes),
+            vector_lane=VectorLaneReport(available=vector.available, reason=vector.reason, **(vector.details or {})),
+            skipped_files=[SkippedFileInfo(**s, state=skip_state(s["reason"])) for s in skipped],
+            problems=[ProblemInfo(**p) for p in self.catalog.problems()],
+            coverage=[RootCoverage.model_validate(c) for c in coverage_summary(
+                [(p.project_id, r) for p in projects for r in p.roots], self.catalog.indexed_counts(), skipped)],
+            files=[FileInfo.model_validate(f) for f in file_coverage(self.catalog.indexed_files(), skipped)]
+            if files else None,
+        )

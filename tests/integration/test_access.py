@@ -177,7 +177,7 @@ def test_a_project_limited_session_sees_nothing_of_another_project(two_projects:
             assert [p["project_id"] for p in doctor["projects"]] == [ALPHA]
             assert [d["path"] for d in doctor["stale_documents"]] == ["notes/alpha-drift.md"]
             assert [s["path"] for s in doctor["skipped_files"]] == ["alpha-broken.pdf"]
-            assert doctor["lanes"]["graph"]["entities"] == 1  # alpha's Zeppelin
+            assert doctor["lanes"]["graph"]["details"]["entities"] == 1  # alpha's Zeppelin
             everything = ok(call("project_memory_search", {"query": "quasar lighthouse signal", "all_projects": True}))
             assert everything["meta"]["projects"] == [ALPHA]
             assert {r["project_id"] for r in everything["results"]} == {ALPHA}

@@ -36,7 +36,7 @@ import anyio
 from anyio.abc import ByteStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 
 from sleuth import __version__
 from sleuth.broker.client import PROTOCOL_VERSION
@@ -45,8 +45,9 @@ from sleuth.broker.paths import BrokerPaths
 from sleuth.broker.transport import stream_transport
 from sleuth.config import load_serve_settings
 from sleuth.engine import Engine
-from sleuth.errors import ConfigError, IndexBusy, IndexGone, IndexReadOnly, SleuthError, StorageFull, storage_errors
+from sleuth.errors import ConfigError, IndexBusy, SleuthError, storage_errors
 from sleuth.locks import WRITE_LOCK_TIMEOUT_S, lock_exclusive
+from sleuth.mcp.errors import structured_error
 from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
 from sleuth.mcp.limits import run_in_worker
 from sleuth.mcp.registry import ServeContext
@@ -112,19 +113,9 @@ def wait_for_other_writers(lock_path: Path, timeout_s: float) -> None:
     os.close(fd)  # released at once: the engine takes it for the write itself
 
 
-#: Tool error codes of the writes that could not start (as the memory tools name them).
-_REFUSED_CODES: tuple[tuple[type[SleuthError], str], ...] = (
-    (IndexBusy, "INDEX_BUSY"), (StorageFull, "STORAGE_FULL"), (IndexReadOnly, "INDEX_READ_ONLY"),
-    (IndexGone, "INDEX_GONE"), (SleuthError, "SLEUTH_ERROR"),
-)
-
-
 def _refused(exc: SleuthError) -> CallToolResult:
     """The memory tools' tool error for a write that could not start (e.g. code ``INDEX_BUSY``)."""
-    code = next(c for t, c in _REFUSED_CODES if isinstance(exc, t))
-    error = {"code": code, "message": str(exc)}
-    return CallToolResult(content=[TextContent(type="text", text=str(exc))], structured_content={"error": error},
-                          is_error=True)
+    return structured_error(exc)
 
 
 def _rss_mb() -> float | None:

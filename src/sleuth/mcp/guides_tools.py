@@ -21,12 +21,13 @@ from urllib.parse import urlsplit
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from sleuth.errors import ConfigError
 from sleuth.guides.entry import GuideEntry, load_guides
 from sleuth.guides.search import GuideIndex, format_matches
+from sleuth.mcp.errors import text_result
 from sleuth.mcp.events import NonBlockingHook, ToolCallEvent, ToolCallHook
 from sleuth.mcp.limits import CheckedTool, run_in_worker
 from sleuth.mcp.registry import ServeContext
@@ -76,10 +77,6 @@ def search_guides_description(entries: Sequence[GuideEntry]) -> str:
     )
 
 
-def _text_result(text: str, is_error: bool = False) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
-
-
 class GuidesTool(CheckedTool):
     """``search_guides``: arguments beyond the limits (a query over ``QUERY_MAX_CHARS``, NUL, a lone
     surrogate) get a one-line error naming the limit; what the seed tolerates (a query that is not
@@ -91,7 +88,7 @@ class GuidesTool(CheckedTool):
     def argument_error(self, message: str) -> CallToolResult:
         if self.report_call is not None:
             self.report_call()
-        return _text_result(message, is_error=True)
+        return text_result(message, is_error=True)
 
 
 class GuidesTools:
@@ -127,8 +124,8 @@ class GuidesTools:
             answer = await run_in_worker(lambda: format_matches(text, self.index.search(text, limit)))
         except Exception:
             logger.exception("search_guides failed")
-            return _text_result(GUIDES_FAILURE_TEXT, is_error=True)
-        return _text_result(answer)
+            return text_result(GUIDES_FAILURE_TEXT, is_error=True)
+        return text_result(answer)
 
     def tools(self) -> list[Tool]:
         """The ``search_guides`` tool, advertising exactly the seed's schema and annotations."""

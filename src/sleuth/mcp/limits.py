@@ -37,10 +37,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 
 from sleuth.errors import QueryError, shown
 from sleuth.guides.search import GUIDES_LIMIT_MAX
+from sleuth.mcp.errors import text_result
 from sleuth.mcp.wire import MESSAGE_MAX_BYTES
 from sleuth.memory.bodies import BODY_PAGE_MAX_CHARS
 from sleuth.memory.records import (
@@ -429,7 +430,7 @@ def refusal(tool: Tool, message: str) -> CallToolResult:
         message = str(exc)
     if isinstance(result, CallToolResult):
         return result
-    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+    return text_result(message, is_error=True)
 
 
 def arguments_middleware(server: MCPServer[Any]) -> Callable[..., Any]:

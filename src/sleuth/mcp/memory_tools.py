@@ -12,7 +12,6 @@ threads, so a status or cancel call is served while a search runs.
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import math
 import threading
@@ -21,13 +20,14 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 
 from sleuth.broker.gate import CONTROL_META
 from sleuth.engine import Engine
 from sleuth.errors import InternalError, QueryError, SleuthError, shown_value
 from sleuth.lanes import registry
 from sleuth.mcp.access import Access
+from sleuth.mcp.errors import structured_error, structured_result
 from sleuth.mcp.limits import CheckedTool, run_in_worker
 from sleuth.mcp.sdk import set_output_schema
 from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS, read_body
@@ -249,27 +249,13 @@ class MemoryTool(CheckedTool):
     """A checked tool whose argument errors are structured tool errors like its other errors."""
 
     def argument_error(self, message: str) -> CallToolResult:
-        return _error(QueryError(message))
+        return structured_error(QueryError(message))
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
             return await super().run(arguments, context, convert_result=convert_result)
         except ToolError as exc:
-            return _error(QueryError(str(exc)))
-
-
-def _result(payload: dict[str, Any], is_error: bool = False) -> CallToolResult:
-    text = payload["error"]["message"] if is_error else json.dumps(payload, ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload,
-                          is_error=is_error)
-
-
-def _error(exc: Exception, request_id: str | None = None) -> CallToolResult:
-    code = exc.code if isinstance(exc, SleuthError) else InternalError.code
-    error: dict[str, Any] = {"code": code, "message": str(exc)}
-    if request_id:
-        error["request_id"] = request_id
-    return _result({"error": error}, is_error=True)
+            return structured_error(QueryError(str(exc)))
 
 
 class MemoryTools:
@@ -317,11 +303,12 @@ class MemoryTools:
         try:
             payload = await run_in_worker(fn)
         except SleuthError as exc:
-            return _error(exc, request_id)
+            return structured_error(exc, request_id)
         except Exception as exc:  # noqa: BLE001 - a tool answers with a readable error, never a dropped session
             logger.exception("memory tool failed")
-            return _error(InternalError(f"{type(exc).__name__}: {exc} (details in the server's log)"), request_id)
-        return _result(payload, is_error="error" in payload)
+            failure = InternalError(f"{type(exc).__name__}: {exc} (details in the server's log)")
+            return structured_error(failure, request_id)
+        return structured_result(payload, is_error="error" in payload)
 
     async def project_memory_search(
         self, query: Any = None, queries: Any = None, query_variants: Any = None, limit: Any = None,
@@ -336,7 +323,8 @@ class MemoryTools:
         try:
             req = parse_memory_request(arguments)
         except SleuthError as exc:
-            return _error(exc, arguments.get("request_id") if isinstance(arguments.get("request_id"), str) else None)
+            rid = arguments.get("request_id")
+            return structured_error(exc, rid if isinstance(rid, str) else None)
 
         def run() -> dict[str, Any]:
             for pid in (req.project_id, *req.include_project_ids):
@@ -350,28 +338,28 @@ class MemoryTools:
         try:
             request_id = _text_arg(request_id, "request_id")
         except QueryError as exc:
-            return _error(exc)
+            return structured_error(exc)
         try:
             state = self.registry.get(request_id)
         except RequestNotFound as exc:
-            return _error(exc, request_id)
-        return _result({"query_status": state.snapshot()})
+            return structured_error(exc, request_id)
+        return structured_result({"query_status": state.snapshot()})
 
     async def query_cancel(self, request_id: Any = None, reason: Any = None) -> CallToolResult:
         try:
             request_id = _text_arg(request_id, "request_id")
             why = _text_arg(reason, "reason") if reason is not None else "cancelled by query_cancel"
         except QueryError as exc:
-            return _error(exc)
+            return structured_error(exc)
         try:
             state, was_running = self.registry.cancel(request_id, why)
         except RequestNotFound as exc:
-            return _error(exc, request_id)
+            return structured_error(exc, request_id)
         status = state.snapshot()
         status["cancel_requested"] = was_running
         if not was_running:
             status["note"] = f"the request had already ended ({state.state}); nothing to cancel"
-        return _result({"query_status": status})
+        return structured_result({"query_status": status})
 
     async def project_memory_read(self, body_handle: Any = None, offset: Any = None,
                                   max_chars: Any = None) -> CallToolResult:
@@ -415,7 +403,7 @@ class MemoryTools:
     async def project_memory_doctor(self, project_id: Any = None) -> CallToolResult:
         def run() -> dict[str, Any]:
             pid = self.access.project(_text_arg(project_id, "project_id")) if project_id is not None else None
-            return {"doctor": doctor(self.engine, pid, visible=self.access.allowed)}
+            return {"doctor": doctor(self.engine, pid, visible=self.access.allowed).model_dump()}
         return await self._run(run)
 
     def tools(self) -> list[Tool]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 
 from sleuth.errors import index_gone
+from sleuth.mcp.errors import structured_error
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
@@ -25,8 +26,7 @@ class IndexPresence:
     def gone_result(self) -> CallToolResult:
         exc = index_gone(self.engine.index_dir, "while the server was running",
                          "run `sleuth index` and restart the session")
-        return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True,
-                              structured_content={"error": {"code": "INDEX_GONE", "message": str(exc)}})
+        return structured_error(exc)
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method != "tools/call" or (ctx.params or {}).get("name") not in self.tools:

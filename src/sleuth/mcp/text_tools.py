@@ -9,16 +9,16 @@ Contract (../shared/seeds/003_*): success is ``{"status": "ok", "query": <the qu
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 
 from sleuth.errors import SleuthError
+from sleuth.mcp.errors import envelope_error, envelope_result
 from sleuth.mcp.limits import CheckedTool, run_in_worker
 from sleuth.mcp.registry import ServeContext
 from sleuth.mcp.sdk import add_tools
@@ -137,25 +137,11 @@ does not search inside longer texts (use search_documents for that). On bad inpu
 {"status": "error", "error": "<message>"}."""
 
 
-def envelope_result(payload: dict[str, Any]) -> CallToolResult:
-    """A tool result carrying ``payload`` as JSON text and structured content; errors are flagged."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False, indent=2))],
-        structured_content=payload,
-        is_error=payload.get("status") == "error",
-    )
-
-
-def error_result(message: str) -> CallToolResult:
-    """``{"status": "error", "error": message}`` as a tool result."""
-    return envelope_result({"status": "error", "error": message})
-
-
 class EnvelopeTool(CheckedTool):
     """A tool with a hand-written schema whose argument errors are seed 003's error envelope."""
 
     def argument_error(self, message: str) -> CallToolResult:
-        return error_result(message)
+        return envelope_error(message)
 
 
 async def _answer(work: Callable[[], dict[str, Any]]) -> CallToolResult:
@@ -163,10 +149,10 @@ async def _answer(work: Callable[[], dict[str, Any]]) -> CallToolResult:
     try:
         return envelope_result(await run_in_worker(work))
     except SleuthError as exc:
-        return error_result(str(exc))
+        return envelope_error(str(exc))
     except Exception:
         logger.exception("text tool failed")
-        return error_result(INTERNAL_ERROR_TEXT)
+        return envelope_error(INTERNAL_ERROR_TEXT)
 
 
 def _ranked(query: Any, documents: Any, top_k: Any, default_top_k: int) -> tuple[str, list[str], list[dict[str, Any]]]:

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from sleuth.config import Config
 from sleuth.engine import Engine, Record
+from sleuth.errors import IndexFormatError
 from sleuth.eval import BeirDataset, evaluate, load_beir
-from sleuth.store.catalog import IndexFormatError
+from sleuth.reports import EvalReport
 from sleuth.types import SearchRequest
 
 #: Documents retrieved per query (Recall@100 needs 100).
@@ -66,12 +67,8 @@ class EvalRun:
         self.index_s = time.perf_counter() - started
         self.embedded = report.embedded
 
-    def evaluate(self, lanes: Sequence[str] | None = None) -> dict[str, object]:
-        """Run every query with ``lanes`` (None = the configured lanes) and score the ranking.
-
-        Returns ``{"dataset", "lanes", "ndcg@10", "recall@100", "mrr@10", "queries", "documents",
-        "index_s", "embedded", "query_ms_mean", "unavailable_lanes"}``.
-        """
+    def evaluate(self, lanes: Sequence[str] | None = None) -> EvalReport:
+        """Run every query with ``lanes`` (None = the configured lanes) and score the ranking."""
         run: dict[str, list[str]] = {}
         unavailable: dict[str, str] = {}
         used: list[str] = []
@@ -85,7 +82,7 @@ class EvalRun:
             used = used or resp.lanes
         query_ms = (time.perf_counter() - started) * 1000 / max(1, len(self.dataset.queries))
         scores = evaluate(run, self.dataset.qrels)
-        return {
+        return EvalReport.model_validate({
             "dataset": self.dataset.name,
             "lanes": used,
             **{k: round(v, 4) if isinstance(v, float) else v for k, v in scores.items()},
@@ -94,14 +91,14 @@ class EvalRun:
             "embedded": self.embedded,
             "query_ms_mean": round(query_ms, 2),
             "unavailable_lanes": unavailable,
-        }
+        })
 
     def close(self) -> None:
         self.engine.close()
 
 
 def run_eval(dataset_dir: Path, lanes: Sequence[str] | None = None, config: Config | None = None,
-             index_dir: Path | None = None, fresh: bool = False) -> dict[str, object]:
+             index_dir: Path | None = None, fresh: bool = False) -> EvalReport:
     """Index ``dataset_dir`` (reusing cached vectors) and evaluate one lane set; see :class:`EvalRun`."""
     run = EvalRun(dataset_dir, index_dir, config, fresh)
     try:

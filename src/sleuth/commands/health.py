@@ -1,0 +1,98 @@
+"""``sleuth status`` and ``sleuth doctor``: the index's health, rendered from their typed reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from sleuth.commands.options import emit_json, format_option, handle_errors, index_option, when
+from sleuth.engine import Engine
+from sleuth.reports import DoctorReport, StatusReport
+
+
+def render_status(st: StatusReport) -> str:
+    """A status report as text for people."""
+    out = [f"index {st.index_dir}",
+           f"  {st.documents} documents, {st.blocks} blocks, {len(st.projects)} project(s), generation "
+           f"{st.generation} (postings at {st.postings_generation})"]
+    if st.postings_behind:
+        out.append(f"  the bm25, index and exact lanes answer from generation {st.postings_generation}:"
+                   f" {st.postings_behind}")
+    if st.read_only:
+        out.append(f"  opened read-only: {st.read_only}")
+    out.append(f"  lanes: {', '.join(st.lanes)}")
+    vec = st.vector_lane
+    if vec.available:
+        out.append(f"  vector lane: {vec.model} ({vec.dimensions} dimensions), "
+                   f"{vec.blocks_with_vectors} of {vec.blocks} blocks embedded")
+    else:
+        out.append(f"  vector lane unavailable: {vec.reason}")
+    for p in st.projects:
+        out.append(f"  project {p.project_id}: {p.documents} documents, last indexed {when(p.last_indexed)}")
+    for c in st.coverage:
+        out.append(f"    {c.root or '(records)'}: {c.indexed} indexed, {c.skipped} skipped, "
+                   f"{c.failed} failed, last indexed {when(c.last_indexed)}")
+    out.append(f"  {len(st.skipped_files)} skipped file(s)")
+    out.extend(f"    {s.path}: {s.reason}" for s in st.skipped_files)
+    out.append(f"  {len(st.problems)} file(s) indexed with a warning")
+    out.extend(f"    {p.path}: {p.problem}" for p in st.problems)
+    if st.files is not None:
+        stale = sum(1 for f in st.files if f.freshness == "stale")
+        out.append(f"  {len(st.files)} file(s), {stale} changed or gone since indexed (stale):")
+        for f in st.files:
+            if f.state == "indexed":
+                out.append(f"    {f.state:<8} {f.path}  (indexed {f.indexed_at}, {f.freshness})")
+            else:
+                out.append(f"    {f.state:<8} {f.path}  ({f.reason})")
+    return "\n".join(out)
+
+
+def render_doctor(report: DoctorReport) -> str:
+    """A doctor report as text for people."""
+    out = [f"index {report.index_dir}: {'ok' if report.ok else 'needs attention'}"]
+    for p in report.projects:
+        out.append(f"  project {p.project_id}: {p.documents} documents, {p.blocks} blocks, "
+                   f"{p.stale_documents} stale, {p.skipped_files} skipped; memory folder {p.memory_dir}")
+    for name, lane in report.lanes.items():
+        out.append(f"  lane {name}: {'available' if lane.available else f'unavailable: {lane.reason}'}")
+    if report.postings_generation != report.generation:
+        out.append(f"  postings at generation {report.postings_generation} of {report.generation}: "
+                   "the next search or index catches up")
+    out.extend(f"  stale: {d.project_id} {d.path} (indexed {d.indexed_at}): run `sleuth index` again"
+               for d in report.stale_documents)
+    out.extend(f"  skipped: {s.path}: {s.reason}" for s in report.skipped_files)
+    return "\n".join(out)
+
+
+@click.command("status")
+@click.option("--files", "files", is_flag=True,
+              help="List every file: indexed (last indexed, current or stale), skipped or failed (with the reason).")
+@index_option
+@format_option
+@handle_errors
+def status_cmd(files: bool, index_dir: Path | None, fmt: str) -> None:
+    """Show index health: documents, blocks, per-root coverage, skipped files with reasons, last indexed."""
+    with Engine.open(index_dir) as engine:
+        st = engine.status(files=files)
+    if fmt == "json":
+        emit_json(st.model_dump())
+    else:
+        click.echo(render_status(st))
+
+
+@click.command("doctor")
+@click.option("--project", "project", default=None, help="One project (default: all).")
+@index_option
+@format_option
+@handle_errors
+def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
+    """Check index health: stale documents (changed or deleted since indexed), skipped files, lanes."""
+    from sleuth.memory.doctor import doctor
+
+    with Engine.open(index_dir) as engine:
+        report = doctor(engine, project)
+    if fmt == "json":
+        emit_json(report.model_dump())
+    else:
+        click.echo(render_doctor(report))

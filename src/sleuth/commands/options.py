@@ -1,0 +1,93 @@
+"""What every command shares: the ``--index`` and ``--format`` options, the one place errors become
+a line on stderr and an exit code, JSON output, and small formatting helpers."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sqlite3
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from sleuth.config import INDEX_DIR_NAME, validate_lanes
+from sleuth.errors import SleuthError
+from sleuth.lanes import registry
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def index_option(f: F) -> F:
+    """``--index DIR`` (also ``$SLEUTH_INDEX``), shared by every command."""
+    return click.option(
+        "--index", "index_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+        help=f"Index folder (default: $SLEUTH_INDEX, else the nearest {INDEX_DIR_NAME}/ upwards).",
+    )(f)
+
+
+def format_option(f: F) -> F:
+    """``--format text|json``: one output switch for every command that prints results."""
+    return click.option(
+        "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+        help="Human-readable text, or one JSON object.",
+    )(f)
+
+
+def handle_errors(f: F) -> F:
+    """Turn SleuthError, missing roots, unreadable catalogs and OS errors into one line and an exit code."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except SleuthError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "readonly" in text or "unable to open" in text:
+                hint = "check that you may write to the index folder (or pass another --index)"
+            elif "locked" in text or "busy" in text:
+                hint = "another sleuth process is writing; try again when it has finished"
+            else:
+                hint = "the index folder may be damaged; delete it and run `sleuth index` again"
+            click.echo(f"error: the index catalog cannot be used ({text}): {hint}", err=True)
+            sys.exit(6)
+        except sqlite3.DatabaseError as exc:
+            click.echo(f"error: the index catalog is damaged ({exc}); delete the index folder and "
+                       "run `sleuth index` again", err=True)
+            sys.exit(6)
+        except OSError as exc:
+            click.echo(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
+            sys.exit(6)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def emit_json(obj: Any) -> None:
+    """``obj`` as indented JSON on stdout."""
+    click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+
+
+class LanesOption(click.Option):
+    """``--lanes``, whose help lists the lanes registered when it is shown (:mod:`sleuth.lanes.registry`)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = f"Comma-separated lanes to run: {registry.describe_lanes()}."
+        return super().get_help_record(ctx)
+
+
+def parse_lanes(lanes: str | None) -> list[str] | None:
+    """``--lanes a,b`` as checked lane names (None when not given)."""
+    return list(validate_lanes(lanes.split(","))) if lanes else None
+
+
+def when(timestamp: object) -> str:
+    """A "last indexed" time for people: none yet means no indexing run has finished."""
+    return str(timestamp) if timestamp else "never (no indexing run has finished; run `sleuth index`)"

@@ -1,0 +1,130 @@
+"""``sleuth serve`` (MCP over stdio) and ``sleuth broker run|status|stop``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from sleuth.commands.options import emit_json, format_option, handle_errors, index_option
+from sleuth.config import find_index_dir, load_serve_settings
+
+
+@click.command("serve")
+@click.option("--project", "projects", multiple=True,
+              help="Projects the MCP client may access (repeatable; default: every project).")
+@click.option("--tools", "tools", default=None, metavar="PROFILE[,PROFILE...]",
+              help="Tool families to serve: memory (project_memory_search, query_status, query_cancel, "
+                   "project_memory_read/record/forget/doctor; needs an index), "
+                   "project (search_project, get_notebook, get_projects; needs an index), "
+                   "guides (search_guides; needs --guides), text (search_documents, search_index_query, "
+                   "search_fuzzy; needs nothing). Default: memory,project, or `tools` in config.toml, "
+                   "or $SLEUTH_TOOLS.")
+@click.option("--guides", "guides_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="guides.json for the guides profile, from `sleuth guides build` "
+                   "(default: `guides` in config.toml, or $SLEUTH_GUIDES).")
+@click.option("--events", "events_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Append one JSON line per search_guides call ({event, tool_name, time}) to FILE; "
+                   "written off the request path, so it never delays or fails a search.")
+@click.option("--no-broker", is_flag=True,
+              help="Serve in this process instead of through the index's shared broker "
+                   "(also $SLEUTH_BROKER=0).")
+@index_option
+@handle_errors
+def serve_cmd(projects: tuple[str, ...], tools: str | None, guides_file: Path | None, events_file: Path | None,
+              no_broker: bool, index_dir: Path | None) -> None:
+    """Serve over MCP on stdio the tool families chosen with --tools (default: memory and project tools).
+
+    With an index, the session goes through the index's broker (`sleuth broker`), started on first use.
+    """
+    from sleuth.broker.client import broker_enabled, serve_via_broker
+
+    if not no_broker and broker_enabled():
+        code = serve_via_broker(index_dir, tools, projects, guides_file, events_file)
+        if code is not None:
+            sys.exit(code)
+    from sleuth.mcp.server import parse_profiles, run_stdio
+
+    settings = load_serve_settings(find_index_dir(index_dir))
+    run_stdio(
+        parse_profiles(tools if tools is not None else settings.tools),
+        index=index_dir,
+        allowed_projects=list(projects) or None,
+        guides_path=guides_file or settings.guides,
+        events_path=events_file,
+    )
+
+
+@click.group("broker")
+def broker_group() -> None:
+    """The broker shared by an index's MCP sessions: it holds the index and the model in memory.
+
+    The first `sleuth serve` of an index starts it; it exits by itself when idle.
+    """
+
+
+@broker_group.command("run")
+@click.option("--key", default=None, hidden=True, help="Socket name chosen by the session that starts the broker.")
+@click.option("--idle-exit", "idle_exit_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Exit after this many seconds without sessions (default: $SLEUTH_BROKER_IDLE_S, else 600).")
+@index_option
+@handle_errors
+def broker_run_cmd(key: str | None, idle_exit_s: float | None, index_dir: Path | None) -> None:
+    """Run the index's broker in the foreground until it is idle, stopped or signalled (logs on stderr)."""
+    from sleuth.broker.server import run_broker
+
+    reason = run_broker(index_dir, key=key, idle_exit_s=idle_exit_s)
+    click.echo(f"broker stopped: {reason}", err=True)
+
+
+def _broker_scope(index_dir: Path | None, all_brokers: bool) -> Path | None:
+    return None if all_brokers else find_index_dir(index_dir)
+
+
+@broker_group.command("status")
+@click.option("--all", "all_brokers", is_flag=True, help="Every broker of this user, not only the index's.")
+@index_option
+@format_option
+@handle_errors
+def broker_status_cmd(all_brokers: bool, index_dir: Path | None, fmt: str) -> None:
+    """Show the index's broker: pid, sessions, running calls and requests, idle time, memory
+    (with no index found, or --all, every broker of this user)."""
+    from sleuth.broker.client import list_brokers
+
+    scope = _broker_scope(index_dir, all_brokers)
+    brokers = list_brokers(scope)
+    if fmt == "json":
+        emit_json({"brokers": brokers})
+        return
+    if not brokers:
+        click.echo(f"no broker running{f' for {scope}' if scope else ''}")
+    for b in brokers:
+        if b.get("state") != "serving":
+            click.echo(f"broker {b.get('pid')} for {b.get('index')}: {b.get('state')}")
+            continue
+        click.echo(f"broker {b['pid']} for {b['index']}: {b['sessions']} session(s) ({b['sessions_total']} since "
+                   f"start), {b['calls_running']} call(s) running, idle {b['idle_s']:g} s (exits after "
+                   f"{b['idle_exit_s']:g} s), up {b['uptime_s']:g} s, {b['rss_mb']} MB")
+        if b["requests_running"]:
+            click.echo(f"  running requests: {', '.join(b['requests_running'])}")
+
+
+@broker_group.command("stop")
+@click.option("--all", "all_brokers", is_flag=True, help="Stop every broker of this user.")
+@index_option
+@handle_errors
+def broker_stop_cmd(all_brokers: bool, index_dir: Path | None) -> None:
+    """Stop the index's broker (with no index found, or --all, every broker of this user); calls
+    running in it finish first, and its sessions end."""
+    from sleuth.broker.client import stop_brokers
+
+    scope = _broker_scope(index_dir, all_brokers)
+    stopped = stop_brokers(scope)
+    if not stopped:
+        click.echo(f"no broker running{f' for {scope}' if scope else ''}")
+    for row in stopped:
+        state = "stopped" if row["stopped"] else "did not stop in time"
+        click.echo(f"broker {row['pid']} for {row['index']}: {state}")
+    if not all(row["stopped"] for row in stopped):
+        sys.exit(1)
