@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sleuth.eval.metrics import evaluate
 from sleuth.eval.run import EvalRun
-from sleuth.memory.request import parse_memory_request
+from sleuth.memory.arguments import parse_memory_request
 from sleuth.memory.search import MemorySearch
 
 #: Results per query (nDCG@10 needs 10).

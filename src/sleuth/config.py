@@ -141,8 +141,11 @@ def load_config(index_dir: Path | None) -> Config:
             cfg = replace(cfg, rrf_k=k)
         if "lane_weights" in values:
             weights = dict(cfg.lane_weights)
-            for lane, w in dict(values["lane_weights"]).items():  # type: ignore[call-overload]
-                validate_lanes([lane])
+            raw_weights = values["lane_weights"]
+            if not isinstance(raw_weights, dict):
+                raise ConfigError(f"lane_weights must be a table of lane = weight, got {raw_weights!r}")
+            for lane, w in raw_weights.items():
+                validate_lanes([str(lane)])
                 try:
                     weights[lane] = float(w)
                 except (TypeError, ValueError):

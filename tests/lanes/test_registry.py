@@ -72,7 +72,7 @@ def test_a_lane_registered_here_runs_on_every_surface(toy_lane: None, notes: Pat
         assert {c.lane for c in fused.hits[0].explain or []} == {"bm25", "title_start"}
         assert engine.lane_status()["title_start"].available
 
-        from sleuth.memory.request import parse_memory_request
+        from sleuth.memory.arguments import parse_memory_request
         from sleuth.memory.search import MemorySearch
 
         memory = MemorySearch(engine).search(parse_memory_request(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 
 from sleuth.embed import Embedder, ModelUnavailable, configured_model, load_embedder
 
@@ -43,10 +44,10 @@ class SharedModel:
         """Why there is no model (none configured, or it cannot load), else None; loads it first."""
         return self._error if self.get() is None else None
 
-    def identity(self, known_dim: object = None) -> tuple[str, int]:
+    def identity(self, known_dim: Callable[[str], int | None] | None = None) -> tuple[str, int]:
         """``(name, dimensions)`` of the model's vectors without loading it when ``known_dim(name)``
         (a callable, e.g. the catalog's ``vector_dim``) already knows them; ``("", 0)`` without a model."""
-        if not self.tried and callable(known_dim):
+        if not self.tried and known_dim is not None:
             with contextlib.suppress(ModelUnavailable):
                 files = configured_model(self.spec, self.quantized)
                 dim = known_dim(files.name) if files else None

@@ -55,7 +55,7 @@ SEARCH_GUIDES_SCHEMA: dict[str, Any] = {
     "required": ["query"],
 }
 
-SEARCH_GUIDES_ANNOTATIONS = ToolAnnotations(readOnlyHint=True)
+SEARCH_GUIDES_ANNOTATIONS = ToolAnnotations(read_only_hint=True)
 
 GUIDES_INSTRUCTIONS = """search_guides searches a build-time index of guide titles, excerpts and tags and returns
 matching titles, full URLs and one-line summaries. It does not fetch the site or return articles:

@@ -43,15 +43,7 @@ from sleuth.errors import QueryError, shown
 from sleuth.guides.search import GUIDES_LIMIT_MAX
 from sleuth.mcp.errors import text_result
 from sleuth.mcp.wire import MESSAGE_MAX_BYTES
-from sleuth.memory.bodies import BODY_PAGE_MAX_CHARS
-from sleuth.memory.records import (
-    RECORD_BODY_MAX_CHARS,
-    RECORD_RELATIONS_MAX,
-    RECORD_TAG_MAX_CHARS,
-    RECORD_TAGS_MAX,
-    RECORD_TITLE_MAX_CHARS,
-)
-from sleuth.memory.request import (
+from sleuth.memory.arguments import (
     BUDGET_MAX_BYTES,
     DEADLINE_MAX_MS,
     GROUP_ID_MAX_CHARS,
@@ -69,6 +61,14 @@ from sleuth.memory.request import (
     SOURCE_FAMILIES,
     VARIANT_MAX_CHARS,
     VARIANTS_MAX,
+)
+from sleuth.memory.bodies import BODY_PAGE_MAX_CHARS
+from sleuth.memory.records import (
+    RECORD_BODY_MAX_CHARS,
+    RECORD_RELATIONS_MAX,
+    RECORD_TAG_MAX_CHARS,
+    RECORD_TAGS_MAX,
+    RECORD_TITLE_MAX_CHARS,
 )
 from sleuth.text.query import QUERY_MAX_CHARS
 from sleuth.textsearch.bounds import (

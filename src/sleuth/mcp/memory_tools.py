@@ -30,16 +30,7 @@ from sleuth.mcp.access import Access
 from sleuth.mcp.errors import structured_error, structured_result
 from sleuth.mcp.limits import CheckedTool, run_in_worker
 from sleuth.mcp.sdk import set_output_schema
-from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS, read_body
-from sleuth.memory.doctor import doctor
-from sleuth.memory.records import (
-    RECORD_KINDS,
-    RECORD_RELATIONS_MAX,
-    RECORD_TAGS_MAX,
-    REQUEST_ID_MAX_CHARS,
-    RecordStore,
-)
-from sleuth.memory.request import (
+from sleuth.memory.arguments import (
     BUDGET_MAX_BYTES,
     BUDGET_MIN_BYTES,
     DEADLINE_MAX_MS,
@@ -48,6 +39,15 @@ from sleuth.memory.request import (
     RFC3339_PATTERN,
     ROLES,
     parse_memory_request,
+)
+from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS, read_body
+from sleuth.memory.doctor import doctor
+from sleuth.memory.records import (
+    RECORD_KINDS,
+    RECORD_RELATIONS_MAX,
+    RECORD_TAGS_MAX,
+    REQUEST_ID_MAX_CHARS,
+    RecordStore,
 )
 from sleuth.memory.search import INBOX_PROJECT_ID, MemorySearch
 from sleuth.pipeline.requests import RequestNotFound, RequestRegistry
@@ -234,13 +234,13 @@ DOCTOR_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False, destructiveHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False, destructive_hint=False)
 #: query_status and query_cancel look at or stop running requests, not at the index: the broker's
 #: gate lets them through at once (their ``_meta`` says so: :data:`sleuth.broker.gate.CONTROL_META`).
 STATUS = READ_ONLY
-CONTROL = ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False, destructiveHint=False)
-WRITE = ToolAnnotations(readOnlyHint=False, idempotentHint=False, openWorldHint=False, destructiveHint=False)
-DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False, destructiveHint=True)
+CONTROL = ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False, destructive_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, idempotent_hint=False, open_world_hint=False, destructive_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False, destructive_hint=True)
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from sleuth.types import Hit, SearchRequest
 SEARCH_LIMIT_DEFAULT = 20
 SEARCH_LIMIT_MAX = SEARCH_PROJECT_LIMIT_MAX
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False, destructiveHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False, destructive_hint=False)
 
 SEARCH_PROJECT_SCHEMA: dict[str, Any] = {
     "type": "object",

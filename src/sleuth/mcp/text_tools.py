@@ -48,7 +48,7 @@ SEARCH_INDEX_QUERY_TOP_K_DEFAULT = 10
 INTERNAL_ERROR_TEXT = "the search could not be completed because of an internal error"
 
 TEXT_TOOLS_ANNOTATIONS = ToolAnnotations(
-    readOnlyHint=True, idempotentHint=True, destructiveHint=False, openWorldHint=False
+    read_only_hint=True, idempotent_hint=True, destructive_hint=False, open_world_hint=False
 )
 
 TEXT_INSTRUCTIONS = """search_documents, search_index_query and search_fuzzy search only the strings passed in each

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled
 from sleuth.lanes import registry
-from sleuth.memory.request import MemoryRequest
+from sleuth.memory.arguments import MemoryRequest
 from sleuth.pipeline import NO_SEARCHABLE_TERMS
 from sleuth.pipeline.budget import Candidate, Passage, default_budget_bytes, fit_to_budget
 from sleuth.pipeline.requests import CANCELLED, COMPLETED, DEGRADED, FAILED, TIMED_OUT, RequestRegistry

@@ -9,18 +9,27 @@ either the state before a write transaction or after it, never half of it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from sleuth.errors import IndexFormatError, storage_error, storage_errors
+from sleuth.store.reads import DocumentReads
+from sleuth.store.rows import (
+    DocumentRow,
+    FileState,
+    HitBlock,
+    IndexedBlock,
+    embed_key,
+    embedding_text,
+)
+from sleuth.store.vectors import VectorTable
 from sleuth.types import Block
+
+__all__ = ["Catalog", "DocumentRow", "FileState", "HitBlock", "IndexedBlock", "embed_key", "embedding_text"]
 
 SCHEMA_VERSION = 3
 #: How long a connection waits for another writer's lock before failing, in milliseconds.
@@ -119,95 +128,7 @@ CREATE TABLE IF NOT EXISTS skipped (
 """
 
 
-def embedding_text(title: str, text: str) -> str:
-    """What is embedded for a block: its text, preceded by its document title unless it starts with it."""
-    return text if not title or text.lstrip().startswith(title) else f"{title}\n{text}"
-
-
-def embed_key(title: str, text: str) -> str:
-    """The vector-cache key of a block: 16 hex digits of SHA-1 over its embedding text."""
-    return hashlib.sha1(embedding_text(title, text).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class DocumentRow:
-    """A document as stored (``text`` is the whole decoded file)."""
-
-    doc_id: str
-    project_id: str
-    root: str
-    rel_path: str
-    title: str
-    tags: list[str]
-    kind: str
-    front_matter: dict[str, object]
-    mtime_ns: int
-    size_bytes: int
-    content_hash: str
-    revision: str
-    text: str
-    generation: int
-    indexed_at: str
-    role: str = "other"
-    label: str = "document"
-    family: str = "document"
-    recorded_ns: int = 0
-    #: ``(target, relation, label)`` of each outgoing link, in document order.
-    links: tuple[tuple[str, str, str], ...] = ()
-    entities: tuple[str, ...] = ()
-
-
-class HitBlock(NamedTuple):
-    """What a search hit shows of a block and of its document: one row of a join, without the
-    document's text and front matter (a plain tuple: a search builds ten or more of these)."""
-
-    block_id: str
-    doc_id: str
-    heading_path: tuple[str, ...]
-    text: str
-    start_line: int
-    end_line: int
-    project_id: str
-    rel_path: str
-    title: str
-    tags: list[str]
-    kind: str
-    start_char: int
-    end_char: int
-    root: str
-    role: str
-    label: str
-    family: str
-    recorded_ns: int
-    revision: str
-    mtime_ns: int
-    size_bytes: int
-    content_hash: str
-    indexed_at: str
-
-
-@dataclass(frozen=True)
-class IndexedBlock:
-    """A block with what the lanes index: its analysed terms and its document's fields."""
-
-    block: Block
-    terms: str
-    title: str
-    tags: list[str]
-    rel_path: str
-
-
-@dataclass(frozen=True)
-class FileState:
-    """What the catalog knows of an indexed file, for change detection."""
-
-    doc_id: str
-    mtime_ns: int
-    size_bytes: int
-    content_hash: str
-
-
-class Catalog:
+class Catalog(DocumentReads, VectorTable):
     """Thread-safe access to one catalog database (one connection per thread).
 
     Args:
@@ -533,8 +454,9 @@ class Catalog:
         ]
 
     def skipped(self, project_id: str | None = None) -> list[dict[str, str]]:
+        """Files not indexed: ``[{project, root, path, reason, at}]``."""
         return [
-            {"project": r[0], "root": r[1], "path": r[2], "reason": r[3], "at": r[4]}
+            {"project": str(r[0]), "root": str(r[1]), "path": str(r[2]), "reason": str(r[3]), "at": str(r[4])}
             for r in self._per_file("SELECT project_id, root, path, reason, at FROM skipped", "path", project_id)
         ]
 
@@ -562,254 +484,6 @@ class Catalog:
                 " ORDER BY project_id, root"
             )
         ]
-
-    def document(self, doc_id: str) -> DocumentRow | None:
-        cols = ", ".join(_DOCUMENT_COLUMNS)
-        row = self.conn.execute(f"SELECT {cols} FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
-        return None if row is None else _document_row(row)
-
-    def documents(self, doc_ids: Sequence[str]) -> dict[str, DocumentRow]:
-        """``{doc_id: DocumentRow}`` for the ids that exist (missing ids are left out), without
-        their text (``text`` is ``""``; use :meth:`document` for the whole document)."""
-        out: dict[str, DocumentRow] = {}
-        cols = _DOCUMENT_COLUMNS_WITHOUT_TEXT
-        for i in range(0, len(doc_ids), 500):
-            part = doc_ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for row in self.conn.execute(f"SELECT {cols} FROM documents WHERE doc_id IN ({marks})", part):
-                doc = _document_row(row)
-                out[doc.doc_id] = doc
-        return out
-
-    def filter_documents(self, projects: Sequence[str] | None, labels: Sequence[str] = (),
-                         roles: Sequence[str] = (), families: Sequence[str] = (),
-                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None) -> set[str]:
-        """Ids of the documents matching every given filter (empty sequences and None: no filter).
-
-        ``labels`` match the document kind label (lowercase), ``roles`` its role, ``families`` its
-        source family; the recorded-time bounds are inclusive, in nanoseconds since the epoch.
-        """
-        where: list[str] = []
-        args: list[object] = []
-        for column, values in (("project_id", projects), ("label", labels), ("role", roles), ("family", families)):
-            if values is not None and (values or column == "project_id"):
-                where.append(f"{column} IN ({','.join('?' * len(values))})")
-                args.extend(values)
-        if recorded_after_ns is not None:
-            where.append("recorded_ns >= ?")
-            args.append(recorded_after_ns)
-        if recorded_before_ns is not None:
-            where.append("recorded_ns <= ?")
-            args.append(recorded_before_ns)
-        sql = "SELECT doc_id FROM documents" + (" WHERE " + " AND ".join(where) if where else "")
-        return {r[0] for r in self.conn.execute(sql, args)}
-
-    def kind_labels(self, projects: Sequence[str] | None = None) -> list[str]:
-        """The distinct document kind labels of the index, or of ``projects`` (what ``filters.kinds`` can match)."""
-        if projects is None:
-            return [r[0] for r in self.conn.execute("SELECT DISTINCT label FROM documents ORDER BY label")]
-        marks = ",".join("?" * len(projects))
-        return [r[0] for r in self.conn.execute(
-            f"SELECT DISTINCT label FROM documents WHERE project_id IN ({marks}) ORDER BY label", tuple(projects))]
-
-    def graph_rows(self) -> Iterator[tuple[str, str, str, str, list[tuple[str, str, str]], list[str]]]:
-        """``(doc_id, project_id, rel_path, title, links, entities)`` of every document, in one
-        snapshot (links as ``(target, relation, label)``)."""
-        with self.read() as conn:
-            links: dict[str, list[tuple[str, str, str]]] = {}
-            for doc_id, target, relation, label in conn.execute("SELECT doc_id, target, relation, label FROM links"):
-                links.setdefault(doc_id, []).append((target, relation, label))
-            entities: dict[str, list[str]] = {}
-            for doc_id, entity in conn.execute("SELECT doc_id, entity FROM entities"):
-                entities.setdefault(doc_id, []).append(entity)
-            rows = conn.execute("SELECT doc_id, project_id, rel_path, title FROM documents").fetchall()
-        for doc_id, project_id, rel_path, title in rows:
-            yield doc_id, project_id, rel_path, title, links.get(doc_id, []), entities.get(doc_id, [])
-
-    def body_extents(self, doc_ids: Sequence[str]) -> dict[str, tuple[int, int, int]]:
-        """``{doc_id: (text length, first block start, last block end)}`` in code points: the
-        document's length and the span its blocks cover (its body, front matter excluded)."""
-        out: dict[str, tuple[int, int, int]] = {}
-        for i in range(0, len(doc_ids), 500):
-            part = list(doc_ids[i : i + 500])
-            marks = ",".join("?" * len(part))
-            for doc_id, length, start, end in self.conn.execute(
-                f"SELECT d.doc_id, length(d.text), MIN(b.start_char), MAX(b.end_char) FROM documents d"
-                f" JOIN blocks b ON b.doc_id = d.doc_id WHERE d.doc_id IN ({marks}) GROUP BY d.doc_id",
-                part,
-            ):
-                out[doc_id] = (int(length), int(start), int(end))
-        return out
-
-    def first_blocks(self, doc_ids: Sequence[str]) -> dict[str, Block]:
-        """``{doc_id: its first block}`` for the documents that exist."""
-        out: dict[str, Block] = {}
-        for i in range(0, len(doc_ids), 500):
-            part = list(doc_ids[i : i + 500])
-            marks = ",".join("?" * len(part))
-            for r in self.conn.execute(
-                f"SELECT {_BLOCK_COLUMNS}, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
-                f" WHERE b.doc_id IN ({marks}) AND b.ordinal = (SELECT MIN(ordinal) FROM blocks WHERE doc_id=b.doc_id)",
-                part,
-            ):
-                block = _block(r)
-                out[block.doc_id] = block
-        return out
-
-    def documents_for_projects(self, project_ids: Sequence[str]) -> Iterator[DocumentRow]:
-        """Every document of the projects, without its text (``text`` is ``""``)."""
-        cols = _DOCUMENT_COLUMNS_WITHOUT_TEXT
-        marks = ",".join("?" * len(project_ids))
-        rows = self.conn.execute(f"SELECT {cols} FROM documents WHERE project_id IN ({marks})",
-                                 list(project_ids)).fetchall()
-        for row in rows:
-            yield _document_row(row)
-
-    def blocks_of(self, doc_id: str) -> list[Block]:
-        rows = self.conn.execute(
-            f"SELECT {_BLOCK_COLUMNS}, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
-            " WHERE b.doc_id=? ORDER BY ordinal",
-            (doc_id,),
-        ).fetchall()
-        return [_block(r) for r in rows]
-
-    def blocks(self, block_ids: Sequence[str]) -> dict[str, Block]:
-        """``{block_id: Block}`` for the ids that exist."""
-        out: dict[str, Block] = {}
-        for i in range(0, len(block_ids), 500):
-            part = block_ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for row in self.conn.execute(
-                f"SELECT {_BLOCK_COLUMNS}, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
-                f" WHERE b.block_id IN ({marks})",
-                part,
-            ):
-                block = _block(row)
-                out[block.block_id] = block
-        return out
-
-    def hit_blocks(self, block_ids: Sequence[str]) -> dict[str, HitBlock]:
-        """``{block_id: HitBlock}`` for the ids that exist (one indexed join per 500 ids)."""
-        out: dict[str, HitBlock] = {}
-        for i in range(0, len(block_ids), 500):
-            part = block_ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for row in self.conn.execute(f"{_HIT_BLOCK_SELECT} WHERE b.block_id IN ({marks})", part):
-                out[row[0]] = _hit_block(row)
-        return out
-
-    def first_hit_block(self, doc_id: str) -> HitBlock | None:
-        """The first block of ``doc_id`` as a :class:`HitBlock`; None when it has none (or is gone)."""
-        row = self.conn.execute(f"{_HIT_BLOCK_SELECT} WHERE b.doc_id=? ORDER BY b.ordinal LIMIT 1",
-                                (doc_id,)).fetchone()
-        return None if row is None else _hit_block(row)
-
-    def indexed_blocks(self, min_generation: int = 0) -> Iterator[IndexedBlock]:
-        """Every block of documents written after ``min_generation``, with its index fields."""
-        cur = self.conn.execute(
-            f"SELECT {_BLOCK_COLUMNS}, d.project_id, b.terms, d.title, d.tags, d.rel_path FROM blocks b"
-            " JOIN documents d ON b.doc_id=d.doc_id WHERE d.generation > ? ORDER BY b.doc_id, b.ordinal",
-            (min_generation,),
-        )
-        for row in cur:
-            yield IndexedBlock(_block(row[:11]), row[11], row[12], json.loads(row[13]), row[14])
-
-    def block_terms(self, doc_ids: Sequence[str]) -> list[tuple[str, str, str]]:
-        """``(block_id, project_id, terms)`` of every block of ``doc_ids`` (for a tfidf update)."""
-        out: list[tuple[str, str, str]] = []
-        for i in range(0, len(doc_ids), 500):
-            part = doc_ids[i : i + 500]
-            out += self.conn.execute(
-                "SELECT b.block_id, d.project_id, b.terms FROM documents d JOIN blocks b ON b.doc_id = d.doc_id"
-                f" WHERE d.doc_id IN ({','.join('?' * len(part))}) ORDER BY b.doc_id, b.ordinal",
-                part,
-            ).fetchall()
-        return out
-
-    # ------------------------------------------------------------------ vectors
-
-    def blocks_without_vectors(self, model: str, limit: int = 10_000) -> list[tuple[str, str]]:
-        """Up to ``limit`` ``(embed_hash, embedding text)`` of blocks with no vector for ``model``."""
-        rows = self.conn.execute(
-            "SELECT b.embed_hash, d.title, b.text FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
-            " WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)"
-            " GROUP BY b.embed_hash LIMIT ?",
-            (model, limit),
-        ).fetchall()
-        return [(h, embedding_text(title, text)) for h, title, text in rows]
-
-    def store_vectors(self, model: str, items: Sequence[tuple[str, bytes]]) -> None:
-        """Cache ``(embed_hash, float32 vector bytes)`` for ``model`` (no new generation: derived data)."""
-        with self.write() as conn:
-            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", [(model, h, v) for h, v in items])
-            conn.execute(
-                "INSERT INTO meta VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
-                (f"vectors:{model}",),
-            )
-
-    def import_vectors(self, other: Path) -> int:
-        """Copy every cached vector of the catalog file ``other`` (any format that has a ``vectors``
-        table) into this one; returns how many rows were copied. Vectors depend only on the model
-        and the embedded text, so they survive a change of index format."""
-        conn = self.conn
-        conn.execute("ATTACH DATABASE ? AS other", (str(other),))
-        try:
-            with self.write():
-                before = conn.total_changes
-                conn.execute("INSERT OR IGNORE INTO vectors SELECT model, embed_hash, vector FROM other.vectors")
-                return conn.total_changes - before
-        finally:
-            conn.execute("DETACH DATABASE other")
-
-    def block_vectors_with_keys(self, model: str) -> Iterator[tuple[str, str, str, bytes]]:
-        """``(block_id, project_id, embed_hash, vector bytes)`` of every block with a vector for ``model``."""
-        return iter(self.conn.execute(
-            "SELECT b.block_id, d.project_id, b.embed_hash, v.vector FROM blocks b JOIN documents d"
-            " ON b.doc_id=d.doc_id JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash ORDER BY b.rowid",
-            (model,),
-        ))
-
-    def doc_block_vectors(self, model: str, doc_ids: Sequence[str]) -> list[tuple[str, str, str, str, bytes | None]]:
-        """``(block_id, doc_id, project_id, embed_hash, vector bytes or None)`` of every block of ``doc_ids``."""
-        marks = ",".join("?" * len(doc_ids))
-        return self.conn.execute(
-            "SELECT b.block_id, b.doc_id, d.project_id, b.embed_hash, v.vector FROM blocks b JOIN documents d"
-            " ON b.doc_id=d.doc_id LEFT JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash"
-            f" WHERE b.doc_id IN ({marks}) ORDER BY b.rowid",
-            (model, *doc_ids),
-        ).fetchall()
-
-    def docs_without_vectors(self, model: str) -> list[str]:
-        """Documents with at least one block that has no vector for ``model``."""
-        return [r[0] for r in self.conn.execute(
-            "SELECT DISTINCT b.doc_id FROM blocks b WHERE NOT EXISTS"
-            " (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)",
-            (model,),
-        )]
-
-    def vector_counts(self, model: str, projects: Sequence[str] | None = None) -> tuple[int, int]:
-        """``(blocks with a vector for model, all blocks)``, of the ``projects`` only when given."""
-        if projects is None:
-            with_vec = self.conn.execute(
-                "SELECT COUNT(*) FROM blocks b WHERE EXISTS"
-                " (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)",
-                (model,),
-            ).fetchone()[0]
-            return int(with_vec), int(self.conn.execute("SELECT COUNT(*) FROM blocks").fetchone()[0])
-        marks = ",".join("?" * len(projects))
-        of_projects = f"FROM blocks b JOIN documents d ON b.doc_id = d.doc_id WHERE d.project_id IN ({marks})"
-        with_vec = self.conn.execute(
-            f"SELECT COUNT(*) {of_projects} AND EXISTS"
-            " (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)",
-            (*projects, model),
-        ).fetchone()[0]
-        total = self.conn.execute(f"SELECT COUNT(*) {of_projects}", tuple(projects)).fetchone()[0]
-        return int(with_vec), int(total)
-
-    def vector_dim(self, model: str) -> int | None:
-        """Dimensions of the vectors stored for ``model`` (None when it has none)."""
-        row = self.conn.execute("SELECT length(vector) FROM vectors WHERE model=? LIMIT 1", (model,)).fetchone()
-        return None if row is None else int(row[0]) // 4
 
     def has_blocks(self) -> bool:
         """True when at least one block is stored (O(1))."""
@@ -845,53 +519,3 @@ class Catalog:
         }
 
 
-_DOCUMENT_COLUMNS = (
-    "doc_id", "project_id", "root", "rel_path", "title", "tags", "kind", "front_matter", "mtime_ns",
-    "size_bytes", "content_hash", "revision", "text", "generation", "indexed_at", "role", "label", "family",
-    "recorded_ns",
-)
-#: The SELECT list of every document column, with ``text`` left empty (listings, hit fields).
-_DOCUMENT_COLUMNS_WITHOUT_TEXT = ", ".join("'' AS text" if c == "text" else c for c in _DOCUMENT_COLUMNS)
-
-
-def _document_row(r: Sequence[object]) -> DocumentRow:
-    return DocumentRow(
-        doc_id=str(r[0]), project_id=str(r[1]), root=str(r[2]), rel_path=str(r[3]), title=str(r[4]),
-        tags=json.loads(str(r[5])), kind=str(r[6]), front_matter=json.loads(str(r[7])),
-        mtime_ns=int(r[8]), size_bytes=int(r[9]), content_hash=str(r[10]), revision=str(r[11]),  # type: ignore[arg-type]
-        text=str(r[12]), generation=int(r[13]), indexed_at=str(r[14]),  # type: ignore[arg-type]
-        role=str(r[15]), label=str(r[16]), family=str(r[17]), recorded_ns=int(r[18]),  # type: ignore[arg-type]
-    )
-
-
-_BLOCK_COLUMNS = (
-    "b.block_id, b.doc_id, b.ordinal, b.heading_path, b.text, b.start_line, b.end_line, b.start_char,"
-    " b.end_char, b.content_hash"
-)
-
-
-def _block(r: Sequence[object]) -> Block:
-    # r: the ten _BLOCK_COLUMNS followed by the document's project_id.
-    return Block(
-        block_id=str(r[0]), doc_id=str(r[1]), ordinal=int(r[2]),  # type: ignore[arg-type]
-        heading_path=tuple(json.loads(str(r[3]))), text=str(r[4]),
-        start_line=int(r[5]), end_line=int(r[6]), start_char=int(r[7]), end_char=int(r[8]),  # type: ignore[arg-type]
-        content_hash=str(r[9]), project_id=str(r[10]),
-    )
-
-
-_HIT_BLOCK_SELECT = (
-    "SELECT b.block_id, b.doc_id, b.heading_path, b.text, b.start_line, b.end_line,"
-    " d.project_id, d.rel_path, d.title, d.tags, d.kind, b.start_char, b.end_char, d.root, d.role, d.label,"
-    " d.family, d.recorded_ns, d.revision, d.mtime_ns, d.size_bytes, d.content_hash, d.indexed_at"
-    " FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
-)
-
-
-def _json_list(raw: str) -> list[str]:
-    return [] if raw == "[]" else json.loads(raw)  # most blocks have no headings, most documents no tags
-
-
-def _hit_block(r: tuple) -> HitBlock:  # type: ignore[type-arg]
-    # r: the columns of _HIT_BLOCK_SELECT, typed by the schema (TEXT and INTEGER NOT NULL).
-    return HitBlock(r[0], r[1], tuple(_json_list(r[2])), r[3], r[4], r[5], r[6], r[7], r[8], _json_list(r[9]), *r[10:])

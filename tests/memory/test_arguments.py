@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from sleuth.errors import QueryError
-from sleuth.memory.request import DEADLINE_DEFAULT_MS, LIMIT_DEFAULT, MEMORY_LANES, parse_memory_request
+from sleuth.memory.arguments import DEADLINE_DEFAULT_MS, LIMIT_DEFAULT, MEMORY_LANES, parse_memory_request
 
 
 def test_defaults() -> None:

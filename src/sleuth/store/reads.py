@@ -1,0 +1,189 @@
+"""The catalog's reads of documents and blocks: hit rows, filters, graph rows, extents."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+
+from sleuth.store.rows import (
+    BLOCK_COLUMNS,
+    DOCUMENT_COLUMNS,
+    DOCUMENT_COLUMNS_WITHOUT_TEXT,
+    HIT_BLOCK_SELECT,
+    Connected,
+    DocumentRow,
+    HitBlock,
+    IndexedBlock,
+    block_of_row,
+    document_of_row,
+    hit_block_of_row,
+)
+from sleuth.types import Block
+
+
+class DocumentReads(Connected):
+    """Reads of documents and blocks (a part of :class:`sleuth.store.catalog.Catalog`)."""
+
+    def document(self, doc_id: str) -> DocumentRow | None:
+        cols = ", ".join(DOCUMENT_COLUMNS)
+        row = self.conn.execute(f"SELECT {cols} FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        return None if row is None else document_of_row(row)
+
+    def documents(self, doc_ids: Sequence[str]) -> dict[str, DocumentRow]:
+        """``{doc_id: DocumentRow}`` for the ids that exist (missing ids are left out), without
+        their text (``text`` is ``""``; use :meth:`document` for the whole document)."""
+        out: dict[str, DocumentRow] = {}
+        cols = DOCUMENT_COLUMNS_WITHOUT_TEXT
+        for i in range(0, len(doc_ids), 500):
+            part = doc_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(f"SELECT {cols} FROM documents WHERE doc_id IN ({marks})", part):
+                doc = document_of_row(row)
+                out[doc.doc_id] = doc
+        return out
+
+    def filter_documents(self, projects: Sequence[str] | None, labels: Sequence[str] = (),
+                         roles: Sequence[str] = (), families: Sequence[str] = (),
+                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None) -> set[str]:
+        """Ids of the documents matching every given filter (empty sequences and None: no filter).
+
+        ``labels`` match the document kind label (lowercase), ``roles`` its role, ``families`` its
+        source family; the recorded-time bounds are inclusive, in nanoseconds since the epoch.
+        """
+        where: list[str] = []
+        args: list[object] = []
+        for column, values in (("project_id", projects), ("label", labels), ("role", roles), ("family", families)):
+            if values is not None and (values or column == "project_id"):
+                where.append(f"{column} IN ({','.join('?' * len(values))})")
+                args.extend(values)
+        if recorded_after_ns is not None:
+            where.append("recorded_ns >= ?")
+            args.append(recorded_after_ns)
+        if recorded_before_ns is not None:
+            where.append("recorded_ns <= ?")
+            args.append(recorded_before_ns)
+        sql = "SELECT doc_id FROM documents" + (" WHERE " + " AND ".join(where) if where else "")
+        return {r[0] for r in self.conn.execute(sql, args)}
+
+    def kind_labels(self, projects: Sequence[str] | None = None) -> list[str]:
+        """The distinct document kind labels of the index, or of ``projects`` (what ``filters.kinds`` can match)."""
+        if projects is None:
+            return [r[0] for r in self.conn.execute("SELECT DISTINCT label FROM documents ORDER BY label")]
+        marks = ",".join("?" * len(projects))
+        return [r[0] for r in self.conn.execute(
+            f"SELECT DISTINCT label FROM documents WHERE project_id IN ({marks}) ORDER BY label", tuple(projects))]
+
+    def graph_rows(self) -> Iterator[tuple[str, str, str, str, list[tuple[str, str, str]], list[str]]]:
+        """``(doc_id, project_id, rel_path, title, links, entities)`` of every document, in one
+        snapshot (links as ``(target, relation, label)``)."""
+        with self.read() as conn:
+            links: dict[str, list[tuple[str, str, str]]] = {}
+            for doc_id, target, relation, label in conn.execute("SELECT doc_id, target, relation, label FROM links"):
+                links.setdefault(doc_id, []).append((target, relation, label))
+            entities: dict[str, list[str]] = {}
+            for doc_id, entity in conn.execute("SELECT doc_id, entity FROM entities"):
+                entities.setdefault(doc_id, []).append(entity)
+            rows = conn.execute("SELECT doc_id, project_id, rel_path, title FROM documents").fetchall()
+        for doc_id, project_id, rel_path, title in rows:
+            yield doc_id, project_id, rel_path, title, links.get(doc_id, []), entities.get(doc_id, [])
+
+    def body_extents(self, doc_ids: Sequence[str]) -> dict[str, tuple[int, int, int]]:
+        """``{doc_id: (text length, first block start, last block end)}`` in code points: the
+        document's length and the span its blocks cover (its body, front matter excluded)."""
+        out: dict[str, tuple[int, int, int]] = {}
+        for i in range(0, len(doc_ids), 500):
+            part = list(doc_ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for doc_id, length, start, end in self.conn.execute(
+                f"SELECT d.doc_id, length(d.text), MIN(b.start_char), MAX(b.end_char) FROM documents d"
+                f" JOIN blocks b ON b.doc_id = d.doc_id WHERE d.doc_id IN ({marks}) GROUP BY d.doc_id",
+                part,
+            ):
+                out[doc_id] = (int(length), int(start), int(end))
+        return out
+
+    def first_blocks(self, doc_ids: Sequence[str]) -> dict[str, Block]:
+        """``{doc_id: its first block}`` for the documents that exist."""
+        out: dict[str, Block] = {}
+        for i in range(0, len(doc_ids), 500):
+            part = list(doc_ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for r in self.conn.execute(
+                f"SELECT {BLOCK_COLUMNS}, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+                f" WHERE b.doc_id IN ({marks}) AND b.ordinal = (SELECT MIN(ordinal) FROM blocks WHERE doc_id=b.doc_id)",
+                part,
+            ):
+                block = block_of_row(r)
+                out[block.doc_id] = block
+        return out
+
+    def documents_for_projects(self, project_ids: Sequence[str]) -> Iterator[DocumentRow]:
+        """Every document of the projects, without its text (``text`` is ``""``)."""
+        cols = DOCUMENT_COLUMNS_WITHOUT_TEXT
+        marks = ",".join("?" * len(project_ids))
+        rows = self.conn.execute(f"SELECT {cols} FROM documents WHERE project_id IN ({marks})",
+                                 list(project_ids)).fetchall()
+        for row in rows:
+            yield document_of_row(row)
+
+    def blocks_of(self, doc_id: str) -> list[Block]:
+        rows = self.conn.execute(
+            f"SELECT {BLOCK_COLUMNS}, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+            " WHERE b.doc_id=? ORDER BY ordinal",
+            (doc_id,),
+        ).fetchall()
+        return [block_of_row(r) for r in rows]
+
+    def blocks(self, block_ids: Sequence[str]) -> dict[str, Block]:
+        """``{block_id: Block}`` for the ids that exist."""
+        out: dict[str, Block] = {}
+        for i in range(0, len(block_ids), 500):
+            part = block_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(
+                f"SELECT {BLOCK_COLUMNS}, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+                f" WHERE b.block_id IN ({marks})",
+                part,
+            ):
+                block = block_of_row(row)
+                out[block.block_id] = block
+        return out
+
+    def hit_blocks(self, block_ids: Sequence[str]) -> dict[str, HitBlock]:
+        """``{block_id: HitBlock}`` for the ids that exist (one indexed join per 500 ids)."""
+        out: dict[str, HitBlock] = {}
+        for i in range(0, len(block_ids), 500):
+            part = block_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(f"{HIT_BLOCK_SELECT} WHERE b.block_id IN ({marks})", part):
+                out[row[0]] = hit_block_of_row(row)
+        return out
+
+    def first_hit_block(self, doc_id: str) -> HitBlock | None:
+        """The first block of ``doc_id`` as a :class:`HitBlock`; None when it has none (or is gone)."""
+        row = self.conn.execute(f"{HIT_BLOCK_SELECT} WHERE b.doc_id=? ORDER BY b.ordinal LIMIT 1",
+                                (doc_id,)).fetchone()
+        return None if row is None else hit_block_of_row(row)
+
+    def indexed_blocks(self, min_generation: int = 0) -> Iterator[IndexedBlock]:
+        """Every block of documents written after ``min_generation``, with its index fields."""
+        cur = self.conn.execute(
+            f"SELECT {BLOCK_COLUMNS}, d.project_id, b.terms, d.title, d.tags, d.rel_path FROM blocks b"
+            " JOIN documents d ON b.doc_id=d.doc_id WHERE d.generation > ? ORDER BY b.doc_id, b.ordinal",
+            (min_generation,),
+        )
+        for row in cur:
+            yield IndexedBlock(block_of_row(row[:11]), row[11], row[12], json.loads(row[13]), row[14])
+
+    def block_terms(self, doc_ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """``(block_id, project_id, terms)`` of every block of ``doc_ids`` (for a tfidf update)."""
+        out: list[tuple[str, str, str]] = []
+        for i in range(0, len(doc_ids), 500):
+            part = doc_ids[i : i + 500]
+            out += self.conn.execute(
+                "SELECT b.block_id, d.project_id, b.terms FROM documents d JOIN blocks b ON b.doc_id = d.doc_id"
+                f" WHERE d.doc_id IN ({','.join('?' * len(part))}) ORDER BY b.doc_id, b.ordinal",
+                part,
+            ).fetchall()
+        return out
+
