@@ -26,7 +26,7 @@ from pathlib import Path
 
 from sleuth.eval import evaluate
 from sleuth.evaluation import EVAL_DEPTH_DOCS, EvalRun
-from sleuth.fusion import DEFAULT_LANE_WEIGHTS, RRF_K, FusedDocument, convex, repeated_lanes, rrf
+from sleuth.fusion import DEFAULT_LANE_WEIGHTS, RRF_K, FusedDocument, convex, fuse, repeated_lanes, rrf
 from sleuth.lanes.base import LaneQuery
 from sleuth.lanes.feedback import rm3_weights
 from sleuth.text import parse_query
@@ -93,8 +93,9 @@ def lane_runs(data: Path, name: str, tag: str, extra: Mapping[str, Callable[[Eva
 
 
 #: RM3 settings prototyped as extra lanes: name -> (feedback blocks, feedback terms, original weight).
-RM3_SETTINGS = {"rm3-10-10-0.5": (10, 10, 0.5), "rm3-5-10-0.5": (5, 10, 0.5), "rm3-10-20-0.5": (10, 20, 0.5),
-                "rm3-10-10-0.7": (10, 10, 0.7), "rm3-3-10-0.5": (3, 10, 0.5), "rm3-10-10-0.3": (10, 10, 0.3)}
+RM3_SETTINGS = {f"rm3-{d}-{t}-{w}": (d, t, w) for d, t, w in (
+    (10, 10, 0.5), (5, 10, 0.5), (10, 20, 0.5), (10, 10, 0.7), (3, 10, 0.5), (10, 10, 0.3),
+    (5, 10, 0.7), (10, 20, 0.7), (3, 10, 0.7), (10, 10, 0.6), (20, 10, 0.7), (10, 5, 0.7))}
 
 
 def rm3_lane(fb_docs: int, fb_terms: int, original_weight: float) -> Callable[[EvalRun, str], RankedList]:
@@ -121,11 +122,11 @@ def rm3_lane(fb_docs: int, fb_terms: int, original_weight: float) -> Callable[[E
 Fuser = Callable[[Mapping[str, RankedList], str], list[FusedDocument]]
 
 
-def score(runs: LaneRuns, fuse: Fuser) -> tuple[float, float]:
+def score(runs: LaneRuns, fuser: Fuser) -> tuple[float, float]:
     """(nDCG@10, Recall@100) of ``fuse`` over every query of ``runs``."""
     ranking = {}
     for qid, lists in runs.lists.items():
-        fused = fuse(lists, runs.texts[qid])[:EVAL_DEPTH_DOCS]
+        fused = fuser(lists, runs.texts[qid])[:EVAL_DEPTH_DOCS]
         ranking[qid] = [runs.path_of[d.doc_id] for d in fused]
     r = evaluate(ranking, runs.qrels)
     return float(r["ndcg@10"]), float(r["recall@100"])
@@ -175,9 +176,15 @@ def rrf_once(lanes: Sequence[str], kept_weight: str, weights: Mapping[str, float
     return fuse
 
 
-def cc_of(lanes: Sequence[str], weights: Mapping[str, float], floors: Mapping[str, float] | None = None) -> Fuser:
+def cc_of(lanes: Sequence[str], weights: Mapping[str, float], floors: Mapping[str, float] | None = None,
+          once: bool = False) -> Fuser:
+    """Convex combination of ``lanes``; ``once``: a lane repeating another is left out (its weight
+    goes to the lane it repeats)."""
     def fuse(lists: Mapping[str, RankedList], _text: str) -> list[FusedDocument]:
-        return convex(pick(lists, lanes), doc_of_block, weights, floors, limit=EVAL_DEPTH_DOCS)
+        chosen, w = pick(lists, lanes), weights
+        if once:
+            chosen, w = without_repeats(chosen, weights, "sum")
+        return convex(chosen, doc_of_block, w, floors, limit=EVAL_DEPTH_DOCS)
     return fuse
 
 
@@ -186,8 +193,8 @@ def grid_table(title: str, rows: list[tuple[str, Fuser]], runs: list[LaneRuns]) 
     out = [f"### {title}", "", "| setting | " + " | ".join(r.name for r in runs) + " | helped | hurt |",
            "|---|" + "---|" * (len(runs) + 2)]
     base: list[float] | None = None
-    for label, fuse in rows:
-        values = [score(r, fuse) for r in runs]
+    for label, fuser in rows:
+        values = [score(r, fuser) for r in runs]
         ndcgs = [v[0] for v in values]
         if base is None:
             base, helped, hurt = ndcgs, "", ""
@@ -246,13 +253,188 @@ def _repeats() -> list[tuple[str, Fuser]]:
     return rows
 
 
+TMM_V03 = {"bm25": 0.0, "tfidf": 0.0, "index": 0.0, "vector": 0.3}
+
+
+@grid("search")
+def _search() -> list[tuple[str, Fuser]]:
+    """Broad search: RRF k and weights, convex combinations of lane sets, with and without RM3"""
+    rows: list[tuple[str, Fuser]] = [("rrf hybrid (seed)", rrf_of(("bm25", "tfidf", "index", "vector")))]
+    for k in (10, 20, 40, 100):
+        rows.append((f"rrf hybrid k {k}", rrf_of(("bm25", "tfidf", "index", "vector"), k=k)))
+    for wv in (1.0, 1.5, 2.0):
+        rows.append((f"rrf bm25 1 + vector {wv}", rrf_of(("bm25", "vector"), {"bm25": 1.0, "vector": wv})))
+    for bm in ("bm25", "bm25@rm3-3-10-0.5", "bm25@rm3-10-10-0.5", "bm25@rm3-10-20-0.5"):
+        for norm, floors in (("mm", None), ("tmm", TMM_V03)):
+            for alpha in (0.4, 0.5, 0.6):
+                rows += _cc_rows(bm, norm, floors, alpha, ((0.5, 0.25, 0.25), (0.6, 0.2, 0.2), (0.5, 0.5, 0.0),
+                                                          (0.7, 0.3, 0.0)))
+    return rows
+
+
+def _cc_rows(bm: str, norm: str, floors: Mapping[str, float] | None, alpha: float,
+             splits: Sequence[tuple[float, float, float]]) -> list[tuple[str, Fuser]]:
+    """Convex combinations of ``bm`` (a bm25 list) + vector, and of the lexical lanes split as
+    ``splits`` (bm25, tfidf, index shares of the lexical weight 1 - alpha) + vector."""
+    rows = [(f"cc {norm} {bm}+vector, vector {alpha}",
+             cc_of((bm, "vector"), {"bm25": 1 - alpha, "vector": alpha}, floors))]
+    for split in splits:
+        lex = {lane: (1 - alpha) * f for lane, f in zip(("bm25", "tfidf", "index"), split, strict=True)}
+        lanes = (*(lane for lane, f in zip((bm, "tfidf", "index"), split, strict=True) if f), "vector")
+        rows.append((f"cc {norm} {'+'.join(lanes)}, vector {alpha}, lexical split {split}",
+                     cc_of(lanes, {**lex, "vector": alpha}, floors, once=True)))
+    return rows
+
+
+@grid("cc-rm3")
+def _cc_rm3() -> list[tuple[str, Fuser]]:
+    """Min-max convex combinations with the bm25 lane's RM3 second round, by RM3 setting"""
+    rows: list[tuple[str, Fuser]] = [("rrf hybrid (seed)", rrf_of(("bm25", "tfidf", "index", "vector")))]
+    for bm in ("bm25", *(f"bm25@{name}" for name in RM3_SETTINGS)):
+        for alpha in (0.5, 0.6):
+            rows += _cc_rows(bm, "mm", None, alpha, ((0.5, 0.25, 0.25), (0.6, 0.2, 0.2)))
+    return rows
+
+
+FAMILIES = {"bm25": "lexical", "tfidf": "lexical", "index": "lexical", "exact": "lexical", "vector": "semantic"}
+
+
+def fused_by(method: str, lanes: Sequence[str], weights: Mapping[str, float], families: bool = True) -> Fuser:
+    """The engine's own fusion (``sleuth.fusion.fuse``), repeating lanes counted once."""
+    def run(lists: Mapping[str, RankedList], _text: str) -> list[FusedDocument]:
+        return fuse(pick(lists, lanes), doc_of_block, method, weights, RRF_K, FAMILIES if families else None,
+                    LANES, limit=EVAL_DEPTH_DOCS)
+    return run
+
+
+@grid("repeats-family")
+def _repeats_family() -> list[tuple[str, Fuser]]:
+    """A repeating lane counted once: its weight dropped, or shared by its family (sleuth.fusion.fuse)"""
+    hybrid = ("bm25", "tfidf", "index", "vector")
+    rows: list[tuple[str, Fuser]] = [("rrf hybrid, counted twice (seed)", rrf_of(hybrid))]
+    rows.append(("rrf hybrid, once, weight dropped", fused_by("rrf", hybrid, DEFAULT_LANE_WEIGHTS, False)))
+    rows.append(("rrf hybrid, once, weight to its family", fused_by("rrf", hybrid, DEFAULT_LANE_WEIGHTS, True)))
+    for alpha, split in ((0.6, (0.5, 0.25, 0.25)), (0.6, (0.6, 0.2, 0.2)), (0.5, (0.6, 0.2, 0.2))):
+        w = {**{lane: (1 - alpha) * f for lane, f in zip(("bm25", "tfidf", "index"), split, strict=True)},
+             "vector": alpha}
+        label = f"cc mm hybrid vector {alpha} split {split}"
+        rows.append((f"{label}, counted twice", cc_of(hybrid, w)))
+        rows.append((f"{label}, once, weight dropped", fused_by("convex", hybrid, w, False)))
+        rows.append((f"{label}, once, weight to its family", fused_by("convex", hybrid, w, True)))
+    lexical = ("bm25", "tfidf", "index")
+    rows.append(("rrf lexical, counted twice (seed)", rrf_of(lexical)))
+    rows.append(("rrf lexical, once, weight dropped", fused_by("rrf", lexical, DEFAULT_LANE_WEIGHTS, False)))
+    w = {"bm25": 0.6, "tfidf": 0.2, "index": 0.2}
+    rows.append(("cc mm lexical split (0.6, 0.2, 0.2), counted twice", cc_of(lexical, w)))
+    rows.append(("cc mm lexical split (0.6, 0.2, 0.2), once", fused_by("convex", lexical, w, False)))
+    return rows
+
+
+def zscore_of(lanes: Sequence[str], weights: Mapping[str, float], depth_docs: int = 100) -> Fuser:
+    """Prototype: convex combination of z-scores (each lane's document scores standardised over its
+    top ``depth_docs`` documents; a document a lane did not return gets that lane's lowest z)."""
+    def run(lists: Mapping[str, RankedList], _text: str) -> list[FusedDocument]:
+        scores: dict[str, float] = {}
+        for ranked in pick(lists, lanes):
+            docs: dict[str, float] = {}
+            for b, sc in zip(ranked.block_ids, ranked.scores, strict=True):
+                docs.setdefault(doc_of_block(b), sc)
+            top = list(docs.items())[:depth_docs]
+            if not top:
+                continue
+            values = [v for _, v in top]
+            mean = sum(values) / len(values)
+            std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
+            low = (min(values) - mean) / std
+            w = weights.get(ranked.lane, 1.0)
+            for d, v in top:
+                scores[d] = scores.get(d, 0.0) + w * ((v - mean) / std - low)
+        order = sorted(scores, key=lambda d: (-scores[d], d))[:EVAL_DEPTH_DOCS]
+        return [FusedDocument(d, scores[d]) for d in order]
+    return run
+
+
+@grid("zscore")
+def _zscore() -> list[tuple[str, Fuser]]:
+    """Convex combination of z-score normalised lanes (a lane whose best documents stand out weighs more)"""
+    rows: list[tuple[str, Fuser]] = [("cc mm bm25+vector, vector 0.5", cc_of(("bm25", "vector"),
+                                                                            {"bm25": 0.5, "vector": 0.5}))]
+    for alpha in (0.4, 0.5, 0.6):
+        rows.append((f"z bm25+vector, vector {alpha}",
+                     zscore_of(("bm25", "vector"), {"bm25": 1 - alpha, "vector": alpha})))
+        lex = {"bm25": (1 - alpha) * 0.6, "tfidf": (1 - alpha) * 0.2, "index": (1 - alpha) * 0.2}
+        rows.append((f"z 4 lanes, vector {alpha}, split (0.6, 0.2, 0.2)",
+                     zscore_of(("bm25", "tfidf", "index", "vector"), {**lex, "vector": alpha})))
+    return rows
+
+
+@grid("zscore-split")
+def _zscore_split() -> list[tuple[str, Fuser]]:
+    """z-score fusion: the lexical lanes' shares and the depth the z-scores are taken over"""
+    rows: list[tuple[str, Fuser]] = [("rrf hybrid (seed)", rrf_of(("bm25", "tfidf", "index", "vector")))]
+    for depth in (100, 50, 200):
+        for alpha in (0.4, 0.5):
+            for split in ((0.6, 0.2, 0.2), (0.5, 0.1, 0.4), (0.4, 0.2, 0.4), (0.5, 0.0, 0.5), (0.7, 0.1, 0.2),
+                          (0.8, 0.0, 0.2)):
+                lex = {lane: (1 - alpha) * f for lane, f in zip(("bm25", "tfidf", "index"), split, strict=True)}
+                lanes = (*(lane for lane, f in lex.items() if f), "vector")
+                rows.append((f"z depth {depth} {'+'.join(lanes)}, vector {alpha}, split {split}",
+                             zscore_of(lanes, {**lex, "vector": alpha}, depth)))
+    return rows
+
+
+@grid("default")
+def _default() -> list[tuple[str, Fuser]]:
+    """The chosen default (sleuth.fusion.fuse, z-score, repeats once) beside the seed's"""
+    w = {"bm25": 0.48, "tfidf": 0.12, "index": 0.12, "vector": 0.4}
+    return [("rrf hybrid (seed)", rrf_of(("bm25", "tfidf", "index", "vector"))),
+            ("z prototype depth 200 bm25+index+vector", zscore_of(("bm25", "index", "vector"), w, 200)),
+            ("zscore bm25+index+vector (default)", fused_by("zscore", ("bm25", "index", "vector"), w)),
+            ("zscore bm25+tfidf+index+vector", fused_by("zscore", ("bm25", "tfidf", "index", "vector"), w)),
+            ("zscore bm25+index (lexical, no model)", fused_by("zscore", ("bm25", "index"), w)),
+            ("zscore bm25+tfidf+index (lexical fusion)", fused_by("zscore", ("bm25", "tfidf", "index"), w)),
+            ("zscore bm25+vector", fused_by("zscore", ("bm25", "vector"), w))]
+
+
+def judged(fuser: Fuser, min_similarity: float) -> Fuser:
+    """``fuser`` with weak semantic-only documents dropped (sleuth.ranking.judge_semantic_only)."""
+    from sleuth.ranking import judge_semantic_only
+
+    def run(lists: Mapping[str, RankedList], text: str) -> list[FusedDocument]:
+        return judge_semantic_only(fuser(lists, text), True, min_similarity)
+    return run
+
+
+@grid("semantic-only")
+def _semantic_only() -> list[tuple[str, Fuser]]:
+    """Dropping documents found by the vector lane alone below a cosine (the default hybrid)"""
+    base = fused_by("zscore", ("bm25", "index", "vector"), {"bm25": 0.48, "index": 0.12, "vector": 0.4})
+    return [("none dropped", base), *((f"dropped below cosine {t}", judged(base, t)) for t in (0.4, 0.5, 0.6))]
+
+
+@grid("rm3-lane")
+def _rm3_lane() -> list[tuple[str, Fuser]]:
+    """The RM3 second round as a lane of its own beside bm25 (not instead of it)"""
+    rows: list[tuple[str, Fuser]] = [("z bm25+vector, vector 0.5", zscore_of(("bm25", "vector"),
+                                                                            {"bm25": 0.5, "vector": 0.5}))]
+    for setting in ("rm3-3-10-0.5", "rm3-10-10-0.5", "rm3-5-10-0.7"):
+        for alpha in (0.4, 0.5):
+            for r in (0.3, 0.5):
+                w = {"bm25": (1 - alpha) * (1 - r), "rm3": (1 - alpha) * r, "vector": alpha}
+                lanes = ("bm25", f"rm3@{setting}", "vector")
+                rows.append((f"z bm25+{setting}+vector, vector {alpha}, rm3 share {r}", zscore_of(lanes, w)))
+                rows.append((f"cc mm bm25+{setting}+vector, vector {alpha}, rm3 share {r}", cc_of(lanes, w)))
+    return rows
+
+
 @grid("rm3")
 def _rm3() -> list[tuple[str, Fuser]]:
     """RM3 second round for the bm25 lane: the lane alone, and in the seed's hybrid"""
     rows: list[tuple[str, Fuser]] = [("bm25", rrf_of(("bm25",)))]
     rows += [(f"bm25 {name}", rrf_of((f"bm25@{name}",))) for name in RM3_SETTINGS]
     rows.append(("rrf hybrid", rrf_of(("bm25", "tfidf", "index", "vector"))))
-    rows += [(f"rrf hybrid, bm25 {name}", rrf_of((f"bm25@{name}", "tfidf", "index", "vector"))) for name in RM3_SETTINGS]
+    rows += [(f"rrf hybrid, bm25 {name}", rrf_of((f"bm25@{name}", "tfidf", "index", "vector")))
+             for name in RM3_SETTINGS]
     return rows
 
 

@@ -10,15 +10,21 @@ from pathlib import Path
 
 from sleuth.embed import DEFAULT_MODEL, check_model_spec
 from sleuth.errors import ConfigError
-from sleuth.fusion import DEFAULT_LANE_WEIGHTS, RRF_K
+from sleuth.fusion import DEFAULT_LANE_WEIGHTS, DEFAULT_ZSCORE_WEIGHTS, FUSION_METHODS, RRF_K
 from sleuth.locate import INDEX_DIR_NAME as INDEX_DIR_NAME  # re-exported: the index's location is in sleuth.locate
 from sleuth.locate import INDEX_ENV as INDEX_ENV
 from sleuth.locate import find_index_dir as find_index_dir
 
 ALL_LANES = ("bm25", "tfidf", "index", "exact", "vector")
-#: Lanes run by default: the seed's three and the vector lane (exact lowered nDCG@10 on both judged
-#: sets; docs/EVAL.md). Without an embedding model the vector lane is reported unavailable.
-DEFAULT_LANES = ("bm25", "tfidf", "index", "vector")
+#: Lanes run by default: bm25, index and vector (exact lowered nDCG@10 on the judged sets; with
+#: z-score fusion the tfidf lane lowered it on three of four: docs/EVAL.md). Without an embedding
+#: model the vector lane is reported unavailable.
+DEFAULT_LANES = ("bm25", "index", "vector")
+#: The default fusion (see sleuth.fusion.fuse), chosen on SciFact, Cranfield, CISI and NPL.
+DEFAULT_FUSION = "zscore"
+#: Which family each lane belongs to: a lane that repeats another gives its weight to its family.
+LANE_FAMILIES: dict[str, str] = {"bm25": "lexical", "tfidf": "lexical", "index": "lexical", "exact": "lexical",
+                                 "vector": "semantic"}
 #: Every lane returns at least this many blocks before fusion.
 LANE_DEPTH_MIN_BLOCKS = 100
 #: ... and at least this many blocks per requested result.
@@ -27,15 +33,23 @@ LANE_DEPTH_BLOCKS_PER_RESULT = 5
 
 @dataclass(frozen=True)
 class Config:
-    """Ranking settings. ``lane_weights`` are RRF weights; ``rrf_k`` the RRF constant."""
+    """Ranking settings. ``fusion``: ``zscore``, ``convex`` or ``rrf`` (sleuth.fusion.fuse);
+    ``lane_weights`` are the RRF weights (and ``rrf_k`` the RRF constant); ``score_weights`` the
+    weights of the score-based fusions (zscore, convex)."""
 
     lanes: tuple[str, ...] = DEFAULT_LANES
     lane_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_LANE_WEIGHTS))
     rrf_k: int = RRF_K
+    fusion: str = DEFAULT_FUSION
+    score_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_ZSCORE_WEIGHTS))
     lane_depth_min_blocks: int = LANE_DEPTH_MIN_BLOCKS
     lane_depth_blocks_per_result: int = LANE_DEPTH_BLOCKS_PER_RESULT
     model: str = DEFAULT_MODEL
     model_int8: bool = False
+
+    def fusion_weights(self) -> dict[str, float]:
+        """The lane weights of the configured fusion."""
+        return self.lane_weights if self.fusion == "rrf" else self.score_weights
 
     def with_lanes(self, lanes: list[str] | tuple[str, ...] | None) -> Config:
         """A copy running only ``lanes`` (validated)."""
@@ -109,8 +123,9 @@ def load_serve_settings(index_dir: Path | None, env: Mapping[str, str] | None = 
 def load_config(index_dir: Path | None) -> Config:
     """Defaults, overlaid with ``<index_dir>/config.toml`` and ``SLEUTH_LANES``/``SLEUTH_RRF_K``/``SLEUTH_MODEL``.
 
-    config.toml keys: ``lanes = [..]``, ``rrf_k = 60``, ``model = "all-MiniLM-L6-v2"`` (or a folder,
-    or ``"none"``), ``model_int8 = false``, ``[lane_weights] bm25 = 1.2 ...``.
+    config.toml keys: ``lanes = [..]``, ``fusion = "zscore"`` (or ``"convex"``, ``"rrf"``),
+    ``rrf_k = 60``, ``model = "all-MiniLM-L6-v2"`` (or a folder, or ``"none"``), ``model_int8 = false``,
+    ``[lane_weights] bm25 = 1.2 ...`` (RRF), ``[score_weights] bm25 = 0.48 ...`` (zscore, convex).
     Raises ConfigError on an unreadable file or bad values.
     """
     cfg = Config()
@@ -140,15 +155,21 @@ def load_config(index_dir: Path | None) -> Config:
             if k <= 0 or isinstance(raw, float | bool):
                 raise ConfigError(f"rrf_k must be a positive integer, got {raw!r}")
             cfg = replace(cfg, rrf_k=k)
-        if "lane_weights" in values:
-            weights = dict(cfg.lane_weights)
-            for lane, w in dict(values["lane_weights"]).items():  # type: ignore[call-overload]
+        if "fusion" in values:
+            if values["fusion"] not in FUSION_METHODS:
+                raise ConfigError(f"fusion must be one of {', '.join(FUSION_METHODS)}, got {values['fusion']!r}")
+            cfg = replace(cfg, fusion=str(values["fusion"]))
+        for key in ("lane_weights", "score_weights"):
+            if key not in values:
+                continue
+            weights = dict(getattr(cfg, key))
+            for lane, w in dict(values[key]).items():  # type: ignore[call-overload]
                 validate_lanes([lane])
                 try:
                     weights[lane] = float(w)
                 except (TypeError, ValueError):
-                    raise ConfigError(f"lane_weights.{lane} must be a number, got {w!r}") from None
-            cfg = replace(cfg, lane_weights=weights)
+                    raise ConfigError(f"{key}.{lane} must be a number, got {w!r}") from None
+            cfg = replace(cfg, **{key: weights})
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad configuration value: {exc}") from exc
     return cfg

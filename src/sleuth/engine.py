@@ -29,7 +29,7 @@ import numpy as np
 from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
 from sleuth.embed import Embedder, ModelUnavailable, configured_model, load_embedder
 from sleuth.errors import ConfigError, DocumentNotFound, IndexBusy, IndexNotFound, ProjectNotFound, QueryError
-from sleuth.fusion import FusedDocument, rrf
+from sleuth.fusion import FusedDocument
 from sleuth.lanes.base import LaneQuery
 from sleuth.lanes.graph import GraphDocument, LinkGraph
 from sleuth.lanes.lexical import BM25Lane, ExactLane, IndexLane
@@ -37,6 +37,7 @@ from sleuth.lanes.postings import Postings
 from sleuth.lanes.tfidf import TfidfLane, TfidfModel
 from sleuth.lanes.vector import VectorLane, VectorMatrix
 from sleuth.locks import lock_exclusive
+from sleuth.ranking import rank
 from sleuth.store import vector_cache
 from sleuth.store.catalog import Catalog, DocumentRow, FileState, HitBlock, IndexedBlock
 from sleuth.store.lane_cache import load_arrays, load_saved, save_arrays
@@ -884,7 +885,7 @@ class Engine:
         return tuple(dict.fromkeys(projects))
 
     def search(self, request: SearchRequest | str, **kwargs: object) -> SearchResponse:
-        """Run a search: every configured lane in parallel, fused by weighted RRF, grouped to documents.
+        """Run a search: every configured lane in parallel, fused (``sleuth.ranking.rank``), grouped to documents.
 
         Args:
             request: a SearchRequest, or a query string with SearchRequest fields as keywords.
@@ -919,7 +920,7 @@ class Engine:
         def prefetch(early: list[RankedList]) -> None:
             # While the vector lane runs: the rows and snippets of the lexical lanes' best documents,
             # most of which the fused ranking keeps (the rest are read after it).
-            fused = rrf(early, doc_of_block, cfg.lane_weights, cfg.rrf_k, limit=req.limit)
+            fused, _ = rank(early, doc_of_block, cfg, limit=req.limit)
             for _d, block in self._existing(fused, req.limit, rows):
                 if req.snippets:
                     snippet_of(block)
@@ -930,7 +931,7 @@ class Engine:
         run_lanes = [name for name in cfg.lanes if name not in unavailable]
         # Some fused documents may have been deleted since the lanes answered (see _existing): a few
         # more than the limit are fused, so that deleted ones leave no hole.
-        fused = rrf(lists, doc_of_block, cfg.lane_weights, cfg.rrf_k, limit=req.limit + FUSED_SPARE_DOCUMENTS)
+        fused, semantic = rank(lists, doc_of_block, cfg, limit=req.limit + FUSED_SPARE_DOCUMENTS)
         hits: list[Hit] = []
         for d, block in self._existing(fused, req.limit, rows):
             snip = snippet_of(block) if req.snippets else None
@@ -938,14 +939,15 @@ class Engine:
             hits.append(Hit.model_construct(
                 rank=len(hits) + 1, doc_id=d.doc_id, project=block.project_id, path=block.rel_path,
                 title=block.title, kind=block.kind, tags=block.tags, score=d.score, sources=d.sources,
-                block_ids=d.block_ids, best_block_id=d.best_block_id, heading_path=list(block.heading_path),
+                block_ids=d.block_ids, best_block_id=d.best_block_id, semantic_only=d.semantic_only,
+                heading_path=list(block.heading_path),
                 lines=(block.start_line, block.end_line), snippet=snip.text if snip else "",
                 highlights=snip.highlights if snip else [],
                 explain=[LaneContribution.model_construct(lane=t.lane, rank=t.rank, weight=t.weight,
                                           contribution=t.contribution, lane_score=t.lane_score)
                          for t in d.trace] if req.explain else None,
             ))
-        notice = None
+        notice = semantic
         if not hits and cfg.lanes == ("exact",) and not parsed.phrases and not parsed.identifiers:
             notice = "the exact lane matches only quoted phrases and identifiers (snake_case, a.b, camelCase)"
         elif set(cfg.lanes) & POSTINGS_LANES and self.postings.generation() < self.catalog.generation():

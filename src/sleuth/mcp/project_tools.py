@@ -65,12 +65,14 @@ GET_PROJECTS_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "addi
 
 SEARCH_PROJECT_DESCRIPTION = """Search project knowledge (notes, docs, code) using hybrid retrieval.
 
-Combines BM25, TF-IDF and index (title / heading / tags / path) search with weighted reciprocal
-rank fusion over blocks, grouped to documents (items). Returns {success, result_count, items,
+Combines BM25, index (title / heading / tags / path) and embedding search, fused by z-scored
+lane scores over blocks, grouped to documents (items). Returns {success, result_count, items,
 timestamp}; each item has markdown_item_id (use it with get_notebook), block_ids, score (for
 ordering only, not a confidence), rank (1 = best), sources (retrieval lanes, not file types) and
-item (title, path, snippet with highlight offsets). Put words in "double quotes" to require an
-exact phrase. Get project_id from get_projects; never guess it. No results is not an error."""
+item (title, path, snippet with highlight offsets, semantic_only: true when found by meaning alone,
+with no word of the query in it); a notice says when no word of the query occurs in the project.
+Put words in "double quotes" to require an exact phrase. Get project_id from get_projects; never
+guess it. No results is not an error."""
 
 GET_NOTEBOOK_DESCRIPTION = """Return one item (document) of a project in full: metadata, front matter, text and blocks.
 
@@ -126,6 +128,7 @@ class ProjectTools:
             "lines": list(h.lines),
             "snippet": h.snippet,
             "highlights": [list(span) for span in h.highlights],
+            "semantic_only": h.semantic_only,
         }
 
     async def search_project(self, project_id: Any = None, query: Any = None, limit: Any = None) -> dict[str, Any]:
@@ -151,6 +154,8 @@ class ProjectTools:
             }
             for h in resp.hits
         ]
+        if resp.notice:
+            return envelope(result_count=len(items), items=items, notice=resp.notice)
         return envelope(result_count=len(items), items=items)
 
     async def get_notebook(self, project_id: Any = None, item_id: Any = None) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from sleuth.memory.requests import (
     RequestRegistry,
     RequestState,
 )
+from sleuth.ranking import LEXICAL_LANES, base_lane, judge_semantic_only, lexical_state, semantic_notice
 from sleuth.summaries import make_snippet
 from sleuth.text import ParsedQuery, analyze, parse_query
 from sleuth.types import RankedList
@@ -346,6 +347,10 @@ class MemorySearch:
 
         if graph_only:
             fused_per_question = [[d for d in fused if is_entity_node(d.doc_id)] for fused in fused_per_question]
+        all_lists = [r for lists in question_lists for r in lists]
+        word_ran, lexical_found = lexical_state(all_lists)
+        drop_weak = any(base_lane(r.lane) in LEXICAL_LANES for r in all_lists) and not lexical_found
+        fused_per_question = [judge_semantic_only(fused, drop_weak) for fused in fused_per_question]
         if degraded and not any(fused_per_question):
             # Nothing answered in time: an empty success would read as "nothing to find".
             raise _Timeout("retrieval" if set(degraded) - {"graph"} else "graph", sorted(degraded))
@@ -376,7 +381,10 @@ class MemorySearch:
             "source_families": sorted(families),
             **meta_extra,
         }
-        if not any(groups):
+        semantic = semantic_notice(word_ran, lexical_found, sum(len(g) for g in groups), 0)
+        if semantic:
+            meta["notice"] = semantic
+        elif not any(groups):
             meta["notice"] = self._why_empty(lanes, {**unavailable, **skipped}, allowed, graph_only)
         out: dict[str, Any] = {"meta": meta}
         if req.grouped:
@@ -658,6 +666,8 @@ class MemorySearch:
             "source_length": 0,
             "index_freshness": fresh,
         }
+        if d.semantic_only:
+            fields["semantic_only"] = True
         newer = sorted(graph.superseded_by.get(doc.doc_id, ())) if graph is not None else []
         if newer:
             fields["superseded_by"] = newer
