@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sleuth.fusion import RRF_K, convex, repeated_lanes, rrf
+from sleuth.fusion import RRF_K, ZSCORE_FLAT, convex, group_by_document, repeated_lanes, rrf, zscore
 from sleuth.types import RankedList
 
 
@@ -275,3 +275,74 @@ def test_repeated_lanes_same_documents_same_order():
     assert repeated_lanes([bm25, index], doc_of, ("index", "bm25")) == {"bm25": "index"}
     assert repeated_lanes([ranked("bm25", []), ranked("index", [])], doc_of) == {}
     assert repeated_lanes([bm25, ranked("index", ["d1:a", "d2:a"])], doc_of) == {}
+
+
+# --------------------------------------------------------------------------- z-score fusion
+
+
+def test_zscore_hand_computed():
+    lists = [scored("bm25", [("d1:a", 9.0), ("d2:a", 5.0), ("d1:b", 4.0), ("d3:a", 1.0)]),
+             scored("vector", [("d3:a", 0.8), ("d2:a", 0.6)])]
+    fused = {d.doc_id: d for d in zscore(lists, doc_of, {"bm25": 0.5, "vector": 1.0})}
+    # bm25 documents (MaxP) 9, 5, 1: mean 5, std sqrt(32/3); shifted z = (s - 1) / std
+    std = math.sqrt(32 / 3)
+    # vector 0.8, 0.6: std 0.1, shifted z 2 and 0
+    expected = {"d1": 0.5 * 8 / std, "d2": 0.5 * 4 / std + 0.0, "d3": 0.0 + 1.0 * 2.0}
+    for doc_id, value in expected.items():
+        assert math.isclose(fused[doc_id].score, value, rel_tol=1e-9), doc_id
+    assert fused["d1"].block_ids == ["d1:a", "d1:b"]
+    assert [t.lane for t in fused["d2"].trace] == ["bm25", "vector"]
+
+
+def test_zscore_depth_flat_and_errors():
+    lists = [scored("bm25", [("d1:a", 3.0), ("d2:a", 2.0), ("d3:a", 1.0)])]
+    assert [d.doc_id for d in zscore(lists, doc_of, {"bm25": 1.0}, depth_docs=2)] == ["d1", "d2"]
+    lone = zscore([scored("bm25", [("d1:a", 3.0)])], doc_of, {"bm25": 0.5})
+    assert lone[0].score == 0.5 * ZSCORE_FLAT
+    with pytest.raises(ValueError):
+        zscore(lists, doc_of, depth_docs=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lane_lists(), st.randoms(use_true_random=False), st.integers(min_value=0, max_value=8))
+def test_property_zscore_order_independent_trace_adds_up_limit(data, rnd, limit):
+    lists, weights = data
+    shuffled = list(lists)
+    rnd.shuffle(shuffled)
+    fused = zscore(lists, doc_of, weights)
+    assert summary(fused) == summary(zscore(shuffled, doc_of, weights))
+    assert summary(zscore(lists, doc_of, weights, limit=limit)) == summary(fused[:limit])
+    for d in fused:
+        assert math.isclose(sum(t.contribution for t in d.trace), d.score, rel_tol=1e-9, abs_tol=1e-12)
+        assert all(t.contribution >= 0 for t in d.trace)
+    scores = [d.score for d in fused]
+    assert all(a >= b for a, b in zip(scores, scores[1:], strict=False))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)  # the spread moves too: fixed examples
+@given(lane_lists(), st.integers(min_value=0, max_value=30))
+def test_property_zscore_monotone_in_a_lane_score(data, which):
+    """Raising a document's best block's score in a lane, keeping the lane's order, never lowers
+    it against a document that lane did not return or ranked below it and that shares no other lane."""
+    lists, weights = data
+    first = lists[0]
+    docs = list(dict.fromkeys(map(doc_of, first.block_ids)))
+    if len(docs) < 2:
+        return
+    i = 1 + which % (len(docs) - 1)  # not the lane's best document
+    target, above = docs[i], docs[i - 1]
+    best = {d: s for d, _, s in group_by_document(first, doc_of)}
+    raised = tuple(s + (best[above] - best[target]) / 2 if doc_of(b) == target else s
+                   for b, s in zip(first.block_ids, first.scores, strict=True))
+    if sorted(raised, reverse=True) != list(raised):
+        return
+    before = {d.doc_id: d for d in zscore(lists, doc_of, weights)}
+    after = {d.doc_id: d for d in zscore([RankedList(first.lane, first.block_ids, raised), *lists[1:]], doc_of,
+                                         weights)}
+    part = {d: {t.lane: t.contribution for t in x.trace} for d, x in after.items()}
+    part_before = {d: {t.lane: t.contribution for t in x.trace} for d, x in before.items()}
+    # within the lane, the raised document gains on every document below it
+    for other in docs[i + 1:]:
+        gap_before = part_before[target].get(first.lane, 0) - part_before[other].get(first.lane, 0)
+        gap_after = part[target].get(first.lane, 0) - part[other].get(first.lane, 0)
+        assert gap_after >= gap_before - 1e-9

@@ -174,6 +174,10 @@ def convex(
 
 #: Documents of each lane whose scores set its mean and spread in :func:`zscore`.
 ZSCORE_DEPTH_DOCS = 200
+#: What a lane whose documents all score the same (one document, say) gives each of them, times its
+#: weight: the best of two documents' shifted z-score ((max - min) / std = 2), so that a lane's
+#: lone match counts as its clear best and is not outweighed by a spread lane's middle.
+ZSCORE_FLAT = 2.0
 #: The default fusion's lane weights (z-score fusion; chosen on SciFact, Cranfield, CISI and NPL:
 #: docs/EVAL.md): the bm25 lane, the index lane beside it, the vector lane.
 DEFAULT_ZSCORE_WEIGHTS: dict[str, float] = {"bm25": 0.48, "tfidf": 0.12, "index": 0.12, "exact": 0.2, "vector": 0.4}
@@ -196,7 +200,7 @@ def zscore(
     weighs more for that query than a lane whose scores are flat (a per-query lane confidence).
     z-score normalisation for fusion: Montague & Aslam, "Relevance Score Normalization for
     Metasearch", CIKM 2001; Bruch, Gai & Ingber, ACM TOIS 42(1), 2023, §4. A lane whose documents
-    all score the same (one document) gives each of them ``w``.
+    all score the same (one document) gives each of them ``w · ZSCORE_FLAT``.
 
     Args / returns / order: as :func:`rrf`; ``depth_docs`` >= 1. The trace's ``contribution`` is
         ``w · z``; ``rank`` the document's rank in the lane.
@@ -220,12 +224,12 @@ def zscore(
         low = min(best)
         block_score = dict(zip(ranked.block_ids, ranked.scores, strict=True))
         for rank, (doc_id, blocks, lane_score) in enumerate(grouped, start=1):
-            part = w * ((lane_score - low) / std if std > 0 else 1.0)
+            part = w * ((lane_score - low) / std if std > 0 else ZSCORE_FLAT)
             scores[doc_id] = scores.get(doc_id, 0.0) + part
             traces.setdefault(doc_id, []).append((ranked.lane, rank, w, part, lane_score))
             parts = doc_blocks.setdefault(doc_id, [])
             for block_id in blocks:
-                parts.append((block_id, w * (max(0.0, block_score[block_id] - low) / std if std > 0 else 1.0)))
+                parts.append((block_id, w * (max(0.0, block_score[block_id] - low) / std if std > 0 else ZSCORE_FLAT)))
     return _documents(scores, traces, doc_blocks, limit)
 
 
