@@ -184,9 +184,16 @@ def test_config_file_errors_name_the_setting(hugo_index: Path, tmp_path: Path) -
     (index / "config.toml").write_text('rrf_k = "x"\n', encoding="utf-8")
     proc = run_cli("search", "hooks", "--index", str(index), check=False)
     assert (proc.returncode, proc.stderr.strip()) == (2, "error: rrf_k must be a positive integer, got 'x'")
-    (index / "config.toml").write_text('lanes = "bm25,index"\n[lane_weights]\nbm25 = 2.0\n', encoding="utf-8")
+    (index / "config.toml").write_text('lanes = "bm25,index"\n[score_weights]\nbm25 = 2.0\n', encoding="utf-8")
+    hit = search_json(index, "hooks", "--limit", "1", "--explain")["hits"][0]
+    assert {c["lane"]: c["weight"] for c in hit["explain"]} == {"bm25": 2.0, "index": 0.12}
+    (index / "config.toml").write_text('lanes = "bm25,index"\nfusion = "rrf"\n[lane_weights]\nbm25 = 2.0\n',
+                                       encoding="utf-8")
     hit = search_json(index, "hooks", "--limit", "1", "--explain")["hits"][0]
     assert {c["lane"]: c["weight"] for c in hit["explain"]} == {"bm25": 2.0, "index": 1.5}
+    (index / "config.toml").write_text('fusion = "sum"\n', encoding="utf-8")
+    proc = run_cli("search", "hooks", "--index", str(index), check=False)
+    assert (proc.returncode, proc.stderr.strip()) == (2, "error: fusion must be one of rrf, convex, zscore, got 'sum'")
 
 
 def test_status_lists_warnings_and_counts_skipped_files(tmp_path: Path) -> None:
