@@ -70,7 +70,7 @@ lane scores over blocks, grouped to documents (items). Returns {success, result_
 timestamp}; each item has markdown_item_id (use it with get_notebook), block_ids, score (for
 ordering only, not a confidence), rank (1 = best), sources (retrieval lanes, not file types) and
 item (title, path, snippet with highlight offsets, semantic_only: true when found by meaning alone,
-with no word of the query in it); a notice says when no word of the query occurs in the project.
+with no word of the query in it).
 Put words in "double quotes" to require an exact phrase. Get project_id from get_projects; never
 guess it. No results is not an error."""
 
@@ -154,8 +154,8 @@ class ProjectTools:
             }
             for h in resp.hits
         ]
-        if resp.notice:
-            return envelope(result_count=len(items), items=items, notice=resp.notice)
+        # The seed's envelope has no notice: a query none of whose words occurs comes back with its
+        # weak meaning matches dropped and its strong ones marked (item.semantic_only).
         return envelope(result_count=len(items), items=items)
 
     async def get_notebook(self, project_id: Any = None, item_id: Any = None) -> dict[str, Any]:
