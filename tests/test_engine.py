@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -165,12 +166,17 @@ def test_explain_traces_add_up(engine, src):
     for h in resp.hits:
         assert h.explain
         assert math.isclose(sum(c.contribution for c in h.explain), h.score, rel_tol=1e-9)
-        for c in h.explain:
-            assert math.isclose(c.contribution, c.weight / (60 + c.rank), rel_tol=1e-12)
+        for c in h.explain:  # z-score fusion: weight x (lane score - lane's lowest) / spread >= 0
+            assert c.contribution >= 0 and (c.weight > 0 or c.contribution == 0)
         assert sorted(c.lane for c in h.explain) == sorted(h.sources)
     assert engine.search("quick brown fox").hits[0].explain is None
     scores = [h.score for h in resp.hits]
     assert scores == sorted(scores, reverse=True)
+    engine.config = dataclasses.replace(engine.config, fusion="rrf")
+    for h in engine.search("quick brown fox", explain=True).hits:
+        assert math.isclose(sum(c.contribution for c in h.explain), h.score, rel_tol=1e-9)
+        for c in h.explain:
+            assert math.isclose(c.contribution, c.weight / (60 + c.rank), rel_tol=1e-12)
 
 
 def test_get_returns_whole_text(engine, src):
@@ -270,7 +276,7 @@ def test_a_search_during_an_indexing_run_says_which_lanes_lag(tmp_path) -> None:
         engine.postings._set_generation(engine.catalog.generation() - 1)  # its postings not committed yet
         resp = engine.search("wombats")
         assert resp.notice and "indexing run is in progress" in resp.notice
-        assert [sorted(h.sources) for h in resp.hits] == [["bm25", "index", "tfidf"]]  # postings still hold a.md
+        assert [sorted(h.sources) for h in resp.hits] == [["bm25", "index"]]  # postings still hold a.md
     finally:
         os.close(held)
     resp = engine.search("wombats")  # the lock is free: the postings catch up

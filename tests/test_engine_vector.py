@@ -35,9 +35,9 @@ def test_paraphrase_without_shared_terms_is_found_by_the_vector_lane(engine: Eng
     resp = engine.search(SearchRequest(query="feline naps", lanes=["vector"], limit=1))
     assert [h.path for h in resp.hits] == ["cats.md"]
     assert engine.search(SearchRequest(query="feline naps", lanes=["bm25"])).hits == []
-    hybrid = engine.search(SearchRequest(query="how often do we change cryptographic credentials", limit=3))
+    hybrid = engine.search(SearchRequest(query="how often do we rotate cryptographic credentials", limit=3))
     assert hybrid.hits[0].path == "keys.md" and "vector" in hybrid.hits[0].sources
-    assert hybrid.lanes == ["bm25", "tfidf", "index", "vector"] and hybrid.unavailable_lanes == {}
+    assert hybrid.lanes == ["bm25", "index", "vector"] and hybrid.unavailable_lanes == {}
 
 
 def test_vectors_are_cached_by_content(engine: Engine, tmp_path: Path) -> None:
@@ -59,7 +59,7 @@ def test_without_a_model_the_vector_lane_is_reported_unavailable(tmp_path: Path)
     assert report.embedded == 0
     resp = e.search("signing keys")
     assert resp.hits[0].path == "keys.md"
-    assert resp.lanes == ["bm25", "tfidf", "index"]
+    assert resp.lanes == ["bm25", "index"]
     assert resp.unavailable_lanes == {"vector": "no embedding model configured (model = 'none')"}
     assert e.status().model_dump()["vector_lane"] == {"available": False,
                                                       "reason": "no embedding model configured (model = 'none')"}
@@ -148,3 +148,49 @@ def test_a_new_engine_loads_saved_vectors_without_the_model(engine: Engine) -> N
     assert not again.model.tried  # name and dimensions came from the catalog
     resp = again.search(SearchRequest(query="feline naps", lanes=["vector"], limit=1))
     assert [h.path for h in resp.hits] == ["cats.md"]
+
+
+def test_semantic_only_matches_are_marked_or_dropped_on_every_surface(engine: Engine) -> None:
+    """A result no lexical lane found is marked semantic-only; when no word of the query occurs in
+    the project, weak ones (cosine < 0.5) are dropped and the search says so. Python API, CLI text
+    and JSON, search_project and project_memory_search all show it."""
+    import anyio
+
+    from sleuth.cli import render_text
+    from sleuth.mcp.project_tools import ProjectTools
+    from sleuth.memory.arguments import parse_memory_request
+    from sleuth.memory.search import MemorySearch
+
+    strong = engine.search(SearchRequest(query="feline naps"))  # cats.md at cosine 0.61, no shared word
+    assert [(h.path, h.semantic_only) for h in strong.hits] == [("cats.md", True)]
+    assert strong.notice and strong.notice.startswith("no word of the query occurs in the searched documents")
+    assert strong.model_dump(mode="json")["hits"][0]["semantic_only"] is True
+    assert "semantic-only match" in render_text(strong, explain=False)
+    weak = engine.search(SearchRequest(query="change cryptographic credentials"))  # keys.md at cosine 0.37
+    assert weak.hits == []
+    assert weak.notice == ("no word of the query occurs in the searched documents; "
+                           "1 weakly similar document(s) left out")
+    assert engine.search(SearchRequest(query="change cryptographic credentials", lanes=["vector"])).hits
+    lexical = engine.search(SearchRequest(query="warm felines"))  # "warm" is in cats.md
+    assert [(h.path, h.semantic_only) for h in lexical.hits] == [("cats.md", False)] and lexical.notice is None
+
+    tools = ProjectTools(engine)
+    out = anyio.run(lambda: tools.search_project(project_id="notes", query="feline naps"))
+    assert [(i["item"]["path"], i["item"]["semantic_only"]) for i in out["items"]] == [("cats.md", True)]
+    assert set(out) == {"success", "result_count", "items", "timestamp"}  # the seed's envelope, no notice
+    out = anyio.run(lambda: tools.search_project(project_id="notes", query="change cryptographic credentials"))
+    assert out["items"] == [] and out["result_count"] == 0
+
+    memory = MemorySearch(engine)
+    try:
+        found = memory.search(parse_memory_request({"query": "feline naps", "project_id": "notes"}))
+        assert [(r["path"], r.get("semantic_only")) for r in found["results"]] == [("cats.md", True)]
+        assert found["meta"]["notice"].startswith("no word of the query occurs")
+        none = memory.search(parse_memory_request({"query": "change cryptographic credentials",
+                                                   "project_id": "notes"}))
+        assert none["results"] == [] and none["meta"]["notice"].startswith("no word of the query occurs")
+        lexical_memory = memory.search(parse_memory_request({"query": "warm felines", "project_id": "notes"}))
+        assert [r["path"] for r in lexical_memory["results"]][:1] == ["cats.md"]
+        assert "semantic_only" not in lexical_memory["results"][0] and "notice" not in lexical_memory["meta"]
+    finally:
+        memory.close()

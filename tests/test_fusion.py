@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sleuth.fusion import RRF_K, rrf
+from sleuth.fusion import RRF_K, ZSCORE_FLAT, convex, group_by_document, repeated_lanes, rrf, zscore
 from sleuth.types import RankedList
 
 
@@ -183,3 +183,166 @@ def test_property_scores_non_increasing(data):
 def test_property_limit_equals_slicing(data, limit):
     lists, weights = data
     assert summary(rrf(lists, doc_of, weights, limit=limit)) == summary(rrf(lists, doc_of, weights)[:limit])
+
+
+# --------------------------------------------------------------------------- convex combination
+
+
+def scored(lane: str, pairs: list[tuple[str, float]]) -> RankedList:
+    return RankedList(lane, tuple(b for b, _ in pairs), tuple(s for _, s in pairs))
+
+
+def test_convex_hand_computed_min_max():
+    lists = [scored("bm25", [("d1:a", 9.0), ("d2:a", 5.0), ("d1:b", 4.0), ("d3:a", 1.0)]),
+             scored("vector", [("d3:a", 0.8), ("d2:a", 0.6), ("d4:a", 0.4)])]
+    fused = {d.doc_id: d for d in convex(lists, doc_of, {"bm25": 0.4, "vector": 0.6})}
+    # min-max: bm25 (s - 1) / 8, vector (s - 0.4) / 0.4; a document absent from a lane gets 0 there
+    expected = {"d1": 0.4 * 1.0, "d2": 0.4 * 0.5 + 0.6 * 0.5, "d3": 0.4 * 0.0 + 0.6 * 1.0, "d4": 0.0}
+    assert set(fused) == set(expected)
+    for doc_id, value in expected.items():
+        assert math.isclose(fused[doc_id].score, value, abs_tol=1e-12), doc_id
+    assert [d.doc_id for d in convex(lists, doc_of, {"bm25": 0.4, "vector": 0.6})] == ["d3", "d2", "d1", "d4"]
+    assert fused["d1"].block_ids == ["d1:a", "d1:b"]
+    d2 = {t.lane: t for t in fused["d2"].trace}
+    assert d2["bm25"].rank == 2 and d2["vector"].rank == 2
+    assert d2["bm25"].lane_score == 5.0 and math.isclose(d2["vector"].contribution, 0.3)
+
+
+def test_convex_theoretical_floor():
+    lists = [scored("bm25", [("d1:a", 8.0), ("d2:a", 2.0)])]
+    fused = {d.doc_id: d.score for d in convex(lists, doc_of, {"bm25": 1.0}, floors={"bm25": 0.0})}
+    assert fused == {"d1": 1.0, "d2": 0.25}
+    # a single result, or equal scores, normalise to 1
+    assert convex([scored("bm25", [("d1:a", 3.0)])], doc_of, {"bm25": 2.0})[0].score == 2.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(lane_lists(), st.randoms(use_true_random=False))
+def test_property_convex_order_independent_and_trace_adds_up(data, rnd):
+    lists, weights = data
+    shuffled = list(lists)
+    rnd.shuffle(shuffled)
+    fused = convex(lists, doc_of, weights)
+    assert summary(fused) == summary(convex(shuffled, doc_of, weights))
+    for d in fused:
+        assert math.isclose(sum(t.contribution for t in d.trace), d.score, rel_tol=1e-9, abs_tol=1e-12)
+        assert all(0 <= t.contribution <= t.weight + 1e-12 for t in d.trace)
+    scores = [d.score for d in fused]
+    assert all(a >= b for a, b in zip(scores, scores[1:], strict=False))
+
+
+@settings(max_examples=200, deadline=None)
+@given(lane_lists(), st.integers(min_value=0, max_value=30))
+def test_property_convex_monotone_in_a_lane_score(data, which):
+    """Raising a document's best block's score in a lane (keeping the lane's order and its best and
+    lowest scores, which set the normalisation) never lowers the document's fused score, nor its
+    rank against any other document."""
+    lists, weights = data
+    first = lists[0]
+    firsts = [i for i, b in enumerate(first.block_ids)
+              if 0 < i < len(first.block_ids) - 1 and doc_of(b) not in {doc_of(c) for c in first.block_ids[:i]}]
+    if not firsts:
+        return
+    i = firsts[which % len(firsts)]
+    raised = list(first.scores)
+    raised[i] = (raised[i] + raised[i - 1]) / 2  # still ordered, higher than before
+    before = {d.doc_id: d.score for d in convex(lists, doc_of, weights)}
+    after_lists = [RankedList(first.lane, first.block_ids, tuple(raised)), *lists[1:]]
+    after = {d.doc_id: d.score for d in convex(after_lists, doc_of, weights)}
+    target = doc_of(first.block_ids[i])
+    assert after[target] >= before[target] - 1e-12
+    for other in before:
+        if other != target and before[target] > before[other]:
+            assert after[target] >= after[other] - 1e-12
+
+
+def test_convex_limit_and_zero_weight():
+    lists = [scored("a", [("d1:x", 3.0), ("d2:x", 2.0), ("d3:x", 1.0)]), scored("z", [("d9:x", 5.0)])]
+    assert [d.doc_id for d in convex(lists, doc_of, {"a": 1.0, "z": 0.0})] == ["d1", "d2", "d3"]
+    assert summary(convex(lists, doc_of, {"a": 1.0, "z": 1.0}, limit=2)) == summary(
+        convex(lists, doc_of, {"a": 1.0, "z": 1.0})[:2])
+
+
+# --------------------------------------------------------------------------- repeated lanes
+
+
+def test_repeated_lanes_same_documents_same_order():
+    bm25 = ranked("bm25", ["d1:a", "d2:a", "d1:b", "d3:a"])
+    index = ranked("index", ["d1:b", "d2:a", "d3:a"])  # other blocks, same documents in the same order
+    tfidf = ranked("tfidf", ["d2:a", "d1:a", "d3:a"])
+    assert repeated_lanes([index, tfidf, bm25], doc_of, ("bm25", "tfidf", "index")) == {"index": "bm25"}
+    # the first lane in lane order is kept, whatever the input order
+    assert repeated_lanes([bm25, index], doc_of, ("index", "bm25")) == {"bm25": "index"}
+    assert repeated_lanes([ranked("bm25", []), ranked("index", [])], doc_of) == {}
+    assert repeated_lanes([bm25, ranked("index", ["d1:a", "d2:a"])], doc_of) == {}
+
+
+# --------------------------------------------------------------------------- z-score fusion
+
+
+def test_zscore_hand_computed():
+    lists = [scored("bm25", [("d1:a", 9.0), ("d2:a", 5.0), ("d1:b", 4.0), ("d3:a", 1.0)]),
+             scored("vector", [("d3:a", 0.8), ("d2:a", 0.6)])]
+    fused = {d.doc_id: d for d in zscore(lists, doc_of, {"bm25": 0.5, "vector": 1.0})}
+    # bm25 documents (MaxP) 9, 5, 1: mean 5, std sqrt(32/3); shifted z = (s - 1) / std
+    std = math.sqrt(32 / 3)
+    # vector 0.8, 0.6: std 0.1, shifted z 2 and 0
+    expected = {"d1": 0.5 * 8 / std, "d2": 0.5 * 4 / std + 0.0, "d3": 0.0 + 1.0 * 2.0}
+    for doc_id, value in expected.items():
+        assert math.isclose(fused[doc_id].score, value, rel_tol=1e-9), doc_id
+    assert fused["d1"].block_ids == ["d1:a", "d1:b"]
+    assert [t.lane for t in fused["d2"].trace] == ["bm25", "vector"]
+
+
+def test_zscore_depth_flat_and_errors():
+    lists = [scored("bm25", [("d1:a", 3.0), ("d2:a", 2.0), ("d3:a", 1.0)])]
+    assert [d.doc_id for d in zscore(lists, doc_of, {"bm25": 1.0}, depth_docs=2)] == ["d1", "d2"]
+    lone = zscore([scored("bm25", [("d1:a", 3.0)])], doc_of, {"bm25": 0.5})
+    assert lone[0].score == 0.5 * ZSCORE_FLAT
+    with pytest.raises(ValueError):
+        zscore(lists, doc_of, {"bm25": 1.0}, depth_docs=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lane_lists(), st.randoms(use_true_random=False), st.integers(min_value=0, max_value=8))
+def test_property_zscore_order_independent_trace_adds_up_limit(data, rnd, limit):
+    lists, weights = data
+    shuffled = list(lists)
+    rnd.shuffle(shuffled)
+    fused = zscore(lists, doc_of, weights)
+    assert summary(fused) == summary(zscore(shuffled, doc_of, weights))
+    assert summary(zscore(lists, doc_of, weights, limit=limit)) == summary(fused[:limit])
+    for d in fused:
+        assert math.isclose(sum(t.contribution for t in d.trace), d.score, rel_tol=1e-9, abs_tol=1e-12)
+        assert all(t.contribution >= 0 for t in d.trace)
+    scores = [d.score for d in fused]
+    assert all(a >= b for a, b in zip(scores, scores[1:], strict=False))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)  # the spread moves too: fixed examples
+@given(lane_lists(), st.integers(min_value=0, max_value=30))
+def test_property_zscore_monotone_in_a_lane_score(data, which):
+    """Raising a document's best block's score in a lane, keeping the lane's order, never lowers
+    it against a document that lane did not return or ranked below it and that shares no other lane."""
+    lists, weights = data
+    first = lists[0]
+    docs = list(dict.fromkeys(map(doc_of, first.block_ids)))
+    if len(docs) < 2:
+        return
+    i = 1 + which % (len(docs) - 1)  # not the lane's best document
+    target, above = docs[i], docs[i - 1]
+    best = {d: s for d, _, s in group_by_document(first, doc_of)}
+    raised = tuple(s + (best[above] - best[target]) / 2 if doc_of(b) == target else s
+                   for b, s in zip(first.block_ids, first.scores, strict=True))
+    if sorted(raised, reverse=True) != list(raised):
+        return
+    before = {d.doc_id: d for d in zscore(lists, doc_of, weights)}
+    after = {d.doc_id: d for d in zscore([RankedList(first.lane, first.block_ids, raised), *lists[1:]], doc_of,
+                                         weights)}
+    part = {d: {t.lane: t.contribution for t in x.trace} for d, x in after.items()}
+    part_before = {d: {t.lane: t.contribution for t in x.trace} for d, x in before.items()}
+    # within the lane, the raised document gains on every document below it
+    for other in docs[i + 1:]:
+        gap_before = part_before[target].get(first.lane, 0) - part_before[other].get(first.lane, 0)
+        gap_after = part[target].get(first.lane, 0) - part[other].get(first.lane, 0)
+        assert gap_after >= gap_before - 1e-9

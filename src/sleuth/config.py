@@ -10,12 +10,15 @@ from pathlib import Path
 
 from sleuth.embed import DEFAULT_MODEL, check_model_spec
 from sleuth.errors import ConfigError
-from sleuth.fusion import RRF_K
+from sleuth.fusion import FUSION_METHODS, RRF_K
 from sleuth.lanes import registry
 from sleuth.locate import INDEX_DIR_NAME as INDEX_DIR_NAME  # re-exported: the index's location is in sleuth.locate
 from sleuth.locate import INDEX_ENV as INDEX_ENV
 from sleuth.locate import find_index_dir as find_index_dir
 
+#: The default fusion (:func:`sleuth.fusion.fuse`), chosen on SciFact, Cranfield, CISI and NPL:
+#: z-scored lane scores (docs/EVAL.md).
+DEFAULT_FUSION = "zscore"
 #: Every lane returns at least this many blocks before fusion...
 LANE_DEPTH_MIN_BLOCKS = 100
 #: ... and at least this many blocks per requested result.
@@ -25,15 +28,23 @@ LANE_DEPTH_BLOCKS_PER_RESULT = 5
 @dataclass(frozen=True)
 class Config:
     """Ranking settings. ``lanes``: the lanes run by default (the registry's defaults:
-    :mod:`sleuth.lanes.registry`); ``lane_weights`` their RRF weights; ``rrf_k`` the RRF constant."""
+    :mod:`sleuth.lanes.registry`); ``fusion``: ``zscore``, ``convex`` or ``rrf``
+    (:func:`sleuth.fusion.fuse`); ``lane_weights`` the RRF weights (and ``rrf_k`` the RRF
+    constant), ``score_weights`` those of the score-based fusions (zscore, convex)."""
 
     lanes: tuple[str, ...] = field(default_factory=registry.default_lanes)
     lane_weights: dict[str, float] = field(default_factory=registry.lane_weights)
     rrf_k: int = RRF_K
+    fusion: str = DEFAULT_FUSION
+    score_weights: dict[str, float] = field(default_factory=registry.score_weights)
     lane_depth_min_blocks: int = LANE_DEPTH_MIN_BLOCKS
     lane_depth_blocks_per_result: int = LANE_DEPTH_BLOCKS_PER_RESULT
     model: str = DEFAULT_MODEL
     model_int8: bool = False
+
+    def fusion_weights(self) -> dict[str, float]:
+        """The lane weights of the configured fusion."""
+        return self.lane_weights if self.fusion == "rrf" else self.score_weights
 
     def with_lanes(self, lanes: list[str] | tuple[str, ...] | None) -> Config:
         """A copy running only ``lanes`` (validated)."""
@@ -108,8 +119,9 @@ def load_serve_settings(index_dir: Path | None, env: Mapping[str, str] | None = 
 def load_config(index_dir: Path | None) -> Config:
     """Defaults, overlaid with ``<index_dir>/config.toml`` and ``SLEUTH_LANES``/``SLEUTH_RRF_K``/``SLEUTH_MODEL``.
 
-    config.toml keys: ``lanes = [..]``, ``rrf_k = 60``, ``model = "all-MiniLM-L6-v2"`` (or a folder,
-    or ``"none"``), ``model_int8 = false``, ``[lane_weights] bm25 = 1.2 ...``.
+    config.toml keys: ``lanes = [..]``, ``fusion = "zscore"`` (or ``"convex"``, ``"rrf"``),
+    ``rrf_k = 60``, ``model = "all-MiniLM-L6-v2"`` (or a folder, or ``"none"``), ``model_int8 = false``,
+    ``[lane_weights] bm25 = 1.2 ...`` (RRF), ``[score_weights] bm25 = 0.48 ...`` (zscore, convex).
     Raises ConfigError on an unreadable file or bad values.
     """
     cfg = Config()
@@ -139,18 +151,24 @@ def load_config(index_dir: Path | None) -> Config:
             if k <= 0 or isinstance(raw, float | bool):
                 raise ConfigError(f"rrf_k must be a positive integer, got {raw!r}")
             cfg = replace(cfg, rrf_k=k)
-        if "lane_weights" in values:
-            weights = dict(cfg.lane_weights)
-            raw_weights = values["lane_weights"]
+        if "fusion" in values:
+            if values["fusion"] not in FUSION_METHODS:
+                raise ConfigError(f"fusion must be one of {', '.join(FUSION_METHODS)}, got {values['fusion']!r}")
+            cfg = replace(cfg, fusion=str(values["fusion"]))
+        for key in ("lane_weights", "score_weights"):
+            if key not in values:
+                continue
+            weights = dict(getattr(cfg, key))
+            raw_weights = values[key]
             if not isinstance(raw_weights, dict):
-                raise ConfigError(f"lane_weights must be a table of lane = weight, got {raw_weights!r}")
+                raise ConfigError(f"{key} must be a table of lane = weight, got {raw_weights!r}")
             for lane, w in raw_weights.items():
                 validate_lanes([str(lane)])
                 try:
                     weights[lane] = float(w)
                 except (TypeError, ValueError):
-                    raise ConfigError(f"lane_weights.{lane} must be a number, got {w!r}") from None
-            cfg = replace(cfg, lane_weights=weights)
+                    raise ConfigError(f"{key}.{lane} must be a number, got {w!r}") from None
+            cfg = replace(cfg, **{key: weights})
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad configuration value: {exc}") from exc
     return cfg

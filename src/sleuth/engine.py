@@ -61,18 +61,27 @@ class Engine:
         self.index_dir = self.folder.index_dir
         self.catalog = self.folder.catalog
         self.postings = self.folder.postings
-        self.config = config or load_config(self.index_dir)
-        self.model = SharedModel(self.config.model, self.config.model_int8)
-        context = LaneContext(self.index_dir, self.catalog, self.postings, self.config, self.model,
+        config = config or load_config(self.index_dir)
+        self.model = SharedModel(config.model, config.model_int8)
+        context = LaneContext(self.index_dir, self.catalog, self.postings, config, self.model,
                               self.folder.lane_files_writable, self.folder.phrase_blocks)
         #: Every registered lane, built over this index (retrieval and expansion lanes).
         self.lanes: dict[str, Any] = {spec.name: spec.create(context) for spec in registry.lane_specs()}
         self.indexer = Indexer(self.folder, self.model, self.warm_lanes)
-        self.searcher = Searcher(self.catalog, self.lanes, self.config,
+        self.searcher = Searcher(self.catalog, self.lanes, config,
                                  lane_delays_from_env(os.environ.get(LANE_DELAY_ENV)),
                                  catch_up=self.folder.catch_up, postings_generation=self.postings.generation,
                                  postings_behind=lambda: self.folder.postings_behind)
         self.folder.catch_up(blocking=False)
+
+    @property
+    def config(self) -> Config:
+        """The ranking settings searches use (assigning one takes effect on the next search)."""
+        return self.searcher.config
+
+    @config.setter
+    def config(self, config: Config) -> None:
+        self.searcher.config = config
 
     @classmethod
     def open(cls, index: str | Path | None = None, config: Config | None = None) -> Engine:

@@ -10,6 +10,7 @@ its score.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -41,6 +42,8 @@ class FusedDocument:
     block_ids: list[str] = field(default_factory=list)
     best_block_id: str = ""
     trace: list[LaneTrace] = field(default_factory=list)
+    #: Found by the semantic (vector) lane alone: no word of the query in it (see sleuth.ranking).
+    semantic_only: bool = False
 
     @property
     def sources(self) -> list[str]:
@@ -114,16 +117,220 @@ def rrf(
                 scores[doc_id] = contribution
                 traces[doc_id] = [(lane, lane_docs, w, contribution, lane_score)]
                 doc_blocks[doc_id] = [(block_id, w / (k + block_rank))]
+    return _documents(scores, traces, doc_blocks, limit)
+
+
+def convex(
+    lists: Sequence[RankedList],
+    doc_of: Callable[[str], str],
+    weights: Mapping[str, float],
+    floors: Mapping[str, float] | None = None,
+    limit: int | None = None,
+) -> list[FusedDocument]:
+    """Fuse lanes' block lists by a convex combination of normalised scores.
+
+    Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 42(1),
+    2023: ``score(d) = Σ_lanes w_lane · φ_lane(s_lane(d))`` with ``φ(s) = (s - lo) / (hi - lo)``,
+    ``hi`` the lane's best score for the query and ``lo`` its lowest returned score ("min-max") or,
+    for a lane in ``floors``, that fixed lower bound ("theoretical min-max", TMM). A document's lane
+    score is its best block's (MaxP); a document absent from a lane gets 0 from it. Weights need not
+    add up to 1 (only their ratios matter for the order).
+
+    Args / returns / order: as :func:`rrf` (``floors``: lane → the lowest score it can return).
+        The trace's ``contribution`` is ``w · φ``; ``rank`` the document's rank in the lane.
+    """
+    floors = floors or {}
+    scores: dict[str, float] = {}
+    traces: dict[str, list[tuple[str, int, float, float, float]]] = {}
+    doc_blocks: dict[str, list[tuple[str, float]]] = {}
+    for ranked in sorted(lists, key=lambda r: r.lane):
+        w = weights.get(ranked.lane, 1.0)
+        if w <= 0 or not ranked.block_ids:
+            continue
+        lane = ranked.lane
+        hi = max(ranked.scores)
+        lo = min(floors.get(lane, min(ranked.scores)), hi)
+        span = hi - lo
+
+        def phi(s: float, lo: float = lo, span: float = span) -> float:
+            return 1.0 if span <= 0 else min(1.0, max(0.0, (s - lo) / span))
+
+        seen: set[str] = set()
+        for block_id, lane_score in zip(ranked.block_ids, ranked.scores, strict=True):
+            doc_id = doc_of(block_id)
+            part = w * phi(lane_score)
+            doc_blocks.setdefault(doc_id, []).append((block_id, part))
+            if doc_id in seen:
+                continue
+            seen.add(doc_id)
+            scores[doc_id] = scores.get(doc_id, 0.0) + part
+            traces.setdefault(doc_id, []).append((lane, len(seen), w, part, lane_score))
+    return _documents(scores, traces, doc_blocks, limit)
+
+
+#: Documents of each lane whose scores set its mean and spread in :func:`zscore`.
+ZSCORE_DEPTH_DOCS = 200
+#: What a lane whose documents all score the same (one document, say) gives each of them, times its
+#: weight: the best of two documents' shifted z-score ((max - min) / std = 2), so that a lane's
+#: lone match counts as its clear best and is not outweighed by a spread lane's middle.
+ZSCORE_FLAT = 2.0
+
+
+def zscore(
+    lists: Sequence[RankedList],
+    doc_of: Callable[[str], str],
+    weights: Mapping[str, float],
+    depth_docs: int = ZSCORE_DEPTH_DOCS,
+    limit: int | None = None,
+) -> list[FusedDocument]:
+    """Fuse lanes' block lists by a weighted sum of z-scored lane scores.
+
+    Each lane's document scores (best block, MaxP) are standardised over its ``depth_docs`` best
+    documents: ``z(d) = (s(d) - mean) / std``, shifted so that the lane's lowest of them gets 0
+    (``(s(d) - min) / std``), and ``score(d) = Σ_lanes w_lane · z_lane(d)``. A document outside a
+    lane's ``depth_docs`` gets nothing from it. Unlike min-max (:func:`convex`), the scale is the
+    spread of the lane's scores for this query: a lane whose best documents stand out from the rest
+    weighs more for that query than a lane whose scores are flat (a per-query lane confidence).
+    z-score normalisation for fusion: Montague & Aslam, "Relevance Score Normalization for
+    Metasearch", CIKM 2001; Bruch, Gai & Ingber, ACM TOIS 42(1), 2023, §4. A lane whose documents
+    all score the same (one document) gives each of them ``w · ZSCORE_FLAT``.
+
+    Args / returns / order: as :func:`rrf`; ``depth_docs`` >= 1. The trace's ``contribution`` is
+        ``w · z``; ``rank`` the document's rank in the lane.
+    Raises:
+        ValueError: ``depth_docs`` < 1.
+    """
+    if depth_docs < 1:
+        raise ValueError(f"depth_docs must be >= 1, got {depth_docs}")
+    scores: dict[str, float] = {}
+    traces: dict[str, list[tuple[str, int, float, float, float]]] = {}
+    doc_blocks: dict[str, list[tuple[str, float]]] = {}
+    for ranked in sorted(lists, key=lambda r: r.lane):
+        w = weights.get(ranked.lane, 1.0)
+        if w <= 0 or not ranked.block_ids:
+            continue
+        grouped = group_by_document(ranked, doc_of)[:depth_docs]
+        best = [score for _, _, score in grouped]
+        mean = math.fsum(best) / len(best)
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in best) / len(best))
+        low = min(best)
+        block_score = dict(zip(ranked.block_ids, ranked.scores, strict=True))
+        for rank, (doc_id, blocks, lane_score) in enumerate(grouped, start=1):
+            part = w * ((lane_score - low) / std if std > 0 else ZSCORE_FLAT)
+            scores[doc_id] = scores.get(doc_id, 0.0) + part
+            traces.setdefault(doc_id, []).append((ranked.lane, rank, w, part, lane_score))
+            parts = doc_blocks.setdefault(doc_id, [])
+            for block_id in blocks:
+                parts.append((block_id, w * (max(0.0, block_score[block_id] - low) / std if std > 0 else ZSCORE_FLAT)))
+    return _documents(scores, traces, doc_blocks, limit)
+
+
+def _documents(scores: dict[str, float], traces: dict[str, list[tuple[str, int, float, float, float]]],
+               doc_blocks: dict[str, list[tuple[str, float]]], limit: int | None) -> list[FusedDocument]:
+    """Fused documents by descending score (ties by id), each with its blocks best first."""
     order = sorted(scores, key=lambda d: (-scores[d], d))
     if limit is not None:
         order = order[: max(limit, 0)]
     out: list[FusedDocument] = []
     for doc_id in order:
         block_scores: dict[str, float] = {}
-        for block_id, part in doc_blocks[doc_id]:  # lane by lane, so each sum adds in lane order
+        for block_id, part in doc_blocks[doc_id]:
             block_scores[block_id] = block_scores.get(block_id, 0.0) + part
         blocks = sorted(block_scores, key=lambda b: (-block_scores[b], b))
         trace = [LaneTrace(*t) for t in traces[doc_id]]
         trace.sort(key=lambda t: (-t.contribution, t.lane))
         out.append(FusedDocument(doc_id, scores[doc_id], blocks, blocks[0], trace))
     return out
+
+
+def document_order(ranked: RankedList, doc_of: Callable[[str], str]) -> tuple[str, ...]:
+    """The documents of a lane's block list in rank order (each once, at its best block)."""
+    return tuple(dict.fromkeys(map(doc_of, ranked.block_ids)))
+
+
+def repeated_lanes(lists: Sequence[RankedList], doc_of: Callable[[str], str],
+                   lane_order: Sequence[str] = ()) -> dict[str, str]:
+    """``{lane: the lane it repeats}`` for every lane whose documents, in order, are exactly those of
+    another lane's list (a lane that adds nothing to the fusion). Of a group of identical lists the
+    first in ``lane_order`` (then by name) is the one kept; empty lists repeat nothing.
+
+    On a collection without titles, headings or tags the index lane ranks exactly as the bm25 lane
+    (it adds those fields to the same body field), and would otherwise count that list twice.
+    """
+    position = {lane: i for i, lane in enumerate(lane_order)}
+    kept: dict[tuple[str, ...], str] = {}
+    out: dict[str, str] = {}
+    for ranked in sorted(lists, key=lambda r: (position.get(r.lane, len(position)), r.lane)):
+        docs = document_order(ranked, doc_of)
+        if not docs:
+            continue
+        if docs in kept:
+            out[ranked.lane] = kept[docs]
+        else:
+            kept[docs] = ranked.lane
+    return out
+
+
+#: The fusion functions by name (``Config.fusion``).
+FUSION_METHODS = ("rrf", "convex", "zscore")
+
+
+def fuse(lists: Sequence[RankedList], doc_of: Callable[[str], str], method: str,
+         weights: Mapping[str, float], k: int = RRF_K, families: Mapping[str, str] | None = None,
+         lane_order: Sequence[str] = (), limit: int | None = None) -> list[FusedDocument]:
+    """Fuse lanes' block lists with ``method`` (:func:`rrf`, :func:`convex` or :func:`zscore`),
+    counting a lane that repeats another (:func:`repeated_lanes`) once.
+
+    A repeating lane's list is left out of the sum; its weight is not given to the lane it repeats,
+    and when ``families`` (lane → family, e.g. ``lexical`` / ``semantic``) is given, the other lanes
+    of its family share that weight in proportion to theirs, so that one family's part of the
+    fused score stays what the weights give it. It stays in the trace of the documents it found, at
+    its rank, with weight and contribution 0 (so the contributions still add up to the score).
+
+    Args: as :func:`rrf` and :func:`convex`; ``lane_order``: which lane of a repeated group is kept.
+    Raises:
+        ValueError: an unknown ``method``, or ``k`` not positive.
+    """
+    if method not in FUSION_METHODS:
+        raise ValueError(f"unknown fusion method {method!r}; choose from {', '.join(FUSION_METHODS)}")
+    weights = dict(weights)
+    repeats = repeated_lanes([r for r in lists if weights.get(r.lane, 1.0) > 0], doc_of, lane_order)
+    kept = [r for r in lists if r.lane not in repeats]
+    if repeats and families:
+        weights = _family_weights(weights, [r.lane for r in lists], repeats, families)
+    if method == "rrf":
+        fused = rrf(kept, doc_of, weights, k, limit)
+    elif method == "convex":
+        fused = convex(kept, doc_of, weights, None, limit)
+    else:
+        fused = zscore(kept, doc_of, weights, limit=limit)
+    if repeats:
+        _trace_repeats(fused, [r for r in lists if r.lane in repeats], doc_of)
+    return fused
+
+
+def _family_weights(weights: dict[str, float], lanes: Sequence[str], repeats: Mapping[str, str],
+                    families: Mapping[str, str]) -> dict[str, float]:
+    """``weights`` with each repeating lane's weight shared by the kept lanes of its family."""
+    out = dict(weights)
+    for lane in repeats:
+        family = families.get(lane)
+        mates = [m for m in lanes if m not in repeats and families.get(m) == family and family is not None]
+        total = sum(out.get(m, 1.0) for m in mates)
+        if total > 0:
+            share = out.get(lane, 1.0)
+            for m in mates:
+                out[m] = out.get(m, 1.0) * (1 + share / total)
+    return out
+
+
+def _trace_repeats(fused: list[FusedDocument], repeated: Sequence[RankedList], doc_of: Callable[[str], str]) -> None:
+    """Add each repeating lane to the traces of the documents it found (weight 0, contribution 0)."""
+    by_doc = {d.doc_id: d for d in fused}
+    for ranked in sorted(repeated, key=lambda r: r.lane):
+        for rank, (doc_id, _blocks, score) in enumerate(group_by_document(ranked, doc_of), start=1):
+            d = by_doc.get(doc_id)
+            if d is not None:
+                d.trace.append(LaneTrace(ranked.lane, rank, 0.0, 0.0, score))
+    for d in fused:
+        d.trace.sort(key=lambda t: (-t.contribution, t.lane))

@@ -145,8 +145,10 @@ class LaneContribution(Model):
 
     lane: str = Field(description="Lane (retriever) name, e.g. bm25")
     rank: int = Field(description="1-based rank of the document in that lane's grouped list")
-    weight: float = Field(description="The lane's RRF weight")
-    contribution: float = Field(description="weight / (k + rank); the contributions sum to the score")
+    weight: float = Field(description="The lane's fusion weight (0: the lane repeated another lane's list)")
+    contribution: float = Field(
+        description="What the lane adds: weight x z-score (zscore), weight x min-max score (convex) or "
+                    "weight / (k + rank) (rrf); the contributions sum to the score")
     lane_score: float = Field(description="The lane's own score of the document's best block")
 
 
@@ -171,8 +173,12 @@ class Hit(Model):
     title: str
     kind: str = Field(description="markdown, notebook, code, text, pdf or config (entity for a graph entity)")
     tags: list[str] = Field(default_factory=list)
-    score: float = Field(description="Fused weighted-RRF score; for ordering, not a probability")
+    score: float = Field(description="Fused score (z-score fusion by default); for ordering, not a probability")
     sources: list[str] = Field(description="Lanes that returned at least one block of this document")
+    semantic_only: bool = Field(
+        default=False,
+        description="Found by the vector lane alone: similar in meaning, no word of the query in it",
+    )
     block_ids: list[str] = Field(description="All matching blocks of the document, best first")
     best_block_id: str
     heading_path: list[str] = Field(default_factory=list, description="Headings above the best block")
@@ -279,6 +285,8 @@ class SearchResponse(Model):
     degraded_lanes: list[str] = Field(default_factory=list, description="Lanes that missed the deadline")
     failed_lanes: dict[str, str] = Field(default_factory=dict, description="Lanes that failed, with the error")
     skipped_lanes: dict[str, str] = Field(default_factory=dict, description="Lanes with nothing to look for")
+    word_notice: str | None = Field(default=None, description="That no word of the query occurs in the "
+                                    "searched documents, when none does (results are then meaning matches)")
     questions: list[QuestionAnswer] = Field(default_factory=list, description="Every question's answer (one "
                                             "for a plain query, whose hits are also in hits)")
     projects: list[str] = Field(default_factory=list, description="Projects searched (None asked: all)")

@@ -44,8 +44,8 @@ def test_json_hit_shape_and_highlights(hugo_index: Path) -> None:
 def test_explain_adds_up(hugo_index: Path) -> None:
     for hit in search_json(hugo_index, "render hooks for links", "--explain")["hits"]:
         assert sum(c["contribution"] for c in hit["explain"]) == pytest.approx(hit["score"], rel=1e-12)
-        for c in hit["explain"]:
-            assert c["contribution"] == pytest.approx(c["weight"] / (60 + c["rank"]))
+        for c in hit["explain"]:  # z-score fusion: weight x shifted z-score, 0 for a repeating lane
+            assert c["contribution"] >= 0 and (c["weight"] > 0 or c["contribution"] == 0)
 
 
 def test_text_explain_output(hugo_index: Path) -> None:
@@ -184,9 +184,16 @@ def test_config_file_errors_name_the_setting(hugo_index: Path, tmp_path: Path) -
     (index / "config.toml").write_text('rrf_k = "x"\n', encoding="utf-8")
     proc = run_cli("search", "hooks", "--index", str(index), check=False)
     assert (proc.returncode, proc.stderr.strip()) == (2, "error: rrf_k must be a positive integer, got 'x'")
-    (index / "config.toml").write_text('lanes = "bm25,index"\n[lane_weights]\nbm25 = 2.0\n', encoding="utf-8")
+    (index / "config.toml").write_text('lanes = "bm25,index"\n[score_weights]\nbm25 = 2.0\n', encoding="utf-8")
+    hit = search_json(index, "hooks", "--limit", "1", "--explain")["hits"][0]
+    assert {c["lane"]: c["weight"] for c in hit["explain"]} == {"bm25": 2.0, "index": 0.12}
+    (index / "config.toml").write_text('lanes = "bm25,index"\nfusion = "rrf"\n[lane_weights]\nbm25 = 2.0\n',
+                                       encoding="utf-8")
     hit = search_json(index, "hooks", "--limit", "1", "--explain")["hits"][0]
     assert {c["lane"]: c["weight"] for c in hit["explain"]} == {"bm25": 2.0, "index": 1.5}
+    (index / "config.toml").write_text('fusion = "sum"\n', encoding="utf-8")
+    proc = run_cli("search", "hooks", "--index", str(index), check=False)
+    assert (proc.returncode, proc.stderr.strip()) == (2, "error: fusion must be one of rrf, convex, zscore, got 'sum'")
 
 
 def test_status_lists_warnings_and_counts_skipped_files(tmp_path: Path) -> None:

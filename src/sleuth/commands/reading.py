@@ -31,11 +31,12 @@ def render_text(resp: SearchResponse, explain: bool) -> str:
         out.append(f"{h.rank:>2}. {h.path}  [{h.project}]  score {h.score:.4f}  lines {h.lines[0]}-{h.lines[1]}")
         out.append(f"    {h.title}" + (f"  §  {heading}" if heading else ""))
         out.append("    " + " ".join(h.snippet.split())[:240])
-        out.append(f"    id {h.doc_id}  lanes {', '.join(h.sources)}")
+        out.append(f"    id {h.doc_id}  lanes {', '.join(h.sources)}"
+                   + ("  (semantic-only match: no word of the query in it)" if h.semantic_only else ""))
         if explain and h.explain:
             for c in h.explain:
                 out.append(
-                    f"      {c.lane:<6} rank {c.rank:>4}  {c.weight:g}/(k+{c.rank}) = {c.contribution:.6f}"
+                    f"      {c.lane:<6} rank {c.rank:>4}  weight {c.weight:g}  contribution {c.contribution:.6f}"
                     f"  (lane score {c.lane_score:.4f})"
                 )
             out.append(f"      sum = {sum(c.contribution for c in h.explain):.6f}")

@@ -1,9 +1,12 @@
 """The three lanes served from the tantivy postings: ``bm25``, ``index`` and ``exact``.
 
 - ``bm25``: Okapi BM25 over block text (plus the document title), as in Robertson & Zaragoza
-  2009, with Lucene's idf ``ln(1 + (N - n + 0.5) / (n + 0.5))`` and tantivy's k1 = 1.2, b = 0.75.
+  2009, with Lucene's idf ``ln(1 + (N - n + 0.5) / (n + 0.5))`` and tantivy's k1 = 1.2, b = 0.75;
+  each distinct query term's part is multiplied by its query term frequency (qtf), as Lucene does
+  for a term repeated in a query and as BM25 with k3 → ∞ does.
 - ``index``: the fielded lane over titles, heading paths, tags and file paths (and the body);
-  BM25 per field, fields weighted by ``INDEX_FIELD_BOOSTS`` and summed.
+  BM25 per field, fields weighted by ``INDEX_FIELD_BOOSTS`` and summed; query terms weighted by
+  qtf as in the bm25 lane.
 - ``exact``: blocks containing a quoted phrase or a whole identifier of the query verbatim
   (folded, unstemmed); scored by BM25 over those exact tokens.
 
@@ -22,6 +25,12 @@ from sleuth.types import RankedList
 #: Per-field weights of the index lane (multipliers on each field's BM25 score), chosen on SciFact
 #: and Cranfield (docs/EVAL.md): the fields beside the body, BM25F-like, rather than fields alone.
 INDEX_FIELD_BOOSTS: dict[str, float] = {"title": 1.0, "heading": 1.0, "tags": 1.0, "path": 0.5, "body": 1.0}
+
+
+def _terms_and_qtf(parsed: ParsedQuery) -> tuple[list[str], list[int]]:
+    """The query's distinct terms and their query term frequencies (see ``ParsedQuery.qtf``)."""
+    pairs = parsed.weighted_terms()
+    return [t for t, _ in pairs], [n for _, n in pairs]
 
 
 def required_phrases(postings: Postings, parsed: ParsedQuery) -> list[tantivy.Query]:
@@ -59,7 +68,8 @@ class BM25Lane(_TantivyLane):
     name = "bm25"
 
     def scoring_query(self, parsed: ParsedQuery) -> tantivy.Query | None:
-        return self.postings.any_of("body", parsed.terms)
+        terms, qtf = _terms_and_qtf(parsed)
+        return self.postings.any_of("body", terms, qtf=qtf)
 
 
 class IndexLane(_TantivyLane):
@@ -72,7 +82,8 @@ class IndexLane(_TantivyLane):
         self.boosts = dict(INDEX_FIELD_BOOSTS if boosts is None else boosts)
 
     def scoring_query(self, parsed: ParsedQuery) -> tantivy.Query | None:
-        per_field = [self.postings.any_of(f, parsed.terms, b) for f, b in self.boosts.items() if b > 0]
+        terms, qtf = _terms_and_qtf(parsed)
+        per_field = [self.postings.any_of(f, terms, b, qtf) for f, b in self.boosts.items() if b > 0]
         clauses = [(tantivy.Occur.Should, q) for q in per_field if q is not None]
         return tantivy.Query.boolean_query(clauses) if clauses else None
 

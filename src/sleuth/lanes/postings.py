@@ -377,11 +377,17 @@ class Postings:
     def term(self, field: str, term: str) -> tantivy.Query:
         return tantivy.Query.term_query(self.schema, field, term)
 
-    def any_of(self, field: str, terms: Sequence[str], boost: float = 1.0) -> tantivy.Query | None:
-        """Blocks whose ``field`` holds at least one of ``terms`` (BM25 summed over matching terms)."""
+    def any_of(self, field: str, terms: Sequence[str], boost: float = 1.0,
+               qtf: Sequence[float] | None = None) -> tantivy.Query | None:
+        """Blocks whose ``field`` holds at least one of ``terms``, scored by BM25 summed over the
+        matching terms, each term's part multiplied by its ``qtf`` (query term frequency, aligned
+        with ``terms``; None = 1 each), then the whole by ``boost``."""
         if not terms:
             return None
-        clauses = [(tantivy.Occur.Should, self.term(field, t)) for t in terms]
+        weights = qtf if qtf is not None else [1] * len(terms)
+        clauses = [(tantivy.Occur.Should, self.term(field, t) if w == 1 else
+                    tantivy.Query.boost_query(self.term(field, t), float(w)))
+                   for t, w in zip(terms, weights, strict=True)]
         q = clauses[0][1] if len(clauses) == 1 else tantivy.Query.boolean_query(clauses)
         return tantivy.Query.boost_query(q, boost) if boost != 1.0 else q
 

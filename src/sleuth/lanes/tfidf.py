@@ -2,7 +2,8 @@
 Manning, Raghavan & Schütze 2008, §6.4 "lnc.ltc" style with smoothed idf).
 
 Block weight of term t: ``(1 + ln tf) * idf(t)``, rows L2-normalised; ``idf(t) = ln((1 + N) /
-(1 + df)) + 1``. The query vector weighs each distinct term by its idf. Score = cosine in [0, 1].
+(1 + df)) + 1``. The query vector weighs each distinct term by ``(1 + ln qtf) * idf`` (qtf: how
+often the query says it). Score = cosine in [0, 1].
 
 The matrix lives in memory (CSC arrays, blocks × vocabulary; scoring needs numpy only, scipy is
 imported to build or update a model) and is built from the catalog's stored
@@ -13,7 +14,7 @@ the documents written or deleted since. The model is pure; the lane loads and sa
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -26,6 +27,8 @@ TFIDF_CACHE_FORMAT = "tfidf-3"
 #: The model is saved again when an update changed at least this many blocks (or 1% of them).
 TFIDF_SAVE_MIN_CHANGED_BLOCKS = 1_000
 
+#: Query terms weigh ``(1 + ln qtf) * idf`` (True) or ``qtf * idf`` (False); docs/EVAL.md.
+QUERY_TF_SUBLINEAR = True
 #: Terms whose vocabulary column a loaded model remembers (then it forgets them all and starts over).
 COLUMN_MEMO_MAX_TERMS = 100_000
 
@@ -60,15 +63,18 @@ class TfidfModel:
 
     def _columns(self, terms: Iterable[str]) -> list[int]:
         """The sorted columns of the ``terms`` found in the vocabulary."""
+        return sorted({c for c in self._term_columns(list(terms)) if c >= 0})
+
+    def _term_columns(self, terms: list[str]) -> list[int]:
+        """Each term's column (-1: not in the vocabulary), aligned with ``terms``."""
         if self._vocab is not None:
-            return sorted({self._vocab[t] for t in terms if t in self._vocab})
-        terms = set(terms)
-        new = [t for t in terms if t not in self._column_of]
+            return [self._vocab.get(t, -1) for t in terms]
+        new = list({t for t in terms if t not in self._column_of})
         if new:
             if len(self._column_of) > COLUMN_MEMO_MAX_TERMS:
                 self._column_of = {}
             self._column_of.update(zip(new, self._search_vocab(new), strict=True))
-        return sorted({c for t in terms if (c := self._column_of[t]) >= 0})
+        return [self._column_of[t] for t in terms]
 
     def _search_vocab(self, terms: list[str]) -> list[int]:
         """Each term's column, found by binary search in the sorted vocabulary (-1: absent)."""
@@ -229,10 +235,10 @@ class TfidfModel:
     def __len__(self) -> int:
         return len(self.block_ids)
 
-    def scores(self, terms: Iterable[str]) -> np.ndarray:
+    def scores(self, terms: Iterable[str], qtf: Sequence[float] | None = None) -> np.ndarray:
         """Cosine of every block with the query; shape ``(n_blocks,)``, 0 where nothing matches."""
         out = np.zeros(len(self), dtype=np.float32)
-        rows, scores = self.matching(terms)
+        rows, scores = self.matching(terms, qtf)
         out[rows] = scores
         return out
 
@@ -245,17 +251,30 @@ class TfidfModel:
             self._thread_buffers.arrays = buffers
         return buffers
 
-    def matching(self, terms: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+    def matching(self, terms: Iterable[str], qtf: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, cosines)`` of the blocks sharing a term with the query (cosine > 0), by row.
+
+        ``terms``: distinct query terms; ``qtf``: their query term frequencies (aligned; None = 1
+        each). A query term weighs ``(1 + ln qtf) * idf`` (the "ltc" query side of lnc.ltc, Manning
+        et al. 2008, §6.4.3, the same sublinear tf as the blocks' side).
 
         The same values as :meth:`scores` at those rows. Only the query terms' postings are read:
         the sums go to a reused per-thread buffer, and the rows they touched are found from the
         postings themselves (no pass over every block), then the buffer is zeroed there again.
         """
-        cols = self._columns(terms)
+        terms = list(terms)
+        counts = [1.0] * len(terms) if qtf is None else [float(n) for n in qtf]
+        tf_of_column: dict[int, float] = {}
+        for col, n in zip(self._term_columns(terms), counts, strict=True):
+            if col >= 0:
+                tf_of_column[col] = tf_of_column.get(col, 0.0) + n
+        cols = sorted(tf_of_column)
         if not cols:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         weights = self.idf[cols]
+        if any(tf_of_column[c] != 1.0 for c in cols):
+            qtf_of_columns = np.asarray([tf_of_column[c] for c in cols], dtype=np.float32)
+            weights = weights * (1.0 + np.log(qtf_of_columns) if QUERY_TF_SUBLINEAR else qtf_of_columns)
         weights = weights / np.linalg.norm(weights)
         query = weights * self.idf[cols]
         # The sparse product over the query's columns, column by column in float32: the same
@@ -361,7 +380,8 @@ class TfidfLane(LaneBase):
         model = self.model()
         if not q.parsed.terms or len(model) == 0:
             return RankedList(self.name, (), ())
-        rows, scores = model.matching(q.parsed.terms)
+        pairs = q.parsed.weighted_terms()
+        rows, scores = model.matching([t for t, _ in pairs], [n for _, n in pairs])
         filtered = q.projects is not None or q.doc_ids is not None or bool(q.parsed.phrases)
         if filtered:
             mask = np.ones(len(rows), dtype=bool)

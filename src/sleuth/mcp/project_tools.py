@@ -66,12 +66,14 @@ GET_PROJECTS_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "addi
 
 SEARCH_PROJECT_DESCRIPTION = """Search project knowledge (notes, docs, code) using hybrid retrieval.
 
-Combines BM25, TF-IDF and index (title / heading / tags / path) search with weighted reciprocal
-rank fusion over blocks, grouped to documents (items). Returns {success, result_count, items,
+Combines BM25, index (title / heading / tags / path) and embedding search, fused by z-scored
+lane scores over blocks, grouped to documents (items). Returns {success, result_count, items,
 timestamp}; each item has markdown_item_id (use it with get_notebook), block_ids, score (for
 ordering only, not a confidence), rank (1 = best), sources (retrieval lanes, not file types) and
-item (title, path, snippet with highlight offsets). Put words in "double quotes" to require an
-exact phrase. Get project_id from get_projects; never guess it. No results is not an error."""
+item (title, path, snippet with highlight offsets, semantic_only: true when found by meaning alone,
+with no word of the query in it).
+Put words in "double quotes" to require an exact phrase. Get project_id from get_projects; never
+guess it. No results is not an error."""
 
 GET_NOTEBOOK_DESCRIPTION = """Return one item (document) of a project in full: metadata, front matter, text and blocks.
 
@@ -121,6 +123,7 @@ class ProjectTools:
             "lines": list(h.lines),
             "snippet": h.snippet,
             "highlights": [list(span) for span in h.highlights],
+            "semantic_only": h.semantic_only,
         }
 
     async def search_project(self, project_id: Any = None, query: Any = None, limit: Any = None) -> dict[str, Any]:
@@ -146,6 +149,8 @@ class ProjectTools:
                 }
                 for h in resp.hits
             ]
+            # The seed's envelope has no notice: a query none of whose words occurs comes back with its
+            # weak meaning matches dropped and its strong ones marked (item.semantic_only).
             return envelope(result_count=len(items), items=items)
 
         return await run_in_worker(work)

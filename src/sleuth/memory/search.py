@@ -67,6 +67,8 @@ def result_fields(hit: Hit) -> dict[str, Any]:
         "source_span": {"start": 0, "end": 0}, "source_length": hit.source_length,
         "index_freshness": hit.freshness or "current",
     }
+    if hit.semantic_only:
+        fields["semantic_only"] = True
     if hit.superseded_by:
         fields["superseded_by"] = hit.superseded_by
     return fields
@@ -192,7 +194,9 @@ class MemorySearch:
             "summary_passage_max_chars": report.passage_max_chars,
             "omitted_results": report.omitted_results,
         }
-        if not any(rendered) and resp.notice:
+        if resp.word_notice:
+            meta["notice"] = resp.word_notice
+        elif not any(rendered) and resp.notice:
             meta["notice"] = resp.notice.split("; ")[0]
         out: dict[str, Any] = {"meta": meta}
         if req.grouped:

@@ -22,13 +22,14 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled
-from sleuth.fusion import rrf
+from sleuth.fusion import fuse as fuse_lists
 from sleuth.lanes.graph import is_entity_node
 from sleuth.pipeline.fuse import Expand, doc_of_node, fuse_question
 from sleuth.pipeline.plan import ENTITY_KIND, Plan, PlannedQuestion, build_plan
 from sleuth.pipeline.requests import RequestState
 from sleuth.pipeline.results import Rows, add_details, document_hit, entity_hit, existing
 from sleuth.pipeline.retrieve import Retrieval, Retriever
+from sleuth.ranking import lexical_state, semantic_notice
 from sleuth.text import parse_query
 from sleuth.types import Hit, QuestionAnswer, RankedList, SearchRequest, SearchResponse
 
@@ -159,7 +160,8 @@ class Searcher:
             # While the vector lane runs: the rows and snippets of the other lanes' best documents,
             # most of which the fused ranking keeps (the rest are read after it).
             q = plan.questions[0]
-            fused = rrf(early, doc_of_node, self.config.lane_weights, self.config.rrf_k, limit=q.window)
+            fused = fuse_lists(early, doc_of_node, self.config.fusion, self.config.fusion_weights(),
+                               self.config.rrf_k, limit=q.window)
             for _doc, block in existing(fused, q.window, rows):
                 if block is not None and req.snippets:
                     rows.snippet(block, q.highlight_terms, req.passage_max_chars)
@@ -172,7 +174,9 @@ class Searcher:
         superseded_by = graph.superseded_by if graph is not None else {}
         if state is not None:
             state.set_phase("fusion")
-        ranked = [self._fuse(plan, qi, q, retrieval, superseded_by, state) for qi, q in enumerate(plan.questions)]
+        fused_dropped = [self._fuse(plan, qi, q, retrieval, superseded_by, state)
+                         for qi, q in enumerate(plan.questions)]
+        ranked = [fused for fused, _ in fused_dropped]
         if plan.graph_only:
             ranked = [[d for d in fused if is_entity_node(d.doc_id)] for fused in ranked]
         if retrieval.degraded and not any(ranked):
@@ -187,12 +191,14 @@ class Searcher:
         first = plan.questions[0].variants[0].parsed
         ran = [n for n in plan.all_lanes if n not in retrieval.degraded and n not in retrieval.unavailable
                and n not in retrieval.failed and n not in retrieval.skipped]
+        word_ran, lexical_found = lexical_state([r for _, r in retrieval.lists(0)])
+        word_notice = semantic_notice(word_ran, lexical_found, len(answers[0].hits), fused_dropped[0][1])
         return SearchResponse(
-            query=req.query if not req.questions else answers[0].query,
+            query=req.query if not req.questions else answers[0].query, word_notice=word_notice,
             terms=list(first.terms), phrases=[" ".join(p) for p in first.phrases],
             result_count=len(answers[0].hits), hits=answers[0].hits, lanes=ran,
             took_ms=round((time.perf_counter() - started) * 1000, 3),
-            notice=self._notice(req, plan, retrieval, answers),
+            notice=self._notice(plan, retrieval, answers, word_notice),
             unavailable_lanes=retrieval.unavailable, degraded_lanes=sorted(retrieval.degraded),
             failed_lanes=retrieval.failed, skipped_lanes=retrieval.skipped, questions=answers,
             projects=list(plan.projects) if plan.projects is not None else [], request_id=req.request_id,
@@ -205,7 +211,7 @@ class Searcher:
         return lane.graph() if lane is not None and self.catalog.has_blocks() else None
 
     def _fuse(self, plan: Plan, qi: int, q: PlannedQuestion, retrieval: Retrieval,
-              superseded_by: Mapping[str, set[str]], state: RequestState | None) -> list[Any]:
+              superseded_by: Mapping[str, set[str]], state: RequestState | None) -> tuple[list[Any], int]:
         terms = frozenset(t for v in q.variants for t in v.parsed.terms)
         allowed = frozenset() if plan.graph_only else plan.doc_ids
         expand: dict[str, Expand] = {}
@@ -216,9 +222,8 @@ class Searcher:
                 return self._expand(lane, name, seeds, k, allowed, plan, terms, retrieval, state)
 
             expand[name] = run
-        fused = fuse_question(q, retrieval.lists(qi), self.config.lane_weights, self.config.rrf_k, expand,
-                              self.config.lane_weights, plan.depth, superseded_by)
-        return fused
+        return fuse_question(q, retrieval.lists(qi), self.config.fusion, self.config.fusion_weights(),
+                             self.config.rrf_k, expand, plan.depth, superseded_by, plan.all_lanes)
 
     def _expand(self, lane: Any, name: str, seeds: Sequence[tuple[str, float]], k: int, allowed: frozenset[str] | None,
                 plan: Plan, terms: frozenset[str], retrieval: Retrieval, state: RequestState | None) -> RankedList:
@@ -285,12 +290,14 @@ class Searcher:
 
     # ------------------------------------------------------------------ notices
 
-    def _notice(self, req: SearchRequest, plan: Plan, retrieval: Retrieval,
-                answers: list[QuestionAnswer]) -> str | None:
+    def _notice(self, plan: Plan, retrieval: Retrieval, answers: list[QuestionAnswer],
+                word_notice: str | None) -> str | None:
         """What the reader should know: why the answer is empty, an indexing run in progress, documents
         the vector lane does not see yet."""
         notes: list[str] = []
-        if not any(a.hits for a in answers):
+        if word_notice:
+            notes.append(word_notice)
+        elif not any(a.hits for a in answers):
             notes.append(self._why_empty(plan, retrieval))
         postings = self._postings_generation
         if set(plan.lanes) & POSTINGS_LANES and postings is not None and postings() < self.catalog.generation():

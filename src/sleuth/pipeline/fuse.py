@@ -1,22 +1,28 @@
 """Steps 3 and 4 of a search: fusion, expansion, the primary-query rerank and supersession order. Pure.
 
-3. Fusion: every lane's list of every variant of a question joins one weighted RRF (k = 60,
-   :func:`sleuth.fusion.rrf`); a variant's lists weigh ``Variant.weight`` times their lane's weight
-   and are named ``lane#i`` (the primary query's simply ``lane``).
+3. Fusion: every lane's list of every variant of a question joins one fusion (by default of
+   z-scored lane scores, :func:`sleuth.fusion.fuse`; a list repeating another counts once); a
+   variant's lists weigh ``Variant.weight`` times their lane's weight and are named ``lane#i``
+   (the primary query's simply ``lane``).
 4. Expansion: an expansion lane (the graph) ranks the nodes reached from the fused top documents
    (``GRAPH_SEED_DOCUMENTS``, weighted by their fused score relative to the best); its list joins a
    second fusion of the same lists.
 5. Rerank (once, by the primary query): with variants, the top ``RERANK_DEPTH`` documents are
    re-scored by RRF over two rankings, the fusion of every variant and the primary query's own
-   fusion; then a document superseded by another one in the ranking moves below it.
+   fusion; a document only a meaning lane found is marked semantic-only (and dropped when weak and
+   no word of the query occurs: :mod:`sleuth.ranking`); then a document superseded by another one
+   in the ranking moves below it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from sleuth.fusion import FusedDocument, rrf
+from sleuth.fusion import FusedDocument, fuse
+from sleuth.lanes import registry
+from sleuth.lanes.graph import is_entity_node
 from sleuth.pipeline.plan import PlannedQuestion
+from sleuth.ranking import drop_weak_semantic, judge_semantic_only
 from sleuth.types import RankedList
 
 #: How many fused documents seed an expansion lane.
@@ -45,23 +51,28 @@ def lane_of(name: str) -> str:
     return name.partition("#")[0]
 
 
-def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedList]], lane_weights: Mapping[str, float],
-                  rrf_k: int, expand: Mapping[str, Expand], expand_weights: Mapping[str, float], depth: int,
-                  superseded_by: Mapping[str, set[str]]) -> list[FusedDocument]:
-    """One question's ranking: fusion, expansion, rerank and supersession order (module docstring).
+def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedList]], method: str,
+                  lane_weights: Mapping[str, float], rrf_k: int, expand: Mapping[str, Expand], depth: int,
+                  superseded_by: Mapping[str, set[str]], lane_order: Sequence[str] = ()
+                  ) -> tuple[list[FusedDocument], int]:
+    """One question's ranking: fusion, expansion, rerank, semantic-only marks and supersession order
+    (module docstring).
 
     Args:
         question: the planned question (its variants give the lists' weights).
         lists: ``(variant index, list)`` of every lane's answer.
-        lane_weights: lane name → RRF weight.
+        method: the fusion (:func:`sleuth.fusion.fuse`: ``zscore``, ``convex`` or ``rrf``).
+        lane_weights: lane name → weight in that fusion (expansion lanes' included).
         rrf_k: the RRF constant.
         expand: expansion lanes by name (seeds, k) → list.
-        expand_weights: their RRF weights.
         depth: how many nodes an expansion lane returns.
         superseded_by: doc_id → ids of the documents replacing it.
+        lane_order: the lanes in the order of preference when two lists repeat each other.
     Returns:
-        The fused documents, best first: the whole ranking when supersession or a rerank needs it,
-        else at least the question's window plus ``FUSED_SPARE_DOCUMENTS``.
+        ``(documents, dropped)``: the fused documents, best first -- the whole ranking when
+        supersession, a rerank or dropped semantic-only documents need it, else at least the
+        question's window plus ``FUSED_SPARE_DOCUMENTS`` -- and how many weak semantic-only ones
+        were dropped.
     """
     named: list[RankedList] = []
     weights: dict[str, float] = {}
@@ -70,21 +81,30 @@ def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedLi
         weights[name] = lane_weights.get(ranked.lane, 1.0) * question.variants[vi].weight
         named.append(RankedList(name, ranked.block_ids, ranked.scores))
     with_variants = len(question.variants) > 1
-    whole = bool(superseded_by) or with_variants
+    drop_weak = drop_weak_semantic(named)
+    whole = bool(superseded_by) or with_variants or drop_weak
     limit = None if whole else max(question.window + FUSED_SPARE_DOCUMENTS, RERANK_DEPTH, GRAPH_SEED_DOCUMENTS)
-    fused = rrf(named, doc_of_node, weights, rrf_k, limit=limit)
+    order = [list_name(lane, vi) for vi in range(len(question.variants)) for lane in lane_order]
+
+    def fused_of(rankings: list[RankedList], at_most: int | None) -> list[FusedDocument]:
+        groups = {r.lane: registry.match_group(lane_of(r.lane)) for r in rankings}
+        return fuse(rankings, doc_of_node, method, weights, rrf_k, groups, order, at_most)
+
+    fused = fused_of(named, limit)
     if expand:
-        top = [d for d in fused[:GRAPH_SEED_DOCUMENTS] if ":" not in d.doc_id and not d.doc_id.startswith("entity-")]
-        best = fused[0].score if fused else 1.0
+        top = [d for d in fused[:GRAPH_SEED_DOCUMENTS] if not is_entity_node(d.doc_id)]
+        best = fused[0].score if fused and fused[0].score > 0 else 1.0
         seeds = [(d.doc_id, d.score / best) for d in top]
         for name, lane_expand in expand.items():
             named.append(lane_expand(seeds, depth))
-            weights[name] = expand_weights.get(name, 1.0)
-        fused = rrf(named, doc_of_node, weights, rrf_k, limit=limit)
+            weights[name] = lane_weights.get(name, 1.0)
+        fused = fused_of(named, limit)
     if with_variants:
         own = [r for r in named if "#" not in r.lane and r.lane not in expand]
-        fused = rerank_by_primary(fused, rrf(own, doc_of_node, weights, rrf_k), rrf_k)
-    return order_superseded(fused, superseded_by) if superseded_by else fused
+        fused = rerank_by_primary(fused, fused_of(own, None), rrf_k)
+    judged = judge_semantic_only(fused, drop_weak)
+    dropped = len(fused) - len(judged)
+    return (order_superseded(judged, superseded_by) if superseded_by else judged), dropped
 
 
 def rerank_by_primary(fused: list[FusedDocument], primary: list[FusedDocument], rrf_k: int,

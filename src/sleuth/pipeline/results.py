@@ -118,6 +118,7 @@ def document_hit(rank: int, d: FusedDocument, block: HitBlock, rows: Rows, terms
     return Hit.model_construct(
         rank=rank, doc_id=d.doc_id, project=block.project_id, path=block.rel_path, title=block.title,
         kind=block.kind, tags=block.tags, score=d.score, sources=list(dict.fromkeys(lane_of(t.lane) for t in d.trace)),
+        semantic_only=d.semantic_only,
         block_ids=d.block_ids, best_block_id=d.best_block_id, heading_path=list(block.heading_path),
         lines=(block.start_line, block.end_line), snippet=first.text if first else "",
         highlights=first.highlights if first else [], explain=_trace(d) if explain else None,
@@ -134,7 +135,8 @@ def entity_hit(rank: int, d: FusedDocument, graph: LinkGraph, titles: Mapping[st
     passage = Passage.model_construct(text=text, start=0, end=len(text), highlights=[], heading_path=[])
     return Hit.model_construct(
         rank=rank, doc_id=d.doc_id, project=node.project_id, path="", title=node.name, kind="entity", tags=[],
-        score=d.score, sources=["graph"], block_ids=[], best_block_id="", heading_path=[], lines=(0, 0),
+        score=d.score, sources=["graph"], semantic_only=False, block_ids=[], best_block_id="", heading_path=[],
+        lines=(0, 0),
         snippet=text, highlights=[], explain=_trace(d) if explain else None, root="", label="entity", role="other",
         family="graph", recorded_ns=0, revision="", passages=[passage], freshness="current",
         source_length=len(text), body_chars=len(text), superseded_by=[],

@@ -8,6 +8,7 @@ phrase that every result must contain. An unbalanced quote is plain text.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from sleuth.errors import QueryError
@@ -26,6 +27,9 @@ class ParsedQuery:
     """A query after analysis.
 
     ``terms``: distinct index terms (stemmed) in query order, at most ``QUERY_MAX_TERMS``.
+    ``qtf``: each term's query term frequency (how often the query says it), aligned with
+    ``terms``; empty means 1 for every term. The lexical lanes weight a term by it, as BM25 does
+    (Robertson & Zaragoza 2009, eq. 3.5 with k3 → ∞: the term's weight is linear in qtf).
     ``phrases``: each quoted phrase as its surface-token sequence (required verbatim).
     ``identifiers``: folded whole code identifiers (``snake_case``, ``os.getenv``, ``openCatalog``;
     see :func:`sleuth.text.analyze.is_code_identifier`) for the exact lane; ``identifier_surfaces``
@@ -37,6 +41,13 @@ class ParsedQuery:
     phrases: tuple[tuple[str, ...], ...]
     identifiers: tuple[str, ...]
     identifier_surfaces: tuple[str, ...] = ()
+    qtf: tuple[int, ...] = ()
+
+    def weighted_terms(self) -> list[tuple[str, int]]:
+        """``[(term, qtf)]`` in query order (qtf 1 for every term when ``qtf`` is empty)."""
+        if len(self.qtf) != len(self.terms):
+            return [(t, 1) for t in self.terms]
+        return list(zip(self.terms, self.qtf, strict=True))
 
     @property
     def is_empty(self) -> bool:
@@ -46,6 +57,9 @@ class ParsedQuery:
 
 def parse_query(text: str) -> ParsedQuery:
     """Analyse a user's query with the same tokenizer as indexing.
+
+    Each distinct term is listed once in ``terms`` (the seed's normalisation), with how often the
+    query says it in ``qtf``: ``"cell cells cell death"`` → terms ``("cell", "death")``, qtf ``(3, 1)``.
 
     Raises:
         QueryError: the query is not a string or is longer than ``QUERY_MAX_CHARS``.
@@ -60,11 +74,14 @@ def parse_query(text: str) -> ParsedQuery:
         tokens = tuple(surface_tokens(m.group(1)))
         if tokens and tokens not in phrases:
             phrases.append(tokens)
-    terms = unique(analyze(text))[:QUERY_MAX_TERMS]
+    analysed = analyze(text)
+    terms = unique(analysed)[:QUERY_MAX_TERMS]
+    counts = Counter(analysed)
     found = identifier_spans(text)[:QUERY_MAX_TERMS]
     return ParsedQuery(
         text=text,
         terms=tuple(terms),
+        qtf=tuple(counts[t] for t in terms),
         phrases=tuple(phrases),
         identifiers=tuple(folded for folded, _ in found),
         identifier_surfaces=tuple(surface for _, surface in found),

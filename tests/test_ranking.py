@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from sleuth.config import Config
+from sleuth.fusion import FusedDocument, LaneTrace
+from sleuth.pipeline.fuse import fuse_question
+from sleuth.pipeline.plan import PlannedQuestion, Variant
+from sleuth.ranking import (
+    SEMANTIC_ONLY_MIN_SIMILARITY,
+    is_semantic_only,
+    judge_semantic_only,
+    lexical_state,
+    semantic_notice,
+)
+from sleuth.text import parse_query
+from sleuth.types import RankedList
+
+
+def doc(doc_id: str, *lanes: tuple[str, float]) -> FusedDocument:
+    trace = [LaneTrace(lane, 1, 1.0, 1.0, score) for lane, score in lanes]
+    return FusedDocument(doc_id, float(len(lanes)), [f"{doc_id}:a"], f"{doc_id}:a", trace)
+
+
+def doc_of(block_id: str) -> str:
+    return block_id.partition(":")[0]
+
+
+def test_semantic_only_means_every_lane_is_semantic():
+    assert is_semantic_only(doc("a", ("vector", 0.7)))
+    assert is_semantic_only(doc("a", ("vector#0", 0.7), ("vector#1", 0.4)))  # memory variants
+    assert not is_semantic_only(doc("a", ("vector", 0.7), ("bm25", 3.0)))
+    assert not is_semantic_only(doc("a", ("graph", 1.0)))
+    assert not is_semantic_only(doc("a"))
+
+
+def test_judge_marks_and_drops_only_when_asked():
+    fused = [doc("lex", ("bm25", 5.0), ("vector", 0.2)), doc("strong", ("vector", 0.62)),
+             doc("weak", ("vector", 0.41)), doc("weak2", ("vector#0", 0.35), ("vector#1", 0.45))]
+    kept = judge_semantic_only(fused, drop_weak=False)
+    assert [d.doc_id for d in kept] == ["lex", "strong", "weak", "weak2"]
+    assert [d.semantic_only for d in kept] == [False, True, True, True]
+    dropped = judge_semantic_only(fused, drop_weak=True)
+    assert [(d.doc_id, d.semantic_only) for d in dropped] == [("lex", False), ("strong", True)]
+    at_threshold = doc("t", ("vector", SEMANTIC_ONLY_MIN_SIMILARITY))
+    assert judge_semantic_only([at_threshold], drop_weak=True)[0].semantic_only
+    assert fused[1].semantic_only is False  # the input is not changed
+
+
+def test_notice():
+    assert semantic_notice(lexical_ran=False, lexical_found=False, results=3, dropped=0) is None
+    assert semantic_notice(True, True, 3, 0) is None
+    assert "every result is a semantic-only match" in semantic_notice(True, False, 2, 1)
+    assert semantic_notice(True, False, 0, 3) == (
+        "no word of the query occurs in the searched documents; 3 weakly similar document(s) left out")
+    assert semantic_notice(True, False, 0, 0) == "no word of the query occurs in the searched documents"
+
+
+def test_lexical_state():
+    assert lexical_state([RankedList("bm25", (), ()), RankedList("vector", ("d:a",), (0.5,))]) == (True, False)
+    assert lexical_state([RankedList("exact#1", ("d:a",), (1.0,)), RankedList("bm25#0", (), ())]) == (True, True)
+    assert lexical_state([RankedList("vector", ("d:a",), (0.5,))]) == (False, False)
+
+
+def ranked(lists: list[RankedList], cfg: Config, limit: int = 10) -> tuple[list[FusedDocument], int]:
+    """The pipeline's fusion step (sleuth.pipeline.fuse) of one plain question over ``lists``."""
+    question = PlannedQuestion("", "q", limit, 0, (Variant("q", parse_query("q"), 1.0),), frozenset())
+    return fuse_question(question, [(0, r) for r in lists], cfg.fusion, cfg.fusion_weights(), cfg.rrf_k, {}, 100,
+                         {}, cfg.lanes)
+
+
+def test_weak_noise_is_dropped_when_no_word_matched():
+    vector = RankedList("vector", ("a:1", "b:1", "c:1", "d:1"), (0.55, 0.45, 0.40, 0.35))
+    cfg = Config(lanes=("bm25", "index", "vector"))
+    fused, dropped = ranked([RankedList("bm25", (), ()), RankedList("index", (), ()), vector], cfg)
+    assert [(d.doc_id, d.semantic_only) for d in fused] == [("a", True)] and dropped == 3
+    assert semantic_notice(True, False, len(fused), dropped).startswith("no word of the query occurs")
+    # a word matched: semantic-only documents are kept (and marked)
+    bm25 = RankedList("bm25", ("e:1",), (4.0,))
+    fused, dropped = ranked([bm25, RankedList("index", ("e:1",), (4.0,)), vector], cfg)
+    assert [(d.doc_id, d.semantic_only) for d in fused][:3] == [("e", False), ("a", True), ("b", True)]
+    assert dropped == 0
+    # vector lane alone: meaning matches were asked for; nothing dropped
+    fused, dropped = ranked([vector], cfg)
+    assert [d.doc_id for d in fused] == ["a", "b", "c", "d"] and dropped == 0
+
+
+def test_a_repeating_lane_counts_once():
+    bm25 = RankedList("bm25", ("a:1", "b:1"), (3.0, 1.0))
+    index = RankedList("index", ("a:1", "b:1"), (3.0, 1.0))  # an untitled collection: the same ranking
+    fused, _ = ranked([bm25, index], Config())
+    a = {t.lane: t for t in fused[0].trace}
+    assert a["index"].weight == 0 and a["index"].contribution == 0 and a["index"].rank == 1
+    assert a["bm25"].weight == 0.48 + 0.12  # the index lane's weight goes to its family
+    assert sum(t.contribution for t in fused[0].trace) == fused[0].score
