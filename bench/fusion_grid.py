@@ -28,12 +28,12 @@ from sleuth.eval import evaluate
 from sleuth.eval.run import EVAL_DEPTH_DOCS, EvalRun
 from sleuth.fusion import RRF_K, FusedDocument, convex, fuse, repeated_lanes, rrf
 from sleuth.lanes import registry
-
-DEFAULT_LANE_WEIGHTS = registry.lane_weights()
 from sleuth.lanes.base import LaneQuery
 from sleuth.lanes.feedback import rm3_weights
 from sleuth.text import parse_query
 from sleuth.types import RankedList
+
+DEFAULT_LANE_WEIGHTS = registry.lane_weights()
 
 #: Lanes run once per query, and the depth (blocks) each returns: the engine's depth for 100 results.
 LANES = ("bm25", "tfidf", "index", "exact", "vector")
