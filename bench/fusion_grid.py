@@ -72,13 +72,14 @@ def lane_runs(data: Path, name: str, tag: str, extra: Mapping[str, Callable[[Eva
     run = EvalRun(data / name)
     lists: dict[str, dict[str, RankedList]] = {}
     try:
-        run.engine.embed_queries(list(run.dataset.queries.values()))
+        lanes = run.engine.lanes
+        lanes["vector"].embed_queries(list(run.dataset.queries.values()))
         for qid, text in run.dataset.queries.items():
             q = LaneQuery(parse_query(text), DEPTH_BLOCKS)
             answers = {}
             for lane in LANES:
-                answer = run.engine.run_lane(lane, q)
-                answers[lane] = answer if not isinstance(answer, str) else RankedList(lane, (), ())
+                ran = lanes[lane].unavailable() is None and lanes[lane].applies(q.parsed)
+                answers[lane] = lanes[lane].search(q) if ran else RankedList(lane, (), ())
             for lane, fn in extra.items():
                 answers[lane] = fn(run, text)
             lists[qid] = answers

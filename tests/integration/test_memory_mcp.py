@@ -113,9 +113,9 @@ def test_search_contract_fields_filters_graph_and_groups(lab: tuple[Path, Path])
         calls = {
             "plain": {"query": "which database stores the catalog", "project_id": "lab"},
             "identifier": {"query": "where is open_catalog defined", "project_id": "lab", "limit": 3},
-            "variants": {"query": "storage engine choice", "project_id": "lab", "limit": 3,
+            "variants": {"query": "storage engine choice", "project_id": "lab", "limit": 5,
                          "query_variants": ["SQLite write-ahead log", "Engine.open_store"]},
-            "variants_off": {"query": "storage engine choice", "project_id": "lab", "limit": 3},
+            "variants_off": {"query": "storage engine choice", "project_id": "lab", "limit": 5},
             "papers": {"query": "rank fusion recall", "project_id": "lab", "filters": {"roles": ["paper"]}},
             "code": {"query": "catalog", "project_id": "lab", "filters": {"source_families": ["code"]}},
             "kinds": {"query": "catalog", "project_id": "lab", "filters": {"kinds": ["decision"]}},

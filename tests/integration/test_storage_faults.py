@@ -230,7 +230,8 @@ def test_postings_that_cannot_be_written_leave_the_lexical_lanes_on_the_last_com
     assert found["hits"][0]["path"] == "rsync.md" and "bm25" in found["hits"][0]["sources"]
     new_page = "abduco.md"  # one of the pages the failed run added
     assert (more / new_page).is_file()
-    hit = ok_json("search", new_page[:-3], "--index", str(index), "--project", "more", "--limit", "1")
+    hit = ok_json("search", new_page[:-3], "--index", str(index), "--project", "more", "--limit", "1",
+                  "--lanes", "bm25,tfidf,index")
     assert hit["hits"][0]["path"] == new_page and hit["hits"][0]["sources"] == ["tfidf"]
     assert "could not be written: no space left on device" in hit["notice"]
     results = session(["--index", str(index)], [

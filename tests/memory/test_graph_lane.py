@@ -47,7 +47,7 @@ def test_supersession_and_entities(graph: LinkGraph) -> None:
     assert entity_node_id("q", "a") in graph.entities
 
 
-def test_superseded_records_rank_below_every_replacement_in_chains() -> None:
+def test_a_superseded_record_hands_its_place_to_its_replacements_in_chains() -> None:
     from sleuth.fusion import FusedDocument
     from sleuth.pipeline.fuse import order_superseded
 
@@ -58,7 +58,9 @@ def test_superseded_records_rank_below_every_replacement_in_chains() -> None:
     assert order(["v1", "v3", "v2", "x"], chain) == ["v3", "v2", "v1", "x"]
     assert order(["v1", "v2", "v3"], chain) == ["v3", "v2", "v1"]
     assert order(["x", "v3", "v1"], chain) == ["x", "v3", "v1"]  # v2 absent: v1 keeps its place
-    assert order(["a", "b", "c"], {"a": {"c"}}) == ["b", "c", "a"]
+    # The replacement takes the place of the record it replaces, which follows it (b keeps its rank).
+    assert order(["a", "b", "c"], {"a": {"c"}}) == ["c", "a", "b"]
+    assert order(["a", "b", "c", "d"], {"a": {"d", "c"}}) == ["c", "d", "a", "b"]
     cycle = {"a": {"b"}, "b": {"a"}}
     assert sorted(order(["a", "b"], cycle)) == ["a", "b"]  # a cycle terminates
 

@@ -11,7 +11,7 @@
    re-scored by RRF over two rankings, the fusion of every variant and the primary query's own
    fusion; a document only a meaning lane found is marked semantic-only (and dropped when weak and
    no word of the query occurs: :mod:`sleuth.ranking`); then a document superseded by another one
-   in the ranking moves below it.
+   in the ranking hands its place to it (the replacement moves up to just above it).
 """
 
 from __future__ import annotations
@@ -122,17 +122,20 @@ def rerank_by_primary(fused: list[FusedDocument], primary: list[FusedDocument], 
 
 
 def order_superseded(ranked: list[FusedDocument], superseded_by: Mapping[str, set[str]]) -> list[FusedDocument]:
-    """``ranked`` with every document moved below each of its replacements (``superseded_by``:
-    doc_id → ids of the documents replacing it) that is also in the list, chains included;
-    otherwise the order is kept. Cycles cannot make it loop: at most ``len(ranked)`` passes."""
+    """``ranked`` with each document's replacements (``superseded_by``: doc_id → ids of the documents
+    replacing it) that rank below it moved up to just above it, in their own order, chains included;
+    otherwise the order is kept. A superseded record that matched well thus hands its place to what
+    replaced it and follows right after. Cycles cannot make it loop: at most ``len(ranked)`` passes."""
     ranked = list(ranked)
     for _ in range(len(ranked)):
         moved = False
         position = {d.doc_id: i for i, d in enumerate(ranked)}
         for i, d in enumerate(ranked):
-            later = [position[n] for n in superseded_by.get(d.doc_id, ()) if position.get(n, -1) > i]
+            later = sorted(position[n] for n in superseded_by.get(d.doc_id, ()) if position.get(n, -1) > i)
             if later:
-                ranked.insert(max(later), ranked.pop(i))  # after the pop, max(later) is just below it
+                newer = [ranked[j] for j in later]
+                rest = [x for j, x in enumerate(ranked) if j not in set(later)]
+                ranked = rest[:i] + newer + rest[i:]
                 moved = True
                 break
         if not moved:
