@@ -270,7 +270,7 @@ def status_cmd(files: bool, index_dir: Path | None, fmt: str) -> None:
     click.echo(f"  lanes: {', '.join(st['lanes'])}")  # type: ignore[arg-type]
     vec = st["vector_lane"]
     if vec["available"]:  # type: ignore[index]
-        click.echo(f"  vector lane: {vec['model']} ({vec['dimensions']} dimensions), "  # type: ignore[index]
+        click.echo(f"  vector lane: {vec['model']} ({vec['dimensions']} dimensions, {vec['path']}), "  # type: ignore[index]
                    f"{vec['blocks_with_vectors']} of {vec['blocks']} blocks embedded")  # type: ignore[index]
     else:
         click.echo(f"  vector lane unavailable: {vec['reason']}")  # type: ignore[index]

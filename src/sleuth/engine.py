@@ -1023,7 +1023,7 @@ class Engine:
         have, total = self.catalog.vector_counts(embedder.name)
         # From the counts: status need not load (or build) the vector matrix to say this.
         reason = _no_vectors_reason(embedder.name) if total and not have else None
-        return {"available": reason is None, "reason": reason, "model": embedder.name,
+        return {"available": reason is None, "reason": reason, "model": embedder.name, "path": embedder.path,
                 "dimensions": embedder.dim, "blocks_with_vectors": have, "blocks": total}
 
     def get(self, doc_id: str, projects: Sequence[str] | None = None) -> DocumentContent:
