@@ -82,6 +82,46 @@ HISTORY = [
     "| int8, one scale per tensor (query vectors 0.958 cosine to fp32) | 0.7169 / 0.968 | 0.4212 / 0.782 |",
     "| int8, one scale per output channel (0.993 cosine) | 0.7207 / 0.968 | 0.4169 / 0.785 |",
     "",
+    "## Embedding paths (issue 16): nDCG@10 of the vector lane and the default hybrid",
+    "",
+    "Today = the code before issue 16 (commit 0256871: torch export, fp32, batches of 32), run "
+    "with",
+    "`sleuth eval DATASET --lanes vector` and `sleuth eval DATASET` from its own checkout and "
+    "cache. New =",
+    "the default on a CPU with int8 dot products: `all-MiniLM-L6-v2@int8-outliers2` (graph built "
+    "from the",
+    "weights, dynamic int8 with the 2 outlier channels of each feed-forward input in fp32, one "
+    "text per",
+    "call, 256 word pieces). The fp32 path (`model_int8 = false`, and the default on CPUs "
+    "without int8 dot",
+    "products) gives today's vectors within 2.6e-7, hence today's figures. The new column was "
+    "measured",
+    "with `EvalRun` (what `sleuth eval` runs) on the model file this code builds "
+    "(byte-identical) with one",
+    "text per call; `sleuth eval` of this code on Cranfield gives the same 0.3752 / 0.4172.",
+    "",
+    "| dataset | vector today | vector new | change | hybrid today | hybrid new | change |",
+    "|---|---:|---:|---:|---:|---:|---:|",
+    "| SciFact | 0.6465 | 0.6480 | +0.0015 | 0.7225 | 0.7202 | -0.0023 |",
+    "| Cranfield | 0.3758 | 0.3752 | -0.0006 | 0.4185 | 0.4172 | -0.0013 |",
+    "| CISI | 0.3886 | 0.3902 | +0.0016 | 0.3811 | 0.3821 | +0.0010 |",
+    "| NPL | ? | 0.4463 | ? | ? | 0.5059 | ? |",
+    "| CoSQA (reported, not tuned on; today = `make eval` of 2026-11-30, same code) | 0.5801 | "
+    "0.5821 | +0.0020 | 0.4927 | 0.4936 | +0.0009 |",
+    "",
+    "Tried and not kept (same commands, nDCG@10 vector / hybrid, change from today):",
+    "",
+    "| option | SciFact | Cranfield | CISI |",
+    "|---|---|---|---|",
+    "| plain dynamic int8 (onnxruntime quantize_dynamic, per-channel weights, batches of 32; "
+    "1.6x fp32) | 0.6516 (+0.0051) / 0.7195 (-0.0030) | 0.3721 (-0.0037) / 0.4166 (-0.0019) | "
+    "0.3979 (+0.0093) / 0.3871 (+0.0060) |",
+    "| int8 with outlier channels, token cap 128 instead of 256 (about 1.6x faster again on "
+    "SciFact-length blocks) | 0.6226 (-0.0239) / 0.7150 (-0.0075) | 0.3752 (-0.0006) / 0.4119 "
+    "(-0.0066) | not run |",
+    "",
+    "The token cap stays 256 word pieces: 128 loses the second half of most SciFact abstracts.",
+    "",
     "## project_memory_search (seed 004) on the same indexes",
     "",
     "`python bench/memory_eval.py DATASET --skip-engine [--lanes ...] [--no-auto-variants] [--rerank W ...]`:",
