@@ -26,7 +26,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "run.py"), "--smoke", "--data", str(DATA), "--out", str(out),
          "--workdir", str(tmp_path / "work")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,  # safety net: the first run builds the models
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     for name in EXPECTED_ROWS:
