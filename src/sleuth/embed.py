@@ -115,16 +115,16 @@ def _build_onnx(hf_dir: Path, out: Path, int8_outliers: int = 0) -> list[str]:
     Raises:
         ModelUnavailable: the folder is not a BERT encoder :mod:`sleuth.bert_graph` can build.
     """
-    try:
-        from sleuth.bert_graph import GraphBuildError, build_from_folder
-    except ImportError as exc:
-        raise ModelUnavailable(f"building {hf_dir}'s ONNX graph needs the package onnx: {exc}") from exc
+    from sleuth.bert_graph import GraphBuildError, build_from_folder
+
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = _scratch_path(out)
     try:
         keep_fp32 = build_from_folder(hf_dir, tmp, GRAPH_LAYOUT, int8_outliers)
         tmp.replace(out)
         return keep_fp32
+    except ImportError as exc:  # onnx or safetensors missing
+        raise ModelUnavailable(f"building {hf_dir}'s graph needs the packages onnx and safetensors: {exc}") from exc
     except GraphBuildError as exc:
         raise ModelUnavailable(f"cannot build {hf_dir}'s ONNX graph: {exc}") from exc
     except Exception as exc:  # noqa: BLE001 - any build failure leaves the lane unavailable
