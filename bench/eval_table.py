@@ -124,9 +124,9 @@ HISTORY = [
     "",
     "Outside the 0.003 bound: NPL's vector lane alone (-0.0069; its hybrid -0.0012 is inside). "
     "Where",
-    "that matters, `model_int8 = false` gives today's vectors (within 2.6e-7; at 1.5-2.6x "
-    "today's speed, one",
-    "text per call, instead of 3.3-3.9x; docs/BENCH.md).",
+    "that matters, `model_int8 = false` gives today's vectors (within 2.6e-7; at 1.7x today's "
+    "speed, one",
+    "text per call, instead of 3.4x; docs/BENCH.md).",
     "",
     "## project_memory_search (seed 004) on the same indexes",
     "",
