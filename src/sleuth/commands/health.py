@@ -24,7 +24,7 @@ def render_status(st: StatusReport) -> str:
     out.append(f"  lanes: {', '.join(st.lanes)}")
     vec = st.vector_lane
     if vec.available:
-        out.append(f"  vector lane: {vec.model} ({vec.dimensions} dimensions), "
+        out.append(f"  vector lane: {vec.model} ({vec.dimensions} dimensions, {vec.path}), "
                    f"{vec.blocks_with_vectors} of {vec.blocks} blocks embedded")
     else:
         out.append(f"  vector lane unavailable: {vec.reason}")

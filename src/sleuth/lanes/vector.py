@@ -318,8 +318,9 @@ class VectorLane(LaneBase):
             return LaneStatus(False, self.context.model.unavailable())
         have, total = self.context.catalog.vector_counts(embedder.name)
         reason = no_vectors_reason(embedder.name) if total and not have else None
-        return LaneStatus(reason is None, reason, {"model": embedder.name, "dimensions": embedder.dim,
-                                                   "blocks_with_vectors": have, "blocks": total})
+        return LaneStatus(reason is None, reason, {"model": embedder.name, "path": embedder.path,
+                                                   "dimensions": embedder.dim, "blocks_with_vectors": have,
+                                                   "blocks": total})
 
     # ------------------------------------------------------------------ queries
 

@@ -1,0 +1,360 @@
+"""Build a BERT encoder's ONNX graph from its safetensors weights, without torch.
+
+The default model (all-MiniLM-L6-v2, a 6-layer BERT) ships as ``config.json`` + ``model.safetensors``.
+Instead of exporting it through torch, the graph is written here operator by operator with
+``onnx.helper``, the weights as initializers, following Hugging Face's ``BertModel`` (Devlin et al.
+2019; post-LayerNorm encoder, exact erf GELU, additive attention mask):
+
+    x = LN(word[ids] + pos[0:S] + type[0])
+    each layer:  x = LN(x + Wo·Attention(x) + bo);   x = LN(x + W2·gelu(W1·x + b1) + b2)
+
+Inputs ``input_ids`` and ``attention_mask`` (int64, batch x tokens); output ``last_hidden_state``
+(float32, batch x tokens x hidden). Token type ids are all 0 for single texts, so the type embedding's
+row 0 is folded into the position table. Two layouts of the same arithmetic:
+
+- ``"standard"``: standard ONNX operators only (opset 17), runs on any ONNX runtime;
+- ``"fused"``: onnxruntime's contrib operators ``Attention`` (one QKV product, softmax per head),
+  ``SkipLayerNormalization`` and ``BiasGelu`` (com.microsoft), which onnxruntime runs with fewer
+  passes over memory. tests/test_embed.py checks both against sentence-transformers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+#: ONNX opset of the graphs (17: LayerNormalization is a standard operator).
+BERT_OPSET = 17
+#: onnxruntime's contrib operator domain, for the fused layout.
+MS_DOMAIN = "com.microsoft"
+#: Largest config values accepted (a hostile config must not make us allocate without bound).
+MAX_HIDDEN = 4096
+MAX_LAYERS = 48
+MAX_VOCAB = 1_000_000
+MAX_POSITIONS = 8192
+#: Largest weights file read, in bytes.
+MAX_WEIGHTS_BYTES = 2 * 1024**3
+LAYOUTS = ("standard", "fused")
+
+
+class GraphBuildError(Exception):
+    """The model folder is not a BERT encoder this module can build (unsupported config or weights)."""
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    """The shape of a BERT encoder, from its Hugging Face ``config.json``."""
+
+    hidden: int
+    heads: int
+    layers: int
+    intermediate: int
+    vocab: int
+    max_positions: int
+    type_vocab: int
+    layer_norm_eps: float
+
+    @classmethod
+    def from_file(cls, path: Path) -> BertConfig:
+        """Read and check ``config.json``.
+
+        Raises:
+            GraphBuildError: not a plain BERT (model_type ``bert``, gelu, absolute positions) or
+                sizes out of bounds.
+        """
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise GraphBuildError(f"cannot read {path.name}: {exc}") from None
+        if not isinstance(raw, dict):
+            raise GraphBuildError(f"{path.name} is not a JSON object")
+        if raw.get("model_type") != "bert":
+            raise GraphBuildError(f"model_type {raw.get('model_type')!r} is not supported (only 'bert')")
+        if raw.get("hidden_act", "gelu") != "gelu":
+            raise GraphBuildError(f"hidden_act {raw.get('hidden_act')!r} is not supported (only 'gelu')")
+        if raw.get("position_embedding_type", "absolute") != "absolute":
+            raise GraphBuildError("only absolute position embeddings are supported")
+
+        def number(key: str, high: int, default: int | None = None) -> int:
+            value = raw.get(key, default)
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
+                raise GraphBuildError(f"{path.name}: {key} must be an integer in 1..{high}, got {value!r}")
+            return value
+
+        cfg = cls(
+            hidden=number("hidden_size", MAX_HIDDEN), heads=number("num_attention_heads", 256),
+            layers=number("num_hidden_layers", MAX_LAYERS), intermediate=number("intermediate_size", 4 * MAX_HIDDEN),
+            vocab=number("vocab_size", MAX_VOCAB), max_positions=number("max_position_embeddings", MAX_POSITIONS),
+            type_vocab=number("type_vocab_size", 16, 2), layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),
+        )
+        if cfg.hidden % cfg.heads:
+            raise GraphBuildError(f"hidden_size {cfg.hidden} is not a multiple of num_attention_heads {cfg.heads}")
+        if not 0 < cfg.layer_norm_eps < 1:
+            raise GraphBuildError(f"layer_norm_eps {cfg.layer_norm_eps} is out of range")
+        return cfg
+
+
+def load_weights(path: Path, cfg: BertConfig) -> dict[str, np.ndarray]:
+    """The float32 tensors of a BERT ``model.safetensors``, names without a ``bert.`` prefix, each
+    checked against ``cfg``'s shapes.
+
+    Raises:
+        GraphBuildError: unreadable file, a missing tensor, a wrong shape or dtype.
+    """
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    try:
+        if path.stat().st_size > MAX_WEIGHTS_BYTES:
+            raise GraphBuildError(f"{path.name} is larger than {MAX_WEIGHTS_BYTES} bytes")
+        raw = load_file(str(path))
+    except (OSError, SafetensorError, ValueError, TypeError) as exc:
+        raise GraphBuildError(f"cannot read {path.name}: {exc}") from None
+    weights = {k.removeprefix("bert."): v for k, v in raw.items()}
+    h, i = cfg.hidden, cfg.intermediate
+    expected = {
+        "embeddings.word_embeddings.weight": (cfg.vocab, h),
+        "embeddings.position_embeddings.weight": (cfg.max_positions, h),
+        "embeddings.token_type_embeddings.weight": (cfg.type_vocab, h),
+        "embeddings.LayerNorm.weight": (h,), "embeddings.LayerNorm.bias": (h,),
+    }
+    for n in range(cfg.layers):
+        p = f"encoder.layer.{n}."
+        for part in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
+            expected[p + part + ".weight"] = (h, h)
+            expected[p + part + ".bias"] = (h,)
+        expected[p + "intermediate.dense.weight"] = (i, h)
+        expected[p + "intermediate.dense.bias"] = (i,)
+        expected[p + "output.dense.weight"] = (h, i)
+        expected[p + "output.dense.bias"] = (h,)
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            expected[norm.join((p, ".weight"))] = (h,)
+            expected[norm.join((p, ".bias"))] = (h,)
+    out: dict[str, np.ndarray] = {}
+    for name, shape in expected.items():
+        tensor = weights.get(name)
+        if tensor is None:
+            raise GraphBuildError(f"{path.name} has no tensor {name!r}")
+        if tensor.shape != shape or tensor.dtype not in (np.float32, np.float16):
+            raise GraphBuildError(f"{path.name}: {name} is {tensor.dtype} {tensor.shape}, expected float32 {shape}")
+        out[name] = np.ascontiguousarray(tensor, dtype=np.float32)
+    return out
+
+
+class _Graph:
+    """Accumulates nodes and initializers with unique names."""
+
+    def __init__(self) -> None:
+        from onnx import helper, numpy_helper
+
+        self.helper, self.numpy_helper = helper, numpy_helper
+        self.nodes: list = []
+        self.inits: list = []
+        self._n = 0
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
+
+    def op(self, op_type: str, inputs: list[str], domain: str = "", name: str = "", **attrs: object) -> str:
+        self._n += 1
+        out = f"{op_type.lower()}_{self._n}"
+        self.nodes.append(self.helper.make_node(op_type, inputs, [out], name=name or f"n{self._n}_{op_type}",
+                                                domain=domain, **attrs))
+        return out
+
+
+def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: str = "fused",  # noqa: ANN201
+                     outliers: dict[str, np.ndarray] | None = None, probe: bool = False):
+    """The encoder as an ``onnx.ModelProto`` (see the module docstring for inputs, output, layouts).
+
+    ``outliers`` (fused layout): for a feed-forward input named ``"<layer>.ffn1"`` / ``"<layer>.ffn2"``,
+    the input channels computed apart, in float32 (see :func:`find_outlier_channels`): the product
+    becomes ``(x * keep) @ W + x[..., idx] @ W[idx]``, equal in float32, and the first term, without
+    the outlier channels, is what int8 quantisation then sees (Dettmers et al. 2022, LLM.int8()).
+    The side products are the MatMul nodes named ``fp32_side_*``. ``probe``: the feed-forward
+    inputs are graph outputs too (named ``probe.<layer>.ffn1`` ...), for calibration.
+
+    Raises:
+        ValueError: unknown ``layout``.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    from onnx import TensorProto, helper
+
+    g = _Graph()
+    h, heads = cfg.hidden, cfg.heads
+    head_dim = h // heads
+    eps = cfg.layer_norm_eps
+    w = weights
+
+    def linear(x: str, prefix: str, bias: bool = True) -> str:
+        # Hugging Face stores Linear weights as (out, in); MatMul wants (in, out).
+        y = g.op("MatMul", [x, g.const(prefix + ".weight_t", w[prefix + ".weight"].T)])
+        return g.op("Add", [y, g.const(prefix + ".bias", w[prefix + ".bias"])]) if bias else y
+
+    def ffn_linear(x: str, prefix: str, point: str) -> str:
+        """x @ W (no bias) of a feed-forward product, its outlier channels apart when given."""
+        if probe:
+            g.op("Identity", [x], name=f"probe.{point}")
+        idx = (outliers or {}).get(point)
+        if idx is None or not len(idx):
+            return linear(x, prefix, bias=False)
+        weight_t = w[prefix + ".weight"].T
+        keep = np.ones(weight_t.shape[0], dtype=np.float32)
+        keep[idx] = 0.0
+        main = g.op("MatMul", [g.op("Mul", [x, g.const(prefix + ".keep", keep)]),
+                               g.const(prefix + ".weight_t", weight_t)])
+        side_x = g.op("Gather", [x, g.const(prefix + ".outlier_idx", np.asarray(idx, dtype=np.int64))], axis=-1)
+        side = g.op("MatMul", [side_x, g.const(prefix + ".outlier_weight_t", weight_t[idx])],
+                    name=f"fp32_side_{point}")
+        return g.op("Add", [main, side])
+
+    def layer_norm(x: str, prefix: str) -> str:
+        return g.op("LayerNormalization", [x, g.const(prefix + ".weight", w[prefix + ".weight"]),
+                                           g.const(prefix + ".bias", w[prefix + ".bias"])], axis=-1, epsilon=eps)
+
+    # Embeddings: word + (position + type 0), LayerNorm.
+    word = g.op("Gather", [g.const("word_embeddings", w["embeddings.word_embeddings.weight"]), "input_ids"])
+    positions = w["embeddings.position_embeddings.weight"] + w["embeddings.token_type_embeddings.weight"][0]
+    shape = g.op("Shape", ["input_ids"])
+    length = g.op("Slice", [shape, g.const("one_i64", np.array([1])), g.const("two_i64", np.array([2]))])
+    pos = g.op("Slice", [g.const("position_embeddings", positions), g.const("zero_i64", np.array([0])), length])
+    x = layer_norm(g.op("Add", [word, pos]), "embeddings.LayerNorm")
+
+    if layout == "fused":
+        mask = g.op("Cast", ["attention_mask"], to=TensorProto.INT32)
+    else:
+        # Additive mask as Hugging Face builds it: 0 where attended, the lowest float32 elsewhere.
+        keep = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+        dropped = g.op("Sub", [g.const("one_f32", np.array(1.0, dtype=np.float32)), keep])
+        bias = g.op("Mul", [dropped, g.const("mask_min", np.array(np.finfo(np.float32).min, dtype=np.float32))])
+        mask_bias = g.op("Unsqueeze", [bias, g.const("axes_1_2", np.array([1, 2]))])
+        split_heads = g.const("split_heads", np.array([0, 0, heads, head_dim]))
+        merge_heads = g.const("merge_heads", np.array([0, 0, h]))
+        scale = g.const("attention_scale", np.array(1.0 / math.sqrt(head_dim), dtype=np.float32))
+        sqrt2 = g.const("sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
+        half = g.const("half", np.array(0.5, dtype=np.float32))
+
+    for n in range(cfg.layers):
+        p = f"encoder.layer.{n}."
+        if layout == "fused":
+            qkv_w = np.concatenate([w[p + f"attention.self.{m}.weight"].T for m in ("query", "key", "value")], axis=1)
+            qkv_b = np.concatenate([w[p + f"attention.self.{m}.bias"] for m in ("query", "key", "value")])
+            ctx = g.op("Attention", [x, g.const(p + "qkv.weight", qkv_w), g.const(p + "qkv.bias", qkv_b), mask],
+                       domain=MS_DOMAIN, num_heads=heads)
+            out = linear(ctx, p + "attention.output.dense", bias=False)
+            x = g.op("SkipLayerNormalization", [
+                out, x, g.const(p + "attention.output.LayerNorm.weight", w[p + "attention.output.LayerNorm.weight"]),
+                g.const(p + "attention.output.LayerNorm.bias", w[p + "attention.output.LayerNorm.bias"]),
+                g.const(p + "attention.output.dense.bias", w[p + "attention.output.dense.bias"])],
+                domain=MS_DOMAIN, epsilon=eps)
+            inner = ffn_linear(x, p + "intermediate.dense", f"{n}.ffn1")
+            act = g.op("BiasGelu", [inner, g.const(p + "intermediate.dense.bias", w[p + "intermediate.dense.bias"])],
+                       domain=MS_DOMAIN)
+            out = ffn_linear(act, p + "output.dense", f"{n}.ffn2")
+            x = g.op("SkipLayerNormalization", [
+                out, x, g.const(p + "output.LayerNorm.weight", w[p + "output.LayerNorm.weight"]),
+                g.const(p + "output.LayerNorm.bias", w[p + "output.LayerNorm.bias"]),
+                g.const(p + "output.dense.bias", w[p + "output.dense.bias"])], domain=MS_DOMAIN, epsilon=eps)
+            continue
+        q, k, v = (g.op("Transpose", [g.op("Reshape", [linear(x, f"{p}attention.self.{name}"), split_heads])],
+                        perm=perm)
+                   for name, perm in (("query", [0, 2, 1, 3]), ("key", [0, 2, 3, 1]), ("value", [0, 2, 1, 3])))
+        scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k]), scale]), mask_bias])
+        ctx = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), v])
+        ctx = g.op("Reshape", [g.op("Transpose", [ctx], perm=[0, 2, 1, 3]), merge_heads])
+        x = layer_norm(g.op("Add", [linear(ctx, p + "attention.output.dense"), x]), p + "attention.output.LayerNorm")
+        inner = linear(x, p + "intermediate.dense")
+        erf = g.op("Erf", [g.op("Div", [inner, sqrt2])])
+        act = g.op("Mul", [g.op("Mul", [inner, g.op("Add", [erf, g.const(f"one_{n}", np.array(1.0, np.float32))])]),
+                           half])
+        x = layer_norm(g.op("Add", [linear(act, p + "output.dense"), x]), p + "output.LayerNorm")
+
+    g.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="output"))
+    dims = ["batch", "tokens"]
+    outputs = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [*dims, h])]
+    for node in g.nodes:
+        if node.name.startswith("probe."):
+            node.output[0] = node.name
+            outputs.append(helper.make_tensor_value_info(node.name, TensorProto.FLOAT, None))
+    graph = helper.make_graph(
+        g.nodes, "bert_encoder",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, dims),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, dims)],
+        outputs, initializer=g.inits,
+    )
+    opsets = [helper.make_opsetid("", BERT_OPSET)]
+    if layout == "fused":
+        opsets.append(helper.make_opsetid(MS_DOMAIN, 1))
+    return helper.make_model(graph, opset_imports=opsets, producer_name="sleuth.bert_graph")
+
+
+#: Texts whose activations pick the outlier channels. The outliers of this kind of model sit in a
+#: few fixed channels of every token (all-MiniLM-L6-v2: one channel at 20-30 in the first layers'
+#: feed-forward inputs, where the median channel peaks near 2), so a few varied texts find them.
+CALIBRATION_TEXTS = (
+    "The catalog is a SQLite database in write-ahead-log mode; readers never wait for writers.",
+    "Vitamin D supplementation reduced respiratory infections in a randomised trial of 3,000 children.",
+    "def parse_query(text: str) -> Query:\n    return Query(terms=text.split(), limit=10)",
+    "## Decision\n\nWe use reciprocal rank fusion (k = 60) to merge the lexical and vector lanes.",
+    "Der schnelle braune Fuchs springt über den faulen Hund. 東京は日本の首都です。",
+    "SELECT doc_id, title FROM documents WHERE project_id = ? ORDER BY rowid LIMIT 10;",
+    "The boundary layer separates from the wing at high angles of attack and the lift drops sharply.",
+    "How do I rotate the signing keys without downtime? Use two active keys and retire the old one.",
+)
+#: Outlier channels kept in float32 per feed-forward input of the int8 model. Two: the mean
+#: 1 - cosine to float32 vectors of 48 SciFact and tldr texts is 6.7e-3 with none, 1.9e-3 with two
+#: (both feed-forward inputs), 1.9e-3 with four (docs/BENCH.md).
+INT8_OUTLIER_CHANNELS = 2
+
+
+def find_outlier_channels(cfg: BertConfig, weights: dict[str, np.ndarray], tokenizer_path: Path,
+                          count: int = INT8_OUTLIER_CHANNELS,
+                          texts: tuple[str, ...] = CALIBRATION_TEXTS) -> dict[str, np.ndarray]:
+    """The ``count`` input channels of largest absolute value of each feed-forward product over the
+    tokens of ``texts`` (run in float32 with onnxruntime): ``{"<layer>.ffn1": idx, ...}``, int64."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    tokenizer.enable_truncation(256)
+    model = build_bert_graph(cfg, weights, "fused", probe=True)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs() if o.name.startswith("probe.")]
+    peaks: dict[str, np.ndarray] = {}
+    for encoding in tokenizer.encode_batch(list(texts)):
+        ids = np.asarray([encoding.ids], dtype=np.int64)
+        for name, value in zip(names, session.run(names, {"input_ids": ids, "attention_mask": np.ones_like(ids)}),
+                               strict=True):
+            peak = np.abs(value).reshape(-1, value.shape[-1]).max(axis=0)
+            peaks[name] = np.maximum(peaks.get(name, peak), peak)
+    return {name.removeprefix("probe."): np.sort(np.argsort(-peak, kind="stable")[:count]).astype(np.int64)
+            for name, peak in peaks.items()}
+
+
+def build_from_folder(folder: Path, out: Path, layout: str = "fused", int8_outliers: int = 0) -> list[str]:
+    """Build ``folder``'s (``config.json`` + ``model.safetensors``) encoder and write it to ``out``.
+    With ``int8_outliers`` > 0 (fused layout), that many outlier channels of each feed-forward input
+    are computed apart (see :func:`build_bert_graph`; the channels are found with the folder's
+    ``tokenizer.json``). Returns the names of the nodes int8 quantisation must leave in float32.
+
+    Raises:
+        GraphBuildError: the folder lacks the files, or they are not a supported BERT.
+    """
+    if not (folder / "model.safetensors").is_file():
+        raise GraphBuildError(f"{folder} has no model.safetensors (other weight formats are not read)")
+    cfg = BertConfig.from_file(folder / "config.json")
+    weights = load_weights(folder / "model.safetensors", cfg)
+    outliers = None
+    if int8_outliers:
+        outliers = find_outlier_channels(cfg, weights, folder / "tokenizer.json", int8_outliers)
+    model = build_bert_graph(cfg, weights, layout, outliers)
+    out.write_bytes(model.SerializeToString())
+    return [node.name for node in model.graph.node if node.name.startswith("fp32_side_")]
