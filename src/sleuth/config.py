@@ -123,7 +123,8 @@ def load_config(index_dir: Path | None) -> Config:
 
     config.toml keys: ``lanes = [..]``, ``fusion = "zscore"`` (or ``"convex"``, ``"rrf"``),
     ``rrf_k = 60``, ``model = "all-MiniLM-L6-v2"`` (or a folder, or ``"none"``),
-    ``model_int8 = "auto"`` (or true / false), ``[lane_weights] bm25 = 1.2 ...`` (RRF), ``[score_weights] bm25 = 0.48 ...`` (zscore, convex).
+    ``model_int8 = "auto"`` (or true / false), ``[lane_weights] bm25 = 1.2 ...`` (RRF),
+    ``[score_weights] bm25 = 0.48 ...`` (zscore, convex).
     Raises ConfigError on an unreadable file or bad values.
     """
     cfg = Config()
