@@ -182,13 +182,18 @@ class _Watcher:
                 self.apply_pending()
                 self._ready(roots)
                 now_roots = watched_roots(self.engine, self.projects)
+                touched = folders_set & {os.path.normpath(p) for _, p in changes}
                 # A change to a watched folder itself (deleted, made again: its inode number may be
                 # reused) means the watch may follow a folder that is gone: watch again.
-                if (now_roots != roots or {r: _presence(r) for r in now_roots} != presence
-                        or not folders_set.isdisjoint(os.path.normpath(p) for _, p in changes)):
+                if now_roots != roots or {r: _presence(r) for r in now_roots} != presence or touched:
                     # A root appeared, vanished or was replaced (deleted and made again between two
                     # wake-ups: the watch still follows the deleted folder), or a project gained a
-                    # root: watch again.
+                    # root: watch again, and scan again every root whose folder changed once the new
+                    # watch is in place -- files made in a folder made again under the same inode
+                    # number before the new watch began would otherwise never be seen.
+                    for root in now_roots:
+                        if os.path.normpath(root.path.parent if root.is_file else root.path) in touched:
+                            self.pending.setdefault(root, set()).add("")
                     break
             else:
                 return  # the stop event ended the watch
