@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
-import functools
 import hashlib
 import os
 import re
@@ -44,7 +43,10 @@ from sleuth.summaries import Snippet, make_snippet
 from sleuth.text import analyze, parse_query
 
 if TYPE_CHECKING:
-    from sleuth.ingest import DecodedText
+    from sleuth.ingest.guard import Outcome, ParseJob
+
+    #: A file to index: ``(rel_path, mtime_ns, size_bytes, job, in_archive)`` (see ``Engine._candidates``).
+    _Candidate = tuple[str, int, int, ParseJob, bool]
 
 from sleuth.types import (
     Block,
@@ -214,6 +216,7 @@ class _RootRun:
     report: IndexReport
     now: str
     progress: Callable[[str], None] | None
+    confine: list[Path]  # every root of the project: nothing outside them is read
     seen: set[str] = field(default_factory=set)
     batch: list[tuple[DocumentRow, list[tuple[Block, str]]]] = field(default_factory=list)
     touched: list[tuple[str, int, int]] = field(default_factory=list)
@@ -594,11 +597,16 @@ class Engine:
             FileNotFoundError / NotADirectoryError: a root does not exist.
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
         """
+        from sleuth.ingest.names import index_name, is_valid_text
+
         started = time.perf_counter()
         paths = [Path(r).expanduser().resolve() for r in roots]
         for p in paths:
             if not p.exists():
                 raise FileNotFoundError(f"root does not exist: {p}")
+            if not is_valid_text(str(p)):
+                raise ConfigError(f"the root {index_name(str(p))} has a name that is not valid UTF-8: index a folder"
+                                  " above it (names below a root may be anything) or rename it")
         name = project or paths[0].name or "default"
         pid = project_id_for(name)
         now = now_rfc3339()
@@ -652,8 +660,7 @@ class Engine:
                 self._index_root(project, root_path, report, now, None)
             else:
                 run = self._root_run(project, root_path, report, now, None, rels)
-                for item in self._candidates(root_path, rels):
-                    self._index_file(run, item)
+                self._index_items(run, self._candidates(root_path, run.confine, rels))
                 gone = [state.doc_id for (_, rel), state in run.known.items() if rel not in run.seen]
                 self._finish_root(run, gone)
                 self.catalog.replace_skips(project, root_key, rels, run.skips, now)
@@ -669,7 +676,8 @@ class Engine:
         root_key = str(root)
         root_label = root.name if root.is_dir() or not root.exists() else root.parent.name
         known = self.catalog.file_states(pid, [root_key], rel_paths)
-        return _RootRun(pid, root_key, root_label, known, report, now, progress)
+        confine = [Path(r) for r in self.catalog.roots().get(pid, [root_key])]
+        return _RootRun(pid, root_key, root_label, known, report, now, progress, confine)
 
     def _index_root(self, pid: str, root: Path, report: IndexReport, now: str,
                     progress: Callable[[str], None] | None) -> None:
@@ -677,53 +685,65 @@ class Engine:
         them when ``root`` itself is gone)."""
         run = self._root_run(pid, root, report, now, progress)
         if root.exists():
-            for item in self._candidates(root):
-                self._index_file(run, item)
+            self._index_items(run, self._candidates(root, run.confine))
         gone = [state.doc_id for (_, rel), state in run.known.items() if rel not in run.seen]
         self._finish_root(run, gone)
         self.catalog.record_skips(pid, run.root_key, run.skips, now)
 
-    def _index_file(self, run: _RootRun, item: tuple[str, int, int, Callable[[], DecodedText], bool] | SkippedFile,
-                    ) -> None:
-        """One candidate of a root: skipped with a reason, unchanged, or parsed into the next batch
-        (written when the batch is full)."""
-        from sleuth.ingest import DecodeError, ParseError, kind_for_path, parse_document
+    def _index_items(self, run: _RootRun, items: Iterable[_Candidate | SkippedFile]) -> None:
+        """Index a root's candidates in order; what needs parsing is parsed by worker processes
+        under the per-file time and memory bounds (sleuth.ingest.guard), beside this loop."""
+        from sleuth.ingest.guard import parse_in_order
+
+        for item, outcome in parse_in_order((item, self._parse_job(run, item)) for item in items):
+            self._index_file(run, item, outcome)
+
+    @staticmethod
+    def _parse_job(run: _RootRun, item: _Candidate | SkippedFile) -> ParseJob | None:
+        """The job that reads and parses ``item``, or None when it needs no reading (skipped, not
+        indexed, or unchanged since the catalog's record of it)."""
+        from sleuth.ingest import kind_for_path
+
+        if isinstance(item, SkippedFile) or kind_for_path(item[0]) is None:
+            return None
+        rel, mtime_ns, size_bytes, job, _in_archive = item
+        state = run.known.get((run.root_key, rel))
+        if state and state.mtime_ns == mtime_ns and state.size_bytes == size_bytes:
+            return None
+        return dataclasses.replace(job, known_hash=state.content_hash) if state else job
+
+    def _index_file(self, run: _RootRun, item: _Candidate | SkippedFile, outcome: Outcome | None) -> None:
+        """One candidate of a root, with the outcome of its parse job (see :meth:`_parse_job`): skipped
+        with a reason, unchanged, or parsed into the next batch (written when the batch is full)."""
+        from sleuth.ingest import kind_for_path
+        from sleuth.ingest.guard import Failed
 
         report = run.report
         report.scanned += 1
         if isinstance(item, SkippedFile):
             run.skips.append((item.path, item.reason))
             return
-        rel, mtime_ns, size_bytes, load, in_archive = item
+        rel, mtime_ns, size_bytes, _job, in_archive = item
         kind = kind_for_path(rel)
         if kind is None:
             run.skips.append((rel, "unsupported format"))
             return
         run.seen.add(rel)
         state = run.known.get((run.root_key, rel))
-        if state and state.mtime_ns == mtime_ns and state.size_bytes == size_bytes:
+        if outcome is None:  # unchanged: same time and size as indexed
             report.unchanged += 1
             if in_archive:  # the archive was read again: its members are as current as it is
-                run.verified.append(state.doc_id)
+                run.verified.append(state.doc_id)  # type: ignore[union-attr]
             return
-        try:
-            decoded = load()
-        except (DecodeError, OSError) as exc:
-            run.skips.append((rel, f"unreadable: {exc}"))
+        if isinstance(outcome, Failed):
+            run.skips.append((rel, outcome.reason))
             return
-        content_hash = _hash(decoded.text)
+        content_hash = outcome.content_hash
         if state and state.content_hash == content_hash:
             run.touched.append((state.doc_id, mtime_ns, size_bytes))
             report.unchanged += 1
             return
-        try:
-            parsed = parse_document(rel, decoded.text, title=decoded.title)
-        except ParseError as exc:
-            run.skips.append((rel, f"cannot parse: {exc}"))
-            return
-        except Exception as exc:  # noqa: BLE001 - one bad file never aborts an index
-            run.skips.append((rel, f"parser failed: {type(exc).__name__}: {exc}"))
-            return
+        parsed: ParsedDocument = outcome.document
         doc = self._document_row(run.pid, run.root_key, run.root_label, rel, parsed, content_hash,
                                  mtime_ns, size_bytes, run.now)
         for problem in parsed.problems:  # after _document_row, which may add one
@@ -754,35 +774,41 @@ class Engine:
         self.catalog.record_problems(run.pid, run.root_key, run.problems, run.now)
         report.skipped.extend({"path": p, "reason": r} for p, r in run.skips)
 
-    def _candidates(self, root: Path, rel_paths: Sequence[str] | None = None,
-                    ) -> Iterator[tuple[str, int, int, Callable[[], DecodedText], bool] | SkippedFile]:
+    def _candidates(self, root: Path, confine: Sequence[Path], rel_paths: Sequence[str] | None = None,
+                    ) -> Iterator[_Candidate | SkippedFile]:
         """Files under ``root`` (only ``rel_paths`` under it when given) as ``(rel_path, mtime_ns,
-        size_bytes, load, in_archive)``, archives expanded to their members
-        (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason. The index folder, when
-        inside ``root``, is left out."""
-        from sleuth.ingest import decode_bytes, read_text, walk_roots
+        size_bytes, job, in_archive)`` (``job``: the ParseJob that reads it), archives expanded to
+        their members (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason. The index
+        folder, when inside ``root``, is left out; nothing outside ``confine`` (the project's roots) is read."""
+        from sleuth.ingest import walk_roots
         from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
-        from sleuth.ingest.walk import walk_paths
+        from sleuth.ingest.confine import Roots
+        from sleuth.ingest.guard import ParseJob
+        from sleuth.ingest.walk import max_bytes_for, walk_paths
 
         excludes: list[str] = []
         if root.is_dir() and self.index_dir.is_relative_to(root) and self.index_dir != root:
             excludes.append(f"/{self.index_dir.relative_to(root).as_posix()}/")
-        items = walk_roots([root], excludes) if rel_paths is None else walk_paths(root, rel_paths, excludes)
+        items = (walk_roots([root], excludes, confine) if rel_paths is None
+                 else walk_paths(root, rel_paths, excludes, confine))
+        real_roots = Roots(confine)
         for item in items:
             if isinstance(item, SkippedFile):
                 yield item
             elif is_archive(item.rel_path):
                 try:
-                    for member in iter_archive(item.path):
+                    for member in iter_archive(item.path, item.identity, real_roots):
                         if isinstance(member, SkippedFile):
                             yield SkippedFile(f"{item.rel_path}/{member.path}", member.reason)
                         else:
-                            yield (f"{item.rel_path}/{member.name}", member.mtime_ns, len(member.data),
-                                   functools.partial(decode_bytes, member.data), True)
+                            rel = f"{item.rel_path}/{member.name}"
+                            yield rel, member.mtime_ns, len(member.data), ParseJob(rel, data=member.data), True
                 except ArchiveError as exc:
                     yield SkippedFile(item.rel_path, str(exc))
             else:
-                yield item.rel_path, item.mtime_ns, item.size_bytes, functools.partial(read_text, item.path), False
+                job = ParseJob(item.rel_path, str(item.path), identity=item.identity, roots=real_roots.real,
+                               max_bytes=max_bytes_for(item.rel_path))
+                yield item.rel_path, item.mtime_ns, item.size_bytes, job, False
 
     @staticmethod
     def _document_row(pid: str, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,
@@ -1033,7 +1059,7 @@ class Engine:
             DocumentNotFound: no such document (or not in ``projects``).
         """
         doc = self.catalog.document(doc_id.strip())
-        if doc is None or (projects is not None and doc.project_id not in projects):
+        if doc is None or (projects is not None and doc.project_id not in projects) or not self.confined(doc):
             raise DocumentNotFound(f"document not found: {doc_id!r}")
         return DocumentContent(
             doc_id=doc.doc_id, project=doc.project_id, path=doc.rel_path, root=doc.root, title=doc.title,
@@ -1046,6 +1072,14 @@ class Engine:
                 for b in self.catalog.blocks_of(doc.doc_id)
             ],
         )
+
+    def confined(self, doc: DocumentRow) -> bool:
+        """Whether the file of ``doc`` does not lead outside its project's roots now (an index made
+        before symlinks were judged may hold such a document; it is never returned). See
+        :func:`sleuth.ingest.confine.confined_path`."""
+        from sleuth.ingest.confine import Roots, confined_path
+
+        return confined_path(doc.root, doc.rel_path, Roots(self.catalog.roots().get(doc.project_id, [])))
 
     def status(self, files: bool = False) -> dict[str, object]:
         """Index health: counts, lane generations, projects, skipped files with reasons, and

@@ -33,6 +33,8 @@ class SourceFile:
     rel_path: str
     size_bytes: int
     mtime_ns: int
+    #: ``(st_dev, st_ino)`` of the file the walker listed: the reader opens that file or none.
+    identity: tuple[int, int] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
