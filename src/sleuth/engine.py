@@ -693,7 +693,7 @@ class Engine:
     def _index_items(self, run: _RootRun, items: Iterable[_Candidate | SkippedFile]) -> None:
         """Index a root's candidates in order; what needs parsing is parsed by worker processes
         under the per-file time and memory bounds (sleuth.ingest.guard), beside this loop."""
-        from sleuth.ingest.guard import parse_in_order
+        from sleuth.ingest.pool import parse_in_order
 
         for item, outcome in parse_in_order((item, self._parse_job(run, item)) for item in items):
             self._index_file(run, item, outcome)

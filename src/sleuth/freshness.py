@@ -81,7 +81,8 @@ def document_freshness(root: str, rel_path: str, mtime_ns: int, size_bytes: int,
         if os.stat(path).st_size != size_bytes:
             return "stale"
         from sleuth.ingest.confine import Roots
-        from sleuth.ingest.guard import Parsed, ParseJob, parse_in_order
+        from sleuth.ingest.guard import Parsed, ParseJob
+        from sleuth.ingest.pool import parse_in_order
 
         # Read as the indexer reads files: in a parse process, under the per-file bounds, never
         # through a symlink; the text is not parsed when its hash is the indexed one.

@@ -188,9 +188,11 @@ def _iter_zip(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
             try:
                 with zf.open(info) as member:
                     data = member.read(limit + 1)  # never more, whatever the header says
-            except (RuntimeError, NotImplementedError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
-                # RuntimeError: an encrypted member; NotImplementedError: an unknown compression
-                yield SkippedFile(name, f"cannot read member: {exc}")
+            except RuntimeError:  # what zipfile raises for an encrypted member
+                yield SkippedFile(name, "cannot read member: encrypted (a password is needed)")
+                continue
+            except (NotImplementedError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
+                yield SkippedFile(name, f"cannot read member: {exc}")  # e.g. an unknown compression method
                 continue
             total += len(data)
             if len(data) > limit:
