@@ -93,9 +93,11 @@ def document_freshness(root: str, rel_path: str, mtime_ns: int, size_bytes: int,
         return "stale"
 
 
-#: Skip reasons that mean a file could not be read or parsed (``failed``), as opposed to files left
-#: out on purpose (``skipped``: unsupported or binary formats, too large, symlinked folders).
-FAILED_REASON_PREFIXES = ("unreadable", "cannot parse", "parser failed", "cannot read archive", "broken symlink")
+#: Skip reasons that mean a file could not be read or parsed (``failed``: including one over the
+#: per-file time or memory bound, or whose parse process died), as opposed to files left out on
+#: purpose (``skipped``: unsupported or binary formats, too large, symlinks, archive limits).
+FAILED_REASON_PREFIXES = ("unreadable", "cannot parse", "parser failed", "cannot read archive", "broken symlink",
+                          "took too long", "needs more memory", "the parse process died", "cannot read member")
 
 
 def skip_state(reason: str) -> Literal["skipped", "failed"]:
