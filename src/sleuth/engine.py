@@ -598,7 +598,9 @@ class Engine:
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
         """
         from sleuth.ingest.names import index_name, is_valid_text
+        from sleuth.ingest.pool import prestart
 
+        prestart()  # a parse worker starts while the index is opened and the roots walked
         started = time.perf_counter()
         paths = [Path(r).expanduser().resolve() for r in roots]
         for p in paths:

@@ -244,9 +244,12 @@ def test_names_that_are_not_utf8_are_indexed_losslessly(tmp_path: Path) -> None:
     (root / "esc\x1b[31m.md").write_text("# Escape\n\nA page about milk frothers.\n")
     (root / "back\\slash.md").write_text("# Backslash\n\nA page about tampers.\n")
     (root / "plain.md").write_text("# Plain\n\nA page about kettles.\n")
+    (root / os.fsdecode(b"bad\xe9.pdf")).write_bytes(b"%PDF-1.4\nnot really a PDF\n")  # its error quotes its name
     index = tmp_path / "idx"
     report = index_json(root, index)
-    assert (report["added"], report["skipped"]) == (5, [])
+    assert report["added"] == 5
+    ((skipped, reason),) = [(s["path"], s["reason"]) for s in report["skipped"]]
+    assert skipped == "bad\\xe9.pdf" and reason.startswith("unreadable: ") and "bad\\xe9.pdf: " in reason
     expected = {"espresso": "caf\\xe9.md", "grinders": "dir\\xff/inner.md", "frothers": "esc\\x1b[31m.md",
                 "tampers": "back\\\\slash.md", "kettles": "plain.md"}
     for word, path in expected.items():
@@ -255,8 +258,8 @@ def test_names_that_are_not_utf8_are_indexed_losslessly(tmp_path: Path) -> None:
         doc = json.loads(get_json(index, hit["doc_id"]).stdout)
         assert doc["path"] == path and word in doc["text"]
     listed = files_of(index)
-    assert {p: (f["state"], f["freshness"]) for p, f in listed.items()} == {
-        p: ("indexed", "current") for p in expected.values()}
+    assert {p: (f["state"], f.get("freshness")) for p, f in listed.items()} == {
+        **{p: ("indexed", "current") for p in expected.values()}, "bad\\xe9.pdf": ("failed", None)}
     text = run_cli("status", "--files", "--index", str(index), env=LEXICAL).stdout
     assert "caf\\xe9.md" in text and "\x1b" not in text  # nothing in the listing can drive the terminal
     assert index_json(root, index)["unchanged"] == 5

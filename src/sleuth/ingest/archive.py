@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from sleuth.doc_types import SkippedFile
 from sleuth.ingest.confine import Roots, open_file
-from sleuth.ingest.names import index_name
+from sleuth.ingest.names import index_name, printable
 from sleuth.ingest.pdf import PDF_MAX_BYTES
 from sleuth.ingest.walk import ARCHIVE_SUFFIXES, FILE_MAX_BYTES, max_bytes_for
-from sleuth.types import SkippedFile
 
 ARCHIVE_MAX_MEMBERS = 10_000
 """At most this many members (files, folders, links) are read from one archive."""
@@ -192,7 +192,7 @@ def _iter_zip(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
                 yield SkippedFile(name, "cannot read member: encrypted (a password is needed)")
                 continue
             except (NotImplementedError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
-                yield SkippedFile(name, f"cannot read member: {exc}")  # e.g. an unknown compression method
+                yield SkippedFile(name, printable(f"cannot read member: {exc}"))  # e.g. an unknown compression
                 continue
             total += len(data)
             if len(data) > limit:
@@ -338,4 +338,4 @@ def iter_archive(path: Path, identity: tuple[int, int] | None = None,
             raise
         except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError, lzma.LZMAError,
                 NotImplementedError) as exc:
-            raise ArchiveError(f"cannot read archive: {exc}") from exc
+            raise ArchiveError(printable(f"cannot read archive: {exc}")) from exc

@@ -93,9 +93,15 @@ class Parsed:
 
 @dataclass(frozen=True)
 class Failed:
-    """A file that could not be indexed, with the skip reason."""
+    """A file that could not be indexed, with the skip reason (made printable: a message may quote
+    a name that is not UTF-8, which the catalog could not store)."""
 
     reason: str
+
+    def __post_init__(self) -> None:
+        from sleuth.ingest.names import printable
+
+        object.__setattr__(self, "reason", printable(self.reason))
 
 
 Outcome = Parsed | Failed
@@ -236,7 +242,7 @@ def outcome_to_wire(outcome: Outcome) -> tuple[Any, ...]:
 
 
 def outcome_from_wire(wire: tuple[Any, ...]) -> Outcome:
-    from sleuth.types import BlockDraft, Link, ParsedDocument
+    from sleuth.doc_types import BlockDraft, Link, ParsedDocument
 
     tag = wire[0]
     if tag == "failed":

@@ -62,6 +62,19 @@ def fs_name(name: str) -> str:
     return os.fsdecode(bytes(out))
 
 
+#: What a message may not carry raw: control characters (C0, DEL, C1) and lone surrogates.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` (an error message, a skip reason) with control characters other than tab and newline,
+    and lone surrogates (undecodable bytes of a file name), escaped as in :func:`index_name`; the
+    rest, backslashes included, unchanged. For messages, which need not map back. Pure."""
+    if _UNPRINTABLE.search(text) is None:
+        return text
+    return _UNPRINTABLE.sub(lambda m: _escape(m.group()), text)
+
+
 def is_valid_text(name: str) -> bool:
     """True when ``name`` encodes to UTF-8 (holds no lone surrogate), as SQLite and JSON need."""
     try:
@@ -71,4 +84,4 @@ def is_valid_text(name: str) -> bool:
     return True
 
 
-__all__ = ["fs_name", "index_name", "is_valid_text"]
+__all__ = ["fs_name", "index_name", "is_valid_text", "printable"]

@@ -129,8 +129,16 @@ def run_job(message: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def worker_main() -> None:
-    """The worker's loop, until the indexer closes the pipe. ``sys.argv[1]``: the address-space
-    limit in bytes; ``sys.argv[2]``: the progress file's descriptor."""
+    """The worker's loop, until the indexer closes the pipe (or is gone: a write to a closed pipe
+    ends the worker quietly). ``sys.argv[1]``: the address-space limit in bytes; ``sys.argv[2]``:
+    the progress file's descriptor."""
+    try:
+        _serve()
+    except BrokenPipeError:
+        os._exit(0)  # the indexer went away (killed, say): nobody to answer
+
+
+def _serve() -> None:
     import resource
 
     pipes = _Pipes(os.dup(0), os.dup(1))

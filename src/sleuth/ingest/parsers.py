@@ -21,6 +21,7 @@ import yaml
 from frontmatter.default_handlers import BaseHandler
 from markdown_it.token import Token
 
+from sleuth.doc_types import BlockDraft, DocumentKind, ParsedDocument
 from sleuth.ingest.chunk import (
     CHUNK_MAX_CHARS,
     CODE_WINDOW_LINES,
@@ -33,7 +34,6 @@ from sleuth.ingest.chunk import (
 )
 from sleuth.ingest.front_matter import BoundedYAMLHandler, FrontMatterLimit, TomlHandler
 from sleuth.ingest.links import declared_entities, extract_links, markdown_tokens
-from sleuth.types import BlockDraft, DocumentKind, ParsedDocument
 
 MARKDOWN_EXTENSIONS: frozenset[str] = frozenset({".md", ".markdown", ".mdx", ".mdown", ".mkd", ".mkdn"})
 NOTEBOOK_EXTENSIONS: frozenset[str] = frozenset({".ipynb"})

@@ -7,8 +7,9 @@ candidates given, while worker processes (:mod:`sleuth.ingest.parse_worker`) rea
 that the many small files of a real repository cost little more than parsing them in-process.
 
 One worker starts with a run; a second one (up to :data:`sleuth.ingest.guard.PARSE_WORKERS`) only
-once the indexer has waited :data:`SCALE_UP_WAIT_S` for the warm ones (parsing, not indexing, is then
-what takes the time; a repository of small files never needs it).
+once the indexer has spent :data:`SCALE_UP_WAIT_S`, and half its time, waiting for the warm ones
+(parsing, not indexing, is then what takes the time; the 38,404 tldr pages and the 992 Hugo pages
+never need it).
 Workers are shared by every run of a process and kept between runs: a broker or a watcher pays their
 start-up (about 0.2 s of CPU each: Python, markdown-it, PyYAML, pydantic) once.
 
@@ -59,7 +60,9 @@ SEND_BATCH_JOBS = 8
 PENDING_MAX_ITEMS = 4096
 """At most this many candidates wait in order behind a file still being parsed."""
 SCALE_UP_WAIT_S = 0.5
-"""Another worker starts (up to the limit) once the indexer has waited this long for warm workers."""
+"""Another worker starts (up to the limit) once the indexer has waited this long for warm workers..."""
+SCALE_UP_WAIT_SHARE = 0.5
+"""... and that was at least this share of its time since they warmed up (parsing is the bottleneck)."""
 
 _READ_BYTES = 1024 * 1024
 _WORKER_CODE = "from sleuth.ingest.parse_worker import worker_main; worker_main()"
@@ -269,6 +272,20 @@ _IDLE = _Idle()
 atexit.register(_IDLE.close_all)
 
 
+def prestart() -> None:
+    """Start a worker now, kept for the next run of this process, so that its start-up overlaps with
+    what the process does before it indexes (imports, opening the index). Does nothing when one is
+    kept already; a failure is left for the run to report."""
+    with _IDLE.lock:
+        if _IDLE.workers:
+            return
+    try:
+        worker = _Worker(parse_memory_max_bytes())
+    except Exception:  # noqa: BLE001 - the run starts its own and reports why it cannot
+        return
+    _IDLE.give_back(worker, parse_workers())
+
+
 class _Run(Generic[T]):
     """One ordered pass of candidates through the workers (see :func:`parse_in_order`)."""
 
@@ -283,6 +300,7 @@ class _Run(Generic[T]):
         self.writing: set[int] = set()  # stdin descriptors watched for room to write
         self.in_flight = 0
         self.waited_s = 0.0  # seconds the indexer waited for warm workers since the last one started
+        self.warm_since: float | None = None  # when the workers had all answered once (monotonic)
 
     def _add_worker(self) -> _Worker:
         worker = _IDLE.take(self.memory_bytes) or _Worker(self.memory_bytes)
@@ -305,8 +323,8 @@ class _Run(Generic[T]):
         """Queue ``entry``'s job on the least loaded worker (starting one when there is none, or
         when the indexer has waited ``SCALE_UP_WAIT_S`` for the warm ones)."""
         assert entry.job is not None
-        if not self.workers or (self.waited_s >= SCALE_UP_WAIT_S and len(self.workers) < self.max_workers):
-            self.waited_s = 0.0
+        if not self.workers or (len(self.workers) < self.max_workers and self._waiting_for_parsing()):
+            self.waited_s, self.warm_since = 0.0, None
             self._add_worker()
         worker = min(self.workers, key=lambda w: len(w.inflight))
         if not worker.inflight:
@@ -316,6 +334,13 @@ class _Run(Generic[T]):
         self.in_flight += 1
         if len(worker.unsent) >= SEND_BATCH_JOBS:
             worker.send()
+
+    def _waiting_for_parsing(self) -> bool:
+        """Whether the indexer has spent at least ``SCALE_UP_WAIT_S``, and at least
+        ``SCALE_UP_WAIT_SHARE`` of its time since the workers warmed up, waiting for them."""
+        if self.warm_since is None or self.waited_s < SCALE_UP_WAIT_S:
+            return False
+        return self.waited_s >= SCALE_UP_WAIT_SHARE * (time.monotonic() - self.warm_since)
 
     def send_all(self) -> None:
         for worker in self.workers:
@@ -340,7 +365,9 @@ class _Run(Generic[T]):
                     self.writing.discard(worker.stdin_fd)
         started = time.monotonic()
         ready = self.selector.select(timeout)
-        if timeout and any(w.warm for w in self.workers):
+        if self.warm_since is None and any(w.warm for w in self.workers):
+            self.warm_since = started
+        if timeout and self.warm_since is not None:
             self.waited_s += time.monotonic() - started  # the indexer waited for parsing
         for key, events in ready:
             if events & selectors.EVENT_READ:
@@ -442,4 +469,4 @@ def parse_in_order(items: Iterable[tuple[T, ParseJob | None]],
         run.close()
 
 
-__all__ = ["JOBS_PER_WORKER", "PENDING_MAX_ITEMS", "SEND_BATCH_JOBS", "parse_in_order"]
+__all__ = ["JOBS_PER_WORKER", "PENDING_MAX_ITEMS", "SEND_BATCH_JOBS", "parse_in_order", "prestart"]

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pathspec
 
+from sleuth.doc_types import SkippedFile, SourceFile
 from sleuth.ingest.confine import ConfinementError, Roots, link_reason, open_file, read_file
 from sleuth.ingest.decode import SNIFF_BYTES, looks_binary
-from sleuth.ingest.names import fs_name, index_name
+from sleuth.ingest.names import fs_name, index_name, printable
 from sleuth.ingest.pdf import PDF_MAX_BYTES
-from sleuth.types import SkippedFile, SourceFile
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git/", ".hg/", ".svn/", ".jj/",
@@ -125,7 +125,7 @@ def _check_file(root: Path, path: Path, fs_rel: str, st: os.stat_result) -> Sour
     except ConfinementError as exc:
         return SkippedFile(rel, f"unreadable: {exc}")
     except OSError as exc:
-        return SkippedFile(rel, f"unreadable: {exc.strerror or exc}")
+        return SkippedFile(rel, printable(f"unreadable: {exc.strerror or exc}"))
     if looks_binary(sample):
         return SkippedFile(rel, "binary content")
     return candidate()
@@ -138,7 +138,7 @@ def _walk_dir(
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as exc:
-        yield SkippedFile(index_name(rel_dir) or ".", f"unreadable directory: {exc.strerror or exc}")
+        yield SkippedFile(index_name(rel_dir) or ".", printable(f"unreadable directory: {exc.strerror or exc}"))
         return
     for entry in entries:
         rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
@@ -173,7 +173,7 @@ def _visit(root: Path, path: Path, rel: str, ignores: _Ignores, roots: Roots,
             yield SkippedFile(index_name(rel), "broken symlink")
             return
     except OSError as exc:
-        yield SkippedFile(index_name(rel), f"unreadable: {exc.strerror or exc}")
+        yield SkippedFile(index_name(rel), printable(f"unreadable: {exc.strerror or exc}"))
         return
     if stat.S_ISDIR(st.st_mode):
         if is_link and not ignores.excluded(rel, is_dir=True):
