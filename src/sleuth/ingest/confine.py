@@ -101,12 +101,16 @@ def opened_path(fd: int) -> str | None:
 
 
 def open_file(path: str | os.PathLike[str], identity: tuple[int, int] | None = None,
-              roots: Roots | None = None) -> int:
+              roots: Roots | None = None, *, check: bool = True) -> int:
     """Open the regular file ``path`` for reading without following a symlink; returns the descriptor.
 
     Args:
-        identity: ``(st_dev, st_ino)`` the walker saw; the opened file must be that one.
-        roots: when given, the opened file must really lie inside them (checked on the descriptor).
+        identity: ``(st_dev, st_ino)`` the walker saw; the opened file must be that one (which
+            proves it inside the roots the walker kept to: ``roots`` is then not checked again).
+        roots: when given (and ``identity`` is not), the opened file must really lie inside them
+            (checked on the descriptor).
+        check: False skips the ``fstat`` checks (for a peek at the first bytes of a file the walker
+            has just seen to be regular: ``O_NOFOLLOW`` and ``O_NONBLOCK`` still apply).
     Raises:
         ConfinementError: the last part of ``path`` is a symlink, the file is not a regular file,
             it is not the file the walker listed, or it lies outside ``roots``.
@@ -118,13 +122,16 @@ def open_file(path: str | os.PathLike[str], identity: tuple[int, int] | None = N
         if os.path.islink(path):
             raise ConfinementError("is a symlink (not followed)") from None
         raise
+    if not check:
+        return fd
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ConfinementError("not a regular file")
-        if identity is not None and (st.st_dev, st.st_ino) != tuple(identity):
-            raise ConfinementError("the file was replaced while being indexed")
-        if roots is not None:
+        if identity is not None:
+            if (st.st_dev, st.st_ino) != tuple(identity):
+                raise ConfinementError("the file was replaced while being indexed")
+        elif roots is not None:
             real = opened_path(fd) or os.path.realpath(path)
             if not roots.contains(real):
                 raise ConfinementError("outside the project's roots")
@@ -151,9 +158,6 @@ def read_file(path: str | os.PathLike[str], max_bytes: int, identity: tuple[int,
     """
     fd = open_file(path, identity, roots)
     try:
-        size = os.fstat(fd).st_size
-        if size > max_bytes:
-            raise FileTooLarge(size, max_bytes)
         chunks: list[bytes] = []
         total = 0
         while True:
@@ -162,8 +166,8 @@ def read_file(path: str | os.PathLike[str], max_bytes: int, identity: tuple[int,
                 break
             chunks.append(chunk)
             total += len(chunk)
-            if total > max_bytes:
-                raise FileTooLarge(total, max_bytes)
+            if total > max_bytes:  # it grew since the walk (or nobody checked its size)
+                raise FileTooLarge(max(total, os.fstat(fd).st_size), max_bytes)
         return b"".join(chunks)
     finally:
         os.close(fd)

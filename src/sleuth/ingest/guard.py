@@ -120,7 +120,8 @@ def parse_job(job: ParseJob) -> Outcome:
             decoded = decode_bytes(job.data)
         else:
             assert job.path is not None
-            roots = Roots.from_real(job.roots) if job.roots is not None else None
+            # the walker's (st_dev, st_ino) proves the file inside the roots; without it, check them
+            roots = Roots.from_real(job.roots) if job.roots is not None and job.identity is None else None
             data = read_file(job.path, job.max_bytes, job.identity, roots)
             try:
                 decoded = decode_bytes(data, os.path.basename(job.path))
@@ -206,6 +207,8 @@ class Faults:
 
     def for_path(self, rel_path: str) -> tuple[int, str]:
         """``(delay in ms, fault)`` for a file: fault ``"stuck"``, ``"hog"`` or ``""``."""
+        if not (self.slow or self.stuck or self.hog):
+            return 0, ""
         delay = sum(ms for glob, ms in self.slow if fnmatch.fnmatchcase(rel_path, glob))
         if any(fnmatch.fnmatchcase(rel_path, glob) for glob in self.stuck):
             return delay, "stuck"

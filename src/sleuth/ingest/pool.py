@@ -57,6 +57,9 @@ JOBS_PER_WORKER = 32
 """Files sent ahead to each worker, so that it never waits for the indexer."""
 SEND_BATCH_JOBS = 8
 """Jobs are sent to a worker once this many wait for it (or at once when the indexer waits)."""
+POLL_EVERY_ITEMS = 8
+"""While the indexer works through outcomes already in, it looks for new answers (and sends the
+jobs waiting) after every this many, so that the workers never run dry behind it."""
 PENDING_MAX_ITEMS = 4096
 """At most this many candidates wait in order behind a file still being parsed."""
 SCALE_UP_WAIT_S = 0.5
@@ -280,10 +283,11 @@ def prestart() -> None:
         if _IDLE.workers:
             return
     try:
+        keep = parse_workers()
         worker = _Worker(parse_memory_max_bytes())
-    except Exception:  # noqa: BLE001 - the run starts its own and reports why it cannot
+    except Exception:  # noqa: BLE001 - a bad setting or no worker: the run reports it
         return
-    _IDLE.give_back(worker, parse_workers())
+    _IDLE.give_back(worker, keep)
 
 
 class _Run(Generic[T]):
@@ -445,6 +449,7 @@ def parse_in_order(items: Iterable[tuple[T, ParseJob | None]],
     pending: collections.deque[_Entry[T]] = collections.deque()
     source = iter(items)
     exhausted = False
+    handed_out = 0
     try:
         while True:
             while not exhausted and len(pending) < PENDING_MAX_ITEMS and run.has_room():
@@ -457,9 +462,13 @@ def parse_in_order(items: Iterable[tuple[T, ParseJob | None]],
                 pending.append(entry)
                 if job is not None:
                     run.submit(entry)
-            while pending and pending[0].done:
+            if pending and pending[0].done:
                 entry = pending.popleft()
                 yield entry.item, entry.outcome
+                handed_out += 1
+                if run.in_flight and handed_out % POLL_EVERY_ITEMS == 0:
+                    run.pump(wait=False)  # take answers in and send more jobs while the indexer works
+                continue
             if not pending:
                 if exhausted:
                     return

@@ -117,7 +117,7 @@ def _check_file(root: Path, path: Path, fs_rel: str, st: os.stat_result) -> Sour
     if suffix == PDF_EXTENSION:  # binary by nature; its text layer is read by sleuth.ingest.pdf
         return candidate()
     try:
-        fd = open_file(path, (st.st_dev, st.st_ino))
+        fd = open_file(path, check=False)  # a peek: the reader checks the file it opens
         try:
             sample = os.read(fd, SNIFF_BYTES)
         finally:
