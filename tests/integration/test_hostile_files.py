@@ -262,6 +262,15 @@ def test_names_that_are_not_utf8_are_indexed_losslessly(tmp_path: Path) -> None:
         **{p: ("indexed", "current") for p in expected.values()}, "bad\\xe9.pdf": ("failed", None)}
     text = run_cli("status", "--files", "--index", str(index), env=LEXICAL).stdout
     assert "caf\\xe9.md" in text and "\x1b" not in text  # nothing in the listing can drive the terminal
+    (hit,) = search_json(index, "espresso")["hits"]
+    mcp = session(["--index", str(index)], [
+        ("search_project", {"project_id": "repo", "query": "espresso machines"}),
+        ("get_notebook", {"project_id": "repo", "item_id": hit["doc_id"]}),
+        ("project_memory_search", {"query": "espresso machines", "project_id": "repo"}),
+    ], cwd=tmp_path, env=LEXICAL)["results"]
+    assert [i["item"]["path"] for i in payload(mcp[0])["items"]] == ["caf\\xe9.md"]
+    assert payload(mcp[1])["item"]["path"] == "caf\\xe9.md"
+    assert [r["path"] for r in payload(mcp[2])["results"]][:1] == ["caf\\xe9.md"]
     assert index_json(root, index)["unchanged"] == 5
     (root / os.fsdecode(b"caf\xe9.md")).unlink()
     assert index_json(root, index)["removed"] == 1
