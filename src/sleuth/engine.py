@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from sleuth.embed import Embedder
     from sleuth.lanes.graph import LinkGraph
     from sleuth.pipeline.requests import RequestState
+    from sleuth.store.catalog import DocumentRow
 
 __all__ = ["Engine", "Record", "content_hash_of", "doc_id_for", "now_rfc3339", "project_id_for"]
 
@@ -202,7 +203,7 @@ class Engine:
             DocumentNotFound: no such document (or not in ``projects``).
         """
         doc = self.catalog.document(doc_id.strip())
-        if doc is None or (projects is not None and doc.project_id not in projects):
+        if doc is None or (projects is not None and doc.project_id not in projects) or not self.confined(doc):
             raise DocumentNotFound(f"document not found: {doc_id!r}")
         return DocumentContent(
             doc_id=doc.doc_id, project=doc.project_id, path=doc.rel_path, root=doc.root, title=doc.title,
@@ -215,6 +216,14 @@ class Engine:
                 for b in self.catalog.blocks_of(doc.doc_id)
             ],
         )
+
+    def confined(self, doc: DocumentRow) -> bool:
+        """Whether the file of ``doc`` does not lead outside its project's roots now (an index made
+        before symlinks were judged may hold such a document; it is never returned). See
+        :func:`sleuth.ingest.confine.confined_path`."""
+        from sleuth.ingest.confine import Roots, confined_path
+
+        return confined_path(doc.root, doc.rel_path, Roots(self.catalog.roots().get(doc.project_id, [])))
 
     def status(self, files: bool = False) -> StatusReport:
         """Index health: counts, lane generations, projects, skipped files with reasons, and

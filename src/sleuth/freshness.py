@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import stat
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from sleuth.ingest.names import fs_name
 from sleuth.ingest.walk import ARCHIVE_SUFFIXES
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ def freshness(root: str, rel_path: str, mtime_ns: int, size_bytes: int,
     """
     if not root:
         return "current"
+    rel_path = fs_name(rel_path)  # the index form of a name that is not UTF-8 is escaped
     member = _archive_split(rel_path)
     try:
         if member is not None:
@@ -78,21 +79,28 @@ def document_freshness(root: str, rel_path: str, mtime_ns: int, size_bytes: int,
     state = freshness(root, rel_path, mtime_ns, size_bytes, indexed_at)
     if state == "current" or not root or _archive_split(rel_path) is not None:
         return state
-    path = os.path.join(root, rel_path) if os.path.isdir(root) else root
+    path = os.path.join(root, fs_name(rel_path)) if os.path.isdir(root) else root
     try:
         if os.stat(path).st_size != size_bytes:
             return "stale"
-        from sleuth.indexer import content_hash_of
-        from sleuth.ingest import read_text
+        from sleuth.ingest.confine import Roots
+        from sleuth.ingest.guard import Parsed, ParseJob
+        from sleuth.ingest.pool import parse_in_order
 
-        return "current" if content_hash_of(read_text(Path(path)).text) == content_hash else "stale"
+        # Read as the indexer reads files: in a parse process, under the per-file bounds, never
+        # through a symlink; the text is not parsed when its hash is the indexed one.
+        job = ParseJob(rel_path, path, roots=Roots([root]).real, max_bytes=size_bytes, known_hash=content_hash)
+        ((_, outcome),) = parse_in_order([(None, job)])
+        return "current" if isinstance(outcome, Parsed) and outcome.document is None else "stale"
     except Exception:  # noqa: BLE001 - unreadable now: not what was indexed
         return "stale"
 
 
-#: Skip reasons that mean a file could not be read or parsed (``failed``), as opposed to files left
-#: out on purpose (``skipped``: unsupported or binary formats, too large, symlinked folders).
-FAILED_REASON_PREFIXES = ("unreadable", "cannot parse", "parser failed", "cannot read archive", "broken symlink")
+#: Skip reasons that mean a file could not be read or parsed (``failed``: including one over the
+#: per-file time or memory bound, or whose parse process died), as opposed to files left out on
+#: purpose (``skipped``: unsupported or binary formats, too large, symlinks, archive limits).
+FAILED_REASON_PREFIXES = ("unreadable", "cannot parse", "parser failed", "cannot read archive", "broken symlink",
+                          "took too long", "needs more memory", "the parse process died", "cannot read member")
 
 
 def skip_state(reason: str) -> Literal["skipped", "failed"]:

@@ -10,7 +10,7 @@ with their index terms, into the next batch.
 from __future__ import annotations
 
 import contextlib
-import functools
+import dataclasses
 import hashlib
 import re
 import time
@@ -20,13 +20,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sleuth.errors import ProjectNotFound, QueryError
+from sleuth.errors import ConfigError, ProjectNotFound, QueryError
 from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
 from sleuth.text import analyze
 from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, SkippedFile
 
 if TYPE_CHECKING:
-    from sleuth.ingest import DecodedText
+    from sleuth.ingest.guard import Outcome, ParseJob
     from sleuth.lanes.model import SharedModel
     from sleuth.store.folder import IndexFolder
 
@@ -130,12 +130,13 @@ class Record:
 
 @dataclass(frozen=True)
 class FileCandidate:
-    """A file (or archive member) found under a root: where, its stat, and how to read it."""
+    """A file (or archive member) found under a root: where, its stat, and the job that reads and
+    parses it (in a worker process, under the per-file bounds of sleuth.ingest.guard)."""
 
     rel_path: str
     mtime_ns: int
     size_bytes: int
-    load: Callable[[], DecodedText]
+    job: ParseJob
     in_archive: bool = False
 
 
@@ -162,6 +163,7 @@ class _RootPass:
     root_key: str
     root_label: str
     known: dict[tuple[str, str], FileState]
+    confine: list[Path]  # every root of the project: nothing outside them is read
     seen: set[str] = field(default_factory=set)
     touched: list[tuple[str, int, int]] = field(default_factory=list)
     verified: list[str] = field(default_factory=list)
@@ -208,12 +210,20 @@ class Indexer:
             embed_progress: called with (blocks embedded, blocks to embed) after each batch.
         Raises:
             FileNotFoundError: a root does not exist.
+            ConfigError: a root's own name is not valid UTF-8.
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
         """
+        from sleuth.ingest.names import index_name, is_valid_text
+        from sleuth.ingest.pool import prestart
+
+        prestart()  # a parse worker starts while the index is opened and the roots walked
         paths = [Path(r).expanduser().resolve() for r in roots]
         for p in paths:
             if not p.exists():
                 raise FileNotFoundError(f"root does not exist: {p}")
+            if not is_valid_text(str(p)):
+                raise ConfigError(f"the root {index_name(str(p))} has a name that is not valid UTF-8: index a folder"
+                                  " above it (names below a root may be anything) or rename it")
         name = project or paths[0].name or "default"
         pid = project_id_for(name)
         with self._run(pid, [str(p) for p in paths], embed_progress, progress, name=name) as run:
@@ -253,8 +263,7 @@ class Indexer:
                 self._index_root(run, root_path)
             else:
                 rp = self._root_pass(run, root_path, rels)
-                for item in self._candidates(root_path, rels):
-                    self._index_file(rp, item)
+                self._index_items(rp, self._candidates(root_path, rp.confine, rels))
                 self._finish_root(rp)
                 self.catalog.replace_skips(project, root_key, rels, rp.skips, run.now)
         return run.report
@@ -364,21 +373,31 @@ class Indexer:
         root_key = str(root)
         root_label = root.name if root.is_dir() or not root.exists() else root.parent.name
         known = self.catalog.file_states(run.pid, [root_key], rel_paths)
-        return _RootPass(run, root_key, root_label, known)
+        confine = [Path(r) for r in self.catalog.roots().get(run.pid, [root_key])]
+        return _RootPass(run, root_key, root_label, known, confine)
 
     def _index_root(self, run: _Run, root: Path) -> None:
         """Index every file under ``root``; documents of files gone from it are removed (all of
         them when ``root`` itself is gone)."""
         rp = self._root_pass(run, root)
         if root.exists():
-            for item in self._candidates(root):
-                self._index_file(rp, item)
+            self._index_items(rp, self._candidates(root, rp.confine))
         self._finish_root(rp)
         self.catalog.record_skips(run.pid, rp.root_key, rp.skips, run.now)
 
-    def _index_file(self, rp: _RootPass, item: FileCandidate | SkippedFile) -> None:
-        """One candidate of a root: skipped with a reason, unchanged, or parsed into the next batch."""
-        from sleuth.ingest import DecodeError, ParseError, kind_for_path, parse_document
+    def _index_items(self, rp: _RootPass, items: Iterable[FileCandidate | SkippedFile]) -> None:
+        """Index a root's candidates in order; what needs parsing is parsed by worker processes
+        under the per-file time and memory bounds (sleuth.ingest.guard), beside this loop."""
+        from sleuth.ingest.pool import parse_in_order
+
+        for item, outcome in parse_in_order((item, _parse_job(rp, item)) for item in items):
+            self._index_file(rp, item, outcome)
+
+    def _index_file(self, rp: _RootPass, item: FileCandidate | SkippedFile, outcome: Outcome | None) -> None:
+        """One candidate of a root, with the outcome of its parse job (see :func:`_parse_job`): skipped
+        with a reason, unchanged, or parsed into the next batch."""
+        from sleuth.ingest import kind_for_path
+        from sleuth.ingest.guard import Failed
 
         report = rp.run.report
         report.scanned += 1
@@ -391,31 +410,21 @@ class Indexer:
             return
         rp.seen.add(rel)
         state = rp.known.get((rp.root_key, rel))
-        if state and state.mtime_ns == item.mtime_ns and state.size_bytes == item.size_bytes:
+        if outcome is None:  # unchanged: the same time and size as indexed
             report.unchanged += 1
-            if item.in_archive:  # the archive was read again: its members are as current as it is
+            if item.in_archive and state is not None:  # the archive was read again: its members are as current
                 rp.verified.append(state.doc_id)
             return
-        try:
-            decoded = item.load()
-        except (DecodeError, OSError) as exc:
-            rp.skips.append((rel, f"unreadable: {exc}"))
+        if isinstance(outcome, Failed):
+            rp.skips.append((rel, outcome.reason))
             return
-        content_hash = _hash(decoded.text)
-        if state and state.content_hash == content_hash:
+        if state and state.content_hash == outcome.content_hash:
             rp.touched.append((state.doc_id, item.mtime_ns, item.size_bytes))
             report.unchanged += 1
             return
-        try:
-            parsed = parse_document(rel, decoded.text, title=decoded.title)
-        except ParseError as exc:
-            rp.skips.append((rel, f"cannot parse: {exc}"))
-            return
-        except Exception as exc:  # noqa: BLE001 - one bad file never aborts an index
-            rp.skips.append((rel, f"parser failed: {type(exc).__name__}: {exc}"))
-            return
-        self._stage(rp.run, rp.root_key, rp.root_label, rel, parsed, content_hash, item.mtime_ns, item.size_bytes,
-                    state is not None)
+        parsed: ParsedDocument = outcome.document
+        self._stage(rp.run, rp.root_key, rp.root_label, rel, parsed, outcome.content_hash, item.mtime_ns,
+                    item.size_bytes, state is not None)
         for problem in parsed.problems:  # after the row is made, which may add one
             report.problems.append({"path": rel, "problem": problem})
             rp.problems.append((rel, problem))
@@ -436,35 +445,56 @@ class Indexer:
         self.catalog.record_problems(run.pid, rp.root_key, rp.problems, run.now)
         run.report.skipped.extend({"path": p, "reason": r} for p, r in rp.skips)
 
-    def _candidates(self, root: Path, rel_paths: Sequence[str] | None = None) -> Iterator[FileCandidate | SkippedFile]:
+    def _candidates(self, root: Path, confine: Sequence[Path], rel_paths: Sequence[str] | None = None,
+                    ) -> Iterator[FileCandidate | SkippedFile]:
         """Files under ``root`` (only ``rel_paths`` under it when given), archives expanded to their
         members (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason. The index
-        folder, when inside ``root``, is left out."""
-        from sleuth.ingest import decode_bytes, read_text, walk_roots
+        folder, when inside ``root``, is left out; nothing outside ``confine`` (the project's roots)
+        is read (see sleuth.ingest.confine)."""
+        from sleuth.ingest import walk_roots
         from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
-        from sleuth.ingest.walk import walk_paths
+        from sleuth.ingest.confine import Roots
+        from sleuth.ingest.guard import ParseJob
+        from sleuth.ingest.walk import max_bytes_for, walk_paths
 
         index_dir = self.folder.index_dir
         excludes: list[str] = []
         if root.is_dir() and index_dir.is_relative_to(root) and index_dir != root:
             excludes.append(f"/{index_dir.relative_to(root).as_posix()}/")
-        items = walk_roots([root], excludes) if rel_paths is None else walk_paths(root, rel_paths, excludes)
+        items = (walk_roots([root], excludes, confine) if rel_paths is None
+                 else walk_paths(root, rel_paths, excludes, confine))
+        real_roots = Roots(confine)
         for item in items:
             if isinstance(item, SkippedFile):
                 yield item
             elif is_archive(item.rel_path):
                 try:
-                    for member in iter_archive(item.path):
+                    for member in iter_archive(item.path, item.identity, real_roots):
                         if isinstance(member, SkippedFile):
                             yield SkippedFile(f"{item.rel_path}/{member.path}", member.reason)
                         else:
-                            yield FileCandidate(f"{item.rel_path}/{member.name}", member.mtime_ns, len(member.data),
-                                                functools.partial(decode_bytes, member.data), True)
+                            rel = f"{item.rel_path}/{member.name}"
+                            yield FileCandidate(rel, member.mtime_ns, len(member.data),
+                                                ParseJob(rel, data=member.data), True)
                 except ArchiveError as exc:
                     yield SkippedFile(item.rel_path, str(exc))
             else:
-                yield FileCandidate(item.rel_path, item.mtime_ns, item.size_bytes,
-                                    functools.partial(read_text, item.path))
+                job = ParseJob(item.rel_path, str(item.path), identity=item.identity, roots=real_roots.real,
+                               max_bytes=max_bytes_for(item.rel_path))
+                yield FileCandidate(item.rel_path, item.mtime_ns, item.size_bytes, job)
+
+
+def _parse_job(rp: _RootPass, item: FileCandidate | SkippedFile) -> ParseJob | None:
+    """The job that reads and parses ``item``, or None when it needs no reading (skipped, not
+    indexed, or unchanged since the catalog's record of it)."""
+    from sleuth.ingest import kind_for_path
+
+    if isinstance(item, SkippedFile) or kind_for_path(item.rel_path) is None:
+        return None
+    state = rp.known.get((rp.root_key, item.rel_path))
+    if state and state.mtime_ns == item.mtime_ns and state.size_bytes == item.size_bytes:
+        return None
+    return dataclasses.replace(item.job, known_hash=state.content_hash) if state else item.job
 
 
 def document_row(pid: str, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,

@@ -36,10 +36,15 @@ def set_process_defaults() -> None:
 
 def begin(args: Sequence[str]) -> None:
     """Run first in a ``sleuth ARGS`` process: :func:`set_process_defaults`, then for a search
-    :func:`start_search_model_load`."""
+    :func:`start_search_model_load`, for ``index`` and ``watch`` the start of a parse worker
+    (:func:`sleuth.ingest.pool.prestart`)."""
     set_process_defaults()
     if args[:1] == ["search"]:
         start_search_model_load(args[1:])
+    elif args[:1] in (["index"], ["watch"]) and not {"-h", "--help"} & set(args):
+        from sleuth.ingest.pool import prestart  # standard library and sleuth.errors only
+
+        prestart()  # the parse worker starts while this process imports the engine
 
 
 #: The one model load started for this process: ``(spec, quantized, embedder)``, or None when the

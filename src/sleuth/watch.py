@@ -20,6 +20,7 @@ from pathlib import Path
 
 from sleuth.engine import Engine
 from sleuth.errors import IndexBusy, SleuthError
+from sleuth.ingest.names import index_name
 from sleuth.ingest.walk import DEFAULT_EXCLUDES
 from sleuth.types import IndexReport
 
@@ -113,7 +114,7 @@ def changed_paths(changes: Iterable[str], roots: Sequence[WatchedRoot],
                 continue
             if not path.startswith(base + os.sep):
                 continue
-            rel = path[len(base) + 1 :].replace(os.sep, "/")
+            rel = index_name(path[len(base) + 1 :].replace(os.sep, "/"))  # names as the index keeps them
             parts = rel.split("/")
             if any(part in _IGNORED_DIR_NAMES for part in parts[:-1]) or parts[-1] in _IGNORED_DIR_NAMES:
                 continue
@@ -152,8 +153,6 @@ class _Watcher:
                 self.on_batch(batch)
 
     def run(self) -> None:
-        import watchfiles
-
         scanned: set[WatchedRoot] = set()
         presence_before: dict[WatchedRoot, tuple[int, int] | None] = {}
         while not self.stop.is_set():
@@ -170,33 +169,49 @@ class _Watcher:
                 self._ready(roots)
                 self.stop.wait(WAKE_MS / 1000)
                 continue
-            for changes in watchfiles.watch(
-                *folders, watch_filter=None, debounce=self.max_batch_ms, step=self.debounce_ms,
-                stop_event=self.stop, rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False,
-                ignore_permission_denied=True,
-            ):
-                # The first wake-up (changes or time-out) comes once the watch is in place: only then
-                # are roots scanned, so that no change between a scan and the watch is lost.
-                for root, rels in changed_paths((p for _, p in changes), roots, self.engine.index_dir).items():
-                    self.pending.setdefault(root, set()).update(rels)
-                self.apply_pending()
-                self._ready(roots)
-                now_roots = watched_roots(self.engine, self.projects)
-                touched = folders_set & {os.path.normpath(p) for _, p in changes}
-                # A change to a watched folder itself (deleted, made again: its inode number may be
-                # reused) means the watch may follow a folder that is gone: watch again.
-                if now_roots != roots or {r: _presence(r) for r in now_roots} != presence or touched:
-                    # A root appeared, vanished or was replaced (deleted and made again between two
-                    # wake-ups: the watch still follows the deleted folder), or a project gained a
-                    # root: watch again, and scan again every root whose folder changed once the new
-                    # watch is in place -- files made in a folder made again under the same inode
-                    # number before the new watch began would otherwise never be seen.
-                    for root in now_roots:
-                        if os.path.normpath(root.path.parent if root.is_file else root.path) in touched:
-                            self.pending.setdefault(root, set()).add("")
-                    break
-            else:
-                return  # the stop event ended the watch
+            try:
+                if self._watch(folders, folders_set, roots, presence):
+                    return  # the stop event ended the watch
+            except RuntimeError as exc:
+                if "decode path" not in str(exc):
+                    raise
+                # watchfiles cannot report a change to a path that is not valid UTF-8, and the
+                # batch that held it is lost: watch again, and scan every root (incrementally)
+                # once the new watch is in place.
+                for root in roots:
+                    self.pending.setdefault(root, set()).add("")
+
+    def _watch(self, folders: list[str], folders_set: set[str], roots: list[WatchedRoot],
+               presence: dict[WatchedRoot, tuple[int, int] | None]) -> bool:
+        """Watch ``folders`` until the set of roots changes (False) or the stop event is set (True)."""
+        import watchfiles
+
+        for changes in watchfiles.watch(
+            *folders, watch_filter=None, debounce=self.max_batch_ms, step=self.debounce_ms,
+            stop_event=self.stop, rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False,
+            ignore_permission_denied=True,
+        ):
+            # The first wake-up (changes or time-out) comes once the watch is in place: only then
+            # are roots scanned, so that no change between a scan and the watch is lost.
+            for root, rels in changed_paths((p for _, p in changes), roots, self.engine.index_dir).items():
+                self.pending.setdefault(root, set()).update(rels)
+            self.apply_pending()
+            self._ready(roots)
+            now_roots = watched_roots(self.engine, self.projects)
+            touched = folders_set & {os.path.normpath(p) for _, p in changes}
+            # A change to a watched folder itself (deleted, made again: its inode number may be
+            # reused) means the watch may follow a folder that is gone: watch again.
+            if now_roots != roots or {r: _presence(r) for r in now_roots} != presence or touched:
+                # A root appeared, vanished or was replaced (deleted and made again between two
+                # wake-ups: the watch still follows the deleted folder), or a project gained a
+                # root: watch again, and scan again every root whose folder changed once the new
+                # watch is in place -- files made in a folder made again under the same inode
+                # number before the new watch began would otherwise never be seen.
+                for root in now_roots:
+                    if os.path.normpath(root.path.parent if root.is_file else root.path) in touched:
+                        self.pending.setdefault(root, set()).add("")
+                return False
+        return True
 
     def _ready(self, roots: list[WatchedRoot]) -> None:
         if self.ready is not None:

@@ -147,3 +147,20 @@ def test_bad_index_files_are_explained(tmp_path: Path, text: str, message: str) 
         load_guides(tmp_path / "guides.json")
     with pytest.raises(ConfigError, match="guides index not found"):
         load_guides(tmp_path / "nope.json")
+
+
+def test_hostile_guides_are_refused_naming_the_file(tmp_path: Path) -> None:
+    from tests.ingest.test_front_matter import billion_laughs
+
+    md(tmp_path, "a.md", "---\ntitle: A\nexcerpt: Fine\n---")
+    md(tmp_path, "bomb.md", f"---\n{billion_laughs()}title: Bomb\nexcerpt: Boom\n---")
+    with pytest.raises(GuideBuildError, match="bomb.md: malformed front matter .more than 10000 values"):
+        build_guides(tmp_path, BASE_URL)
+    report = build_guides(tmp_path, BASE_URL, skip_incomplete=True)
+    assert [g.title for g in report.guides] == ["A"] and [name for name, _ in report.skipped] == [
+        str(tmp_path / "bomb.md")]
+    (tmp_path / "bomb.md").unlink()
+    outside = md(tmp_path.parent / f"{tmp_path.name}-outside", "secret.md", "---\ntitle: Secret\nexcerpt: S\n---")
+    (tmp_path / "link.md").symlink_to(outside)
+    with pytest.raises(GuideBuildError, match="link.md: cannot read: is a symlink .not followed."):
+        build_guides(tmp_path, BASE_URL)

@@ -105,28 +105,98 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     def deny(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(walk_module, "open", deny, raising=False)
+    monkeypatch.setattr(walk_module, "open_file", deny)
     assert list(walk_roots([tmp_path])) == [SkippedFile("locked.md", "unreadable: Permission denied")]
 
 
-def test_symlinks(tmp_path: Path) -> None:
+def test_symlinks_are_never_followed(tmp_path: Path) -> None:
     root = tmp_path / "root"
     outside = tmp_path / "outside"
     write(outside, "doc.md")
     write(root, "real.md")
+    write(root, "sub/index.md")
     (root / "linked_dir").symlink_to(outside, target_is_directory=True)
     (root / "loop").symlink_to(root, target_is_directory=True)
     (root / "link.md").symlink_to(outside / "doc.md")
+    (root / "passwd").symlink_to("/etc/passwd")
     (root / "broken.md").symlink_to(tmp_path / "missing.md")
+    (root / "sub/README.md").symlink_to("index.md")  # the same page twice in every folder of a repository
+    (root / "chain.md").symlink_to(root / "sub/README.md")
     found, skipped = collect([root])
-    assert found == ["link.md", "real.md"]
+    assert found == ["real.md", "sub/index.md"]
     assert skipped == {
         "broken.md": "broken symlink",
+        "chain.md": "symlink to sub/index.md: each file is indexed once, under its own path",
+        "link.md": "symlink to a file outside the project's roots",
         "linked_dir": "symlinked directory not followed",
         "loop": "symlinked directory not followed",
+        "passwd": "symlink to a file outside the project's roots",
+        "sub/README.md": "symlink to sub/index.md: each file is indexed once, under its own path",
     }
-    link = next(i for i in walk_roots([root]) if isinstance(i, SourceFile) and i.rel_path == "link.md")
-    assert link.path == root / "link.md"
+
+
+def test_symlinks_are_judged_against_every_root_of_the_project(tmp_path: Path) -> None:
+    docs, notes = tmp_path / "docs", tmp_path / "notes"
+    write(notes, "plan.md")
+    write(docs, "a.md")
+    (docs / "plan.md").symlink_to(notes / "plan.md")
+    assert collect([docs])[1] == {"plan.md": "symlink to a file outside the project's roots"}
+    skipped = {i.path: i.reason for i in walk_roots([docs], confine=[docs, notes]) if isinstance(i, SkippedFile)}
+    assert skipped == {"plan.md": "symlink to plan.md: each file is indexed once, under its own path"}
+
+
+def test_a_symlinked_gitignore_is_not_read(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(tmp_path, "elsewhere/rules", "*.md\n")
+    write(root, "a.md")
+    (root / ".gitignore").symlink_to(tmp_path / "elsewhere/rules")
+    found, skipped = collect([root])
+    assert found == ["a.md"]
+    assert skipped == {".gitignore": "symlink to a file outside the project's roots"}
+
+
+def test_a_file_replaced_after_the_walk_is_not_read(tmp_path: Path) -> None:
+    from sleuth.ingest.confine import ConfinementError, read_file
+
+    write(tmp_path, "outside/secret.md", "secret\n")
+    root = tmp_path / "root"
+    write(root, "doc.md")
+    (item,) = list(walk_roots([root]))
+    assert isinstance(item, SourceFile) and item.identity is not None
+    (root / "doc.md").unlink()
+    (root / "doc.md").symlink_to(tmp_path / "outside/secret.md")  # swapped for a link after the walk
+    with pytest.raises(ConfinementError, match="symlink"):
+        read_file(item.path, 100, item.identity)
+    (root / "doc.md").unlink()
+    os.rename(tmp_path / "outside", root / "sub")
+    (root / "sub2").symlink_to(root / "sub", target_is_directory=True)
+    write(root, "doc.md", "other\n")  # a new file at the same path is not the file listed
+    with pytest.raises(ConfinementError, match="replaced"):
+        read_file(item.path, 100, item.identity)
+
+
+def test_names_that_are_not_utf8_are_escaped_losslessly(tmp_path: Path) -> None:
+    from sleuth.ingest.names import fs_name
+
+    raw = os.fsdecode(b"caf\xe9.md")
+    (tmp_path / raw).write_text("# cafe\n")
+    (tmp_path / "back\\slash.md").write_text("x\n")
+    (tmp_path / "esc\x1b.md").write_text("x\n")
+    items = list(walk_roots([tmp_path]))
+    assert [i.rel_path for i in items] == ["back\\\\slash.md", "caf\\xe9.md", "esc\\x1b.md"]
+    for item in items:
+        assert isinstance(item, SourceFile)
+        assert item.rel_path.encode("utf-8") and (tmp_path / fs_name(item.rel_path)) == item.path
+    assert [i.rel_path for i in walk_module.walk_paths(tmp_path, ["caf\\xe9.md"])] == ["caf\\xe9.md"]
+
+
+def test_walk_paths_does_not_go_through_a_symlinked_folder(tmp_path: Path) -> None:
+    write(tmp_path, "outside/secret.md")
+    root = tmp_path / "root"
+    write(root, "a.md")
+    (root / "sub").symlink_to(tmp_path / "outside", target_is_directory=True)
+    assert list(walk_module.walk_paths(root, ["sub/secret.md"])) == []
+    assert list(walk_module.walk_paths(root, ["sub"])) == [SkippedFile("sub", "symlinked directory not followed")]
 
 
 def test_single_file_root_and_bad_roots(tmp_path: Path) -> None:

@@ -10,7 +10,9 @@ Only front matter is read (title, excerpt, tags); article bodies never enter the
   an ``index`` / ``_index`` file stands for its folder (``functions/``); for an archive the path
   is taken below the folder that holds all of its markdown members (``content/en/`` for the Hugo
   docs bundle). url = base URL (with a ``/`` added when it lacks one) + slug.
-- Front matter is YAML (``---``) or TOML (``+++``), read with python-frontmatter. ``title`` and
+- Front matter is YAML (``---``) or TOML (``+++``), read with python-frontmatter under the limits of
+  :mod:`sleuth.ingest.front_matter`; files are read as the indexer reads them (never through a
+  symlink, at most ``FILE_MAX_BYTES``; archives under the archive limits). ``title`` and
   the excerpt key (``excerpt``; e.g. ``description`` for Hugo) are required: a file missing
   either fails the build naming the file, unless ``skip_incomplete`` is set, in which case it is
   skipped with its reason. Tags (``tags`` or another key) are optional: a list or one string.
@@ -32,11 +34,14 @@ from typing import Any
 
 import frontmatter
 import yaml
-from frontmatter.default_handlers import BaseHandler, YAMLHandler
+from frontmatter.default_handlers import BaseHandler
 
 from sleuth.errors import SleuthError
 from sleuth.guides.entry import GuideEntry, plain
 from sleuth.ingest.archive import ArchiveError, ArchiveMember, is_archive, iter_archive
+from sleuth.ingest.confine import Roots, read_file
+from sleuth.ingest.front_matter import BoundedYAMLHandler, TomlHandler
+from sleuth.ingest.walk import FILE_MAX_BYTES
 from sleuth.types import SkippedFile
 
 #: File name endings that are guides (case-sensitive, as the seed's ``endsWith``).
@@ -52,17 +57,8 @@ class GuideBuildError(SleuthError):
     exit_code = 2
 
 
-class _TomlHandler(BaseHandler):
-    """``+++`` TOML front matter, read with the standard library's tomllib."""
-
-    FM_BOUNDARY = re.compile(r"^\+{3,}\s*$", re.MULTILINE)
-    START_DELIMITER = END_DELIMITER = "+++"
-
-    def load(self, fm: str, **kwargs: object) -> Any:
-        return tomllib.loads(fm)
-
-
-_HANDLERS: tuple[BaseHandler, ...] = (YAMLHandler(), _TomlHandler())
+#: Front matter is read under the limits of sleuth.ingest.front_matter (an alias bomb is refused).
+_HANDLERS: tuple[BaseHandler, ...] = (BoundedYAMLHandler(), TomlHandler())
 
 
 @dataclass(frozen=True)
@@ -153,12 +149,13 @@ def list_sources(content_dir: Path, recursive: bool = False) -> list[GuideSource
     except OSError as exc:
         raise GuideBuildError(f"cannot list {content_dir}: {exc.strerror or exc}") from None
     sources: list[GuideSource] = []
+    roots = Roots([content_dir])
     for rel, item in sorted(found, key=lambda pair: _utf16_order(pair[0])):
         if isinstance(item, GuideSource):
             sources.append(item)
             continue
-        try:
-            data = item.read_bytes()
+        try:  # never through a symlink, never beyond the size limit
+            data = read_file(item, FILE_MAX_BYTES, roots=roots)
         except OSError as exc:
             raise GuideBuildError(f"{item}: cannot read: {exc.strerror or exc}") from None
         sources.append(GuideSource(str(item), _nested_slug(rel) if recursive else _strip_suffix(rel), data))

@@ -1,24 +1,71 @@
 """Reading documents straight out of tar and zip archives (e.g. a docs bundle), without extracting.
 
 Members are read in memory; nothing is written to disk, so member names cannot escape anywhere.
+Still, every name is hostile until checked (:func:`member_name`): backslashes become ``/``, a drive
+letter and leading slashes are dropped, ``.`` and empty parts are removed; a name that climbs out
+with ``..``, holds a NUL, or is empty after that is skipped with the reason; names that are not
+valid UTF-8 or hold control characters are escaped (:mod:`sleuth.ingest.names`).
+
+And every archive is bounded, as bomb-aware readers are (Apache POI's ``ZipSecureFile``, Python's
+own ``zipfile`` warnings): at most :data:`ARCHIVE_MAX_MEMBERS` members, at most
+:data:`ARCHIVE_MAX_UNCOMPRESSED_BYTES` uncompressed bytes read from one archive, and at most
+:data:`ARCHIVE_MAX_RATIO` uncompressed bytes per compressed byte past a grace of
+:data:`ARCHIVE_RATIO_GRACE_BYTES`. A member over its limit is skipped with the reason; an archive
+that goes over a limit as a whole stops there (:class:`ArchiveLimit`, with the reason), keeping the
+members read before.
 """
 
 from __future__ import annotations
 
+import bz2
 import datetime
+import gzip
+import io
+import lzma
+import os
+import re
+import struct
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from sleuth.ingest.walk import ARCHIVE_SUFFIXES, max_bytes_for
-from sleuth.types import SkippedFile
+from sleuth.doc_types import SkippedFile
+from sleuth.ingest.confine import Roots, open_file
+from sleuth.ingest.names import index_name, printable
+from sleuth.ingest.pdf import PDF_MAX_BYTES
+from sleuth.ingest.walk import ARCHIVE_SUFFIXES, FILE_MAX_BYTES, max_bytes_for
+
+ARCHIVE_MAX_MEMBERS = 10_000
+"""At most this many members (files, folders, links) are read from one archive."""
+ARCHIVE_MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
+"""At most this many uncompressed bytes are read from one archive (tar: the whole stream, skipped
+members included; zip: the members read)."""
+ARCHIVE_MAX_RATIO = 100
+"""At most this many uncompressed bytes per compressed byte (zip: per member; tar: over the stream)."""
+ARCHIVE_RATIO_GRACE_BYTES = 1024 * 1024
+"""The ratio limit applies past this many uncompressed bytes (small, repetitive files compress well)."""
+
+#: The largest single read a tar reader may ask of the stream: a member up to its size limit
+#: (a read for a bigger header, e.g. a pax or GNU long-name record, is a bomb).
+_TAR_READ_MAX_BYTES = max(FILE_MAX_BYTES, PDF_MAX_BYTES) + tarfile.BLOCKSIZE
+#: A zip's central directory may hold at most this many bytes per member it is allowed.
+_ZIP_DIRECTORY_ENTRY_MAX_BYTES = 1024
+#: A compressed tar stream is read (and checked) this many bytes at a time.
+_STREAM_CHUNK_BYTES = 1024 * 1024
+_ZIP_EOCD = struct.Struct("<4s4H2LH")
+_ZIP64_LOCATOR = struct.Struct("<4sLQL")
+_ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
+_DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 @dataclass(frozen=True)
 class ArchiveMember:
-    """One regular file inside an archive: its path inside, its bytes and its time (ns)."""
+    """One regular file inside an archive: its path inside (normalised, index form), its bytes and
+    its time (ns)."""
 
     name: str
     data: bytes
@@ -27,6 +74,10 @@ class ArchiveMember:
 
 class ArchiveError(Exception):
     """The archive cannot be opened or read (corrupt, truncated, not really an archive)."""
+
+
+class ArchiveLimit(ArchiveError):
+    """The archive goes over one of the archive limits; the message is the skip reason."""
 
 
 def _too_large(name: str, size_bytes: int) -> str | None:
@@ -40,37 +91,251 @@ def is_archive(name: str) -> bool:
     return name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
-def iter_archive(path: Path) -> Iterator[ArchiveMember | SkippedFile]:
-    """The regular files of a tar (optionally compressed) or zip archive, in archive order.
+def member_name(raw: str) -> tuple[str, str | None]:
+    """``(name, None)``: the normalised index-form name of an archive member named ``raw``; or
+    ``(shown, reason)`` when the member is skipped (``shown``: the raw name, escaped).
 
-    Members larger than ``FILE_MAX_BYTES`` (PDFs: ``PDF_MAX_BYTES``) come out as SkippedFile.
+    Backslashes become ``/``; a drive letter (``C:``), leading slashes, ``.`` and empty parts are
+    dropped. Skipped: a NUL in the name, a ``..`` part, nothing left. Pure.
+    """
+    shown = index_name(raw)
+    if "\0" in raw:
+        return shown, "member name holds a NUL character"
+    name = _DRIVE.sub("", raw.replace("\\", "/"))
+    parts = [part for part in name.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        return shown, "member name climbs out of the archive with '..'"
+    if not parts:
+        return shown, "member has no name"
+    return index_name("/".join(parts)), None
+
+
+def _zip_directory(handle: BinaryIO) -> tuple[int, int] | None:
+    """``(members, central directory bytes)`` from a zip's end records, None when not found
+    (then :mod:`zipfile` reports the damage)."""
+    size = handle.seek(0, os.SEEK_END)
+    tail_start = max(0, size - (_ZIP_EOCD.size + 0xFFFF))
+    handle.seek(tail_start)
+    tail = handle.read()
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) - at < _ZIP_EOCD.size:
+        return None
+    _sig, _disk, _cd_disk, _here, total, cd_bytes, _cd_offset, _comment = _ZIP_EOCD.unpack_from(tail, at)
+    locator_at = at - _ZIP64_LOCATOR.size
+    if (total == 0xFFFF or cd_bytes == 0xFFFFFFFF) and locator_at >= 0 and tail[locator_at:].startswith(b"PK\x06\x07"):
+        _sig, _disk, eocd64_offset, _disks = _ZIP64_LOCATOR.unpack_from(tail, locator_at)
+        handle.seek(eocd64_offset)
+        record = handle.read(_ZIP64_EOCD.size)
+        if len(record) == _ZIP64_EOCD.size and record.startswith(b"PK\x06\x06"):
+            fields = _ZIP64_EOCD.unpack(record)
+            total, cd_bytes = fields[7], fields[8]
+    handle.seek(0)
+    return total, cd_bytes
+
+
+def _ratio_reason(uncompressed: int, compressed: int) -> str | None:
+    if uncompressed > ARCHIVE_RATIO_GRACE_BYTES and uncompressed > ARCHIVE_MAX_RATIO * max(compressed, 1):
+        return (f"compression ratio over the {ARCHIVE_MAX_RATIO}:1 limit ({uncompressed} bytes from"
+                f" {compressed} compressed bytes)")
+    return None
+
+
+def _total_reason(total: int) -> str:
+    return (f"archive holds more than the {ARCHIVE_MAX_UNCOMPRESSED_BYTES} byte limit of uncompressed data"
+            f" (read {total} bytes); the rest was not read")
+
+
+def _members_reason() -> str:
+    return f"archive holds more than the {ARCHIVE_MAX_MEMBERS} member limit; the rest was not read"
+
+
+class _Names:
+    """Member names already given out (a name met twice keeps its first member)."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def check(self, raw: str) -> tuple[str, str | None]:
+        name, reason = member_name(raw)
+        if reason is None and name in self.seen:
+            return name, "another member of the archive has the same name (the first one is indexed)"
+        self.seen.add(name)
+        return name, reason
+
+
+def _iter_zip(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
+    directory = _zip_directory(handle)
+    if directory is not None and (directory[0] > ARCHIVE_MAX_MEMBERS
+                                  or directory[1] > ARCHIVE_MAX_MEMBERS * _ZIP_DIRECTORY_ENTRY_MAX_BYTES):
+        raise ArchiveLimit(f"archive holds more than the {ARCHIVE_MAX_MEMBERS} member limit"
+                           f" ({directory[0]} members, a {directory[1]} byte directory); not read")
+    names, total = _Names(), 0
+    with zipfile.ZipFile(handle) as zf:
+        infos = zf.infolist()
+        if len(infos) > ARCHIVE_MAX_MEMBERS:
+            raise ArchiveLimit(f"archive holds more than the {ARCHIVE_MAX_MEMBERS} member limit; not read")
+        for info in infos:
+            if info.is_dir():
+                continue
+            name, reason = names.check(info.filename)
+            reason = reason or _too_large(name, info.file_size) or _ratio_reason(info.file_size, info.compress_size)
+            if reason is not None:
+                yield SkippedFile(name, reason)
+                continue
+            if total + info.file_size > ARCHIVE_MAX_UNCOMPRESSED_BYTES:
+                raise ArchiveLimit(_total_reason(total + info.file_size))
+            limit = max_bytes_for(name)
+            try:
+                with zf.open(info) as member:
+                    data = member.read(limit + 1)  # never more, whatever the header says
+            except RuntimeError:  # what zipfile raises for an encrypted member
+                yield SkippedFile(name, "cannot read member: encrypted (a password is needed)")
+                continue
+            except (NotImplementedError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
+                yield SkippedFile(name, printable(f"cannot read member: {exc}"))  # e.g. an unknown compression
+                continue
+            total += len(data)
+            if len(data) > limit:
+                yield SkippedFile(name, f"too large: more than {limit} bytes > {limit} byte limit")
+                continue
+            y, mo, d, h, mi, s = info.date_time
+            ts = datetime.datetime(y, mo, d, h, mi, s, tzinfo=datetime.UTC).timestamp()
+            yield ArchiveMember(name, data, int(ts * 1e9))
+
+
+class _BoundedStream(io.RawIOBase):
+    """A read-only view of a (decompressed) tar stream that refuses to go past the archive limits:
+    the total (:data:`ARCHIVE_MAX_UNCOMPRESSED_BYTES`, checked before a read), the ratio to the
+    compressed bytes taken from ``raw`` (checked after each chunk, so a bomb stops within a chunk)
+    and the largest single read (``_TAR_READ_MAX_BYTES``). Skipping forward reads and drops."""
+
+    def __init__(self, stream: BinaryIO, raw: BinaryIO) -> None:
+        super().__init__()
+        self.stream, self.raw, self.pos = stream, raw, 0
+        self.compressed = stream is not raw
+
+    def _check_total(self, end: int) -> None:
+        if end > ARCHIVE_MAX_UNCOMPRESSED_BYTES:
+            raise ArchiveLimit(_total_reason(end))
+
+    def _advance(self, size: int, keep: bool) -> bytes:
+        chunks: list[bytes] = []
+        while size > 0:
+            chunk = self.stream.read(min(_STREAM_CHUNK_BYTES, size))
+            if not chunk:
+                break
+            self.pos += len(chunk)
+            size -= len(chunk)
+            reason = _ratio_reason(self.pos, self.raw.tell())
+            if reason is not None:
+                raise ArchiveLimit(f"{reason}; the rest was not read")
+            if keep:
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0 or size > _TAR_READ_MAX_BYTES:
+            asked = "all the" if size is None or size < 0 else f"{size}"
+            raise ArchiveLimit(f"archive asks for a read of {asked} bytes, more than any member may hold;"
+                               " the rest was not read")
+        self._check_total(self.pos + size)
+        if not self.compressed:
+            data = self.stream.read(size)
+            self.pos += len(data)
+            return data
+        return self._advance(size, keep=True)
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if whence == os.SEEK_CUR:
+            offset += self.pos
+        elif whence != os.SEEK_SET:
+            raise io.UnsupportedOperation("seek from the end")
+        self._check_total(offset)
+        if not self.compressed or offset < self.pos:
+            self.pos = self.stream.seek(offset)
+        else:
+            self._advance(offset - self.pos, keep=False)
+        return self.pos
+
+
+def _decompressed(raw: BinaryIO) -> BinaryIO:
+    """``raw`` decompressed by the format its first bytes name (gzip, bzip2, xz), or ``raw``."""
+    magic = raw.read(6)
+    raw.seek(0)
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    if magic.startswith(b"BZh"):
+        return bz2.BZ2File(raw)  # type: ignore[return-value]
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        return lzma.LZMAFile(raw)  # type: ignore[return-value]
+    return raw
+
+
+def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
+    stream = _BoundedStream(_decompressed(handle), handle)
+    names, count = _Names(), 0
+    with tarfile.open(fileobj=stream, mode="r:") as tar:  # type: ignore[call-overload]
+        while True:
+            member = tar.next()
+            if member is None:
+                return
+            count += 1
+            if count > ARCHIVE_MAX_MEMBERS:
+                raise ArchiveLimit(_members_reason())
+            tar.members.clear()  # tarfile keeps every member it met; nothing here needs them again
+            if not member.isfile():
+                continue
+            name, reason = names.check(member.name)
+            reason = reason or _too_large(name, member.size)
+            if reason is not None:
+                yield SkippedFile(name, reason)
+                continue
+            source = tar.extractfile(member)
+            if source is not None:
+                yield ArchiveMember(name, source.read(member.size), int(member.mtime * 1e9))
+
+
+def iter_archive(path: Path, identity: tuple[int, int] | None = None,
+                 roots: Roots | None = None) -> Iterator[ArchiveMember | SkippedFile]:
+    """The regular files of a tar (optionally gzip, bzip2 or xz compressed) or zip archive, in
+    archive order, with normalised names (:func:`member_name`).
+
+    The archive is opened as :func:`sleuth.ingest.confine.open_file` opens files (``identity``,
+    ``roots``: see there). Members larger than ``FILE_MAX_BYTES`` (PDFs: ``PDF_MAX_BYTES``), with a
+    name that is skipped, with a name met before, or (zip) compressed more than
+    :data:`ARCHIVE_MAX_RATIO` to 1 come out as SkippedFile with the reason.
+
     Raises:
+        ArchiveLimit: the archive goes over a limit of the module docstring (after yielding what
+            came before); the message is the reason.
         ArchiveError: the file is not a readable archive.
     """
     try:
-        if path.name.lower().endswith(".zip"):
-            with zipfile.ZipFile(path) as zf:
-                for info in zf.infolist():
-                    if info.is_dir():
-                        continue
-                    too_large = _too_large(info.filename, info.file_size)
-                    if too_large is not None:
-                        yield SkippedFile(info.filename, too_large)
-                        continue
-                    y, mo, d, h, mi, s = info.date_time
-                    ts = datetime.datetime(y, mo, d, h, mi, s, tzinfo=datetime.UTC).timestamp()
-                    yield ArchiveMember(info.filename, zf.read(info), int(ts * 1e9))
-            return
-        with tarfile.open(path) as tar:
-            for member in tar:
-                if not member.isfile():
-                    continue
-                too_large = _too_large(member.name, member.size)
-                if too_large is not None:
-                    yield SkippedFile(member.name, too_large)
-                    continue
-                handle = tar.extractfile(member)
-                if handle is not None:
-                    yield ArchiveMember(member.name, handle.read(), int(member.mtime * 1e9))
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
-        raise ArchiveError(f"cannot read archive: {exc}") from exc
+        fd = open_file(path, identity, roots)
+    except OSError as exc:
+        raise ArchiveError(f"cannot read archive: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            if path.name.lower().endswith(".zip"):
+                yield from _iter_zip(handle)
+            else:
+                yield from _iter_tar(handle)
+        except ArchiveLimit:
+            raise
+        except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError, lzma.LZMAError,
+                NotImplementedError) as exc:
+            raise ArchiveError(printable(f"cannot read archive: {exc}")) from exc

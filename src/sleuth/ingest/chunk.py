@@ -10,7 +10,7 @@ import bisect
 import re
 from collections.abc import Sequence
 
-from sleuth.types import BlockDraft
+from sleuth.doc_types import BlockDraft
 
 CHUNK_MAX_CHARS = 2400  # ≈ 512 tokens; chosen on SciFact and Cranfield (docs/EVAL.md)
 """Maximum size of one block, in characters (code points)."""

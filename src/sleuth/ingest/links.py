@@ -15,7 +15,7 @@ from urllib.parse import unquote
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from sleuth.types import Link
+from sleuth.doc_types import Link
 
 FRONT_MATTER_RELATIONS: tuple[str, ...] = (
     "related",

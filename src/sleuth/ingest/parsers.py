@@ -18,9 +18,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
-from frontmatter.default_handlers import BaseHandler, YAMLHandler
+from frontmatter.default_handlers import BaseHandler
 from markdown_it.token import Token
 
+from sleuth.doc_types import BlockDraft, DocumentKind, ParsedDocument
 from sleuth.ingest.chunk import (
     CHUNK_MAX_CHARS,
     CODE_WINDOW_LINES,
@@ -31,8 +32,8 @@ from sleuth.ingest.chunk import (
     make_block,
     trim_span,
 )
+from sleuth.ingest.front_matter import BoundedYAMLHandler, FrontMatterLimit, TomlHandler
 from sleuth.ingest.links import declared_entities, extract_links, markdown_tokens
-from sleuth.types import BlockDraft, DocumentKind, ParsedDocument
 
 MARKDOWN_EXTENSIONS: frozenset[str] = frozenset({".md", ".markdown", ".mdx", ".mdown", ".mkd", ".mkdn"})
 NOTEBOOK_EXTENSIONS: frozenset[str] = frozenset({".ipynb"})
@@ -129,17 +130,7 @@ def parse_document(rel_path: str, text: str, *, title: str | None = None) -> Par
 # --------------------------------------------------------------------------- front matter
 
 
-class _TomlHandler(BaseHandler):
-    """python-frontmatter handler for ``+++`` TOML front matter using the standard library's tomllib."""
-
-    FM_BOUNDARY = re.compile(r"^\+{3,}\s*$", re.MULTILINE)
-    START_DELIMITER = END_DELIMITER = "+++"
-
-    def load(self, fm: str, **kwargs: object) -> Any:
-        return tomllib.loads(fm)
-
-
-_FM_HANDLERS: tuple[tuple[str, BaseHandler], ...] = (("YAML", YAMLHandler()), ("TOML", _TomlHandler()))
+_FM_HANDLERS: tuple[tuple[str, BaseHandler], ...] = (("YAML", BoundedYAMLHandler()), ("TOML", TomlHandler()))
 
 
 def _jsonable(value: Any) -> Any:
@@ -191,6 +182,9 @@ def _split_front_matter(
         raw = text[opening.end() : closing.start()]
         try:
             data = handler.load(raw)
+        except FrontMatterLimit as exc:
+            # Over a limit (an alias bomb, say): indexed without it; the body still has its headings.
+            return {}, body_start, body_start, [f"front matter: not read, over a limit: {exc}"]
         except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError) as exc:
             problem = f"front matter: invalid {name} ({_error_line(exc, lines(opening.end()))})"
             # Broken metadata ("key: ...") is not searched for headings; prose between two

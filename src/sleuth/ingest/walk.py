@@ -1,5 +1,9 @@
 """Finding files under roots: .gitignore rules (nested, as git applies them), default excludes,
-size limit, binary detection. Yields candidates and reasons for files that cannot be indexed."""
+size limit, binary detection. Yields candidates and reasons for files that cannot be indexed.
+
+Symlinks are never followed (see :mod:`sleuth.ingest.confine`): nothing outside a project's roots
+is read, and each real file is indexed once. Paths come out in index form
+(:mod:`sleuth.ingest.names`): a name that is not valid UTF-8 is kept, losslessly escaped."""
 
 from __future__ import annotations
 
@@ -10,9 +14,11 @@ from pathlib import Path
 
 import pathspec
 
+from sleuth.doc_types import SkippedFile, SourceFile
+from sleuth.ingest.confine import ConfinementError, Roots, link_reason, open_file, read_file
 from sleuth.ingest.decode import SNIFF_BYTES, looks_binary
+from sleuth.ingest.names import fs_name, index_name, printable
 from sleuth.ingest.pdf import PDF_MAX_BYTES
-from sleuth.types import SkippedFile, SourceFile
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git/", ".hg/", ".svn/", ".jj/",
@@ -28,6 +34,9 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 
 FILE_MAX_BYTES: int = 5 * 1024 * 1024
 """Files larger than this many bytes are skipped with a reason (PDFs: ``PDF_MAX_BYTES``)."""
+
+GITIGNORE_MAX_BYTES: int = 1024 * 1024
+"""A ``.gitignore`` larger than this many bytes is not read (as if there were none)."""
 
 BINARY_EXTENSIONS: frozenset[str] = frozenset(
     """.png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .icns .psd .heic .avif
@@ -72,11 +81,12 @@ class _Ignores:
         return False
 
     def entering(self, rel_dir: str, directory: Path) -> _Ignores:
-        gitignore = directory / ".gitignore"
+        # A symlinked .gitignore is not followed (git >= 2.32 does not follow it either).
         try:
-            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+            data = read_file(directory / ".gitignore", GITIGNORE_MAX_BYTES)
         except OSError:
             return self
+        lines = data.decode("utf-8", errors="replace").splitlines()
         base = rel_dir + "/" if rel_dir else ""
         return _Ignores(self.defaults, self.chain + ((base, pathspec.GitIgnoreSpec.from_lines(lines)),))
 
@@ -85,11 +95,18 @@ class _Ignores:
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar", ".zip")
 
 
-def _check_file(root: Path, path: Path, rel: str, st: os.stat_result) -> SourceFile | SkippedFile:
+def _check_file(root: Path, path: Path, fs_rel: str, st: os.stat_result) -> SourceFile | SkippedFile:
+    """A regular file (``st``: its own ``lstat``), ``fs_rel`` as the file system names it."""
+    rel = index_name(fs_rel)
     suffix = os.path.splitext(rel)[1].lower()
+
+    def candidate() -> SourceFile:
+        return SourceFile(root=root, path=path, rel_path=rel, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns,
+                          identity=(st.st_dev, st.st_ino))
+
     if rel.lower().endswith(ARCHIVE_SUFFIXES):
         # Archives are read member by member by the indexer (sleuth.ingest.archive).
-        return SourceFile(root=root, path=path, rel_path=rel, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns)
+        return candidate()
     if suffix in UNSUPPORTED_EXTENSIONS:
         return SkippedFile(rel, f"unsupported format: {UNSUPPORTED_EXTENSIONS[suffix]}")
     if suffix in BINARY_EXTENSIONS:
@@ -98,36 +115,42 @@ def _check_file(root: Path, path: Path, rel: str, st: os.stat_result) -> SourceF
     if st.st_size > limit:
         return SkippedFile(rel, f"too large: {st.st_size} bytes > {limit} byte limit")
     if suffix == PDF_EXTENSION:  # binary by nature; its text layer is read by sleuth.ingest.pdf
-        return SourceFile(root=root, path=path, rel_path=rel, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns)
+        return candidate()
     try:
-        with open(path, "rb") as handle:
-            sample = handle.read(SNIFF_BYTES)
+        fd = open_file(path, check=False)  # a peek: the reader checks the file it opens
+        try:
+            sample = os.read(fd, SNIFF_BYTES)
+        finally:
+            os.close(fd)
+    except ConfinementError as exc:
+        return SkippedFile(rel, f"unreadable: {exc}")
     except OSError as exc:
-        return SkippedFile(rel, f"unreadable: {exc.strerror or exc}")
+        return SkippedFile(rel, printable(f"unreadable: {exc.strerror or exc}"))
     if looks_binary(sample):
         return SkippedFile(rel, "binary content")
-    return SourceFile(root=root, path=path, rel_path=rel, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns)
+    return candidate()
 
 
 def _walk_dir(
-    root: Path, directory: Path, rel_dir: str, ignores: _Ignores
+    root: Path, directory: Path, rel_dir: str, ignores: _Ignores, roots: Roots
 ) -> Iterator[SourceFile | SkippedFile]:
     ignores = ignores.entering(rel_dir, directory)
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as exc:
-        yield SkippedFile(rel_dir or ".", f"unreadable directory: {exc.strerror or exc}")
+        yield SkippedFile(index_name(rel_dir) or ".", printable(f"unreadable directory: {exc.strerror or exc}"))
         return
     for entry in entries:
         rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-        yield from _visit(root, directory / entry.name, rel, ignores, entry)
+        yield from _visit(root, directory / entry.name, rel, ignores, roots, entry)
 
 
-def _visit(root: Path, path: Path, rel: str, ignores: _Ignores,
+def _visit(root: Path, path: Path, rel: str, ignores: _Ignores, roots: Roots,
            entry: os.DirEntry[str] | None = None) -> Iterator[SourceFile | SkippedFile]:
-    """One directory entry ``rel`` (``ignores``: the rules in force in its folder): a folder is
-    walked, a file checked. ``entry`` (from ``os.scandir``) saves system calls; without it the
-    path is looked at with ``lstat`` and a missing path yields nothing."""
+    """One directory entry ``rel`` (as the file system names it; ``ignores``: the rules in force in
+    its folder): a folder is walked, a file checked, a symlink reported. ``entry`` (from
+    ``os.scandir``) saves system calls; without it the path is looked at with ``lstat`` and a
+    missing path yields nothing."""
     try:
         if entry is not None:
             is_link, is_dir = entry.is_symlink(), entry.is_dir(follow_symlinks=False)
@@ -140,51 +163,63 @@ def _visit(root: Path, path: Path, rel: str, ignores: _Ignores,
         if is_dir:
             if ignores.excluded(rel, is_dir=True) or (path / "pyvenv.cfg").is_file():
                 return
-            yield from _walk_dir(root, path, rel, ignores)
+            yield from _walk_dir(root, path, rel, ignores, roots)
             return
         if ignores.excluded(rel, is_dir=False):
             return
         try:
             st = entry.stat(follow_symlinks=True) if entry is not None else os.stat(path)
         except FileNotFoundError:
-            yield SkippedFile(rel, "broken symlink")
+            yield SkippedFile(index_name(rel), "broken symlink")
             return
     except OSError as exc:
-        yield SkippedFile(rel, f"unreadable: {exc.strerror or exc}")
+        yield SkippedFile(index_name(rel), printable(f"unreadable: {exc.strerror or exc}"))
         return
     if stat.S_ISDIR(st.st_mode):
         if is_link and not ignores.excluded(rel, is_dir=True):
-            yield SkippedFile(rel, "symlinked directory not followed")
+            yield SkippedFile(index_name(rel), "symlinked directory not followed")
         return
     if not stat.S_ISREG(st.st_mode):
-        yield SkippedFile(rel, "not a regular file")
+        yield SkippedFile(index_name(rel), "not a regular file")
+        return
+    if is_link:  # never followed: outside the roots, or another file of them (indexed as itself)
+        yield SkippedFile(index_name(rel), link_reason(path, roots))
         return
     yield _check_file(root, path, rel, st)
 
 
-def _walk(roots: list[Path], defaults: pathspec.GitIgnoreSpec) -> Iterator[SourceFile | SkippedFile]:
+def _walk(roots: list[Path], defaults: pathspec.GitIgnoreSpec, confine: Roots) -> Iterator[SourceFile | SkippedFile]:
     for root in roots:
         if root.is_dir():
-            yield from _walk_dir(root, root, "", _Ignores(defaults, ()))
+            yield from _walk_dir(root, root, "", _Ignores(defaults, ()), confine)
+        elif root.is_symlink():  # a root named through a symlink is read as what it names
+            real = Path(os.path.realpath(root))
+            yield _check_file(real.parent, real, real.name, real.stat())
         else:
-            yield _check_file(root.parent, root, root.name, root.stat())
+            yield _check_file(root.parent, root, root.name, root.lstat())
 
 
 def walk_roots(
-    roots: Sequence[Path], extra_excludes: Sequence[str] = ()
+    roots: Sequence[Path], extra_excludes: Sequence[str] = (), confine: Sequence[Path] | None = None
 ) -> Iterator[SourceFile | SkippedFile]:
     """Find candidate files under each root, in a deterministic (name-sorted, depth-first) order.
 
     A root may be a directory (walked recursively) or a single file (yielded with ``root`` = its
     parent and ``rel_path`` = its name, without applying ignore rules). Paths matched by
     ``DEFAULT_EXCLUDES``, ``extra_excludes`` (gitignore syntax, relative to each root) or any
-    ``.gitignore`` (each applying to its own subtree, deeper files overriding shallower ones) are
-    silently left out; excluded directories and symlinked directories are not descended into.
-    Other files that cannot be indexed come out as :class:`SkippedFile` with a reason: a binary or
-    unsupported extension, larger than ``FILE_MAX_BYTES`` (PDFs: ``PDF_MAX_BYTES``; PDFs are not
-    sniffed for binary content), unreadable, binary content, a broken
-    symlink, a symlinked directory, or not a regular file. ``SourceFile.path`` is ``root / rel_path``
-    (symlinked files are not resolved).
+    ``.gitignore`` (each applying to its own subtree, deeper files overriding shallower ones; a
+    symlinked ``.gitignore`` is not read) are silently left out; excluded directories and symlinked
+    directories are not descended into. Other files that cannot be indexed come out as
+    :class:`SkippedFile` with a reason: a binary or unsupported extension, larger than
+    ``FILE_MAX_BYTES`` (PDFs: ``PDF_MAX_BYTES``; PDFs are not sniffed for binary content),
+    unreadable, binary content, a broken symlink, a symlinked directory, not a regular file, or a
+    symlinked file (never followed: :func:`sleuth.ingest.confine.link_reason` says whether it points
+    outside ``confine`` or to another file inside, indexed under its own path).
+
+    ``confine``: every root of the project (default: ``roots``), inside which symlink targets are
+    judged. ``rel_path`` is in index form (:func:`sleuth.ingest.names.index_name`: names that are not
+    valid UTF-8 are escaped); ``SourceFile.path`` is the real path ``root / name`` and
+    ``SourceFile.identity`` the file's ``(st_dev, st_ino)``.
 
     Raises (at call time, before anything is yielded):
         FileNotFoundError: a root does not exist.
@@ -198,7 +233,7 @@ def walk_roots(
             raise NotADirectoryError(f"root is neither a directory nor a regular file: {root}")
         checked.append(root)
     defaults = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *extra_excludes])
-    return _walk(checked, defaults)
+    return _walk(checked, defaults, Roots(checked if confine is None else confine))
 
 
 def normalize_rel_paths(rel_paths: Iterable[str]) -> list[str]:
@@ -216,30 +251,34 @@ def normalize_rel_paths(rel_paths: Iterable[str]) -> list[str]:
 
 
 def walk_paths(
-    root: Path, rel_paths: Iterable[str], extra_excludes: Sequence[str] = ()
+    root: Path, rel_paths: Iterable[str], extra_excludes: Sequence[str] = (), confine: Sequence[Path] | None = None
 ) -> Iterator[SourceFile | SkippedFile]:
     """What :func:`walk_roots` would yield for ``root`` (a folder), restricted to ``rel_paths``.
 
-    Each path (relative to ``root``, ``/``-separated) may be a file or a folder (walked
-    recursively); the same rules apply as in a walk of the whole root, including every
+    Each path (relative to ``root``, ``/``-separated, in index form) may be a file or a folder
+    (walked recursively); the same rules apply as in a walk of the whole root, including every
     ``.gitignore`` between ``root`` and the path. Paths that do not exist (any more) or that are
     ignored yield nothing; ``..`` is not allowed. Used to re-index only what changed.
     """
     defaults = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *extra_excludes])
+    roots = Roots([root] if confine is None else confine)
     top = _Ignores(defaults, ()).entering("", root)
     for rel in normalize_rel_paths(rel_paths):
         if not rel:
-            yield from _walk_dir(root, root, "", _Ignores(defaults, ()))
+            yield from _walk_dir(root, root, "", _Ignores(defaults, ()), roots)
             continue
         parts = rel.split("/")
         if ".." in parts:
             raise ValueError(f"path outside the root: {rel!r}")
+        parts = [fs_name(part) for part in parts]
         ignores, ok = top, True
         for depth in range(1, len(parts)):
             folder = "/".join(parts[:depth])
-            if ignores.excluded(folder, is_dir=True) or (root / folder / "pyvenv.cfg").is_file():
-                ok = False
+            if (ignores.excluded(folder, is_dir=True) or os.path.islink(root / folder)
+                    or (root / folder / "pyvenv.cfg").is_file()):
+                ok = False  # an ignored folder, or one reached through a symlink, is not walked
                 break
             ignores = ignores.entering(folder, root / folder)
         if ok:
-            yield from _visit(root, root / rel, rel, ignores)
+            fs_rel = "/".join(parts)
+            yield from _visit(root, root / fs_rel, fs_rel, ignores, roots)

@@ -50,7 +50,7 @@ def read_body(engine: Engine, handle: str, offset: int = 0, max_chars: int = BOD
         if not handle.startswith("body:") or not sep or not record_id:
             raise QueryError(f"body_handle must look like body:<record_id>@<revision_id>; got {handle!r}")
         doc = engine.catalog.document(record_id)
-        if doc is None or (projects is not None and doc.project_id not in projects):
+        if doc is None or (projects is not None and doc.project_id not in projects) or not engine.confined(doc):
             raise DocumentNotFound(not_found("record", record_id))
         text = doc.text
         meta = {"record_id": doc.doc_id, "revision_id": doc.revision, "revision_changed": doc.revision != revision,

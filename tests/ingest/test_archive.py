@@ -1,0 +1,199 @@
+"""Archives are hostile until checked: member names normalised or skipped with the reason, and
+member count, uncompressed bytes and compression ratio bounded (real zip and tar files, built here)."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from sleuth.ingest import archive as archive_module
+from sleuth.ingest.archive import (
+    ARCHIVE_MAX_MEMBERS,
+    ArchiveError,
+    ArchiveLimit,
+    ArchiveMember,
+    iter_archive,
+    member_name,
+)
+from sleuth.types import SkippedFile
+
+
+class Zeros(io.RawIOBase):
+    """``n`` zero bytes, streamed (a member of any size without holding it in memory)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        k = min(len(buffer), self.n)
+        buffer[:k] = b"\0" * k
+        self.n -= k
+        return k
+
+
+def add(tf: tarfile.TarFile, name: str, data: bytes | int) -> None:
+    info = tarfile.TarInfo(name)
+    if isinstance(data, int):
+        info.size = data
+        tf.addfile(info, io.BufferedReader(Zeros(data)))
+    else:
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+
+
+def members(path: Path) -> list[tuple[str, str]]:
+    """``(name, "ok" | reason)`` of every member."""
+    return [(m.name, "ok") if isinstance(m, ArchiveMember) else (m.path, m.reason) for m in iter_archive(path)]
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("docs/a.md", ("docs/a.md", None)),
+    ("./docs//a.md", ("docs/a.md", None)),
+    ("/etc/passwd.md", ("etc/passwd.md", None)),
+    ("C:\\Users\\me\\notes.md", ("Users/me/notes.md", None)),
+    ("c:/x.md", ("x.md", None)),
+    ("docs\\sub\\b.md", ("docs/sub/b.md", None)),
+    ("../../etc/evil.md", ("../../etc/evil.md", "member name climbs out of the archive with '..'")),
+    ("docs/../../evil.md", ("docs/../../evil.md", "member name climbs out of the archive with '..'")),
+    ("..\\evil.md", ("..\\\\evil.md", "member name climbs out of the archive with '..'")),
+    ("a\0b.md", ("a\\x00b.md", "member name holds a NUL character")),
+    ("/", ("/", "member has no name")),
+    (os.fsdecode(b"caf\xe9.md"), ("caf\\xe9.md", None)),
+    ("esc\x1b[2J.md", ("esc\\x1b[2J.md", None)),
+])
+def test_member_names(raw: str, expected: tuple[str, str | None]) -> None:
+    assert member_name(raw) == expected
+
+
+def test_hostile_names_in_a_zip(tmp_path: Path) -> None:
+    path = tmp_path / "names.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name in ("../evil.md", "/abs/x.md", "C:\\win\\y.md", "ok.md", "./ok.md", "dir\\z.md"):
+            zf.writestr(name, f"# {name}\n")
+    assert members(path) == [
+        ("../evil.md", "member name climbs out of the archive with '..'"),
+        ("abs/x.md", "ok"),
+        ("win/y.md", "ok"),
+        ("ok.md", "ok"),
+        ("ok.md", "another member of the archive has the same name (the first one is indexed)"),
+        ("dir/z.md", "ok"),
+    ]
+
+
+def test_hostile_names_in_a_tar(tmp_path: Path) -> None:
+    path = tmp_path / "names.tar.gz"
+    with tarfile.open(path, "w:gz") as tf:
+        for name in ("../../x.md", "/etc/y.md", "ok.md"):
+            add(tf, name, b"# x\n")
+    assert members(path) == [("../../x.md", "member name climbs out of the archive with '..'"),
+                             ("etc/y.md", "ok"), ("ok.md", "ok")]
+
+
+def test_a_zip_bomb_member_is_skipped_by_its_ratio(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("bomb.md", b"# x\n" + b" " * (4 * 1024 * 1024))  # 4 MiB of spaces: about 1000 to 1
+        zf.writestr("small-but-repetitive.md", b"ab" * 200_000)  # under the grace: read
+        zf.writestr("after.md", b"# after\n")
+    ((name, reason), second, third) = members(path)
+    assert name == "bomb.md" and reason.startswith("compression ratio over the 100:1 limit (4194308 bytes from ")
+    assert second == ("small-but-repetitive.md", "ok") and third == ("after.md", "ok")
+
+
+def test_a_zip_with_too_many_members_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "many.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        for i in range(ARCHIVE_MAX_MEMBERS + 1):
+            zf.writestr(f"{i}.md", b"x")
+    with pytest.raises(ArchiveLimit, match="more than the 10000 member limit"):
+        list(iter_archive(path))
+
+
+def test_a_tar_with_too_many_members_stops_there(tmp_path: Path) -> None:
+    path = tmp_path / "many.tar"
+    with tarfile.open(path, "w") as tf:
+        for i in range(ARCHIVE_MAX_MEMBERS + 5):
+            add(tf, f"{i}.md", b"x")
+    read: list[str] = []
+    with pytest.raises(ArchiveLimit, match="more than the 10000 member limit; the rest was not read"):
+        for m in iter_archive(path):
+            read.append(m.name)  # type: ignore[union-attr]
+    assert len(read) == ARCHIVE_MAX_MEMBERS
+
+
+@pytest.mark.parametrize("mode", ["w:gz", "w:bz2", "w:xz"])
+def test_a_compressed_tar_bomb_stops_within_a_chunk(tmp_path: Path, mode: str) -> None:
+    path = tmp_path / f"bomb.tar.{mode[2:]}"
+    with tarfile.open(path, mode) as tf:
+        add(tf, "zeros.bin", 20_000_000)  # skipped as too large, but skipping it means inflating it
+        add(tf, "after.md", b"# after\n")
+    got: list[tuple[str, str]] = []
+    with pytest.raises(ArchiveLimit, match=r"compression ratio over the 100:1 limit \(1049088 bytes from"):
+        for m in iter_archive(path):
+            got.append((m.path, m.reason) if isinstance(m, SkippedFile) else (m.name, "ok"))
+    assert got == [("zeros.bin", "too large: 20000000 bytes > 5242880 byte limit")]
+
+
+def test_the_total_of_uncompressed_bytes_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(archive_module, "ARCHIVE_MAX_UNCOMPRESSED_BYTES", 50_000)
+    path = tmp_path / "plain.tar"  # not compressed: no ratio, only the total
+    with tarfile.open(path, "w") as tf:
+        for i in range(10):
+            add(tf, f"{i}.md", b"word " * 2_000)
+    with pytest.raises(ArchiveLimit, match="more than the 50000 byte limit of uncompressed data"):
+        names = [m.name for m in iter_archive(path)]  # type: ignore[union-attr]
+    zpath = tmp_path / "plain.zip"
+    with zipfile.ZipFile(zpath, "w") as zf:
+        for i in range(10):
+            zf.writestr(f"{i}.md", b"word " * 2_000)
+    names = []
+    with pytest.raises(ArchiveLimit, match="more than the 50000 byte limit"):
+        for m in iter_archive(zpath):
+            names.append(m.name)  # type: ignore[union-attr]
+    assert names == ["0.md", "1.md", "2.md", "3.md", "4.md"]
+
+
+def test_a_pax_header_bomb_is_refused(tmp_path: Path) -> None:
+    """A pax header claiming 100 MB would make tarfile read it whole into memory: refused first."""
+    path = tmp_path / "pax.tar.gz"
+    header = tarfile.TarInfo("././@PaxHeader")
+    header.type = tarfile.XHDTYPE
+    header.size = 100_000_000
+    with tarfile.open(path, "w:gz") as tf:
+        tf.addfile(header, io.BufferedReader(Zeros(header.size)))
+    with pytest.raises(ArchiveLimit, match="asks for a read of 100000256 bytes, more than any member may hold"):
+        list(iter_archive(path))
+
+
+def test_an_encrypted_zip_member_is_skipped_and_a_corrupt_archive_reported(tmp_path: Path) -> None:
+    path = tmp_path / "enc.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("a.md", b"# a\n")
+        zf.writestr("b.md", b"# b\n")
+    data = bytearray(path.read_bytes())
+    # set the "encrypted" flag of the first member in its local and central headers
+    for signature in (b"PK\x03\x04", b"PK\x01\x02"):
+        at = data.index(signature)
+        flag_at = at + (6 if signature == b"PK\x03\x04" else 8)
+        data[flag_at] |= 0x1
+    path.write_bytes(bytes(data))
+    assert members(path) == [("a.md", "cannot read member: encrypted (a password is needed)"), ("b.md", "ok")]
+    (tmp_path / "junk.zip").write_bytes(b"not a zip")
+    with pytest.raises(ArchiveError, match="cannot read archive"):
+        list(iter_archive(tmp_path / "junk.zip"))
+
+
+def test_an_archive_reached_through_a_symlink_is_not_opened(tmp_path: Path) -> None:
+    with zipfile.ZipFile(tmp_path / "real.zip", "w") as zf:
+        zf.writestr("a.md", b"# a\n")
+    (tmp_path / "link.zip").symlink_to(tmp_path / "real.zip")
+    with pytest.raises(ArchiveError, match="symlink"):
+        list(iter_archive(tmp_path / "link.zip"))

@@ -1,0 +1,42 @@
+"""The index form of file names: printable valid UTF-8, and lossless both ways."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sleuth.ingest.names import fs_name, index_name, is_valid_text
+
+
+def test_ordinary_names_are_their_own_index_form() -> None:
+    for name in ("README.md", "docs/guide.md", "été/naïve café.md", "日本語.md", "emoji 👩‍💻.md", "a b/c-d_e.f"):
+        assert index_name(name) is name
+        assert fs_name(name) is name
+
+
+def test_escapes() -> None:
+    assert index_name(os.fsdecode(b"caf\xe9.md")) == "caf\\xe9.md"
+    assert index_name("a\\b.md") == "a\\\\b.md"
+    assert index_name("bell\x07\x1b[31m.md") == "bell\\x07\\x1b[31m.md"
+    assert index_name("c1\x85.md") == "c1\\xc2\\x85.md"  # a C1 control: the escapes of its UTF-8 bytes
+    assert index_name("a\\x41.md") == "a\\\\x41.md"  # a real name that looks like an escape stays itself
+    assert fs_name("a\\\\x41.md") == "a\\x41.md"
+    assert fs_name("odd\\q.md") == "odd\\q.md"  # not an escape: kept
+
+
+@given(st.binary(min_size=1, max_size=40).filter(lambda b: b"/" not in b and b"\0" not in b))
+def test_every_file_system_name_maps_back(raw: bytes) -> None:
+    name = os.fsdecode(raw)
+    shown = index_name(name)
+    assert is_valid_text(shown)  # SQLite, JSON and tantivy can hold it
+    assert not any(unicodedata.category(c) in ("Cc", "Cs") for c in shown)  # nothing to garble a terminal
+    assert fs_name(shown) == name
+    assert os.fsencode(fs_name(shown)) == raw
+
+
+def test_is_valid_text() -> None:
+    assert is_valid_text("café")
+    assert not is_valid_text(os.fsdecode(b"caf\xe9"))
