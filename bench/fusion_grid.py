@@ -67,7 +67,7 @@ def lane_runs(data: Path, name: str, tag: str, extra: Mapping[str, Callable[[Eva
     path = cache_dir() / f"{name}.{tag}.pkl"
     if path.is_file():
         with path.open("rb") as fh:
-            return pickle.load(fh)  # noqa: S301 - our own cache file
+            return pickle.load(fh)  # our own cache file
     started = time.perf_counter()
     run = EvalRun(data / name)
     lists: dict[str, dict[str, RankedList]] = {}

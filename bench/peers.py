@@ -17,7 +17,7 @@ import numpy as np
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 
-def _stemmer():  # noqa: ANN202 - PyStemmer is optional for the peers
+def _stemmer():  # PyStemmer is optional for the peers
     try:
         import Stemmer
 
@@ -26,7 +26,7 @@ def _stemmer():  # noqa: ANN202 - PyStemmer is optional for the peers
         return None
 
 
-def simple_tokens(text: str, stemmer=None) -> list[str]:  # noqa: ANN001
+def simple_tokens(text: str, stemmer=None) -> list[str]:
     """Lower-cased ``\\w+`` tokens, stemmed when a PyStemmer stemmer is given."""
     words = _WORD_RE.findall(text.lower())
     return stemmer.stemWords(words) if stemmer is not None else words

@@ -117,13 +117,13 @@ def loadavg() -> str:
 # =============================================================================== jobs (children)
 
 
-def _records(corpus_file: str):  # noqa: ANN202
+def _records(corpus_file: str):
     from sleuth.engine import Record
 
     return [Record(rel_path=d["id"], text=d["text"], title=d.get("title", "")) for d in read_jsonl(Path(corpus_file))]
 
 
-def _config(model: str):  # noqa: ANN202
+def _config(model: str):
     from sleuth.config import Config
 
     return Config(model="none") if model == "none" else Config(model_int8=(model == "int8"))
@@ -267,7 +267,7 @@ def job_peer(p: dict) -> dict:
             "p50": pct(times, 50), "p95": pct(times, 95)}
 
 
-def ann_measure(e, queries: list[str], exact_max: int, expansions: list[int]) -> dict:  # noqa: ANN001
+def ann_measure(e, queries: list[str], exact_max: int, expansions: list[int]) -> dict:
     """Recall@10 of VectorMatrix's HNSW path vs exact search on the index's stored vectors, with real
     query embeddings; also the exact numpy peer's and the HNSW search's latency. Reuses the engine's
     own matrix when it already took the HNSW path (so a 200k-block graph is built once per job)."""

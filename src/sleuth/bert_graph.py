@@ -168,7 +168,7 @@ class _Graph:
         return out
 
 
-def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: str = "fused",  # noqa: ANN201
+def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: str = "fused",
                      outliers: dict[str, np.ndarray] | None = None, probe: bool = False):
     """The encoder as an ``onnx.ModelProto`` (see the module docstring for inputs, output, layouts).
 
@@ -226,6 +226,8 @@ def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: st
     pos = g.op("Slice", [g.const("position_embeddings", positions), g.const("zero_i64", np.array([0])), length])
     x = layer_norm(g.op("Add", [word, pos]), "embeddings.LayerNorm")
 
+    # graph names of the layout's shared inputs (the unfused layout's stay "" in the fused one)
+    mask = mask_bias = split_heads = merge_heads = scale = sqrt2 = half = ""
     if layout == "fused":
         mask = g.op("Cast", ["attention_mask"], to=TensorProto.INT32)
     else:
@@ -333,8 +335,10 @@ def find_outlier_channels(cfg: BertConfig, weights: dict[str, np.ndarray], token
         ids = np.asarray([encoding.ids], dtype=np.int64)
         for name, value in zip(names, session.run(names, {"input_ids": ids, "attention_mask": np.ones_like(ids)}),
                                strict=True):
-            peak = np.abs(value).reshape(-1, value.shape[-1]).max(axis=0)
-            peaks[name] = np.maximum(peaks.get(name, peak), peak)
+            array = np.asarray(value)
+            peak = np.abs(array).reshape(-1, array.shape[-1]).max(axis=0)
+            previous = peaks.get(name)
+            peaks[name] = peak if previous is None else np.maximum(previous, peak)
     return {name.removeprefix("probe."): np.sort(np.argsort(-peak, kind="stable")[:count]).astype(np.int64)
             for name, peak in peaks.items()}
 

@@ -20,15 +20,15 @@ if __name__ == "__main__":  # `python -m sleuth.cli`; the `sleuth` command's lau
 else:
     startup.set_process_defaults()
 
-import click  # noqa: E402
+import click
 
-from sleuth import __version__  # noqa: E402
-from sleuth.commands.health import doctor_cmd, status_cmd  # noqa: E402
-from sleuth.commands.indexing import index_cmd, watch_cmd  # noqa: E402
-from sleuth.commands.options import handle_errors  # noqa: E402
-from sleuth.commands.reading import get_cmd, projects_cmd, render_text, search_cmd  # noqa: E402
-from sleuth.commands.serving import broker_group, serve_cmd  # noqa: E402
-from sleuth.commands.tools import eval_cmd, guides_group  # noqa: E402
+from sleuth import __version__
+from sleuth.commands.health import doctor_cmd, status_cmd
+from sleuth.commands.indexing import index_cmd, watch_cmd
+from sleuth.commands.options import handle_errors
+from sleuth.commands.reading import get_cmd, projects_cmd, render_text, search_cmd
+from sleuth.commands.serving import broker_group, serve_cmd
+from sleuth.commands.tools import eval_cmd, guides_group
 
 __all__ = ["cli", "handle_errors", "main", "quick_exit", "render_text"]
 

@@ -7,6 +7,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from sleuth.embed import DEFAULT_MODEL, check_model_spec
 from sleuth.errors import ConfigError
@@ -127,14 +128,23 @@ def load_config(index_dir: Path | None) -> Config:
     ``[score_weights] bm25 = 0.48 ...`` (zscore, convex).
     Raises ConfigError on an unreadable file or bad values.
     """
-    cfg = Config()
     values = read_config_file(index_dir)
-    if "SLEUTH_LANES" in os.environ:
-        values["lanes"] = os.environ["SLEUTH_LANES"].split(",")
-    if "SLEUTH_RRF_K" in os.environ:
-        values["rrf_k"] = os.environ["SLEUTH_RRF_K"]
-    if "SLEUTH_MODEL" in os.environ:
-        values["model"] = os.environ["SLEUTH_MODEL"]
+    for env, key in (("SLEUTH_LANES", "lanes"), ("SLEUTH_RRF_K", "rrf_k"), ("SLEUTH_MODEL", "model")):
+        if env in os.environ:
+            values[key] = os.environ[env].split(",") if key == "lanes" else os.environ[env]
+    cfg = _model_settings(Config(), values)
+    try:
+        cfg = _fusion_settings(cfg, values)
+        for key in ("lane_weights", "score_weights"):
+            if key in values:
+                cfg = replace(cfg, **{key: _weights(key, dict(getattr(cfg, key)), values[key])})
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"bad configuration value: {exc}") from exc
+    return cfg
+
+
+def _model_settings(cfg: Config, values: dict[str, Any]) -> Config:
+    """``model`` and ``model_int8`` of ``values`` applied to ``cfg``. Raises ConfigError."""
     if "model" in values:
         cfg = replace(cfg, model=check_model_spec(values["model"]))
     if "model_int8" in values:
@@ -142,37 +152,38 @@ def load_config(index_dir: Path | None) -> Config:
         if raw_int8 != "auto" and not isinstance(raw_int8, bool):
             raise ConfigError(f"model_int8 must be true, false or \"auto\", got {raw_int8!r}")
         cfg = replace(cfg, model_int8=None if raw_int8 == "auto" else raw_int8)
-    try:
-        if "lanes" in values:
-            lanes = values["lanes"]
-            cfg = cfg.with_lanes(lanes.split(",") if isinstance(lanes, str) else list(lanes))  # type: ignore[arg-type]
-        if "rrf_k" in values:
-            raw = values["rrf_k"]
-            try:
-                k = int(str(raw).strip())
-            except ValueError:
-                k = 0
-            if k <= 0 or isinstance(raw, float | bool):
-                raise ConfigError(f"rrf_k must be a positive integer, got {raw!r}")
-            cfg = replace(cfg, rrf_k=k)
-        if "fusion" in values:
-            if values["fusion"] not in FUSION_METHODS:
-                raise ConfigError(f"fusion must be one of {', '.join(FUSION_METHODS)}, got {values['fusion']!r}")
-            cfg = replace(cfg, fusion=str(values["fusion"]))
-        for key in ("lane_weights", "score_weights"):
-            if key not in values:
-                continue
-            weights = dict(getattr(cfg, key))
-            raw_weights = values[key]
-            if not isinstance(raw_weights, dict):
-                raise ConfigError(f"{key} must be a table of lane = weight, got {raw_weights!r}")
-            for lane, w in raw_weights.items():
-                validate_lanes([str(lane)])
-                try:
-                    weights[lane] = float(w)
-                except (TypeError, ValueError):
-                    raise ConfigError(f"{key}.{lane} must be a number, got {w!r}") from None
-            cfg = replace(cfg, **{key: weights})
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"bad configuration value: {exc}") from exc
     return cfg
+
+
+def _fusion_settings(cfg: Config, values: dict[str, Any]) -> Config:
+    """``lanes``, ``rrf_k`` and ``fusion`` of ``values`` applied to ``cfg``. Raises ConfigError."""
+    if "lanes" in values:
+        lanes = values["lanes"]
+        cfg = cfg.with_lanes(lanes.split(",") if isinstance(lanes, str) else list(lanes))
+    if "rrf_k" in values:
+        raw = values["rrf_k"]
+        try:
+            k = int(str(raw).strip())
+        except ValueError:
+            k = 0
+        if k <= 0 or isinstance(raw, float | bool):
+            raise ConfigError(f"rrf_k must be a positive integer, got {raw!r}")
+        cfg = replace(cfg, rrf_k=k)
+    if "fusion" in values:
+        if values["fusion"] not in FUSION_METHODS:
+            raise ConfigError(f"fusion must be one of {', '.join(FUSION_METHODS)}, got {values['fusion']!r}")
+        cfg = replace(cfg, fusion=str(values["fusion"]))
+    return cfg
+
+
+def _weights(key: str, weights: dict[str, float], raw_weights: object) -> dict[str, float]:
+    """``weights`` overlaid with the table ``raw_weights`` (config key ``key``). Raises ConfigError."""
+    if not isinstance(raw_weights, dict):
+        raise ConfigError(f"{key} must be a table of lane = weight, got {raw_weights!r}")
+    for lane, w in raw_weights.items():
+        validate_lanes([str(lane)])
+        try:
+            weights[lane] = float(w)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key}.{lane} must be a number, got {w!r}") from None
+    return weights

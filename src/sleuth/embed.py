@@ -129,7 +129,7 @@ def _build_onnx(hf_dir: Path, out: Path, int8_outliers: int = 0) -> list[str]:
         raise ModelUnavailable(f"building {hf_dir}'s graph needs the packages onnx and safetensors: {exc}") from exc
     except GraphBuildError as exc:
         raise ModelUnavailable(f"cannot build {hf_dir}'s ONNX graph: {exc}") from exc
-    except Exception as exc:  # noqa: BLE001 - any build failure leaves the lane unavailable
+    except Exception as exc:  # any build failure leaves the lane unavailable
         raise ModelUnavailable(f"cannot build {hf_dir}'s ONNX graph: {type(exc).__name__}: {exc}") from exc
     finally:
         tmp.unlink(missing_ok=True)
@@ -173,7 +173,7 @@ def quantize_int8(fp32: Path, out: Path, exclude: Sequence[str] = ()) -> None:
                              op_types_to_quantize=["MatMul", "Attention"], nodes_to_exclude=list(exclude),
                              extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         tmp.replace(out)
-    except Exception as exc:  # noqa: BLE001 - the quantiser raises many kinds
+    except Exception as exc:  # the quantiser raises many kinds
         raise ModelUnavailable(f"cannot quantise {fp32} to int8: {type(exc).__name__}: {exc}") from exc
     finally:
         tmp.unlink(missing_ok=True)
@@ -351,7 +351,7 @@ class Embedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.asarray([e.type_ids[:width] for e in batch], dtype=np.int64)
-        hidden = self.session.run(None, feeds)[0]
+        hidden = np.asarray(self.session.run(None, feeds)[0])
         summed = (hidden * mask[..., None]).sum(axis=1)
         vectors = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)

@@ -145,8 +145,10 @@ def file_coverage(indexed: list[dict[str, object]], skipped: list[dict[str, str]
                                 int(f["size_bytes"]), str(f["indexed_at"]))}  # type: ignore[call-overload]
         for f in indexed
     ]
-    out += [{"project": s["project"], "root": s["root"], "path": s["path"], "state": skip_state(s["reason"]),
-             "reason": s["reason"], "at": s["at"]} for s in skipped]
+    not_indexed: list[dict[str, object]] = [
+        {"project": s["project"], "root": s["root"], "path": s["path"], "state": skip_state(s["reason"]),
+         "reason": s["reason"], "at": s["at"]} for s in skipped]
+    out += not_indexed
     return sorted(out, key=lambda f: (str(f["project"]), str(f["root"]), str(f["path"])))
 
 

@@ -75,11 +75,6 @@ class WriteLock:
         self.path, self.timeout_s = path, timeout_s
         self._fd: int | None = None
 
-    @property
-    def held_here(self) -> bool:
-        """True while this object holds the lock."""
-        return self._fd is not None
-
     def acquire(self, blocking: bool = True) -> bool:
         """Take the lock (waiting at most ``timeout_s`` when ``blocking``); False when not taken."""
         fd = lock_exclusive(self.path, self.timeout_s if blocking else 0)

@@ -49,7 +49,7 @@ def begin(args: Sequence[str]) -> None:
 
 #: The one model load started for this process: ``(spec, quantized, embedder)``, or None when the
 #: thread found nothing to load or failed before loading (the caller then loads as usual).
-_pending: Future[tuple[str, bool, object] | None] | None = None
+_pending: Future[tuple[str, bool | None, object] | None] | None = None
 _pending_lock = threading.Lock()
 
 
@@ -102,7 +102,7 @@ def start_search_model_load(args: Sequence[str]) -> bool:
     return True
 
 
-def _load(future: Future[tuple[str, bool, object] | None], index_dir: Path, lanes: str | None) -> None:
+def _load(future: Future[tuple[str, bool | None, object] | None], index_dir: Path, lanes: str | None) -> None:
     try:
         from sleuth.config import load_config
         from sleuth.embed import load_embedder_now
@@ -122,7 +122,7 @@ def _load(future: Future[tuple[str, bool, object] | None], index_dir: Path, lane
         future.set_exception(exc)
 
 
-def claim(spec: str, quantized: bool) -> tuple[bool, object]:
+def claim(spec: str, quantized: bool | None) -> tuple[bool, object]:
     """``(True, embedder)`` when this process's model load was for ``spec`` and ``quantized``
     (waiting for it to finish; its error is raised here), else ``(False, None)``. A load is
     claimed once: later calls load for themselves."""

@@ -41,7 +41,7 @@ def make_snippet(text: str, terms: Collection[str], max_chars: int = SNIPPET_MAX
     else:
         best_i, best_cover = 0, -1
         for i, ((s, _e), _term) in enumerate(spans):
-            cover = len({term for (s2, e2), term in spans[i:] if e2 <= s + max_chars})
+            cover = len({term for (_s2, e2), term in spans[i:] if e2 <= s + max_chars})
             if cover > best_cover:
                 best_i, best_cover = i, cover
         first = spans[best_i][0][0]

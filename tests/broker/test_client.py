@@ -16,7 +16,7 @@ def test_broker_switch() -> None:
     assert not any(broker_enabled({"SLEUTH_BROKER": v}) for v in ("0", "false", "No", "off"))
 
 
-def test_header_makes_paths_absolute(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_header_makes_paths_absolute(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     header = session_header("memory", ("a",), "g.json", None, {"SLEUTH_GUIDES": "h.json", "SLEUTH_LANES": "bm25"})
     assert header == {"op": "session", "protocol": 1, "tools": "memory", "projects": ["a"],
@@ -60,6 +60,6 @@ def test_pipe_copies_both_ways_and_ends_when_the_broker_closes() -> None:
     assert code == 0 and received == [b"request\n"]
 
 
-def test_no_index_means_serve_in_process(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_no_index_means_serve_in_process(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("SLEUTH_INDEX", raising=False)
     assert serve_via_broker(tmp_path / "nothing", None, (), None, None) is None

@@ -136,7 +136,7 @@ def test_a_failing_before_hook_releases_the_gate() -> None:
     assert gate.snapshot()["writes"] == 1
 
 
-async def wait_until(condition, timeout_s: float = 10.0) -> None:  # noqa: ANN001
+async def wait_until(condition, timeout_s: float = 10.0) -> None:
     with anyio.fail_after(timeout_s):
         while not condition():
             await anyio.sleep(0.001)

@@ -151,6 +151,21 @@ def wave_text(wave: int, n: int) -> str:
     return f"---\ntitle: {title}\n---\n# {title}\n\nThe zebrafinch sang song {wave}.{n} by the river.\n"
 
 
+def wave_problems(now: tuple[int, int], before: tuple[int, int], memory: list[str], stable: list[str]) -> list[str]:
+    """What is wrong with one reader's view: ``now`` and ``before`` are (wave notes, records) seen.
+    A wave is one `sleuth index` run: a reader sees all of it or none of it, and never less than it
+    saw before; records only accumulate; the stable project's answer does not move."""
+    (zebra, quokka), (seen_waves, seen_records) = now, before
+    problems = []
+    if zebra % WAVE_DOCS or zebra < seen_waves:
+        problems.append(f"{zebra} wave notes after {seen_waves}: {memory}")
+    if quokka < seen_records:
+        problems.append(f"{quokka} records after {seen_records}")
+    if not any("Getenv" in t for t in stable[:3]):
+        problems.append(f"the Getenv page left the top 3: {stable}")
+    return problems
+
+
 def test_eight_sessions_query_in_parallel_while_a_writer_indexes_and_records(
         hugo_sample: Path, tmp_path: Path, broker_env: dict[str, str]) -> None:
     shutil.copytree(hugo_sample, tmp_path / "hugo")
@@ -195,14 +210,8 @@ def test_eight_sessions_query_in_parallel_while_a_writer_indexes_and_records(
                 answers.append(3)  # three answers, all checked
                 zebra = sum(t.startswith("Zebrafinch wave") for t in memory)
                 quokka = sum(t.startswith("Quokka record") for t in items)
-                # A wave is one `sleuth index` run: a reader sees all of it or none of it, and never less
-                # than it saw before; records only accumulate.
-                if zebra % WAVE_DOCS or zebra < seen_waves:
-                    problems.append(f"reader {k}: {zebra} wave notes after {seen_waves}: {memory}")
-                if quokka < seen_records:
-                    problems.append(f"reader {k}: {quokka} records after {seen_records}")
-                if not any("Getenv" in t for t in stable[:3]):
-                    problems.append(f"reader {k}: the Getenv page left the top 3: {stable}")
+                problems.extend(f"reader {k}: {p}" for p in wave_problems(
+                    (zebra, quokka), (seen_waves, seen_records), memory, stable))
                 seen_waves, seen_records = zebra, quokka
                 observed.add((zebra, quokka))
                 if last_round:

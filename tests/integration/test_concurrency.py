@@ -55,6 +55,27 @@ def check_envelope(payload: dict[str, Any]) -> None:
         assert item["block_ids"] and item["item"]["path"]
 
 
+def churn_round(pages: list[Path], round_: int) -> None:
+    """The writer's changes to the churn pages in round ``round_``: some grow a line, some go."""
+    for i, page in enumerate(pages):
+        if not page.exists():
+            continue
+        if i % WRITER_ROUNDS == round_ - 1:
+            page.write_text(page.read_text(encoding="utf-8") + f"\n- round {round_}\n", encoding="utf-8")
+        elif i % 17 == round_:
+            page.unlink(missing_ok=True)
+
+
+def check_answer(project: str, query: str, payload: dict[str, Any]) -> None:
+    """A reader's search_project answer: a valid envelope, the target first for its word."""
+    check_envelope(payload)
+    if query == "quokkatarget":
+        assert payload["items"][0]["item"]["path"] == "target.md", payload
+        assert "quokkatarget" in payload["items"][0]["item"]["snippet"]
+    elif project == "hugo":
+        assert payload["result_count"] > 0
+
+
 def test_readers_and_a_writer_in_parallel(hugo_sample: Path, tmp_path: Path) -> None:
     stable = tmp_path / "stable"
     shutil.copytree(hugo_sample, stable)
@@ -74,13 +95,7 @@ def test_readers_and_a_writer_in_parallel(hugo_sample: Path, tmp_path: Path) -> 
             for round_ in range(1, WRITER_ROUNDS + 1):
                 (stable / "target.md").write_text(target_text(round_), encoding="utf-8")
                 run_cli("index", str(stable), "--project", "hugo", "--index", str(index), env=LEXICAL)
-                for i, page in enumerate(pages):
-                    if not page.exists():
-                        continue
-                    if i % WRITER_ROUNDS == round_ - 1:
-                        page.write_text(page.read_text(encoding="utf-8") + f"\n- round {round_}\n", encoding="utf-8")
-                    elif i % 17 == round_:
-                        page.unlink(missing_ok=True)
+                churn_round(pages, round_)
                 run_cli("index", str(churn), "--project", "churn", "--index", str(index), env=LEXICAL)
         except Exception as exc:  # noqa: BLE001 - reported by the test
             errors.append(f"writer: {exc}")
@@ -117,14 +132,8 @@ def test_readers_and_a_writer_in_parallel(hugo_sample: Path, tmp_path: Path) -> 
                 if result.is_error:
                     errors.append(f"mcp {n}: {result.content[0].text}")
                     continue
-                payload = json.loads(result.content[0].text)
                 try:
-                    check_envelope(payload)
-                    if query == "quokkatarget":
-                        assert payload["items"][0]["item"]["path"] == "target.md", payload
-                        assert "quokkatarget" in payload["items"][0]["item"]["snippet"]
-                    elif project == "hugo":
-                        assert payload["result_count"] > 0
+                    check_answer(project, query, json.loads(result.content[0].text))
                 except AssertionError as exc:
                     errors.append(f"mcp {n}: {exc}")
                 answers["mcp"] += 1

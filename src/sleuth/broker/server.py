@@ -312,7 +312,7 @@ class Broker:
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.DelimiterNotFound, anyio.BrokenResourceError,
                 anyio.ClosedResourceError, OSError):
             return  # the session went away
-        except Exception:  # noqa: BLE001 - logged; the broker keeps serving the other sessions
+        except Exception:  # logged; the broker keeps serving the other sessions
             log.exception("a session failed")
 
     @staticmethod

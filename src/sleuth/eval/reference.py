@@ -34,7 +34,7 @@ def top_documents(scores: np.ndarray, doc_ids: Sequence[str], depth: int) -> lis
         top = np.argpartition(-scores[positive], depth - 1)[:depth]
         positive = positive[top]
     order = positive[np.lexsort((positive, -scores[positive]))]
-    return [doc_ids[i] for i in order.tolist()]
+    return [doc_ids[int(i)] for i in order]
 
 
 def reference_bm25_run(dataset: BeirDataset, depth: int = 100) -> Run:
@@ -57,6 +57,6 @@ def reference_bm25_run(dataset: BeirDataset, depth: int = 100) -> Run:
                             return_ids=False, show_progress=False)
     run: Run = {}
     for (qid, _), query_tokens in zip(queries, tokens, strict=True):
-        ids = retriever.get_tokens_ids(list(query_tokens))
+        ids = retriever.get_tokens_ids([str(token) for token in query_tokens])
         run[qid] = top_documents(retriever.get_scores_from_ids(ids), doc_ids, depth) if ids else []
     return run

@@ -296,7 +296,7 @@ def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
             count += 1
             if count > ARCHIVE_MAX_MEMBERS:
                 raise ArchiveLimit(_members_reason())
-            tar.members.clear()  # tarfile keeps every member it met; nothing here needs them again
+            tar.members.clear()  # pyright: ignore[reportAttributeAccessIssue] -- tarfile keeps every member it met; nothing here needs them again
             if not member.isfile():
                 continue
             name, reason = names.check(member.name)

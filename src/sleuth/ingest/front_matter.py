@@ -55,8 +55,8 @@ class _CountingComposer(Composer):
         self._aliases = 0
         self._depth = 0
 
-    def compose_node(self, parent: Node | None, index: object) -> Node:
-        if self.check_event(AliasEvent):
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        if self.check_event(AliasEvent):  # pyright: ignore[reportAttributeAccessIssue] -- the Parser mixin's
             self._aliases += 1
             if self._aliases > FRONT_MATTER_MAX_ALIASES:
                 raise FrontMatterLimit(f"more than {FRONT_MATTER_MAX_ALIASES} aliases")

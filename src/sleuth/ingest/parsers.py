@@ -313,7 +313,9 @@ def _notebook_cells(rel_path: str, text: str) -> tuple[list[dict[str, Any]], str
         cells = [c for ws in nb["worksheets"] if isinstance(ws, dict) for c in ws.get("cells", [])]
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         raise ParseError(f"{rel_path}: notebook has no list of cell objects")
-    meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    meta = nb.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     lang = (meta.get("language_info") or {}).get("name") or (meta.get("kernelspec") or {}).get("language")
     return cells, str(lang or "python")
 

@@ -8,7 +8,7 @@ it up to the catalog's generation, caches it, and says why it cannot answer when
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -86,22 +86,6 @@ class Lane(Protocol):
     def search(self, q: LaneQuery) -> RankedList: ...
 
     def applies(self, parsed: ParsedQuery) -> bool: ...
-
-    def unavailable(self) -> str | None: ...
-
-    def warm(self) -> None: ...
-
-    def status(self) -> LaneStatus: ...
-
-
-class ExpansionLane(Protocol):
-    """A lane of stage ``expand``: ranks nodes reached from the fused documents (``seeds``)."""
-
-    name: str
-
-    def expand(self, seeds: Sequence[tuple[str, float]], k: int, allowed_docs: Collection[str] | None,
-               projects: Collection[str] | None, entities_allowed: bool,
-               query_terms: Collection[str]) -> RankedList: ...
 
     def unavailable(self) -> str | None: ...
 

@@ -14,10 +14,10 @@ class SharedModel:
 
     Args:
         spec: the model setting (a name, a folder, or ``"none"``).
-        quantized: use the int8-quantised graph.
+        quantized: use the int8-quantised graph (None: the default, "auto" in config).
     """
 
-    def __init__(self, spec: str, quantized: bool = False) -> None:
+    def __init__(self, spec: str, quantized: bool | None = None) -> None:
         self.spec, self.quantized = spec, quantized
         self._embedder: Embedder | None = None
         self._error: str | None = None

@@ -111,6 +111,7 @@ class Postings:
         self.read_only_view: Path | None = None
         #: Why the postings were opened read-only, else None.
         self.read_only: str | None = None
+        fresh = True
         try:
             fresh = not (path / "meta.json").is_file()
             path.mkdir(parents=True, exist_ok=True)
@@ -345,11 +346,6 @@ class Postings:
         self.apply(catalog.indexed_blocks(current), deleted, written, target)
         return True
 
-    def rebuild(self, catalog: Catalog) -> None:
-        """Drop every posting and re-index all blocks from the catalog."""
-        self._reset()
-        self.catch_up(catalog)
-
     # ------------------------------------------------------------------ reading
 
     def reload(self) -> None:
@@ -370,9 +366,6 @@ class Postings:
         if self._searcher_generation != self.generation():
             self.reload()
         return self._searcher
-
-    def num_blocks(self) -> int:
-        return int(self.searcher().num_docs)
 
     def term(self, field: str, term: str) -> tantivy.Query:
         return tantivy.Query.term_query(self.schema, field, term)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +45,11 @@ class TfidfModel:
     Args:
         rows: ``(block_id, project_id, terms)`` per block; ``terms`` is whitespace-joined.
     """
+
+    #: A loaded model's vocabulary (set by :meth:`from_arrays` only): the terms as sorted UTF-8
+    #: bytes, and each one's column.
+    vocab_sorted: np.ndarray
+    vocab_columns: np.ndarray
 
     def __init__(self, rows: Iterable[tuple[str, str, str]]) -> None:
         vocab: dict[str, int] = {}
@@ -118,10 +124,10 @@ class TfidfModel:
         """Keep a CSC matrix as its plain arrays (``data``, ``indices``, ``indptr``, ``shape``)."""
         self.data, self.indices, self.indptr = csc.data, csc.indices, csc.indptr  # type: ignore[attr-defined]
         self.shape: tuple[int, int] = tuple(csc.shape)  # type: ignore[attr-defined,assignment]
-        self._matrix: object | None = csc
+        self._matrix: Any = csc
 
     @property
-    def matrix(self) -> object:
+    def matrix(self) -> Any:
         """The log-tf matrix as scipy CSC, built from the arrays on first use (only updates need it:
         scoring uses the arrays, so a search process never imports scipy)."""
         if self._matrix is None:

@@ -54,7 +54,7 @@ def _usearch_index() -> type[Index]:
 
 def new_hnsw(dim: int) -> Index:
     """An empty HNSW index with the engine's settings."""
-    Index = _usearch_index()  # noqa: N806 - the class
+    Index = _usearch_index()  # the class
     return Index(ndim=dim, metric="cos", dtype="f32", connectivity=HNSW_CONNECTIVITY,
                  expansion_add=HNSW_EXPANSION_ADD, expansion_search=HNSW_EXPANSION_SEARCH)
 
@@ -225,7 +225,7 @@ class VectorMatrix:
 
 def load_hnsw(path: Path) -> Index | None:
     """The HNSW index saved at ``path``, memory-mapped (read-only), or None when unreadable."""
-    Index = _usearch_index()  # noqa: N806 - the class
+    Index = _usearch_index()  # the class
     try:
         index = Index.restore(str(path), view=True)
     except (OSError, ValueError, RuntimeError):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
 from sleuth.errors import InternalError, SleuthError
@@ -57,7 +56,3 @@ def text_result(text: str, is_error: bool = False) -> CallToolResult:
     """A plain text answer (seed 001's one sentence, or any tool's bare error)."""
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
 
-
-def tool_error(exc: BaseException | str) -> ToolError:
-    """Seed 000's error: raise it from a tool and the SDK answers with its message."""
-    return ToolError(str(exc))

@@ -133,6 +133,7 @@ class GuidesTools:
             self.search_guides, name="search_guides", title="Search guides",
             description=search_guides_description(self.entries), annotations=SEARCH_GUIDES_ANNOTATIONS,
         )
+        assert isinstance(tool, GuidesTool)  # from_function builds the class it is called on
         tool.parameters = SEARCH_GUIDES_SCHEMA
         tool.report_call = self._report_call
         return [tool]

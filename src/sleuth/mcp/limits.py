@@ -442,7 +442,7 @@ def arguments_middleware(server: MCPServer[Any]) -> Callable[..., Any]:
         params = ctx.params
         if ctx.method == "tools/call" and isinstance(params, Mapping):
             arguments, name = params.get("arguments"), params.get("name")
-            tool = server._tool_manager.get_tool(name) if isinstance(name, str) else None  # noqa: SLF001
+            tool = server._tool_manager.get_tool(name) if isinstance(name, str) else None
             if tool is not None and arguments is not None and not isinstance(arguments, dict):
                 kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(arguments), "a number")
                 return refusal(tool, f"arguments must be a JSON object of named arguments, got {kind}")

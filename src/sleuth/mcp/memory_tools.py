@@ -285,7 +285,7 @@ class MemoryTools:
                 self.engine.warm_lanes()
                 self.engine.link_graph()
                 self.engine.postings.searcher()
-            except Exception:  # noqa: BLE001 - warming is best effort; requests report real failures
+            except Exception:  # warming is best effort; requests report real failures
                 logger.warning("warming the index failed", exc_info=True)
 
         thread = threading.Thread(target=run, name="sleuth-warm-up", daemon=True)
@@ -304,7 +304,7 @@ class MemoryTools:
             payload = await run_in_worker(fn)
         except SleuthError as exc:
             return structured_error(exc, request_id)
-        except Exception as exc:  # noqa: BLE001 - a tool answers with a readable error, never a dropped session
+        except Exception as exc:  # a tool answers with a readable error, never a dropped session
             logger.exception("memory tool failed")
             failure = InternalError(f"{type(exc).__name__}: {exc} (details in the server's log)")
             return structured_error(failure, request_id)

@@ -30,16 +30,16 @@ def add_tools(server: MCPServer[Any], tools: Iterable[Tool]) -> None:
     Raises:
         ConfigError: a tool of that name is already registered (two profiles clash).
     """
-    manager = server._tool_manager  # noqa: SLF001 - see the module docstring
+    manager = server._tool_manager  # see the module docstring
     for tool in tools:
         if manager.get_tool(tool.name) is not None:
             raise ConfigError(f"two tool profiles both define the tool {tool.name}")
-        manager._tools[tool.name] = tool  # noqa: SLF001
+        manager._tools[tool.name] = tool
 
 
 def tool_names(server: MCPServer[Any]) -> list[str]:
     """The names of the tools registered on ``server``, in registration order."""
-    return [t.name for t in server._tool_manager.list_tools()]  # noqa: SLF001 - see the module docstring
+    return [t.name for t in server._tool_manager.list_tools()]  # see the module docstring
 
 
 def set_output_schema(tool: Tool, schema: dict[str, Any]) -> None:
@@ -49,5 +49,5 @@ def set_output_schema(tool: Tool, schema: dict[str, Any]) -> None:
 
 async def serve_streams(server: MCPServer[Any], read_stream: Any, write_stream: Any) -> None:
     """Run ``server``'s MCP session over the given streams until the client closes them."""
-    lowlevel = server._lowlevel_server  # noqa: SLF001 - see the module docstring
+    lowlevel = server._lowlevel_server  # see the module docstring
     await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

@@ -8,6 +8,8 @@ from sleuth.errors import DocumentNotFound, QueryError, not_found
 from sleuth.freshness import row_freshness
 
 if TYPE_CHECKING:
+    from collections.abc import Set as AbstractSet
+
     from sleuth.engine import Engine
 
 #: Characters per page when the caller asks for none, and the most one page may hold.
@@ -16,7 +18,7 @@ BODY_PAGE_MAX_CHARS = 20_000
 
 
 def read_body(engine: Engine, handle: str, offset: int = 0, max_chars: int = BODY_PAGE_DEFAULT_CHARS,
-              projects: set[str] | None = None) -> dict[str, Any]:
+              projects: AbstractSet[str] | None = None) -> dict[str, Any]:
     """One page of the body behind ``handle`` (``body:<record_id>@<revision_id>`` or ``entity:<node>``).
 
     Offsets are code points into the stored text. A handle of an older revision still reads the

@@ -37,6 +37,7 @@ from sleuth.store.scratch import replacing, scratch_path
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
+    from sleuth.store.catalog import DocumentRow
 
 #: Record kinds → (folder in the memory folder, role, kind label). The kind label is what search
 #: results show as ``kind`` and ``filters.kinds`` matches (the same vocabulary as indexed files).
@@ -127,6 +128,20 @@ class RecordStore:
         """The project's memory folder (not created)."""
         return self.engine.index_dir / MEMORY_DIR_NAME / project_id
 
+    def _revised_record(self, project_id: str, record_id: str, root: Path, supersedes: Sequence[str]) -> DocumentRow:
+        """The record ``record_id`` that a write revises. Raises DocumentNotFound or QueryError
+        (another project's document, a file that is not a record, a supersession cycle)."""
+        existing = self.engine.catalog.document(record_id)
+        if existing is None:
+            raise DocumentNotFound(f"record not found: {record_id!r}")
+        if existing.project_id != project_id:
+            raise QueryError(f"record {record_id} belongs to project {existing.project_id}, not {project_id}")
+        if existing.root != str(root):
+            raise QueryError(f"{record_id} is the file {existing.rel_path} under {existing.root}, not a "
+                             "record: only records written with project_memory_record can be revised")
+        self._check_no_cycle(record_id, supersedes)
+        return existing
+
     def write(self, project_id: str, kind: str, title: str, body: str, tags: Sequence[str] = (),
               related: Sequence[str] = (), supersedes: Sequence[str] = (), record_id: str | None = None,
               create_project: bool = False, request_id: str | None = None) -> RecordReceipt:
@@ -145,23 +160,7 @@ class RecordStore:
             IndexBusy: another process held the index's write lock too long.
             StorageFull, IndexReadOnly, IndexGone: the record could not be written (nothing was).
         """
-        if request_id is not None and (not request_id.strip() or len(request_id) > REQUEST_ID_MAX_CHARS
-                                       or _CONTROL.search(request_id)):
-            raise QueryError(f"request_id must be 1 to {REQUEST_ID_MAX_CHARS} characters of text")
-        if kind not in RECORD_KINDS:
-            raise QueryError(f"kind must be one of {', '.join(RECORD_KINDS)}; got {kind!r}")
-        title = title.strip()
-        if not title or len(title) > RECORD_TITLE_MAX_CHARS or "\n" in title:
-            raise QueryError(f"title must be one line of 1 to {RECORD_TITLE_MAX_CHARS} characters")
-        if not body.strip() or len(body) > RECORD_BODY_MAX_CHARS:
-            raise QueryError(f"body must hold 1 to {RECORD_BODY_MAX_CHARS} characters")
-        for name, value in (("title", title), ("body", body), *(("tags", t) for t in tags)):
-            if _CONTROL.search(value):
-                raise QueryError(f"{name} holds a control character (e.g. NUL); records are text")
-        if len(tags) > RECORD_TAGS_MAX or len(related) + len(supersedes) > RECORD_RELATIONS_MAX:
-            raise QueryError(f"at most {RECORD_TAGS_MAX} tags and {RECORD_RELATIONS_MAX} relations per record")
-        if any(len(t) > RECORD_TAG_MAX_CHARS for t in tags):
-            raise QueryError(f"a tag holds at most {RECORD_TAG_MAX_CHARS} characters")
+        title = _checked_title(kind, title, body, tags, related, supersedes, request_id)
         if project_id not in self.engine.project_ids() and not create_project:
             from sleuth.errors import ProjectNotFound
 
@@ -171,17 +170,7 @@ class RecordStore:
         with _write_lock:
             if self.engine.gone():  # before anything is written: a write would make the folder anew
                 raise index_gone(self.engine.index_dir)
-            existing = None
-            if record_id is not None:
-                existing = self.engine.catalog.document(record_id)
-                if existing is None:
-                    raise DocumentNotFound(f"record not found: {record_id!r}")
-                if existing.project_id != project_id:
-                    raise QueryError(f"record {record_id} belongs to project {existing.project_id}, not {project_id}")
-                if existing.root != str(root):
-                    raise QueryError(f"{record_id} is the file {existing.rel_path} under {existing.root}, not a "
-                                     "record: only records written with project_memory_record can be revised")
-                self._check_no_cycle(record_id, supersedes)
+            existing = None if record_id is None else self._revised_record(project_id, record_id, root, supersedes)
             if record_id is not None and record_id in (*supersedes, *related):
                 raise QueryError("a record cannot relate to or supersede itself")
             relation_paths = {name: self._paths(project_id, ids, name)
@@ -191,9 +180,7 @@ class RecordStore:
                 front: dict[str, Any] = {"title": title, "kind": label, "role": role, "date": date}
                 if tags:
                     front["tags"] = [str(t) for t in tags]
-                for name, paths in relation_paths.items():
-                    if paths:
-                        front[name] = paths
+                front.update({name: paths for name, paths in relation_paths.items() if paths})
                 if request_id is not None:
                     front["request_id"] = request_id
                 return front
@@ -350,3 +337,27 @@ class RecordStore:
         if doc is None:
             raise QueryError(f"the record {rel_path} was written but could not be indexed; see `sleuth status`")
         return doc
+
+
+def _checked_title(kind: str, title: str, body: str, tags: Sequence[str], related: Sequence[str],
+                   supersedes: Sequence[str], request_id: str | None) -> str:
+    """The title of a record to write, stripped, once every argument is checked (the limits of
+    this module). Raises QueryError naming the argument and its limit."""
+    if request_id is not None and (not request_id.strip() or len(request_id) > REQUEST_ID_MAX_CHARS
+                                   or _CONTROL.search(request_id)):
+        raise QueryError(f"request_id must be 1 to {REQUEST_ID_MAX_CHARS} characters of text")
+    if kind not in RECORD_KINDS:
+        raise QueryError(f"kind must be one of {', '.join(RECORD_KINDS)}; got {kind!r}")
+    title = title.strip()
+    if not title or len(title) > RECORD_TITLE_MAX_CHARS or "\n" in title:
+        raise QueryError(f"title must be one line of 1 to {RECORD_TITLE_MAX_CHARS} characters")
+    if not body.strip() or len(body) > RECORD_BODY_MAX_CHARS:
+        raise QueryError(f"body must hold 1 to {RECORD_BODY_MAX_CHARS} characters")
+    for name, value in (("title", title), ("body", body), *(("tags", t) for t in tags)):
+        if _CONTROL.search(value):
+            raise QueryError(f"{name} holds a control character (e.g. NUL); records are text")
+    if len(tags) > RECORD_TAGS_MAX or len(related) + len(supersedes) > RECORD_RELATIONS_MAX:
+        raise QueryError(f"at most {RECORD_TAGS_MAX} tags and {RECORD_RELATIONS_MAX} relations per record")
+    if any(len(t) > RECORD_TAG_MAX_CHARS for t in tags):
+        raise QueryError(f"a tag holds at most {RECORD_TAG_MAX_CHARS} characters")
+    return title

@@ -232,7 +232,7 @@ class Searcher:
         def task() -> RankedList:
             if state is not None:
                 state.lanes[name] = "running"
-            self.retriever._delay(state, name)  # noqa: SLF001 - the same fault injection as retrieval
+            self.retriever._delay(state, name)  # the same fault injection as retrieval
             return lane.expand(seeds, k, allowed, plan.projects, plan.entities, terms)
 
         empty = RankedList(name, (), ())

@@ -77,7 +77,7 @@ def existing(fused: Sequence[FusedDocument], window: int, rows: Rows,
                     if current is None:
                         continue  # deleted: the next document takes its place
                     blocks[current.block_id] = current
-                    rows._blocks[current.block_id] = current  # noqa: SLF001 - the same search's cache
+                    rows._blocks[current.block_id] = current  # the same search's cache
                     alive = [current.block_id]
                 if alive != d.block_ids:
                     best = d.best_block_id if d.best_block_id in alive else alive[0]

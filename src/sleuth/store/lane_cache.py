@@ -94,7 +94,8 @@ def save_arrays(path: Path, key: str, **arrays: np.ndarray) -> bool:
     be written (read-only, full) is left as it was: these files are derived, rebuilt when missing."""
     try:
         with replacing(path) as tmp, create(tmp) as handle:
-            np.savez(handle, __key__=np.asarray(key), **arrays)
+            # (pyright reads **arrays as possibly allow_pickle; every value is an array)
+            np.savez(handle, __key__=np.asarray(key), **arrays)  # pyright: ignore[reportArgumentType]
     except OSError:
         return False
     return True

@@ -102,21 +102,6 @@ class DocumentReads(Connected):
                 out[doc_id] = (int(length), int(start), int(end))
         return out
 
-    def first_blocks(self, doc_ids: Sequence[str]) -> dict[str, Block]:
-        """``{doc_id: its first block}`` for the documents that exist."""
-        out: dict[str, Block] = {}
-        for i in range(0, len(doc_ids), 500):
-            part = list(doc_ids[i : i + 500])
-            marks = ",".join("?" * len(part))
-            for r in self.conn.execute(
-                f"SELECT {BLOCK_COLUMNS}, d.project_id FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
-                f" WHERE b.doc_id IN ({marks}) AND b.ordinal = (SELECT MIN(ordinal) FROM blocks WHERE doc_id=b.doc_id)",
-                part,
-            ):
-                block = block_of_row(r)
-                out[block.doc_id] = block
-        return out
-
     def documents_for_projects(self, project_ids: Sequence[str]) -> Iterator[DocumentRow]:
         """Every document of the projects, without its text (``text`` is ``""``)."""
         cols = DOCUMENT_COLUMNS_WITHOUT_TEXT

@@ -68,10 +68,6 @@ def stem_for(model: str) -> str:
     return f"vectors.{hashlib.sha1(model.encode()).hexdigest()[:8]}"
 
 
-def _key_text(model: str, generation: int, counter: str | None) -> str:
-    return f"{model}\0{generation}\0{counter}"
-
-
 def _read_marks(catalog: Catalog, model: str) -> tuple[int, str | None]:
     return catalog.generation(), catalog.get_meta(f"vectors:{model}")
 
