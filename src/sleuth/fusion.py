@@ -277,7 +277,8 @@ FUSION_METHODS = ("rrf", "convex", "zscore")
 
 def fuse(lists: Sequence[RankedList], doc_of: Callable[[str], str], method: str,
          weights: Mapping[str, float], k: int = RRF_K, families: Mapping[str, str] | None = None,
-         lane_order: Sequence[str] = (), limit: int | None = None) -> list[FusedDocument]:
+         lane_order: Sequence[str] = (), limit: int | None = None,
+         depth_docs: int = ZSCORE_DEPTH_DOCS) -> list[FusedDocument]:
     """Fuse lanes' block lists with ``method`` (:func:`rrf`, :func:`convex` or :func:`zscore`),
     counting a lane that repeats another (:func:`repeated_lanes`) once.
 
@@ -287,7 +288,8 @@ def fuse(lists: Sequence[RankedList], doc_of: Callable[[str], str], method: str,
     fused score stays what the weights give it. It stays in the trace of the documents it found, at
     its rank, with weight and contribution 0 (so the contributions still add up to the score).
 
-    Args: as :func:`rrf` and :func:`convex`; ``lane_order``: which lane of a repeated group is kept.
+    Args: as :func:`rrf` and :func:`convex`; ``lane_order``: which lane of a repeated group is kept;
+        ``depth_docs``: as :func:`zscore` (a search for more documents than it passes its window).
     Raises:
         ValueError: an unknown ``method``, or ``k`` not positive.
     """
@@ -303,7 +305,7 @@ def fuse(lists: Sequence[RankedList], doc_of: Callable[[str], str], method: str,
     elif method == "convex":
         fused = convex(kept, doc_of, weights, None, limit)
     else:
-        fused = zscore(kept, doc_of, weights, limit=limit)
+        fused = zscore(kept, doc_of, weights, depth_docs, limit)
     if repeats:
         _trace_repeats(fused, [r for r in lists if r.lane in repeats], doc_of)
     return fused

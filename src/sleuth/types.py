@@ -116,12 +116,17 @@ class SearchFilters(Model):
                     or self.recorded_before_ns is not None)
 
 
+#: The most documents one search may ask for (as Elasticsearch's ``index.max_result_window``): the
+#: text tools' ``top_k`` reaches it over as many passed-in documents (sleuth.textsearch.bounds).
+SEARCH_LIMIT_MAX = 10_000
+
+
 class Question(Model):
     """One independent question of a grouped search: its id, text, result limit and variants."""
 
     id: str = ""
     query: str
-    limit: int = Field(default=20, ge=1, le=1000)
+    limit: int = Field(default=20, ge=1, le=SEARCH_LIMIT_MAX)
     variants: list[str] = Field(default_factory=list)
 
 
@@ -130,7 +135,7 @@ class SearchRequest(Model):
 
     query: str = ""
     projects: list[str] | None = Field(default=None, description="Project ids; None = every project")
-    limit: int = Field(default=20, ge=1, le=1000, description="Maximum number of documents")
+    limit: int = Field(default=20, ge=1, le=SEARCH_LIMIT_MAX, description="Maximum number of documents")
     lanes: list[str] | None = Field(default=None, description="Lanes to run; None = the configured ones")
     explain: bool = False
     snippets: bool = Field(default=True, description="Compute snippets and highlights (off for evaluation)")

@@ -162,14 +162,14 @@ def test_the_total_of_uncompressed_bytes_is_bounded(tmp_path: Path, monkeypatch:
 
 
 def test_a_pax_header_bomb_is_refused(tmp_path: Path) -> None:
-    """A pax header claiming 100 MB would make tarfile read it whole into memory: refused first."""
+    """A pax header claiming 100 MB would make tarfile read it whole into memory: refused before a read."""
     path = tmp_path / "pax.tar.gz"
     header = tarfile.TarInfo("././@PaxHeader")
     header.type = tarfile.XHDTYPE
     header.size = 100_000_000
     with tarfile.open(path, "w:gz") as tf:
         tf.addfile(header, io.BufferedReader(Zeros(header.size)))
-    with pytest.raises(ArchiveLimit, match="asks for a read of 100000256 bytes, more than any member may hold"):
+    with pytest.raises(ArchiveLimit, match="a pax header of 100000000 bytes, over the 65536 byte limit"):
         list(iter_archive(path))
 
 
@@ -197,3 +197,36 @@ def test_an_archive_reached_through_a_symlink_is_not_opened(tmp_path: Path) -> N
     (tmp_path / "link.zip").symlink_to(tmp_path / "real.zip")
     with pytest.raises(ArchiveError, match="symlink"):
         list(iter_archive(tmp_path / "link.zip"))
+
+
+def test_pax_headers_of_real_archives_are_read(tmp_path: Path) -> None:
+    """A POSIX (pax) tar with long names, a global header and extended attributes reads as before
+    the pax checks (they stop only headers over their limits)."""
+    import tarfile
+
+    path = tmp_path / "pax.tar"
+    long_dir = "a-folder-name-well-past-the-hundred-characters-of-a-ustar-header/" * 3
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT, pax_headers={"comment": "made by the test"}) as tar:
+        for i in range(3):
+            data = f"# Page {i}\n\nText {i}.\n".encode()
+            info = tarfile.TarInfo(f"{long_dir}page-{i}.md")
+            info.size, info.mtime = len(data), 1_700_000_000.5
+            info.pax_headers = {"SCHILY.xattr.user.note": "x" * 2000}
+            tar.addfile(info, io.BytesIO(data))
+    members = list(iter_archive(path))
+    assert [m.name for m in members] == [f"{long_dir}page-{i}.md" for i in range(3)]  # type: ignore[union-attr]
+
+
+def test_a_zip_member_name_holding_a_nul_is_skipped_not_cut(tmp_path: Path) -> None:
+    """zipfile cuts a member's name at a NUL (``x.md\\0../../etc/passwd`` would read as ``x.md``):
+    the name as stored is judged, and skipped with the reason."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("x.mdQ../../etc/passwd", "# Hidden\n")
+        zf.writestr("ok.md", "# Ok\n")
+    path = tmp_path / "nul.zip"
+    path.write_bytes(buf.getvalue().replace(b"x.mdQ", b"x.md\0"))
+    items = list(iter_archive(path))
+    assert [m.name for m in items if not isinstance(m, SkippedFile)] == ["ok.md"]
+    (skipped,) = [m for m in items if isinstance(m, SkippedFile)]
+    assert skipped.path == "x.md\\x00../../etc/passwd" and "NUL" in skipped.reason

@@ -111,3 +111,25 @@ def test_confined_path_of_stored_documents(tmp_path: Path) -> None:
     assert not confined_path(str(root), "linked.zip/inner/x.md", roots)
     assert not confined_path(str(root), "../escape.md", roots)
     assert not confined_path(str(root), "/etc/passwd", roots)
+
+
+def test_a_folder_swapped_for_a_symlink_after_the_walk_leads_nowhere(tmp_path: Path) -> None:
+    """The race a walker cannot see: ``sub/`` becomes a symlink to a folder outside the roots
+    between the walk and the read. The walker's stat and the reader's open both resolve the
+    swapped folder, so the identities match; the descriptor's real path gives it away."""
+    from sleuth.ingest.guard import Failed, ParseJob, parse_job
+
+    root, outside = tmp_path / "proj", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nTOPSECRET outside the roots\n", encoding="utf-8")
+    (root / "sub").symlink_to(outside, target_is_directory=True)  # the swap, already made
+    path = root / "sub" / "secret.md"
+    st = os.stat(path)  # what a walker racing the swap would have recorded
+    roots = Roots([root])
+    with pytest.raises(ConfinementError, match="outside the project's roots"):
+        read_file(path, 1 << 20, (st.st_dev, st.st_ino), roots)
+    outcome = parse_job(ParseJob("sub/secret.md", str(path), identity=(st.st_dev, st.st_ino), roots=roots.real,
+                                 max_bytes=1 << 20))
+    assert isinstance(outcome, Failed) and "outside the project's roots" in outcome.reason
+    assert "TOPSECRET" not in outcome.reason

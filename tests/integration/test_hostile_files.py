@@ -232,6 +232,43 @@ def test_an_archive_bomb_is_bounded(tmp_path: Path) -> None:
     assert [h["path"] for h in search_json(tmp_path / "idx", "walruses")["hits"]] == ["bomb.zip/page.md"]
 
 
+
+def pax_redos_tar_gz(digits: int) -> bytes:
+    """A tar.gz whose first member's pax header is ``digits`` digits: Python's tarfile (before
+    3.11.10 / 3.12.6, CVE-2024-6232) takes quadratic time to parse it (1M digits: hours)."""
+    import gzip
+    import tarfile
+
+    buf = io.BytesIO()
+    payload = b"1" * digits
+    header = tarfile.TarInfo("././@PaxHeader")
+    header.type, header.size = tarfile.XHDTYPE, len(payload)
+    buf.write(header.tobuf(format=tarfile.USTAR_FORMAT) + payload + b"\0" * (-len(payload) % tarfile.BLOCKSIZE))
+    page = b"# Page\n\nAn ordinary page about walruses.\n"
+    member = tarfile.TarInfo("page.md")
+    member.size = len(page)
+    buf.write(member.tobuf(format=tarfile.USTAR_FORMAT) + page + b"\0" * (-len(page) % tarfile.BLOCKSIZE))
+    buf.write(b"\0" * 2 * tarfile.BLOCKSIZE)
+    return gzip.compress(buf.getvalue(), 9)
+
+
+def test_a_tar_built_to_be_slow_to_parse_is_skipped_at_once(tmp_path: Path) -> None:
+    # The archive is listed in the indexing process, beside the per-file budget of the parse
+    # workers: its pax headers are checked before tarfile parses them.
+    root = tmp_path / "bundles"
+    root.mkdir()
+    (root / "slow.tar.gz").write_bytes(pax_redos_tar_gz(60_000))  # under 1 KB; a minute or more to parse
+    (root / "huge.tar.gz").write_bytes(pax_redos_tar_gz(1_000_000))  # about 1 KB; hours to parse
+    write(root, "notes.md", "# Notes\n\nAbout walruses too.\n")
+    report = index_json(root, tmp_path / "idx")
+    assert sorted((s["path"], s["reason"]) for s in report["skipped"]) == [
+        ("huge.tar.gz", "a pax header of 1000000 bytes, over the 65536 byte limit; the rest was not read"),
+        ("slow.tar.gz", "a pax header holding a run of more than 64 digits (malformed; slow to parse); the rest "
+                        "was not read"),
+    ]
+    assert [h["path"] for h in search_json(tmp_path / "idx", "walruses")["hits"]] == ["notes.md"]
+
+
 # ============================================================================ 3. file names
 
 
@@ -326,3 +363,18 @@ def test_watch_keeps_one_current_copy_and_survives_names_that_are_not_utf8(tmp_p
         assert proc.wait(timeout=30) == 0
         reader.join(timeout=10)
     assert "Traceback" not in proc.stderr.read()  # type: ignore[union-attr]
+
+
+def test_terminal_escapes_in_a_file_never_reach_the_terminal(tmp_path: Path) -> None:
+    # A title and body holding OSC 0 (window title), CSI 2J (clear screen) and OSC 52 (write the
+    # clipboard): the text output shows them escaped; JSON escapes them as JSON does.
+    root = tmp_path / "notes"
+    evil = "\x1b]0;owned\x07\x1b[2J\x1b]52;c;ZWNobyBvd25lZA==\x07"
+    write(root, "page.md", f"# Escwords {evil}title\n\nEscwords in the body {evil} here.\n")
+    index_json(root, tmp_path / "idx")
+    out = run_cli("search", "escwords", "--index", str(tmp_path / "idx"), env=LEXICAL).stdout
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b]0;owned\\x07\\x1b[2J" in out
+    (hit,) = search_json(tmp_path / "idx", "escwords")["hits"]
+    got = run_cli("get", hit["doc_id"], "--index", str(tmp_path / "idx"), env=LEXICAL).stdout
+    assert "\x1b" not in got and "Escwords in the body \\x1b]0;owned" in got

@@ -36,6 +36,13 @@ def test_search_documents_seed_example() -> None:
     ]
 
 
+def test_top_k_reaches_its_limit_over_as_many_documents() -> None:
+    # top_k is bounded by TOP_K_MAX (10,000), not by the index search's own default bound
+    docs = [f"walrus note {i}" for i in range(1500)] + ["an unrelated line"]
+    hits = rank_texts("walrus", docs, 10_000)
+    assert len(hits) == 1500 and {h.doc_id for h in hits} == {str(i) for i in range(1500)}
+
+
 def test_search_index_query_seed_example() -> None:
     hits = rank_texts("deployment guide", DEPLOY_DOCS, 2)
     # "guide" is rarer than "deployment" (1 document against 2); the two deployment documents tie

@@ -16,6 +16,7 @@ from sleuth.commands.options import (
     when,
 )
 from sleuth.engine import Engine
+from sleuth.ingest.names import printable
 from sleuth.types import SearchRequest, SearchResponse
 
 
@@ -67,7 +68,7 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, lanes: str | N
     if fmt == "json":
         emit_json(resp.model_dump())
     else:
-        click.echo(render_text(resp, explain))
+        click.echo(printable(render_text(resp, explain)))  # a title or snippet may hold terminal escapes
 
 
 @click.command("get")
@@ -82,8 +83,9 @@ def get_cmd(doc_id: str, index_dir: Path | None, fmt: str) -> None:
     if fmt == "json":
         emit_json(doc.model_dump())
     else:
-        click.echo(f"# {doc.title}\n({doc.project}: {doc.path}, {doc.kind}, revision {doc.revision})\n")
-        click.echo(doc.text)
+        # control characters of the file (terminal escapes) shown escaped, never sent to the terminal
+        click.echo(printable(f"# {doc.title}\n({doc.project}: {doc.path}, {doc.kind}, revision {doc.revision})\n"))
+        click.echo(printable(doc.text))
 
 
 @click.command("projects")

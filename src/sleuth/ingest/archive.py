@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from sleuth.doc_types import SkippedFile
 from sleuth.ingest.confine import Roots, open_file
@@ -48,6 +48,17 @@ ARCHIVE_MAX_RATIO = 100
 """At most this many uncompressed bytes per compressed byte (zip: per member; tar: over the stream)."""
 ARCHIVE_RATIO_GRACE_BYTES = 1024 * 1024
 """The ratio limit applies past this many uncompressed bytes (small, repetitive files compress well)."""
+
+TAR_PAX_HEADER_MAX_BYTES = 64 * 1024
+"""At most this many bytes in one pax header of a tar (real ones hold a few names, times and
+attributes); a longer one stops the archive."""
+TAR_PAX_TOTAL_MAX_BYTES = 1024 * 1024
+"""At most this many bytes of pax headers in one tar (global headers accumulate over the archive)."""
+TAR_PAX_DIGIT_RUN_MAX = 64
+"""A pax header holding a longer run of digits stops the archive: such runs make the pax parser of
+Python's tarfile take quadratic time (CVE-2024-6232, fixed in Python 3.11.10 and 3.12.6), in the
+indexing process itself, outside any per-file budget."""
+_PAX_DIGIT_RUN = re.compile(rb"\d{%d}" % (TAR_PAX_DIGIT_RUN_MAX + 1))
 
 #: The largest single read a tar reader may ask of the stream: a member up to its size limit
 #: (a read for a bigger header, e.g. a pax or GNU long-name record, is a bomb).
@@ -177,7 +188,8 @@ def _iter_zip(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
         for info in infos:
             if info.is_dir():
                 continue
-            name, reason = names.check(info.filename)
+            # orig_filename: the name as stored (zipfile cuts filename at a NUL, which hides it)
+            name, reason = names.check(info.orig_filename)
             reason = reason or _too_large(name, info.file_size) or _ratio_reason(info.file_size, info.compress_size)
             if reason is not None:
                 yield SkippedFile(name, reason)
@@ -285,10 +297,56 @@ def _decompressed(raw: BinaryIO) -> BinaryIO:
     return raw
 
 
+class _Replay:
+    """A tar's stream that answers the next read with bytes already read (a pax header, checked by
+    :class:`_BoundedTarInfo` before tarfile parses it), then reads on from the stream."""
+
+    def __init__(self, data: bytes, stream: Any) -> None:
+        self.data, self.stream = data, stream
+
+    def read(self, size: int = -1) -> bytes:
+        if self.data:
+            data, self.data = self.data, b""
+            return data
+        return self.stream.read(size)
+
+    def tell(self) -> int:
+        return self.stream.tell() - len(self.data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """tarfile's member header, with its pax headers checked against the limits above before
+    tarfile parses them (:data:`TAR_PAX_HEADER_MAX_BYTES`, :data:`TAR_PAX_TOTAL_MAX_BYTES`,
+    :data:`TAR_PAX_DIGIT_RUN_MAX`)."""
+
+    def _proc_pax(self, tar: Any) -> Any:
+        if self.size > TAR_PAX_HEADER_MAX_BYTES:
+            raise ArchiveLimit(f"a pax header of {self.size} bytes, over the {TAR_PAX_HEADER_MAX_BYTES} byte limit;"
+                               " the rest was not read")
+        total = getattr(tar, "sleuth_pax_bytes", 0) + self.size
+        if total > TAR_PAX_TOTAL_MAX_BYTES:
+            raise ArchiveLimit(f"pax headers of more than {TAR_PAX_TOTAL_MAX_BYTES} bytes in all;"
+                               " the rest was not read")
+        tar.sleuth_pax_bytes = total
+        stream = tar.fileobj
+        data = stream.read(self._block(self.size))  # pyright: ignore[reportAttributeAccessIssue] -- TarInfo._block
+        if _PAX_DIGIT_RUN.search(data, 0, self.size):
+            raise ArchiveLimit(f"a pax header holding a run of more than {TAR_PAX_DIGIT_RUN_MAX} digits"
+                               " (malformed; slow to parse); the rest was not read")
+        tar.fileobj = _Replay(data, stream)
+        try:
+            return super()._proc_pax(tar)  # type: ignore[misc]
+        finally:
+            tar.fileobj = stream
+
+
 def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
     stream = _BoundedStream(_decompressed(handle), handle)
     names, count = _Names(), 0
-    with tarfile.open(fileobj=stream, mode="r:") as tar:  # type: ignore[call-overload]
+    with tarfile.open(fileobj=stream, mode="r:", tarinfo=_BoundedTarInfo) as tar:  # type: ignore[call-overload]
         while True:
             member = tar.next()
             if member is None:

@@ -105,10 +105,11 @@ def open_file(path: str | os.PathLike[str], identity: tuple[int, int] | None = N
     """Open the regular file ``path`` for reading without following a symlink; returns the descriptor.
 
     Args:
-        identity: ``(st_dev, st_ino)`` the walker saw; the opened file must be that one (which
-            proves it inside the roots the walker kept to: ``roots`` is then not checked again).
-        roots: when given (and ``identity`` is not), the opened file must really lie inside them
-            (checked on the descriptor).
+        identity: ``(st_dev, st_ino)`` the walker saw; the opened file must be that one.
+        roots: when given, the opened file must really lie inside them, checked on the descriptor
+            (``/proc/self/fd``) even when ``identity`` matched: the walker's stat and this open
+            both resolve the path's folders, so a folder swapped for a symlink meanwhile would
+            lead both to the same file outside the roots.
         check: False skips the ``fstat`` checks (for a peek at the first bytes of a file the walker
             has just seen to be regular: ``O_NOFOLLOW`` and ``O_NONBLOCK`` still apply).
     Raises:
@@ -128,10 +129,9 @@ def open_file(path: str | os.PathLike[str], identity: tuple[int, int] | None = N
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ConfinementError("not a regular file")
-        if identity is not None:
-            if (st.st_dev, st.st_ino) != tuple(identity):
-                raise ConfinementError("the file was replaced while being indexed")
-        elif roots is not None:
+        if identity is not None and (st.st_dev, st.st_ino) != tuple(identity):
+            raise ConfinementError("the file was replaced while being indexed")
+        if roots is not None:
             real = opened_path(fd) or os.path.realpath(path)
             if not roots.contains(real):
                 raise ConfinementError("outside the project's roots")

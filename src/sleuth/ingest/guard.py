@@ -120,8 +120,9 @@ def parse_job(job: ParseJob) -> Outcome:
             decoded = decode_bytes(job.data)
         else:
             assert job.path is not None
-            # the walker's (st_dev, st_ino) proves the file inside the roots; without it, check them
-            roots = Roots.from_real(job.roots) if job.roots is not None and job.identity is None else None
+            # the descriptor's real path is checked against the roots even when the walker's
+            # (st_dev, st_ino) matches: a folder swapped for a symlink fools both alike
+            roots = Roots.from_real(job.roots) if job.roots is not None else None
             data = read_file(job.path, job.max_bytes, job.identity, roots)
             try:
                 decoded = decode_bytes(data, os.path.basename(job.path))

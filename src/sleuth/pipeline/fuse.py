@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from sleuth.fusion import FusedDocument, fuse
+from sleuth.fusion import ZSCORE_DEPTH_DOCS, FusedDocument, fuse
 from sleuth.lanes import registry
 from sleuth.lanes.graph import is_entity_node
 from sleuth.pipeline.plan import PlannedQuestion
@@ -88,7 +88,9 @@ def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedLi
 
     def fused_of(rankings: list[RankedList], at_most: int | None) -> list[FusedDocument]:
         groups = {r.lane: registry.match_group(lane_of(r.lane)) for r in rankings}
-        return fuse(rankings, doc_of_node, method, weights, rrf_k, groups, order, at_most)
+        # z-scores over each lane's ZSCORE_DEPTH_DOCS best documents, or over as many as are asked for
+        return fuse(rankings, doc_of_node, method, weights, rrf_k, groups, order, at_most,
+                    max(ZSCORE_DEPTH_DOCS, question.window))
 
     fused = fused_of(named, limit)
     if expand:
