@@ -50,7 +50,7 @@ def families_of(lanes: Iterable[str]) -> list[str]:
 
 def result_fields(hit: Hit) -> dict[str, Any]:
     """A hit as seed 004's result object, without its summary (the budget adds it)."""
-    if hit.family == "graph" and hit.label == "entity":
+    if hit.family == "graph" and hit.kind == "entity":
         return {
             "rank": hit.rank, "record_id": f"entity:{hit.title}", "revision_id": "",
             "body_handle": f"entity:{hit.doc_id}",
@@ -62,7 +62,7 @@ def result_fields(hit: Hit) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "rank": hit.rank, "record_id": hit.doc_id, "revision_id": hit.revision,
         "body_handle": f"body:{hit.doc_id}@{hit.revision}", "project_id": hit.project, "title": hit.title,
-        "path": hit.path, "kind": hit.label, "role": hit.role, "source_family": hit.family,
+        "path": hit.path, "kind": hit.kind, "role": hit.role, "source_family": hit.family,
         "recorded_at": _rfc3339(hit.recorded_ns), "score": round(hit.score, 6), "lanes": families_of(hit.sources),
         "source_span": {"start": 0, "end": 0}, "source_length": hit.source_length,
         "index_freshness": hit.freshness or "current",

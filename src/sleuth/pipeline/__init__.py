@@ -112,12 +112,13 @@ class Searcher:
         timed = f.recorded_after_ns is not None or f.recorded_before_ns is not None
         if graph_only:  # entities only: the lanes retrieve evidence unfiltered by kind and family
             doc_kinds, families = [], []
-            if not (f.roles or timed):
+            if not (f.roles or timed or f.paths or f.tags):
                 return None
-        elif not (doc_kinds or f.roles or families or timed):
+        elif not (doc_kinds or f.roles or families or timed or f.paths or f.tags):
             return None
         return frozenset(self.catalog.filter_documents(projects, doc_kinds, f.roles, families,
-                                                       f.recorded_after_ns, f.recorded_before_ns))
+                                                       f.recorded_after_ns, f.recorded_before_ns,
+                                                       f.paths, f.tags))
 
     # ------------------------------------------------------------------ the search
 
@@ -147,7 +148,8 @@ class Searcher:
                                   took_ms=round((time.perf_counter() - started) * 1000, 3), notice=NO_SEARCHABLE_TERMS,
                                   questions=[QuestionAnswer(query=req.query, hits=[])], request_id=req.request_id)
         plan = build_plan(req, tuple(n for n in lanes if n in self.lanes), projects, doc_ids,
-                          self.config.lane_depth_min_blocks, self.config.lane_depth_blocks_per_result)
+                          self.config.lane_depth_min_blocks, self.config.lane_depth_blocks_per_result,
+                          req.offset)
         if self._catch_up is not None:
             self._catch_up()
         rows = Rows(self.catalog)

@@ -30,7 +30,8 @@ class Corpus(Protocol):
 
     def filter_documents(self, projects: Sequence[str] | None, labels: Sequence[str] = (),
                          roles: Sequence[str] = (), families: Sequence[str] = (),
-                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None) -> set[str]: ...
+                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None,
+                         paths: Sequence[str] = (), tags: Sequence[str] = ()) -> set[str]: ...
 
     def has_blocks(self) -> bool: ...
 
@@ -83,7 +84,8 @@ class TextCorpus:
 
     def filter_documents(self, projects: Sequence[str] | None, labels: Sequence[str] = (),
                          roles: Sequence[str] = (), families: Sequence[str] = (),
-                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None) -> set[str]:
+                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None,
+                         paths: Sequence[str] = (), tags: Sequence[str] = ()) -> set[str]:
         return {text_doc_id(i) for i in range(len(self.texts))}
 
     def has_blocks(self) -> bool:
