@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled
 from sleuth.fusion import fuse as fuse_lists
+from sleuth.ingest.roles import FILTER_KINDS
 from sleuth.lanes.graph import is_entity_node
 from sleuth.pipeline.fuse import Expand, doc_of_node, fuse_question
 from sleuth.pipeline.plan import ENTITY_KIND, Plan, PlannedQuestion, build_plan
@@ -97,15 +98,13 @@ class Searcher:
         """The documents the filters allow (None: no filter beyond the projects).
 
         Raises:
-            QueryError: a kind no document has.
+            QueryError: a kind outside :data:`sleuth.ingest.roles.FILTER_KINDS`.
         """
         f = req.filters
-        if f.kinds:
-            known = {*self.catalog.kind_labels(projects), ENTITY_KIND}  # only the searched projects'
-            unknown = [k for k in f.kinds if k not in known]
-            if unknown:
-                raise QueryError(f"filters.kinds: no document has kind {', '.join(map(repr, unknown))}; "
-                                 f"kinds in the searched projects: {', '.join(sorted(known))}")
+        unknown = [k for k in f.kinds if k not in FILTER_KINDS]
+        if unknown:
+            raise QueryError(f"filters.kinds: unknown kind {', '.join(map(repr, unknown))}; kinds: "
+                             f"{', '.join(FILTER_KINDS)}")
         doc_kinds = [k for k in f.kinds if k != ENTITY_KIND]
         families = [x for x in f.families if x != "graph"]
         graph_only = (bool(f.families) and not families) or (bool(f.kinds) and not doc_kinds)
