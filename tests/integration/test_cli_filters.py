@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,14 @@ def test_get_by_path_and_block_id(site: tuple[Path, Path]) -> None:
     shown = run_cli("get", block, "--index", str(index), env=LEXICAL).stdout
     assert shown.startswith(f"# publish.css\n(site: ja/publish.css, lines 1-2, block {block})\n")
     assert "color: red" in shown
+
+
+def test_shell_completion_is_clicks_own() -> None:
+    sleuth = Path(sys.executable).parent / "sleuth"
+    env = {**os.environ, "_SLEUTH_COMPLETE": "bash_complete", "COMP_WORDS": "sleuth search x --kind d",
+           "COMP_CWORD": "4"}
+    out = subprocess.run([str(sleuth)], capture_output=True, text=True, env=env, timeout=60, check=True).stdout
+    assert out.split() == ["plain,document", "plain,decision"]
+    script = subprocess.run([str(sleuth)], capture_output=True, text=True, timeout=60, check=True,
+                            env={**os.environ, "_SLEUTH_COMPLETE": "bash_source"}).stdout
+    assert "complete -o nosort -F _sleuth_completion sleuth" in script

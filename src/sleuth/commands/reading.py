@@ -20,9 +20,15 @@ from sleuth.engine import Engine
 from sleuth.ingest.roles import FILTER_KINDS, ROLES
 from sleuth.types import OFFSET_MAX, Hit, SearchFilters, SearchRequest, SearchResponse
 
-#: Documents the CLI ranks for every page (ranks beyond it: offset + limit), so that pages of one
-#: query asked with --offset neither repeat nor skip a result (see SearchRequest.rank_window).
+#: Documents the CLI ranks for a page: offset + limit rounded up to a multiple of this, so that the
+#: pages of one query within each hundred results fuse the same lane lists and neither repeat nor
+#: skip a result (see SearchRequest.rank_window).
 CLI_RANK_WINDOW_DOCS = 100
+
+
+def rank_window(offset: int, limit: int) -> int:
+    """The rank window of the page ``[offset, offset + limit)``: the next multiple of ``CLI_RANK_WINDOW_DOCS``."""
+    return -(-(offset + limit) // CLI_RANK_WINDOW_DOCS) * CLI_RANK_WINDOW_DOCS
 _DAY_NS = 86_400 * 1_000_000_000
 
 
@@ -93,8 +99,8 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
 @click.option("--project", "projects", multiple=True, help="Search only this project (repeatable).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Maximum results.")
 @click.option("--offset", type=click.IntRange(0, OFFSET_MAX), default=0, show_default=True,
-              help="Skip this many results first (the next page: --offset 10 after --limit 10); pages neither "
-                   f"repeat nor skip a result within the first {CLI_RANK_WINDOW_DOCS}.")
+              help="Skip this many results first (the next page: --offset 10 after --limit 10); pages within "
+                   f"each {CLI_RANK_WINDOW_DOCS} results neither repeat nor skip one.")
 @click.option("--path", "paths", multiple=True, metavar="GLOB",
               help="Only paths matching this gitignore-style glob ('docs/**', '*.md', 'en/**' for the root en, "
                    "'!drafts/' to leave out; repeatable, the last match decides).")
@@ -130,7 +136,7 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
                             recorded_after_ns=since, recorded_before_ns=until)
     with Engine.open(index_dir) as engine:
         resp = engine.search(SearchRequest(query=query, projects=list(projects) or None, limit=limit, offset=offset,
-                                           rank_window=max(CLI_RANK_WINDOW_DOCS, offset + limit),
+                                           rank_window=rank_window(offset, limit),
                                            lanes=parse_lanes(lanes), explain=explain, variants=list(variants),
                                            filters=filters))
         qualified = multi_root_projects(engine)
