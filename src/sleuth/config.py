@@ -119,6 +119,22 @@ def load_serve_settings(index_dir: Path | None, env: Mapping[str, str] | None = 
     return ServeSettings(tools=None if tools is None else tuple(tools), guides=guides)
 
 
+def load_default_project(index_dir: Path | None, env: Mapping[str, str] | None = None) -> str | None:
+    """The project tools search when a call names none: ``SLEUTH_DEFAULT_PROJECT`` of ``env``
+    (default: this process's environment), else ``default_project = "id"`` of
+    ``<index_dir>/config.toml``; None when neither is set.
+
+    Raises ConfigError on an unreadable file or a value that is not a non-empty string.
+    """
+    env = os.environ if env is None else env
+    value: object = env.get("SLEUTH_DEFAULT_PROJECT") or read_config_file(index_dir).get("default_project")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"default_project must be a project id, got {value!r}")
+    return value.strip()
+
+
 def load_config(index_dir: Path | None) -> Config:
     """Defaults, overlaid with ``<index_dir>/config.toml`` and ``SLEUTH_LANES``/``SLEUTH_RRF_K``/``SLEUTH_MODEL``.
 

@@ -20,6 +20,7 @@ from sleuth.indexer import Indexer, Record, content_hash_of, doc_id_for, now_rfc
 from sleuth.lanes import registry
 from sleuth.lanes.base import LaneContext, LaneStatus
 from sleuth.lanes.model import SharedModel
+from sleuth.locations import block_location
 from sleuth.pipeline import Searcher
 from sleuth.pipeline.retrieve import LANE_DELAY_ENV, lane_delays_from_env
 from sleuth.reports import (
@@ -196,22 +197,77 @@ class Engine:
         req = request if isinstance(request, SearchRequest) else SearchRequest(query=request, **kwargs)
         return self.searcher.search(req, state)
 
+    def resolve(self, ref: str, projects: Sequence[str] | None = None) -> tuple[str, str | None]:
+        """``(doc_id, block_id or None)`` of the document ``ref`` names: a document id, a block id
+        (``<doc_id>:<suffix>``), a path relative to its root (``docs/setup.md``), the same path
+        qualified by its root's label when several roots hold it (``en/publish.css``), or an
+        absolute path under a root. Only documents of ``projects`` (None: all) count.
+
+        Raises:
+            DocumentNotFound: nothing (visible) has that id or path.
+            QueryError: the path names documents of several roots or projects (they are listed).
+        """
+        from sleuth.errors import QueryError
+        from sleuth.pathglob import qualified_path, root_label
+
+        ref = ref.strip()
+        allowed = None if projects is None else set(projects)
+        head, sep, _suffix = ref.partition(":")
+        doc = self.catalog.document(head) if head and "/" not in head else None
+        if doc is not None and (allowed is None or doc.project_id in allowed):
+            if not sep:
+                return doc.doc_id, None
+            if ref in self.catalog.blocks([ref]):
+                return doc.doc_id, ref
+        rel = ref.replace("\\", "/").removeprefix("./")
+        candidates = [c for c in self.catalog.documents_at(rel) if allowed is None or c[1] in allowed]
+        label, _, rest = rel.partition("/")
+        if rest:  # root-qualified: en/publish.css
+            candidates += [c for c in self.catalog.documents_at(rest)
+                           if root_label(c[2]) == label and (allowed is None or c[1] in allowed)]
+        if Path(ref).is_absolute():
+            for pid, roots in self.catalog.roots().items():
+                for root in roots if allowed is None or pid in allowed else ():
+                    inside = Path(ref).resolve(strict=False)
+                    if inside.is_relative_to(Path(root)) and inside != Path(root):
+                        candidates += [c for c in self.catalog.documents_at(inside.relative_to(root).as_posix())
+                                       if c[1] == pid and c[2] == root]
+        found = list(dict.fromkeys(candidates))
+        if len(found) == 1:
+            return found[0][0], None
+        if found:
+            listed = ", ".join(f"{qualified_path(root, rel_path)} (project {pid}, id {doc_id})"
+                               for doc_id, pid, root, rel_path in found[:10])
+            raise QueryError(f"{ref!r} names {len(found)} documents: {listed}; pass the root-qualified path, "
+                             "the id or --project")
+        raise DocumentNotFound(f"document not found: {ref!r} (give a document id, a block id or a path "
+                               "relative to its root, as `sleuth search` shows them)")
+
     def get(self, doc_id: str, projects: Sequence[str] | None = None) -> DocumentContent:
-        """The whole stored document ``doc_id`` (restricted to ``projects`` when given).
+        """The whole stored document ``doc_id`` (restricted to ``projects`` when given); ``doc_id``
+        may also be any reference :meth:`resolve` takes (a block id, a path).
 
         Raises:
             DocumentNotFound: no such document (or not in ``projects``).
+            QueryError: a path naming several documents.
         """
-        doc = self.catalog.document(doc_id.strip())
+        from sleuth.ingest.decisions import decision_status
+        from sleuth.pathglob import root_label
+
+        resolved, _block = self.resolve(doc_id, projects)
+        doc = self.catalog.document(resolved)
         if doc is None or (projects is not None and doc.project_id not in projects) or not self.confined(doc):
             raise DocumentNotFound(f"document not found: {doc_id!r}")
         return DocumentContent(
-            doc_id=doc.doc_id, project=doc.project_id, path=doc.rel_path, root=doc.root, title=doc.title,
-            kind=doc.kind, tags=doc.tags, front_matter=doc.front_matter,
+            doc_id=doc.doc_id, project=doc.project_id, path=doc.rel_path, root=doc.root,
+            root_label=root_label(doc.root), title=doc.title, kind=doc.label, format=doc.kind, role=doc.role,
+            recorded_at=_ns_to_rfc3339(doc.recorded_ns) if doc.recorded_ns > 0 else None,
+            status=decision_status(doc.front_matter), tags=doc.tags, front_matter=doc.front_matter,
             mtime=_ns_to_rfc3339(doc.mtime_ns), revision=doc.revision, content_hash=doc.content_hash,
             text=doc.text,
             blocks=[
                 {"block_id": b.block_id, "heading_path": list(b.heading_path), "lines": [b.start_line, b.end_line],
+                 "location": block_location(doc.kind, b.heading_path, b.start_line, b.end_line),
                  "chars": [b.start_char, b.end_char]}
                 for b in self.catalog.blocks_of(doc.doc_id)
             ],

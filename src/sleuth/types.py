@@ -62,7 +62,11 @@ class Hit(Model):
     project: str = Field(description="Project id the document belongs to")
     path: str = Field(description="Path of the document relative to its root, forward slashes")
     title: str
-    kind: str = Field(description="markdown, notebook, code, text, pdf or config (entity for a graph entity)")
+    kind: str = Field(description="The document's kind, one vocabulary everywhere (sleuth.ingest.roles.KINDS): "
+                      "document, note, paper, decision, plan, experiment, result, log, code, notebook, config; "
+                      "entity for a graph entity")
+    format: str = Field(default="", description="The file format the document was read from: markdown, notebook, "
+                        "code, text, pdf or config (empty for a graph entity)")
     tags: list[str] = Field(default_factory=list)
     score: float = Field(description="Fused score (z-score fusion by default); for ordering, not a probability")
     sources: list[str] = Field(description="Lanes that returned at least one block of this document")
@@ -73,7 +77,10 @@ class Hit(Model):
     block_ids: list[str] = Field(description="All matching blocks of the document, best first")
     best_block_id: str
     heading_path: list[str] = Field(default_factory=list, description="Headings above the best block")
-    lines: tuple[int, int] = Field(description="1-based inclusive line span of the best block")
+    lines: tuple[int, int] = Field(description="1-based inclusive line span of the best block in the document's "
+                                   "text (a notebook's rendered cells, a PDF's text layer)")
+    location: str = Field(default="", description="Where the best block is, for people: 'page 15' (PDF), "
+                          "'cell 4' or 'cells 4-6' (notebook), 'lines 10-24' (other files)")
     snippet: str = Field(default="", description="Passage of the best block around the query terms")
     highlights: list[tuple[int, int]] = Field(
         default_factory=list,
@@ -83,8 +90,8 @@ class Hit(Model):
         default=None, description="Per-lane ranks and contributions (only when requested)"
     )
     root: str = Field(default="", description="The project root the path is relative to")
-    label: str = Field(default="document", description="The kind label filters match: markdown, pdf, notebook, "
-                       "code, decision, plan, ... (entity for a graph entity)")
+    root_label: str = Field(default="", description="The root's folder name; shown before the path when the "
+                            "project has several roots (en/publish.css, ja/publish.css)")
     role: str = Field(default="other", description="Role of the document (seed 004's roles)")
     family: str = Field(default="document", description="Source family: document, code or graph")
     recorded_ns: int = Field(default=0, description="Recorded time, nanoseconds since the epoch (0: unknown)")
@@ -100,20 +107,33 @@ class Hit(Model):
     mentioned_by: list[str] = Field(default_factory=list, description="Documents mentioning this entity")
 
 
+#: Largest ``SearchRequest.offset`` and ``rank_window``, in documents.
+OFFSET_MAX = 10_000
+RANK_WINDOW_MAX = 11_000
+#: Globs a path filter may hold.
+PATH_GLOBS_MAX = 50
+
+
 class SearchFilters(Model):
     """Filters every lane applies before its top-k (empty lists and None: no filter)."""
 
-    kinds: list[str] = Field(default_factory=list, description="Kind labels (see Hit.label); entity: graph entities")
+    kinds: list[str] = Field(default_factory=list, description="Kinds (see Hit.kind); entity: graph entities")
     roles: list[str] = Field(default_factory=list)
     families: list[str] = Field(default_factory=list, description="Source families: document, code, graph")
     recorded_after_ns: int | None = Field(default=None, description="Inclusive, nanoseconds since the epoch")
     recorded_before_ns: int | None = Field(default=None, description="Inclusive, nanoseconds since the epoch")
+    paths: list[str] = Field(default_factory=list, max_length=PATH_GLOBS_MAX, description=(
+        "Gitignore-style globs (`*.md`, `docs/**`, `!drafts/`), matched against the path relative to its "
+        "root and against `<root label>/<path>`; a document matches when the globs select it (a later "
+        "`!glob` deselects). Graph entities have no path: a path filter leaves them out"))
+    tags: list[str] = Field(default_factory=list, description="Documents carrying at least one of these tags "
+                            "(case-insensitive); graph entities are left out")
 
     @property
     def narrows(self) -> bool:
         """True when the filters restrict documents beyond their project."""
         return bool(self.kinds or self.roles or self.families or self.recorded_after_ns is not None
-                    or self.recorded_before_ns is not None)
+                    or self.recorded_before_ns is not None or self.paths or self.tags)
 
 
 #: The most documents one search may ask for (as Elasticsearch's ``index.max_result_window``): the
@@ -136,6 +156,12 @@ class SearchRequest(Model):
     query: str = ""
     projects: list[str] | None = Field(default=None, description="Project ids; None = every project")
     limit: int = Field(default=20, ge=1, le=SEARCH_LIMIT_MAX, description="Maximum number of documents")
+    offset: int = Field(default=0, ge=0, le=OFFSET_MAX, description="Results skipped before the first one "
+                        "returned (ranks continue from offset + 1)")
+    rank_window: int | None = Field(default=None, ge=1, le=RANK_WINDOW_MAX, description=(
+        "Documents the ranking is computed for (each lane's depth follows it); None: offset + limit. Pages "
+        "asked with the same rank_window, whose offset + limit stays within it, neither repeat nor skip a "
+        "result"))
     lanes: list[str] | None = Field(default=None, description="Lanes to run; None = the configured ones")
     explain: bool = False
     snippets: bool = Field(default=True, description="Compute snippets and highlights (off for evaluation)")
@@ -205,8 +231,15 @@ class DocumentContent(Model):
     project: str
     path: str
     root: str
+    root_label: str = Field(default="", description="The root's folder name (see Hit.root_label)")
     title: str
-    kind: str
+    kind: str = Field(description="The document's kind (see Hit.kind)")
+    format: str = Field(default="", description="The file format (see Hit.format)")
+    role: str = Field(default="other", description="The document's role (seed 004's roles)")
+    recorded_at: str | None = Field(default=None, description="RFC 3339 UTC time the document records "
+                                    "(its date, else the file's modification time)")
+    status: str | None = Field(default=None, description="A decision record's status (accepted, superseded, ...)"
+                               ", when it states one")
     tags: list[str]
     front_matter: dict[str, object]
     mtime: str = Field(description="RFC 3339 UTC modification time of the file when indexed")

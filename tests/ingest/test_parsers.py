@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from sleuth.ingest.chunk import CHUNK_MAX_CHARS
 from sleuth.ingest.parsers import ParseError, kind_for_path, parse_document
+from sleuth.locations import block_location
 from sleuth.types import ParsedDocument
 
 
@@ -188,11 +189,14 @@ def test_notebook_cells() -> None:
         "# Analysis\n\nIntro.\n\n```python\n" + big.rstrip() + "\n```\n\n"
         "## Results\n\nShort.\n\n```python\nprint(2)\n```"
     )
+    # The heading path ends with the block's cells, numbered as Jupyter does (the empty cell 3 counts).
     assert sections(doc) == [
-        (("Analysis",), "# Analysis\n\nIntro."),
-        (("Analysis",), "```python\n" + big.rstrip() + "\n```"),
-        (("Analysis", "Results"), "## Results\n\nShort.\n\n```python\nprint(2)\n```"),
+        (("Analysis", "cell 1"), "# Analysis\n\nIntro."),
+        (("Analysis", "cell 2"), "```python\n" + big.rstrip() + "\n```"),
+        (("Analysis", "Results", "cells 4-5"), "## Results\n\nShort.\n\n```python\nprint(2)\n```"),
     ]
+    assert [block_location("notebook", b.heading_path, b.start_line, b.end_line) for b in doc.blocks] == [
+        "cell 1", "cell 2", "cells 4-5"]
 
 
 def test_malformed_notebook_raises() -> None:

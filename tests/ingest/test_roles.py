@@ -104,12 +104,14 @@ def test_role_from_front_matter(front_matter: dict[str, object], role: str) -> N
     [
         ({"kind": "Decision"}, "decision"),
         ({"type": "ADR"}, "decision"),
-        ({"kind": "  Meeting   Notes "}, "meeting notes"),
+        ({"kind": "  Meeting   Notes "}, "note"),
         ({"kind": "experiment_record"}, "experiment"),
         ({"kind": "note", "type": "plan"}, "note"),  # kind beats type
-        ({"type": "Retrospective"}, "retrospective"),
-        ({"kind": "x" * (KIND_LABEL_MAX_CHARS + 1)}, "document"),  # too long for the filter: ignored
-        ({"kind": "x" * KIND_LABEL_MAX_CHARS}, "x" * KIND_LABEL_MAX_CHARS),
+        # One closed vocabulary (issue 17): a kind outside KINDS is ignored and the path decides.
+        ({"type": "Retrospective"}, "document"),
+        ({"kind": "x" * (KIND_LABEL_MAX_CHARS + 1)}, "document"),
+        ({"kind": "x" * KIND_LABEL_MAX_CHARS}, "document"),
+        ({"kind": "Result"}, "result"),
         ({"kind": ""}, "document"),
         ({"kind": ["a"]}, "document"),
         ({"role": "plan"}, "document"),  # role: does not set the kind label

@@ -45,8 +45,9 @@ def test_index_pdfs_and_report_unusable_ones(tmp_path: Path) -> None:
         return json.loads(out.stdout)["hits"][0]
 
     hit = first_hit("quokka ablation")
-    assert (hit["path"], hit["kind"], hit["heading_path"], hit["lines"]) == (
-        "papers/attention.pdf", "pdf", ["page 2"], [4, 5]
+    # One kind vocabulary (issue 17): kind "paper", the file format apart; the location is the page.
+    assert (hit["path"], hit["kind"], hit["format"], hit["heading_path"], hit["location"], hit["lines"]) == (
+        "papers/attention.pdf", "paper", "pdf", ["page 2"], "page 2", [4, 5]
     )
     hit = first_hit("wombat retrieval")
     assert (hit["path"], hit["heading_path"]) == ("bundle.zip/inner/survey.pdf", ["page 2"])

@@ -13,7 +13,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from sleuth.mcp.project_tools import SEARCH_PROJECT_SCHEMA
+from sleuth.mcp.project_tools import BLOCK_IDS_MAX, SEARCH_PROJECT_SCHEMA
 from tests.integration.mcp_session import serve_env
 
 TIMESTAMP_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -77,7 +77,9 @@ def test_search_project_envelope_and_items(hugo_index: Path) -> None:
     assert env["success"] is True and TIMESTAMP_RE.match(env["timestamp"])
     assert env["result_count"] == len(env["items"]) <= 20
     first = env["items"][0]
-    assert set(first) == {"markdown_item_id", "block_ids", "score", "rank", "sources", "item"}
+    # The seed's fields, and block_count beside the bounded block_ids (issue 17).
+    assert set(first) == {"markdown_item_id", "block_ids", "block_count", "score", "rank", "sources", "item"}
+    assert len(first["block_ids"]) <= BLOCK_IDS_MAX and first["block_count"] >= len(first["block_ids"])
     assert first["rank"] == 1 and first["item"]["path"] == "functions/os/Getenv.md"
     assert first["markdown_item_id"] == first["item"]["item_id"]
     assert set(first["sources"]) <= {"bm25", "tfidf", "index", "vector"}

@@ -393,7 +393,7 @@ def test_records_read_forget_and_doctor(lab: tuple[Path, Path]) -> None:
 
 BAD_INPUT = [
     ({"query": "x", "project_id": "lab", "filters": {"kinds": ["nonsense"]}}, "INVALID_ARGUMENT",
-     "filters.kinds: no document has kind 'nonsense'; kinds in the searched projects: code, decision,"),
+     "filters.kinds[0] must be one of document, note, paper, decision, plan, experiment, result, log, code,"),
     ({"query": "x", "project_id": "lab", "filters": {"recorded_after": "0000-01-01T00:00:00Z"}}, "INVALID_ARGUMENT",
      "filters.recorded_after must be a date-time from year 0001 to 9999"),
     ({"query": "x", "project_id": "nope"}, "PROJECT_NOT_FOUND", "project not found or access denied: nope"),

@@ -39,7 +39,6 @@ def test_grouped_queries_and_filters() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     ({"project_id": "p"}, "query or queries is required"),
     ({"query": "a", "queries": [{"id": "x", "query": "b"}], "project_id": "p"}, "not both"),
-    ({"query": "a"}, "project_id is required unless all_projects is true"),
     ({"query": "a", "project_id": "p", "all_projects": True}, "all_projects cannot be combined"),
     ({"query": "a", "include_project_ids": ["q"], "all_projects": True}, "all_projects cannot be combined"),
     ({"query": "a", "project_id": "p", "limit": 0}, "limit must be an integer from 1 to 50; got 0"),

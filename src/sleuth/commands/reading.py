@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -17,19 +18,66 @@ from sleuth.commands.options import (
 )
 from sleuth.engine import Engine
 from sleuth.ingest.names import printable
-from sleuth.types import SearchRequest, SearchResponse
+from sleuth.ingest.roles import FILTER_KINDS, ROLES
+from sleuth.types import OFFSET_MAX, Hit, SearchFilters, SearchRequest, SearchResponse
+
+#: Documents the CLI ranks for a page: offset + limit rounded up to a multiple of this, so that the
+#: pages of one query within each hundred results fuse the same lane lists and neither repeat nor
+#: skip a result (see SearchRequest.rank_window).
+CLI_RANK_WINDOW_DOCS = 100
 
 
-def render_text(resp: SearchResponse, explain: bool) -> str:
-    """A search response as text: rank, score, path, title, heading, snippet (and the trace)."""
+def rank_window(offset: int, limit: int) -> int:
+    """The rank window of the page ``[offset, offset + limit)``: the next multiple of ``CLI_RANK_WINDOW_DOCS``."""
+    return -(-(offset + limit) // CLI_RANK_WINDOW_DOCS) * CLI_RANK_WINDOW_DOCS
+_DAY_NS = 86_400 * 1_000_000_000
+
+
+class DateParam(click.ParamType):
+    """A date (``2024-03-01``) or RFC 3339 date-time (``2024-03-01T10:00:00Z``; no zone: UTC), as
+    nanoseconds since the epoch; a date alone given to ``--until`` means the end of that day."""
+
+    name = "DATE"
+
+    def __init__(self, end_of_day: bool = False) -> None:
+        self.end_of_day = end_of_day
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        from sleuth.ingest.roles import parse_time_ns
+
+        text = str(value).strip()
+        ns = parse_time_ns(text)
+        if ns is None:
+            self.fail(f"{value!r} is not a date (2024-03-01) or date-time (2024-03-01T10:00:00Z)", param, ctx)
+        if self.end_of_day and len(text) == 10:
+            ns += _DAY_NS - 1
+        return ns
+
+
+def multi_root_projects(engine: Engine) -> set[str]:
+    """The projects with several roots, whose paths are shown with their root's label."""
+    return {pid for pid, roots in engine.catalog.roots().items() if len(roots) > 1}
+
+
+def shown_path(h: Hit, qualified: set[str]) -> str:
+    """A hit's path, root-qualified (``en/publish.css``) when its project has several roots."""
+    return f"{h.root_label}/{h.path}" if h.project in qualified and h.root_label else h.path
+
+
+def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None = None) -> str:
+    """A search response as text: rank, score, path, location, title, heading, snippet (and the trace)."""
     out: list[str] = [f"(lane {lane} unavailable: {why})" for lane, why in resp.unavailable_lanes.items()]
     if not resp.hits:
         return "\n".join([*out, f"no results for {resp.query!r}" + (f": {resp.notice}" if resp.notice else "")])
     if resp.notice:
         out.append(f"({resp.notice})")
     for h in resp.hits:
-        heading = " > ".join(h.heading_path)
-        out.append(f"{h.rank:>2}. {h.path}  [{h.project}]  score {h.score:.4f}  lines {h.lines[0]}-{h.lines[1]}")
+        heading = " > ".join(x for x in h.heading_path if x != h.location)
+        where = f"  {h.location}" if h.location else ""
+        out.append(f"{h.rank:>2}. {shown_path(h, qualified or set())}  [{h.project}]  {h.kind}  score {h.score:.4f}"
+                   f"{where}")
         out.append(f"    {h.title}" + (f"  §  {heading}" if heading else ""))
         out.append("    " + " ".join(h.snippet.split())[:240])
         out.append(f"    id {h.doc_id}  lanes {', '.join(h.sources)}"
@@ -41,7 +89,9 @@ def render_text(resp: SearchResponse, explain: bool) -> str:
                     f"  (lane score {c.lane_score:.4f})"
                 )
             out.append(f"      sum = {sum(c.contribution for c in h.explain):.6f}")
-    out.append(f"{resp.result_count} result(s) in {resp.took_ms:.1f} ms")
+    first = resp.hits[0].rank
+    shown = f"results {first}-{first + len(resp.hits) - 1}" if first > 1 else f"{resp.result_count} result(s)"
+    out.append(f"{shown} in {resp.took_ms:.1f} ms")
     return "\n".join(out)
 
 
@@ -49,6 +99,21 @@ def render_text(resp: SearchResponse, explain: bool) -> str:
 @click.argument("query")
 @click.option("--project", "projects", multiple=True, help="Search only this project (repeatable).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Maximum results.")
+@click.option("--offset", type=click.IntRange(0, OFFSET_MAX), default=0, show_default=True,
+              help="Skip this many results first (the next page: --offset 10 after --limit 10); pages within "
+                   f"each {CLI_RANK_WINDOW_DOCS} results neither repeat nor skip one.")
+@click.option("--path", "paths", multiple=True, metavar="GLOB",
+              help="Only paths matching this gitignore-style glob ('docs/**', '*.md', 'en/**' for the root en, "
+                   "'!drafts/' to leave out; repeatable, the last match decides).")
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(FILTER_KINDS),
+              help="Only documents of this kind (repeatable: any of them).")
+@click.option("--role", "roles", multiple=True, type=click.Choice(ROLES),
+              help="Only documents of this role (repeatable: any of them).")
+@click.option("--tag", "tags", multiple=True, help="Only documents with this tag (repeatable: any of them).")
+@click.option("--since", type=DateParam(), default=None,
+              help="Only documents recorded on or after DATE (their date, else the file's modification time).")
+@click.option("--until", type=DateParam(end_of_day=True), default=None,
+              help="Only documents recorded on or before DATE (a date alone: until the end of that day, UTC).")
 @click.option("--lanes", default=None, cls=LanesOption)
 @click.option("--variant", "variants", multiple=True, metavar="TEXT",
               help="Another wording of the query, fused with it (repeatable); code identifiers and quoted "
@@ -57,34 +122,67 @@ def render_text(resp: SearchResponse, explain: bool) -> str:
 @index_option
 @format_option
 @handle_errors
-def search_cmd(query: str, projects: tuple[str, ...], limit: int, lanes: str | None, variants: tuple[str, ...],
-               explain: bool, index_dir: Path | None, fmt: str) -> None:
+def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, paths: tuple[str, ...],
+               kinds: tuple[str, ...], roles: tuple[str, ...], tags: tuple[str, ...], since: int | None,
+               until: int | None, lanes: str | None, variants: tuple[str, ...], explain: bool,
+               index_dir: Path | None, fmt: str) -> None:
     """Search the index for QUERY. Quote words ("like this") to require an exact phrase.
 
-    A document that another one in the index supersedes ranks below it."""
+    Filters apply inside every lane before its top results are cut, so a filtered search returns
+    as many results as an unfiltered one would. A document that another one in the index
+    supersedes ranks below it."""
+    if since is not None and until is not None and since > until:
+        raise click.BadParameter("--since is later than --until: no document can match", param_hint="--since")
+    filters = SearchFilters(kinds=list(kinds), roles=list(roles), paths=list(paths), tags=list(tags),
+                            recorded_after_ns=since, recorded_before_ns=until)
     with Engine.open(index_dir) as engine:
-        resp = engine.search(SearchRequest(query=query, projects=list(projects) or None, limit=limit,
-                                           lanes=parse_lanes(lanes), explain=explain, variants=list(variants)))
+        resp = engine.search(SearchRequest(query=query, projects=list(projects) or None, limit=limit, offset=offset,
+                                           rank_window=rank_window(offset, limit),
+                                           lanes=parse_lanes(lanes), explain=explain, variants=list(variants),
+                                           filters=filters))
+        qualified = multi_root_projects(engine)
     if fmt == "json":
         emit_json(resp.model_dump())
     else:
-        click.echo(printable(render_text(resp, explain)))  # a title or snippet may hold terminal escapes
+        click.echo(printable(render_text(resp, explain, qualified)))  # a title or snippet may hold terminal escapes
 
 
 @click.command("get")
-@click.argument("doc_id")
+@click.argument("ref", metavar="ID_OR_PATH")
+@click.option("--project", "projects", multiple=True, help="Look only in this project (repeatable).")
 @index_option
 @format_option
 @handle_errors
-def get_cmd(doc_id: str, index_dir: Path | None, fmt: str) -> None:
-    """Print the whole document DOC_ID (as shown by `sleuth search`)."""
+def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: str) -> None:
+    """Print a whole document, or one block of it.
+
+    ID_OR_PATH: a document id or block id (as `sleuth search` shows them), or a path relative to
+    its root (docs/setup.md), qualified by the root's folder name when several roots hold it
+    (en/publish.css)."""
     with Engine.open(index_dir) as engine:
-        doc = engine.get(doc_id)
+        scope = list(projects) or None
+        _doc_id, block_id = engine.resolve(ref, scope)
+        doc = engine.get(ref, scope)
+        qualified = doc.project in multi_root_projects(engine)
+    path = f"{doc.root_label}/{doc.path}" if qualified and doc.root_label else doc.path
+    block = next((b for b in doc.blocks if b["block_id"] == block_id), None) if block_id else None
+    if block is not None:
+        chars = block["chars"]
+        assert isinstance(chars, list)
+        text = doc.text[chars[0]:chars[1]]
+        if fmt == "json":
+            emit_json({"doc_id": doc.doc_id, "project": doc.project, "path": doc.path, "root": doc.root,
+                       "root_label": doc.root_label, "title": doc.title, "kind": doc.kind, **block, "text": text})
+        else:
+            click.echo(printable(f"# {doc.title}\n({doc.project}: {path}, {block['location']}, block {block_id})\n"))
+            click.echo(printable(text))
+        return
     if fmt == "json":
         emit_json(doc.model_dump())
     else:
+        status = f", {doc.status}" if doc.status else ""
         # control characters of the file (terminal escapes) shown escaped, never sent to the terminal
-        click.echo(printable(f"# {doc.title}\n({doc.project}: {doc.path}, {doc.kind}, revision {doc.revision})\n"))
+        click.echo(printable(f"# {doc.title}\n({doc.project}: {path}, {doc.kind}{status}, revision {doc.revision})\n"))
         click.echo(printable(doc.text))
 
 

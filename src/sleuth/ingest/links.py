@@ -53,6 +53,9 @@ _TEXT_BREAKS = frozenset({"code_inline", "link_open", "link_close", "image", "ht
 # A TOML "key = value" line: after a line that is only "[[name]]", that line is a TOML array-of-tables
 # header (config examples outside code fences, e.g. inside Hugo shortcodes), not a wikilink.
 _TOML_ASSIGNMENT = re.compile(r"[ \t]*[\w.\"'-]+[ \t]*=")
+# A numbered file (decision records: 0005-use-x.md, ADR-0005-x.md) and a record number as a target.
+_NUMBERED_FILE = re.compile(r"(?:adr[-_ ]?)?0*(\d{1,5})[-_ .]", re.IGNORECASE)
+_RECORD_NUMBER = re.compile(r"(?:adr|decision)[-_ #]*0*(\d{1,5})", re.IGNORECASE)
 # Template expressions ({{ .Site.BaseURL }}, {% url %}) are not paths.
 _TEMPLATE_MARKS = ("{{", "{%")
 
@@ -275,6 +278,11 @@ class LinkResolver:
         for path, title in sorted(titles.items()):
             if path in self._paths and title.strip():
                 self._by_title.setdefault(_fold(title), []).append(path)
+        self._by_number: dict[int, list[str]] = {}
+        for path in sorted(self._paths):
+            numbered = _NUMBERED_FILE.match(posixpath.basename(path))
+            if numbered is not None:
+                self._by_number.setdefault(int(numbered.group(1)), []).append(path)
 
     def _lookup(self, candidate: str) -> str | None:
         if candidate in self._paths:
@@ -334,6 +342,11 @@ class LinkResolver:
                 matches = table.get(name)
                 if matches:
                     return self._closest(matches, from_dir)
+        number = _RECORD_NUMBER.fullmatch(target.strip())
+        if number is not None:
+            matches = self._by_number.get(int(number.group(1)))
+            if matches:
+                return self._closest(matches, from_dir)
         return None
 
 
@@ -353,7 +366,10 @@ def resolve_target(
        when it is unique.
     2. for a bare name without ``/`` (wikilinks, ``[[Design Doc]]``): the file name or the file stem
        (markdown extension removed), case-insensitively and whitespace-collapsed;
-    3. then a document title (``titles``: rel_path -> title), likewise.
+    3. then a document title (``titles``: rel_path -> title), likewise;
+    4. then a decision record's number (``ADR-0005``, ``ADR 5``, ``decision 5``, as
+       :mod:`sleuth.ingest.decisions` writes supersession targets): a file numbered so
+       (``0005-use-x.md``, ``adr-5-x.md``).
 
     Several name or title matches: the one in the linking file's folder, else the shortest path,
     else the alphabetically first. A link may resolve to ``from_rel_path`` itself. Builds a

@@ -32,8 +32,10 @@ from sleuth.ingest.chunk import (
     make_block,
     trim_span,
 )
+from sleuth.ingest.decisions import decision_metadata
 from sleuth.ingest.front_matter import BoundedYAMLHandler, FrontMatterLimit, TomlHandler
 from sleuth.ingest.links import declared_entities, extract_links, markdown_tokens
+from sleuth.locations import cell_heading
 
 MARKDOWN_EXTENSIONS: frozenset[str] = frozenset({".md", ".markdown", ".mdx", ".mdown", ".mkd", ".mkdn"})
 NOTEBOOK_EXTENSIONS: frozenset[str] = frozenset({".ipynb"})
@@ -251,11 +253,17 @@ def parse_markdown(rel_path: str, text: str) -> ParsedDocument:
     Each section runs from its heading line to the next heading (any level) and carries the path of
     enclosing heading texts; text before the first heading has path ``()``. Long sections are cut
     with overlap. Malformed or non-mapping front matter is reported in ``problems`` and the whole
-    text is indexed. ``links`` and ``entities``: see :func:`sleuth.ingest.links.extract_links` (over
-    the body after the front matter) and :func:`~sleuth.ingest.links.declared_entities`.
+    text is indexed. A decision record's ``Date:`` line and status (adr-tools, MADR) fill the front
+    matter keys it lacks (:func:`sleuth.ingest.decisions.decision_metadata`). ``links`` and
+    ``entities``: see :func:`sleuth.ingest.links.extract_links` (over the body after the front
+    matter) and :func:`~sleuth.ingest.links.declared_entities`.
     """
     lines = LineIndex(text)
     front_matter, index_start, scan_start, problems = _split_front_matter(text, lines)
+    stated, decision_problems = decision_metadata(rel_path, text[index_start:], front_matter)
+    if stated:  # a decision record's Date: / Status lines, as front matter (which wins)
+        front_matter = {**front_matter, **stated}
+    problems = [*problems, *decision_problems]
     first_scan_line = lines(scan_start)
     stack: list[tuple[int, str]] = []
     sections: list[tuple[int, tuple[str, ...]]] = [(index_start, ())]
@@ -326,19 +334,23 @@ def parse_notebook(rel_path: str, text: str) -> ParsedDocument:
     ``ParsedDocument.text`` is the cells joined by blank lines: markdown and raw cells as-is, code
     cells inside a fenced block tagged with the kernel language; outputs and empty cells are left
     out. Consecutive cells under the same heading that are each shorter than ``SMALL_CELL_CHARS``
-    share a block. Title: the first level-1 heading, else the file stem. ``links``: those of the
-    markdown cells (code cells are fenced in the rendered text, so links there are ignored).
+    share a block. Each block's heading path ends with its cells (``cell 4``, ``cells 4-6``:
+    1-based positions in the notebook, empty cells counted, as Jupyter numbers them), which
+    :func:`sleuth.locations.block_location` shows. Title: the first level-1 heading, else the file
+    stem. ``links``: those of the markdown cells (code cells are fenced in the rendered text, so
+    links there are ignored).
 
     Raises:
         ParseError: invalid JSON or no list of cells.
     """
     cells, lang = _notebook_cells(rel_path, text)
     parts: list[str] = []
-    spans: list[tuple[int, int, tuple[str, ...], bool]] = []  # start, end, heading path, opens a heading
+    # start, end, heading path, opens a heading, cell number (1-based, every cell counted)
+    spans: list[tuple[int, int, tuple[str, ...], bool, int]] = []
     stack: list[tuple[int, str]] = []
     title = None
     offset = 0
-    for cell in cells:
+    for number, cell in enumerate(cells, start=1):
         source = _cell_source(cell)
         if not source.strip():
             continue
@@ -357,15 +369,20 @@ def parse_notebook(rel_path: str, text: str) -> ParsedDocument:
                     title = heading
         if parts:
             offset += 2
-        spans.append((offset, offset + len(rendered), path, opens))
+        spans.append((offset, offset + len(rendered), path, opens, number))
         parts.append(rendered)
         offset += len(rendered)
     full = "\n\n".join(parts)
     lines = LineIndex(full)
     blocks: list[BlockDraft] = []
-    group: list[int] | None = None  # [start, end] of the current group of cells
+    group: list[int] | None = None  # [start, end, first cell, last cell] of the current group of cells
     group_path: tuple[str, ...] = ()
-    for start, end, path, opens in spans:
+
+    def flush(group: list[int]) -> None:
+        path = (*group_path, cell_heading(group[2], group[3]))
+        blocks.extend(blocks_for_span(full, group[0], group[1], path, lines))
+
+    for start, end, path, opens, number in spans:
         small = end - start < SMALL_CELL_CHARS
         if (
             group is not None
@@ -374,13 +391,13 @@ def parse_notebook(rel_path: str, text: str) -> ParsedDocument:
             and path == group_path
             and group[1] - group[0] < SMALL_CELL_CHARS
         ):
-            group[1] = end
+            group[1], group[3] = end, number
             continue
         if group is not None:
-            blocks.extend(blocks_for_span(full, group[0], group[1], group_path, lines))
-        group, group_path = [start, end], path
+            flush(group)
+        group, group_path = [start, end, number, number], path
     if group is not None:
-        blocks.extend(blocks_for_span(full, group[0], group[1], group_path, lines))
+        flush(group)
     return ParsedDocument(
         kind="notebook", title=title or PurePosixPath(rel_path).stem, text=full, blocks=blocks,
         links=extract_links(full, {}),

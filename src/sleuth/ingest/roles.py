@@ -67,8 +67,21 @@ DECISION_ROLE = "report"
 SOURCE_FAMILIES: tuple[str, ...] = ("document", "code", "graph")
 """The seed's ``filters.source_families`` enum; ``graph`` is for graph nodes that are not files."""
 
+KINDS: tuple[str, ...] = (
+    "document", "note", "paper", "decision", "plan", "experiment", "result", "log", "code", "notebook", "config",
+)
+"""Every document kind, one vocabulary for the CLI (``--kind``), the Python API (``Hit.kind``,
+``SearchFilters.kinds``) and MCP (``kind`` of results, the ``filters.kinds`` enum). The file format a
+kind was read from (markdown, notebook, code, text, pdf, config) is ``Hit.format``."""
+
+ENTITY_KIND = "entity"
+"""The kind of graph entities (nodes that are not files); with :data:`KINDS`, what ``kinds`` filters take."""
+
+FILTER_KINDS: tuple[str, ...] = (*KINDS, ENTITY_KIND)
+"""What ``kinds`` filters accept: every document kind and ``entity``."""
+
 KIND_LABEL_MAX_CHARS = 100
-"""Longest front-matter ``kind:``/``type:`` value used as a kind label (the seed's filter limit)."""
+"""Longest front-matter ``kind:``/``type:`` value read as a kind (the seed's filter limit)."""
 
 RECORDED_TIME_KEYS: tuple[str, ...] = ("date", "recorded", "created", "updated")
 """Front-matter keys read by :func:`recorded_time`, in order; the first one present is used."""
@@ -99,8 +112,11 @@ KIND_ALIASES: dict[str, str] = {
     "plans": "plan", "roadmap": "plan",
     "notes": "note",
     "papers": "paper", "article": "paper", "publication": "paper", "preprint": "paper",
+    "meeting notes": "note", "meeting note": "note", "journal": "log", "source": "code",
+    "experiment_log": "experiment", "results": "result",
+    **{kind: kind for kind in KINDS},
 }
-"""Front-matter kind values (lowercased, whitespace collapsed) that are spellings of a built-in label."""
+"""Front-matter kind values (lowercased, whitespace collapsed) that name a kind of :data:`KINDS`."""
 
 # Categories found from path: name -> (role, kind label or None to fall back to the format's).
 _CATEGORIES: dict[str, tuple[str, str | None]] = {
@@ -206,21 +222,20 @@ def infer_role(rel_path: str, kind: str, front_matter: Mapping[str, object]) -> 
 
 
 def kind_label(rel_path: str, kind: str, front_matter: Mapping[str, object]) -> str:
-    """The document's kind label, the free string the seed's ``filters.kinds`` matches against.
+    """The document's kind, one of :data:`KINDS` (what ``kinds`` filters match).
 
-    Front matter ``kind:``, else ``type:``: a string, lowercased with whitespace collapsed, of 1 to
-    :data:`KIND_LABEL_MAX_CHARS` characters, with the spellings of :data:`KIND_ALIASES` mapped to
-    the built-in label (``type: ADR`` gives ``decision``); any other string is kept as written
-    (``kind: Meeting Notes`` gives ``meeting notes``). Else one of ``decision``, ``plan``,
-    ``experiment``, ``note``, ``paper``, ``code``, ``config``, ``log``, ``notebook``, ``document``,
-    by the table of the module docstring. Never raises.
+    Front matter ``kind:``, else ``type:``: a string, lowercased with whitespace collapsed, that is
+    a kind or one of its spellings in :data:`KIND_ALIASES` (``type: ADR`` gives ``decision``,
+    ``kind: Meeting Notes`` gives ``note``); any other value is ignored (the vocabulary is closed,
+    so that filters can list it). Else one of :data:`KINDS` by the table of the module docstring.
+    Never raises.
     """
     for key in ("kind", "type"):
         value = front_matter.get(key)
         if isinstance(value, str):
             label = " ".join(value.split()).lower()
-            if 0 < len(label) <= KIND_LABEL_MAX_CHARS:
-                return KIND_ALIASES.get(label, label)
+            if 0 < len(label) <= KIND_LABEL_MAX_CHARS and label in KIND_ALIASES:
+                return KIND_ALIASES[label]
     role = _format_first(rel_path, kind)
     if role is not None:
         return {"paper": "paper", "source": "code", "log": "log"}[role]
@@ -256,7 +271,7 @@ def _to_ns(moment: dt.datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
 
 
-def _parse_ns(value: object) -> int | None:
+def parse_time_ns(value: object) -> int | None:
     """Nanoseconds since the epoch of a date, datetime or ISO 8601 / RFC 3339 string; None if not one.
 
     Naive values are UTC; string fractions of a second keep up to nanosecond precision.
@@ -307,7 +322,7 @@ def recorded_time(front_matter: Mapping[str, object], mtime_ns: int) -> tuple[in
         value = front_matter.get(key)
         if value is None or (isinstance(value, str) and not value.strip()):
             continue
-        ns = _parse_ns(value)
+        ns = parse_time_ns(value)
         if ns is not None and not RECORDED_NS_MIN <= ns <= RECORDED_NS_MAX:
             ns = None  # outside what the catalog stores (64-bit nanoseconds: years 1678 to 2261)
         if ns is None:
@@ -322,6 +337,9 @@ def recorded_time(front_matter: Mapping[str, object], mtime_ns: int) -> tuple[in
 
 __all__ = [
     "DECISION_ROLE",
+    "ENTITY_KIND",
+    "FILTER_KINDS",
+    "KINDS",
     "KIND_ALIASES",
     "KIND_LABEL_MAX_CHARS",
     "RECORDED_TIME_KEYS",
@@ -330,6 +348,7 @@ __all__ = [
     "SOURCE_FAMILIES",
     "infer_role",
     "kind_label",
+    "parse_time_ns",
     "recorded_time",
     "source_family",
 ]

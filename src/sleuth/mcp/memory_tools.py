@@ -12,6 +12,7 @@ threads, so a status or cancel call is served while a search runs.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import math
 import threading
@@ -23,8 +24,10 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, ToolAnnotations
 
 from sleuth.broker.gate import CONTROL_META
+from sleuth.config import load_default_project
 from sleuth.engine import Engine
 from sleuth.errors import InternalError, QueryError, SleuthError, shown_value
+from sleuth.ingest.roles import FILTER_KINDS
 from sleuth.lanes import registry
 from sleuth.mcp.access import Access
 from sleuth.mcp.errors import structured_error, structured_result
@@ -35,6 +38,7 @@ from sleuth.memory.arguments import (
     BUDGET_MIN_BYTES,
     DEADLINE_MAX_MS,
     DEADLINE_MIN_MS,
+    KINDS_MAX,
     LIMIT_MAX,
     RFC3339_PATTERN,
     ROLES,
@@ -53,18 +57,13 @@ from sleuth.memory.search import INBOX_PROJECT_ID, MemorySearch
 from sleuth.pipeline.requests import RequestNotFound, RequestRegistry
 
 SEARCH_DESCRIPTION = (
-    "Search local project knowledge—papers, code, plans, experiments, decisions—via exact, BM25, vector, "
-    "and graph retrieval. Returns ranked summaries from indexed files without external access.\n\n"
-    "LOCAL PROJECT KNOWLEDGE SEARCH ONLY. One local index answers many MCP sessions; writes are ordered. "
-    "Always use this tool when the user asks to find, recall, inspect, or search information already stored "
-    "in project memory, indexed local roots, papers, codebases, plans, experiments, or decisions. Use "
-    "query_variants for multiple retrieval angles in one call instead of calling this tool repeatedly. Query "
-    "embeddings are batched, candidates are fused with RRF, graph expansion starts from retrieved evidence, "
-    "and the primary query is reranked once. Only bounded query-focused summaries from that final ranking are "
-    "returned; stored bodies never bypass this response gate (read one with project_memory_read and the "
-    "result's body_handle). If one retrieval lane times out, the other lanes still return and "
-    "meta.degraded_lanes identifies the partial lane; do not repeat the same query automatically. It never "
-    "opens a browser or any external service."
+    "Search local project knowledge (papers, code, notebooks, plans, experiments, decisions) by exact, BM25, "
+    "vector and graph retrieval; returns ranked, bounded summaries of indexed files, never anything external.\n\n"
+    "Use it whenever the user asks to find, recall or inspect something stored in the project. Ask once with "
+    "query_variants for several wordings, or with queries for independent questions (answered as groups), "
+    "instead of calling it repeatedly. Each result has a body_handle: read the whole body with "
+    "project_memory_read. A superseded decision ranks just below what replaced it. If a retrieval lane misses "
+    "the deadline the others still answer and meta.degraded_lanes names it; do not repeat the query for that."
 )
 
 _DATE_TIME = {"format": "date-time", "pattern": RFC3339_PATTERN, "type": "string"}
@@ -77,10 +76,10 @@ SEARCH_INPUT_SCHEMA: dict[str, Any] = {
         "query": {"type": "string", "minLength": 1, "description": "One natural-language query over indexed local "
                   "project knowledge. Use queries instead for independent grouped answers."},
         "filters": {
-            "description": "Optional project, source, type, role, lane, and recorded-time filters. Excluded lanes "
-                           "are not executed.",
+            "description": "Optional kind, role, source-family, lane and recorded-time filters, applied before "
+                           "ranking. Lanes left out are not run.",
             "properties": {
-                "kinds": {"items": {"maxLength": 100, "minLength": 1, "type": "string"}, "maxItems": 20,
+                "kinds": {"items": {"enum": list(FILTER_KINDS), "type": "string"}, "maxItems": KINDS_MAX,
                           "type": "array"},
                 "recorded_after": _DATE_TIME,
                 "recorded_before": _DATE_TIME,
@@ -94,7 +93,7 @@ SEARCH_INPUT_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
         },
         "queries": {
-            "description": "Independent questions returned as separate ranked groups inside one broker request.",
+            "description": "Independent questions, answered as separate ranked groups by this one call.",
             "items": {
                 "properties": {
                     "id": {"maxLength": 100, "minLength": 1, "type": "string"},
@@ -111,26 +110,24 @@ SEARCH_INPUT_SCHEMA: dict[str, Any] = {
             "type": "array",
         },
         "project_id": {"type": "string", "minLength": 1,
-                       "description": "Primary project to search. Required unless all_projects=true."},
-        "request_id": {"description": "Caller-chosen ID for one local query. Supply it before a long request so "
-                       "project_memory query_status/query_cancel can inspect or cancel the same operation.",
+                       "description": "Project to search (see get_projects). Optional when the index has one "
+                       "project or a default_project is configured."},
+        "request_id": {"description": "Caller-chosen ID for this search, so that query_status / query_cancel can "
+                       "follow or cancel it while it runs.",
                        "maxLength": 200, "minLength": 1, "type": "string"},
         "all_projects": {"type": "boolean", "description": "Search every active named project. Excludes Inbox "
                          "and cannot be combined with project ids."},
-        "query_variants": {**_VARIANTS, "description": "Optional retrieval variants executed inside this one broker "
-                           "request. Exact identifiers and quoted phrases are added deterministically, candidates "
-                           "are fused with RRF, and the primary query is reranked once. Do not make repeated "
-                           "terminal or tool calls for query variants."},
+        "query_variants": {**_VARIANTS, "description": "Other wordings of query, searched in this same call and fused "
+                           "with it (identifiers and quoted phrases of the query are added by themselves)."},
         "include_project_ids": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 20,
                                 "description": "Additional read-only projects searched with the primary project."},
-        "response_deadline_ms": {"description": "Caller-selected 1-300 second response deadline. Returns "
-                                 "available lane results or QUERY_TIMEOUT with request_id. Native reads remain "
-                                 "tracked until they settle; stored evidence and writes are unaffected.",
+        "response_deadline_ms": {"description": "Answer within this many milliseconds (1,000 to 300,000; "
+                                 "default 30,000): with the lanes that answered in time, or error QUERY_TIMEOUT "
+                                 "when none did.",
                                  "maximum": DEADLINE_MAX_MS, "minimum": DEADLINE_MIN_MS, "type": "integer"},
-        "response_budget_bytes": {"description": "Explicit result-array byte budget. Without an override, "
-                                  "summaries adapt to unique result, question and source-family counts. Stored "
-                                  "bodies and retrieval scope are not truncated by this budget; envelope metadata "
-                                  "is separate.", "maximum": BUDGET_MAX_BYTES, "minimum": BUDGET_MIN_BYTES,
+        "response_budget_bytes": {"description": "Bytes the results may take (summaries shrink to fit; meta "
+                                  "is extra). Default: sized to the number of results and questions.",
+                                  "maximum": BUDGET_MAX_BYTES, "minimum": BUDGET_MIN_BYTES,
                                   "type": "integer"},
     },
     "additionalProperties": False,
@@ -321,18 +318,41 @@ class MemoryTools:
                  "response_deadline_ms": response_deadline_ms, "response_budget_bytes": response_budget_bytes}
         arguments = {k: v for k, v in given.items() if v is not None}
         try:
-            req = parse_memory_request(arguments)
+            parsed = parse_memory_request(arguments)
         except SleuthError as exc:
             rid = arguments.get("request_id")
             return structured_error(exc, rid if isinstance(rid, str) else None)
 
         def run() -> dict[str, Any]:
+            req = parsed
+            if not req.project_id and not req.all_projects:
+                req = dataclasses.replace(req, project_id=self.default_project())
             for pid in (req.project_id, *req.include_project_ids):
                 if pid:
                     self.access.project(pid)
             return self.searcher.search(req)
 
-        return await self._run(run, req.request_id)
+        return await self._run(run, parsed.request_id)
+
+    def default_project(self) -> str:
+        """The project searched when a call names none: ``default_project`` of the index's
+        config.toml, else the only project the caller may see (the Inbox aside).
+
+        Raises:
+            QueryError: no default and several (or no) projects to choose from; the visible ones are named.
+            ProjectNotFound: the configured default does not exist or is not visible.
+        """
+        configured = load_default_project(self.engine.index_dir)
+        if configured is not None:
+            return self.access.project(configured)
+        visible = [p for p in self.engine.project_ids() if p != INBOX_PROJECT_ID and self.access.visible(p)]
+        if len(visible) == 1:
+            return visible[0]
+        if not visible:
+            raise QueryError("project_id is required: the index holds no project yet (index a folder first)")
+        shown = ", ".join(visible[:20]) + (", ..." if len(visible) > 20 else "")
+        raise QueryError(f"project_id is required: the index holds {len(visible)} projects ({shown}); pass one, "
+                         "or all_projects: true")
 
     async def query_status(self, request_id: Any = None) -> CallToolResult:
         try:
@@ -411,15 +431,12 @@ class MemoryTools:
         specs = [
             (self.project_memory_search, "project_memory_search", SEARCH_DESCRIPTION, search_input_schema(),
              READ_ONLY),
-            (self.query_status, "query_status", "Status of a running or recent project_memory_search request "
-             "by request_id: state, phase, elapsed_ms and each lane's state (lanes that missed the deadline stay "
-             "'settling' until they finish).", STATUS_SCHEMA, STATUS),
-            (self.query_cancel, "query_cancel", "Cancel a running project_memory_search request by request_id. "
-             "The request ends with error QUERY_CANCELLED, its cancel_reason and the phase it was in.",
-             CANCEL_SCHEMA, CONTROL),
-            (self.project_memory_read, "project_memory_read", "Read the stored body behind a search result's "
-             "body_handle, one bounded page at a time (offset / next_offset, in characters). Read-only.",
-             READ_SCHEMA, READ_ONLY),
+            (self.query_status, "query_status", "State of a running or recent project_memory_search by its "
+             "request_id: its phase, elapsed_ms and each lane's state.", STATUS_SCHEMA, STATUS),
+            (self.query_cancel, "query_cancel", "Cancel a running project_memory_search by its request_id; it "
+             "ends with error QUERY_CANCELLED.", CANCEL_SCHEMA, CONTROL),
+            (self.project_memory_read, "project_memory_read", "Read the whole body behind a search result's "
+             "body_handle, one page at a time (offset / next_offset, in characters).", READ_SCHEMA, READ_ONLY),
             (self.project_memory_record, "project_memory_record", "Record a decision, plan, experiment record, "
              "result or note into a project's memory (a markdown file with front matter, indexed at once). "
              "Returns record_id and a new revision_id; pass record_id to revise, supersedes to replace older "

@@ -20,10 +20,15 @@ from sleuth.errors import DocumentNotFound, SleuthError, not_found
 from sleuth.mcp.access import Access
 from sleuth.mcp.envelope import bounded_int, envelope, required_text
 from sleuth.mcp.limits import SEARCH_PROJECT_LIMIT_MAX, CheckedTool, run_in_worker
+from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS
 from sleuth.types import Hit, SearchRequest
 
 SEARCH_LIMIT_DEFAULT = 20
 SEARCH_LIMIT_MAX = SEARCH_PROJECT_LIMIT_MAX
+#: Largest ``offset`` of get_notebook, in characters.
+NOTEBOOK_OFFSET_MAX_CHARS = 1_000_000_000
+#: Block ids a search_project item lists at most (its best ones); ``block_count`` counts them all.
+BLOCK_IDS_MAX = 5
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False, destructive_hint=False)
 
@@ -57,6 +62,10 @@ GET_NOTEBOOK_SCHEMA: dict[str, Any] = {
             "minLength": 1,
             "description": "The item's ID: a search result's markdown_item_id.",
         },
+        "offset": {"type": "integer", "minimum": 0,
+                   "description": "First character of the text to return. Default 0; pass next_offset to continue."},
+        "max_chars": {"type": "integer", "minimum": 1, "maximum": BODY_PAGE_MAX_CHARS,
+                      "description": f"Characters of text per page (default {BODY_PAGE_DEFAULT_CHARS})."},
     },
     "required": ["project_id", "item_id"],
     "additionalProperties": False,
@@ -64,25 +73,27 @@ GET_NOTEBOOK_SCHEMA: dict[str, Any] = {
 
 GET_PROJECTS_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
-SEARCH_PROJECT_DESCRIPTION = """Search project knowledge (notes, docs, code) using hybrid retrieval.
+SEARCH_PROJECT_DESCRIPTION = """Search a project's notes, docs, notebooks, code and PDFs; best items first.
 
-Combines BM25, index (title / heading / tags / path) and embedding search, fused by z-scored
-lane scores over blocks, grouped to documents (items). Returns {success, result_count, items,
-timestamp}; each item has markdown_item_id (use it with get_notebook), block_ids, score (for
-ordering only, not a confidence), rank (1 = best), sources (retrieval lanes, not file types) and
-item (title, path, snippet with highlight offsets, semantic_only: true when found by meaning alone,
-with no word of the query in it).
-Put words in "double quotes" to require an exact phrase. Get project_id from get_projects; never
-guess it. No results is not an error."""
+Each item: markdown_item_id (pass it to get_notebook), rank (1 = best), score (for ordering only),
+sources (the retrieval methods that found it, not file types), block_ids (its best matching
+blocks, at most 5; block_count counts them all) and item (title, path, kind, location such as
+"page 3" or "cell 4", snippet with highlight offsets; semantic_only: found by meaning, no query
+word in it). "Quoted words" must appear verbatim. Take project_id from get_projects; never guess
+it. No results is not an error."""
 
-GET_NOTEBOOK_DESCRIPTION = """Return one item (document) of a project in full: metadata, front matter, text and blocks.
+GET_NOTEBOOK_DESCRIPTION = """Read one item of a project (a search result's markdown_item_id): metadata, front
+matter, and its text one page at a time (offset / next_offset, in characters), with the blocks on
+that page."""
 
-Use it after search_project, with a result's markdown_item_id as item_id, when the whole
-content is needed. Read-only."""
+GET_PROJECTS_DESCRIPTION = """List the projects you may search, with their IDs, roots and counts. Call it first when the
+project is not known."""
 
-GET_PROJECTS_DESCRIPTION = """List the projects this server may search, with their IDs, roots and counts.
 
-Use it first when the project must be identified; pass a project_id to search_project."""
+def _overlaps(chars: object, start: int, end: int) -> bool:
+    """Whether a block's ``[start, end)`` character span lies (partly) on the page ``[start, end)``."""
+    b_start, b_end = chars  # type: ignore[misc]
+    return bool(b_start < end and b_end > start)
 
 
 class ContractTool(CheckedTool):
@@ -117,9 +128,12 @@ class ProjectTools:
             "project_id": h.project,
             "title": h.title,
             "path": h.path,
+            "root": h.root_label,
             "kind": h.kind,
+            "format": h.format,
             "tags": h.tags,
             "heading_path": h.heading_path,
+            "location": h.location,
             "lines": list(h.lines),
             "snippet": h.snippet,
             "highlights": [list(span) for span in h.highlights],
@@ -141,7 +155,8 @@ class ProjectTools:
             items = [
                 {
                     "markdown_item_id": h.doc_id,
-                    "block_ids": h.block_ids,
+                    "block_ids": h.block_ids[:BLOCK_IDS_MAX],
+                    "block_count": len(h.block_ids),
                     "score": h.score,
                     "rank": h.rank,
                     "sources": h.sources,
@@ -155,7 +170,11 @@ class ProjectTools:
 
         return await run_in_worker(work)
 
-    async def get_notebook(self, project_id: Any = None, item_id: Any = None) -> dict[str, Any]:
+    async def get_notebook(self, project_id: Any = None, item_id: Any = None, offset: Any = None,
+                           max_chars: Any = None) -> dict[str, Any]:
+        start = bounded_int(offset, "offset", 0, 0, NOTEBOOK_OFFSET_MAX_CHARS)
+        size = bounded_int(max_chars, "max_chars", BODY_PAGE_DEFAULT_CHARS, 1, BODY_PAGE_MAX_CHARS)
+
         def work() -> dict[str, Any]:
             pid = self.require_project_access(project_id)
             iid = required_text(item_id, "item_id", "item_id is required")
@@ -163,9 +182,19 @@ class ProjectTools:
                 doc = self.engine.get(iid, projects=[pid])
             except DocumentNotFound:
                 raise ToolError(not_found("item", iid)) from None
-            item = doc.model_dump(exclude={"root", "project"})
+            except SleuthError as exc:
+                raise ToolError(str(exc)) from None
+            length = len(doc.text)
+            if start > length:
+                raise ToolError(f"offset {start} is past the end of the text ({length} characters)")
+            end = min(length, start + size)
+            item = doc.model_dump(exclude={"root", "project", "text", "blocks"})
             item["item_id"] = item.pop("doc_id")
             item["project_id"] = pid
+            item["root"] = item.pop("root_label")
+            item.update(text=doc.text[start:end], offset=start, end=end, next_offset=end if end < length else None,
+                        source_length=length,
+                        blocks=[b for b in doc.blocks if _overlaps(b["chars"], start, end)])
             return envelope(item=item)
 
         return await run_in_worker(work)

@@ -32,13 +32,16 @@ from sleuth.mcp.sdk import add_tools, serve_streams, tool_names
 from sleuth.mcp.text_tools import TEXT_INSTRUCTIONS, register_text_tools
 from sleuth.mcp.wire import stdio_transport
 
-MEMORY_INSTRUCTIONS = """sleuth searches a project's local knowledge (markdown notes, docs, notebooks, code,
-PDFs, plans, decisions). project_memory_search is the main tool: exact, BM25, vector and graph retrieval
-with bounded summaries; read a whole body with project_memory_read; record decisions, plans and results
-with project_memory_record. query_status / query_cancel follow a request by its request_id."""
+#: Said once when a profile searching the index is served, before the profiles' own sentences.
+INDEX_INSTRUCTIONS = """sleuth searches a project's local knowledge: markdown notes, docs, notebooks, code, PDFs,
+plans and decision records. Nothing leaves this machine."""
 
-INSTRUCTIONS = """sleuth searches a project's local knowledge (markdown notes, docs, notebooks, code).
-Call get_projects to find a project_id, search_project to find items, get_notebook to read one."""
+MEMORY_INSTRUCTIONS = """project_memory_search finds stored knowledge (project_id optional when there is one
+project); project_memory_read reads a result's whole body; project_memory_record records a decision,
+plan, result or note; query_status and query_cancel follow or stop a long search by its request_id."""
+
+INSTRUCTIONS = """get_projects lists the projects; search_project finds items in one; get_notebook reads an
+item page by page."""
 
 
 def register_memory_tools(server: MCPServer[Any], context: ServeContext) -> None:
@@ -135,10 +138,11 @@ def build_server(context: ServeContext, profiles: Sequence[str] = DEFAULT_PROFIL
         ConfigError: a profile lacks what it needs (the index, the guides file) or its data is invalid.
     """
     chosen = [PROFILES[p] for p in profiles]
+    intro = [INDEX_INSTRUCTIONS] if any(p.needs_index for p in chosen) else []
     server: MCPServer[Any] = MCPServer(
         name="sleuth",
         version=__version__,
-        instructions="\n\n".join(p.instructions for p in chosen),
+        instructions="\n\n".join([*intro, *(p.instructions for p in chosen)]),
         log_level="WARNING",
     )
     index_tools: set[str] = set()

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from sleuth.errors import QueryError, shown_value
+from sleuth.ingest.roles import FILTER_KINDS
 from sleuth.lanes import registry
 from sleuth.text.query import QUERY_MAX_CHARS
 
@@ -197,6 +198,9 @@ def _filters(value: Any) -> MemoryFilters:
     kinds = _list(value.get("kinds"), "filters.kinds", KINDS_MAX)
     kinds_checked = tuple(dict.fromkeys(
         (_text(k, f"filters.kinds[{i}]", KIND_MAX_CHARS, required=True) or "").lower() for i, k in enumerate(kinds)))
+    for i, kind in enumerate(kinds_checked):
+        if kind not in FILTER_KINDS:
+            raise QueryError(f"filters.kinds[{i}] must be one of {', '.join(FILTER_KINDS)}; got {kind!r}")
     families = registry.families()
     lanes = _choices(value.get("retrieval_lanes"), "filters.retrieval_lanes", families, len(families))
     if value.get("retrieval_lanes") is not None and not lanes:
@@ -250,10 +254,14 @@ def _questions(args: Mapping[str, Any], limit: int) -> tuple[tuple[Question, ...
 def parse_memory_request(args: Mapping[str, Any]) -> MemoryRequest:
     """Check ``project_memory_search`` arguments and normalise them.
 
+    ``project_id`` may be left out (None in the request): the caller then searches its default
+    project (:meth:`sleuth.mcp.memory_tools.MemoryTools.default_project`).
+
     Raises:
-        QueryError: an unknown field, a value of the wrong type or out of bounds, or contradictory
-            fields (query with queries, all_projects with project ids, recorded_after later than
-            recorded_before); the message names the field.
+        QueryError: an unknown field, a value of the wrong type or out of bounds (a kind outside
+            :data:`sleuth.ingest.roles.FILTER_KINDS`), or contradictory fields (query with queries,
+            all_projects with project ids, recorded_after later than recorded_before); the message
+            names the field.
     """
     _reject_unknown(args, TOP_LEVEL_FIELDS, "project_memory_search")
     limit = _integer(args.get("limit"), "limit", 1, LIMIT_MAX, LIMIT_DEFAULT) or LIMIT_DEFAULT
@@ -267,8 +275,6 @@ def parse_memory_request(args: Mapping[str, Any]) -> MemoryRequest:
         for i, p in enumerate(_list(args.get("include_project_ids"), "include_project_ids", INCLUDE_PROJECTS_MAX))))
     if all_projects and (project_id or include):
         raise QueryError("all_projects cannot be combined with project_id or include_project_ids")
-    if not all_projects and not project_id:
-        raise QueryError("project_id is required unless all_projects is true")
     return MemoryRequest(
         questions=questions,
         grouped=grouped,

@@ -48,9 +48,10 @@ def families_of(lanes: Iterable[str]) -> list[str]:
     return [f for f in registry.families() if f in wanted]
 
 
-def result_fields(hit: Hit) -> dict[str, Any]:
-    """A hit as seed 004's result object, without its summary (the budget adds it)."""
-    if hit.family == "graph" and hit.label == "entity":
+def result_fields(hit: Hit, qualified: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """A hit as seed 004's result object, without its summary (the budget adds it). ``qualified``:
+    projects with several roots, whose results also name their root (``root``: its label)."""
+    if hit.family == "graph" and hit.kind == "entity":
         return {
             "rank": hit.rank, "record_id": f"entity:{hit.title}", "revision_id": "",
             "body_handle": f"entity:{hit.doc_id}",
@@ -62,7 +63,8 @@ def result_fields(hit: Hit) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "rank": hit.rank, "record_id": hit.doc_id, "revision_id": hit.revision,
         "body_handle": f"body:{hit.doc_id}@{hit.revision}", "project_id": hit.project, "title": hit.title,
-        "path": hit.path, "kind": hit.label, "role": hit.role, "source_family": hit.family,
+        "path": hit.path, **({"root": hit.root_label} if hit.project in qualified else {}),
+        "location": hit.location, "kind": hit.kind, "role": hit.role, "source_family": hit.family,
         "recorded_at": _rfc3339(hit.recorded_ns), "score": round(hit.score, 6), "lanes": families_of(hit.sources),
         "source_span": {"start": 0, "end": 0}, "source_length": hit.source_length,
         "index_freshness": hit.freshness or "current",
@@ -74,9 +76,9 @@ def result_fields(hit: Hit) -> dict[str, Any]:
     return fields
 
 
-def _candidate(hit: Hit) -> Candidate:
+def _candidate(hit: Hit, qualified: frozenset[str]) -> Candidate:
     passages = [Passage(p.text, p.start, p.end, tuple(p.highlights), tuple(p.heading_path)) for p in hit.passages]
-    return Candidate(result_fields(hit), passages, hit.body_chars)
+    return Candidate(result_fields(hit, qualified), passages, hit.body_chars)
 
 
 class MemorySearch:
@@ -162,15 +164,17 @@ class MemorySearch:
         except BaseException as exc:
             self.registry.finish(state, FAILED, str(exc))
             raise
-        payload = self.render(req, resp)
+        qualified = frozenset(p for p, roots in self.engine.catalog.roots().items() if len(roots) > 1)
+        payload = self.render(req, resp, qualified)
         self.registry.finish(state, DEGRADED if resp.degraded_lanes else COMPLETED)
         payload["elapsed_ms"] = state.elapsed_ms()
         return payload
 
     @staticmethod
-    def render(req: MemoryRequest, resp: SearchResponse) -> dict[str, Any]:
-        """Seed 004's payload for ``resp``: results (or groups) fitted to the byte budget, and meta."""
-        groups = [[_candidate(h) for h in answer.hits] for answer in resp.questions]
+    def render(req: MemoryRequest, resp: SearchResponse, qualified: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """Seed 004's payload for ``resp``: results (or groups) fitted to the byte budget, and meta
+        (``qualified``: projects with several roots, see :func:`result_fields`)."""
+        groups = [[_candidate(h, qualified) for h in answer.hits] for answer in resp.questions]
         families = {c.fields["source_family"] for g in groups for c in g}
         unique = len({c.fields["record_id"] for g in groups for c in g})
         budget = req.budget_bytes or default_budget_bytes(unique, len(groups), len(families))

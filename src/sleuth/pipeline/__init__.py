@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled
 from sleuth.fusion import fuse as fuse_lists
+from sleuth.ingest.roles import FILTER_KINDS
 from sleuth.lanes.graph import is_entity_node
 from sleuth.pipeline.fuse import Expand, doc_of_node, fuse_question
 from sleuth.pipeline.plan import ENTITY_KIND, Plan, PlannedQuestion, build_plan
@@ -97,27 +98,26 @@ class Searcher:
         """The documents the filters allow (None: no filter beyond the projects).
 
         Raises:
-            QueryError: a kind no document has.
+            QueryError: a kind outside :data:`sleuth.ingest.roles.FILTER_KINDS`.
         """
         f = req.filters
-        if f.kinds:
-            known = {*self.catalog.kind_labels(projects), ENTITY_KIND}  # only the searched projects'
-            unknown = [k for k in f.kinds if k not in known]
-            if unknown:
-                raise QueryError(f"filters.kinds: no document has kind {', '.join(map(repr, unknown))}; "
-                                 f"kinds in the searched projects: {', '.join(sorted(known))}")
+        unknown = [k for k in f.kinds if k not in FILTER_KINDS]
+        if unknown:
+            raise QueryError(f"filters.kinds: unknown kind {', '.join(map(repr, unknown))}; kinds: "
+                             f"{', '.join(FILTER_KINDS)}")
         doc_kinds = [k for k in f.kinds if k != ENTITY_KIND]
         families = [x for x in f.families if x != "graph"]
         graph_only = (bool(f.families) and not families) or (bool(f.kinds) and not doc_kinds)
         timed = f.recorded_after_ns is not None or f.recorded_before_ns is not None
         if graph_only:  # entities only: the lanes retrieve evidence unfiltered by kind and family
             doc_kinds, families = [], []
-            if not (f.roles or timed):
+            if not (f.roles or timed or f.paths or f.tags):
                 return None
-        elif not (doc_kinds or f.roles or families or timed):
+        elif not (doc_kinds or f.roles or families or timed or f.paths or f.tags):
             return None
         return frozenset(self.catalog.filter_documents(projects, doc_kinds, f.roles, families,
-                                                       f.recorded_after_ns, f.recorded_before_ns))
+                                                       f.recorded_after_ns, f.recorded_before_ns,
+                                                       f.paths, f.tags))
 
     # ------------------------------------------------------------------ the search
 
@@ -147,7 +147,8 @@ class Searcher:
                                   took_ms=round((time.perf_counter() - started) * 1000, 3), notice=NO_SEARCHABLE_TERMS,
                                   questions=[QuestionAnswer(query=req.query, hits=[])], request_id=req.request_id)
         plan = build_plan(req, tuple(n for n in lanes if n in self.lanes), projects, doc_ids,
-                          self.config.lane_depth_min_blocks, self.config.lane_depth_blocks_per_result)
+                          self.config.lane_depth_min_blocks, self.config.lane_depth_blocks_per_result,
+                          req.offset)
         if self._catch_up is not None:
             self._catch_up()
         rows = Rows(self.catalog)
@@ -223,7 +224,7 @@ class Searcher:
 
             expand[name] = run
         return fuse_question(q, retrieval.lists(qi), self.config.fusion, self.config.fusion_weights(),
-                             self.config.rrf_k, expand, plan.depth, superseded_by, plan.all_lanes)
+                             self.config.rrf_k, expand, plan.depth, superseded_by, plan.all_lanes, plan.window)
 
     def _expand(self, lane: Any, name: str, seeds: Sequence[tuple[str, float]], k: int, allowed: frozenset[str] | None,
                 plan: Plan, terms: frozenset[str], retrieval: Retrieval, state: RequestState | None) -> RankedList:

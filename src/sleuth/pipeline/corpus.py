@@ -30,7 +30,8 @@ class Corpus(Protocol):
 
     def filter_documents(self, projects: Sequence[str] | None, labels: Sequence[str] = (),
                          roles: Sequence[str] = (), families: Sequence[str] = (),
-                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None) -> set[str]: ...
+                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None,
+                         paths: Sequence[str] = (), tags: Sequence[str] = ()) -> set[str]: ...
 
     def has_blocks(self) -> bool: ...
 
@@ -66,7 +67,7 @@ class TextCorpus:
         text = self.texts[i]
         doc_id = text_doc_id(i)
         return HitBlock(f"{doc_id}:0", doc_id, (), text, 1, text.count("\n") + 1, TEXTS_PROJECT, str(i), "",
-                        [], "text", 0, len(text), "", "other", "text", "document", 0, "", 0, len(text), "", "")
+                        [], "text", 0, len(text), "", "other", "document", "document", 0, "", 0, len(text), "", "")
 
     def _position(self, doc_or_block_id: str) -> int | None:
         head = doc_or_block_id.partition(":")[0]
@@ -79,11 +80,12 @@ class TextCorpus:
         return {TEXTS_PROJECT: []}
 
     def kind_labels(self, projects: Sequence[str] | None = None) -> list[str]:
-        return ["text"]
+        return ["document"]
 
     def filter_documents(self, projects: Sequence[str] | None, labels: Sequence[str] = (),
                          roles: Sequence[str] = (), families: Sequence[str] = (),
-                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None) -> set[str]:
+                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None,
+                         paths: Sequence[str] = (), tags: Sequence[str] = ()) -> set[str]:
         return {text_doc_id(i) for i in range(len(self.texts))}
 
     def has_blocks(self) -> bool:

@@ -53,7 +53,7 @@ def lane_of(name: str) -> str:
 
 def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedList]], method: str,
                   lane_weights: Mapping[str, float], rrf_k: int, expand: Mapping[str, Expand], depth: int,
-                  superseded_by: Mapping[str, set[str]], lane_order: Sequence[str] = ()
+                  superseded_by: Mapping[str, set[str]], lane_order: Sequence[str] = (), window: int = 0,
                   ) -> tuple[list[FusedDocument], int]:
     """One question's ranking: fusion, expansion, rerank, semantic-only marks and supersession order
     (module docstring).
@@ -68,6 +68,7 @@ def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedLi
         depth: how many nodes an expansion lane returns.
         superseded_by: doc_id → ids of the documents replacing it.
         lane_order: the lanes in the order of preference when two lists repeat each other.
+        window: the plan's rank window (documents); z-scores are taken over at least as many.
     Returns:
         ``(documents, dropped)``: the fused documents, best first -- the whole ranking when
         supersession, a rerank or dropped semantic-only documents need it, else at least the
@@ -90,7 +91,7 @@ def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedLi
         groups = {r.lane: registry.match_group(lane_of(r.lane)) for r in rankings}
         # z-scores over each lane's ZSCORE_DEPTH_DOCS best documents, or over as many as are asked for
         return fuse(rankings, doc_of_node, method, weights, rrf_k, groups, order, at_most,
-                    max(ZSCORE_DEPTH_DOCS, question.window))
+                    max(ZSCORE_DEPTH_DOCS, question.window, window))
 
     fused = fused_of(named, limit)
     if expand:

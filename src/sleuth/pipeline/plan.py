@@ -68,6 +68,9 @@ class Plan:
     entities: bool
     depth: int
     deadline_s: float | None
+    #: Documents the ranking is computed for: the largest question's offset + limit, or the
+    #: request's rank window (pages within it rank the same lists).
+    window: int = 0
 
     @property
     def all_lanes(self) -> tuple[str, ...]:
@@ -119,17 +122,18 @@ def build_plan(req: SearchRequest, lanes: tuple[str, ...], projects: tuple[str, 
         projects: the checked project scope (None: every project).
         doc_ids: the documents the filters allow (None: no document filter).
         depth_min_blocks, depth_blocks_per_result: each lane returns at least the first, and at least
-            the second per document of the largest question's window.
+            the second per document of the largest question's window (of ``req.rank_window`` when
+            given, so that every page of one rank window fuses the same lists).
         offset: results skipped before the first one shown, for every question.
     Raises:
-        QueryError: a question has no searchable term.
+        QueryError: a question has no searchable term; offset + limit exceeds ``req.rank_window``.
     """
     f = req.filters
     doc_kinds = [k for k in f.kinds if k != ENTITY_KIND]
     families = [x for x in f.families if x != "graph"]
     graph_only = (bool(f.families) and not families) or (bool(f.kinds) and not doc_kinds)
     entities = req.entities and ((not f.families or "graph" in f.families) and (not f.kinds or ENTITY_KIND in f.kinds)
-                                 and (not f.roles or "other" in f.roles)
+                                 and (not f.roles or "other" in f.roles) and not f.paths and not f.tags
                                  and f.recorded_after_ns is None and f.recorded_before_ns is None)
     if req.questions:
         asked = [(q.id, q.query, q.limit, q.variants, f"query {q.id!r}" if q.id else "the query")
@@ -145,6 +149,11 @@ def build_plan(req: SearchRequest, lanes: tuple[str, ...], projects: tuple[str, 
     retrieval = tuple(n for n in lanes if (spec := registry.lane_spec(n)) is not None and spec.stage == "retrieve")
     expansion = tuple(n for n in lanes if (spec := registry.lane_spec(n)) is not None and spec.stage == "expand")
     window = max(q.window for q in questions)
+    if req.rank_window is not None:
+        if window > req.rank_window:
+            raise QueryError(f"offset + limit ({window}) is larger than rank_window ({req.rank_window}); "
+                             "page within the rank window or ask for a larger one")
+        window = req.rank_window
     return Plan(
         questions=questions,
         lanes=retrieval,
@@ -155,4 +164,5 @@ def build_plan(req: SearchRequest, lanes: tuple[str, ...], projects: tuple[str, 
         entities=entities,
         depth=max(depth_min_blocks, window * depth_blocks_per_result),
         deadline_s=req.deadline_ms / 1000 if req.deadline_ms is not None else None,
+        window=window,
     )

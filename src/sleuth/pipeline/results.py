@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 from sleuth.freshness import document_freshness
 from sleuth.fusion import FusedDocument
 from sleuth.lanes.graph import is_entity_node
+from sleuth.locations import block_location
+from sleuth.pathglob import root_label
 from sleuth.pipeline.fuse import lane_of
 from sleuth.store.catalog import HitBlock
 from sleuth.summaries import Snippet, make_snippet
@@ -88,6 +90,12 @@ def existing(fused: Sequence[FusedDocument], window: int, rows: Rows,
     return out
 
 
+def location(block: HitBlock) -> str:
+    """Where ``block`` is, for people: its PDF page, its notebook cells, else its lines (see
+    :attr:`sleuth.types.Hit.location`)."""
+    return block_location(block.kind, block.heading_path, block.start_line, block.end_line)
+
+
 def _trace(d: FusedDocument) -> list[LaneContribution]:
     return [LaneContribution.model_construct(lane=t.lane, rank=t.rank, weight=t.weight, contribution=t.contribution,
                                              lane_score=t.lane_score) for t in d.trace]
@@ -117,12 +125,14 @@ def document_hit(rank: int, d: FusedDocument, block: HitBlock, rows: Rows, terms
     # Built from the catalog's and the fusion's own typed values: no validation needed.
     return Hit.model_construct(
         rank=rank, doc_id=d.doc_id, project=block.project_id, path=block.rel_path, title=block.title,
-        kind=block.kind, tags=block.tags, score=d.score, sources=list(dict.fromkeys(lane_of(t.lane) for t in d.trace)),
+        kind=block.label, format=block.kind, tags=block.tags, score=d.score,
+        sources=list(dict.fromkeys(lane_of(t.lane) for t in d.trace)),
         semantic_only=d.semantic_only,
         block_ids=d.block_ids, best_block_id=d.best_block_id, heading_path=list(block.heading_path),
-        lines=(block.start_line, block.end_line), snippet=first.text if first else "",
+        lines=(block.start_line, block.end_line), location=location(block), snippet=first.text if first else "",
         highlights=first.highlights if first else [], explain=_trace(d) if explain else None,
-        root=block.root, label=block.label, role=block.role, family=block.family, recorded_ns=block.recorded_ns,
+        root=block.root, root_label=root_label(block.root), role=block.role, family=block.family,
+        recorded_ns=block.recorded_ns,
         revision=block.revision, passages=shown, freshness=None, source_length=0, body_chars=0,
         superseded_by=sorted(superseded_by.get(d.doc_id, ())), mentioned_by=[],
     )
@@ -134,10 +144,11 @@ def entity_hit(rank: int, d: FusedDocument, graph: LinkGraph, titles: Mapping[st
     text = graph.entity_summary(d.doc_id, titles)
     passage = Passage.model_construct(text=text, start=0, end=len(text), highlights=[], heading_path=[])
     return Hit.model_construct(
-        rank=rank, doc_id=d.doc_id, project=node.project_id, path="", title=node.name, kind="entity", tags=[],
+        rank=rank, doc_id=d.doc_id, project=node.project_id, path="", title=node.name, kind="entity", format="",
+        tags=[],
         score=d.score, sources=["graph"], semantic_only=False, block_ids=[], best_block_id="", heading_path=[],
-        lines=(0, 0),
-        snippet=text, highlights=[], explain=_trace(d) if explain else None, root="", label="entity", role="other",
+        lines=(0, 0), location="",
+        snippet=text, highlights=[], explain=_trace(d) if explain else None, root="", root_label="", role="other",
         family="graph", recorded_ns=0, revision="", passages=[passage], freshness="current",
         source_length=len(text), body_chars=len(text), superseded_by=[],
         mentioned_by=node.mentioned_by[:ENTITY_MENTIONS_SHOWN],

@@ -44,11 +44,17 @@ class DocumentReads(Connected):
 
     def filter_documents(self, projects: Sequence[str] | None, labels: Sequence[str] = (),
                          roles: Sequence[str] = (), families: Sequence[str] = (),
-                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None) -> set[str]:
+                         recorded_after_ns: int | None = None, recorded_before_ns: int | None = None,
+                         paths: Sequence[str] = (), tags: Sequence[str] = ()) -> set[str]:
         """Ids of the documents matching every given filter (empty sequences and None: no filter).
 
         ``labels`` match the document kind label (lowercase), ``roles`` its role, ``families`` its
-        source family; the recorded-time bounds are inclusive, in nanoseconds since the epoch.
+        source family; the recorded-time bounds are inclusive, in nanoseconds since the epoch;
+        ``tags``: documents with at least one of them (case-insensitive); ``paths``: gitignore-style
+        globs (:class:`sleuth.pathglob.PathFilter`).
+
+        Raises:
+            QueryError: a path glob that is not valid.
         """
         where: list[str] = []
         args: list[object] = []
@@ -62,8 +68,26 @@ class DocumentReads(Connected):
         if recorded_before_ns is not None:
             where.append("recorded_ns <= ?")
             args.append(recorded_before_ns)
-        sql = "SELECT doc_id FROM documents" + (" WHERE " + " AND ".join(where) if where else "")
-        return {r[0] for r in self.conn.execute(sql, args)}
+        if tags:
+            wanted = list(dict.fromkeys(t.strip().lower() for t in tags))
+            where.append("tags != '[]' AND EXISTS (SELECT 1 FROM json_each(documents.tags) WHERE lower(value) IN "
+                         f"({','.join('?' * len(wanted))}))")
+            args.extend(wanted)
+        clause = " WHERE " + " AND ".join(where) if where else ""
+        if not paths:
+            return {r[0] for r in self.conn.execute("SELECT doc_id FROM documents" + clause, args)}
+        from sleuth.pathglob import PathFilter
+
+        selected = PathFilter(paths)
+        rows = self.conn.execute("SELECT doc_id, root, rel_path FROM documents" + clause, args)
+        return {doc_id for doc_id, root, rel in rows if selected.matches(root, rel)}
+
+    def documents_at(self, rel_path: str) -> list[tuple[str, str, str, str]]:
+        """``(doc_id, project_id, root, rel_path)`` of every document whose path relative to its
+        root is ``rel_path`` (one per project and root holding such a file)."""
+        return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
+            "SELECT doc_id, project_id, root, rel_path FROM documents WHERE rel_path = ? ORDER BY project_id, root",
+            (rel_path,))]
 
     def kind_labels(self, projects: Sequence[str] | None = None) -> list[str]:
         """The distinct document kind labels of the index, or of ``projects`` (what ``filters.kinds`` can match)."""

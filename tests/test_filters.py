@@ -1,0 +1,139 @@
+"""Issue 17.2 through the Python API: path globs, tags, kinds, roles and recorded-time filters applied
+inside every lane before its top-k; pages that neither repeat nor skip; documents found by path or
+block id; two roots told apart; notebook cells and PDF pages as locations."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sleuth.config import Config
+from sleuth.engine import Engine
+from sleuth.errors import DocumentNotFound, QueryError
+from sleuth.types import SearchFilters, SearchRequest
+from tests.pdf_samples import make_pdf
+
+LEXICAL = ("bm25", "tfidf", "index", "exact")
+DAY_NS = 86_400 * 1_000_000_000
+
+
+def write(root: Path, rel: str, text: str, mtime_s: int = 1_600_000_000) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    os.utime(p, (mtime_s, mtime_s))
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> tuple[Engine, Path]:
+    """Two roots (en, ja) holding the same paths, tagged pages, decisions, a notebook and a PDF;
+    each lane returns one block only (so a filter applied after the top-k would find nothing)."""
+    en, ja = tmp_path / "site" / "en", tmp_path / "site" / "ja"
+    write(en, "publish.md", "# Publish\n\nPublish the site with the quokka deploy command. quokka quokka.\n")
+    write(ja, "publish.md", "# Publish\n\nPublish the site (Japanese) with the quokka deploy command.\n")
+    write(en, "guide/tags.md", "---\ntags: [Deploy, ops]\n---\n# Tagged\n\nA note on quokka.\n")
+    write(en, "drafts/wip.md", "# Draft\n\nquokka draft\n")
+    write(en, "doc/adr/0001-use-files.md", "# 1. Use files\n\nDate: 2019-03-01\n\n## Status\n\n"
+          "Superseded by [2. Use SQLite](0002-use-sqlite.md)\n\n## Context\n\nquokka storage in files.\n")
+    write(en, "doc/adr/0002-use-sqlite.md", "# 2. Use SQLite\n\nDate: 2021-06-15\n\n## Status\n\nAccepted\n\n"
+          "Supersedes [1. Use files](0001-use-files.md)\n\n## Context\n\nquokka storage in one file.\n")
+    cells = [{"cell_type": "markdown", "source": "# Analysis\n\nIntro."},
+             {"cell_type": "code", "source": ""},
+             {"cell_type": "code", "source": "wombat = load()\n" + "x = 1\n" * 40}]
+    write(en, "nb/analysis.ipynb", json.dumps({"cells": cells, "metadata": {}, "nbformat": 4}))
+    (en / "papers").mkdir()
+    (en / "papers" / "p.pdf").write_bytes(make_pdf(["Introduction text.", "The numbat result is here."]))
+    config = Config(lanes=LEXICAL, lane_depth_min_blocks=1, lane_depth_blocks_per_result=1, model="none")
+    engine = Engine(tmp_path / "idx", config=config)
+    engine.index([en, ja], project="site")
+    yield engine, tmp_path
+    engine.close()
+
+
+def search(engine: Engine, query: str, **filters: object) -> list[str]:
+    resp = engine.search(SearchRequest(query=query, limit=10, filters=SearchFilters(**filters)))
+    return [f"{h.root_label}/{h.path}" for h in resp.hits]
+
+
+def test_filters_apply_before_each_lanes_top_k(site: tuple[Engine, Path]) -> None:
+    engine, _ = site
+    # Unfiltered, each lane's single block is en/publish.md (quokka three times).
+    assert search(engine, "quokka")[0] == "en/publish.md"
+    assert search(engine, "quokka", paths=["ja/**"]) == ["ja/publish.md"]
+    assert search(engine, "quokka", paths=["guide/*.md"]) == ["en/guide/tags.md"]
+    assert search(engine, "quokka", tags=["deploy"]) == ["en/guide/tags.md"]  # case-insensitive
+    assert "en/drafts/wip.md" not in search(engine, "quokka draft", paths=["!drafts/"])
+    assert search(engine, "quokka draft", paths=["*.md", "!drafts/"])[0] != "en/drafts/wip.md"
+    assert search(engine, "quokka storage", kinds=["decision"], recorded_after_ns=1_600_000_000 * 10**9) == [
+        "en/doc/adr/0002-use-sqlite.md"]
+    until_2020 = 1_577_836_800 * 10**9
+    assert search(engine, "quokka storage", recorded_before_ns=until_2020) == ["en/doc/adr/0001-use-files.md"]
+    assert search(engine, "quokka", roles=["report"], paths=["doc/**"])[0].startswith("en/doc/adr/")
+    with pytest.raises(QueryError, match="path glob 1 is empty"):
+        search(engine, "quokka", paths=["  "])
+
+
+def test_decision_records_order_and_status(site: tuple[Engine, Path]) -> None:
+    engine, _ = site
+    resp = engine.search(SearchRequest(query="quokka storage files", limit=5, lanes=[*LEXICAL, "graph"],
+                                       filters=SearchFilters(kinds=["decision"])))
+    order = [h.path for h in resp.hits]
+    # 0001 matches "files" best, but 0002 supersedes it: the replacement ranks just above it.
+    assert order == ["doc/adr/0002-use-sqlite.md", "doc/adr/0001-use-files.md"]
+    old = resp.hits[1]
+    assert old.superseded_by == [resp.hits[0].doc_id] and old.kind == "decision" and old.role == "report"
+    assert old.recorded_ns == 1_551_398_400 * 10**9  # Date: 2019-03-01, not the file's mtime
+    doc = engine.get("doc/adr/0001-use-files.md")
+    assert (doc.status, doc.recorded_at) == ("superseded", "2019-03-01T00:00:00Z")
+
+
+def test_pages_neither_repeat_nor_skip(tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    for i in range(60):
+        words = " ".join(["alpha"] * (1 + i % 7) + ["beta"] * (1 + (i * 3) % 5) + [f"filler{j}" for j in range(i % 11)])
+        write(root, f"d{i:02d}.md", f"# Doc {i}\n\n{words}\n")
+    config = Config(lanes=("bm25", "tfidf"), lane_depth_min_blocks=5, lane_depth_blocks_per_result=1, model="none")
+    with Engine(tmp_path / "idx", config=config) as engine:
+        engine.index([root], project="many")
+
+        def page(offset: int, limit: int) -> list[str]:
+            resp = engine.search(SearchRequest(query="alpha beta", offset=offset, limit=limit, rank_window=40))
+            assert [h.rank for h in resp.hits] == list(range(offset + 1, offset + len(resp.hits) + 1))
+            return [h.doc_id for h in resp.hits]
+
+        big = page(0, 40)
+        assert len(big) == 40
+        assert page(0, 10) + page(10, 10) + page(20, 10) + page(30, 10) == big
+        assert page(5, 7) == big[5:12]
+        with pytest.raises(QueryError, match="larger than rank_window"):
+            page(35, 10)
+
+
+def test_get_takes_a_path_a_root_qualified_path_or_a_block_id(site: tuple[Engine, Path]) -> None:
+    engine, tmp = site
+    with pytest.raises(QueryError, match="names 2 documents: en/publish.md .*, ja/publish.md"):
+        engine.get("publish.md")
+    ja = engine.get("ja/publish.md")
+    assert (ja.root_label, ja.path, ja.kind, ja.format) == ("ja", "publish.md", "document", "markdown")
+    assert engine.get(str(tmp / "site" / "ja" / "publish.md")).doc_id == ja.doc_id
+    assert engine.get("guide/tags.md").title == "Tagged"
+    block = ja.blocks[0]["block_id"]
+    assert engine.resolve(str(block)) == (ja.doc_id, block)
+    assert engine.get(str(block)).doc_id == ja.doc_id
+    with pytest.raises(DocumentNotFound):
+        engine.get("nowhere.md")
+    with pytest.raises(DocumentNotFound):
+        engine.get("ja/publish.md", projects=["other"])
+
+
+def test_locations_are_cells_and_pages(site: tuple[Engine, Path]) -> None:
+    engine, _ = site
+    nb = engine.search(SearchRequest(query="wombat", limit=1)).hits[0]
+    assert (nb.path, nb.kind, nb.format, nb.location) == ("nb/analysis.ipynb", "notebook", "notebook", "cell 3")
+    pdf = engine.search(SearchRequest(query="numbat", limit=1)).hits[0]
+    assert (pdf.path, pdf.kind, pdf.format, pdf.location) == ("papers/p.pdf", "paper", "pdf", "page 2")
+    md = engine.search(SearchRequest(query="quokka", limit=1)).hits[0]
+    assert md.location == "lines 1-3"
