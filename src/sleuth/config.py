@@ -11,6 +11,7 @@ from pathlib import Path
 from sleuth.embed import DEFAULT_MODEL, check_model_spec
 from sleuth.errors import ConfigError
 from sleuth.fusion import FUSION_METHODS, RRF_K
+from sleuth.ingest.tabular import TABULAR_JSON_MIN_BYTES, TABULAR_MODES
 from sleuth.lanes import registry
 from sleuth.locate import INDEX_DIR_NAME as INDEX_DIR_NAME  # re-exported: the index's location is in sleuth.locate
 from sleuth.locate import INDEX_ENV as INDEX_ENV
@@ -43,6 +44,10 @@ class Config:
     #: True: the int8 model; False: float32; None ("auto", the default): int8 where the CPU has exact
     #: int8 dot-product instructions (sleuth.cpu_features), float32 elsewhere.
     model_int8: bool | None = None
+    #: Tabular data files (CSV, TSV, JSON of ``tabular_json_min_bytes`` or more): ``"skip"`` (reported as
+    #: skipped, the default) or ``"index"``; see sleuth.ingest.tabular for why.
+    tabular: str = "skip"
+    tabular_json_min_bytes: int = TABULAR_JSON_MIN_BYTES
 
     def fusion_weights(self) -> dict[str, float]:
         """The lane weights of the configured fusion."""
@@ -124,7 +129,8 @@ def load_config(index_dir: Path | None) -> Config:
     config.toml keys: ``lanes = [..]``, ``fusion = "zscore"`` (or ``"convex"``, ``"rrf"``),
     ``rrf_k = 60``, ``model = "all-MiniLM-L6-v2"`` (or a folder, or ``"none"``),
     ``model_int8 = "auto"`` (or true / false), ``[lane_weights] bm25 = 1.2 ...`` (RRF),
-    ``[score_weights] bm25 = 0.48 ...`` (zscore, convex).
+    ``[score_weights] bm25 = 0.48 ...`` (zscore, convex), ``tabular = "skip"`` (or ``"index"``) and
+    ``tabular_json_min_bytes = 262144`` (see sleuth.ingest.tabular).
     Raises ConfigError on an unreadable file or bad values.
     """
     cfg = Config()
@@ -142,6 +148,15 @@ def load_config(index_dir: Path | None) -> Config:
         if raw_int8 != "auto" and not isinstance(raw_int8, bool):
             raise ConfigError(f"model_int8 must be true, false or \"auto\", got {raw_int8!r}")
         cfg = replace(cfg, model_int8=None if raw_int8 == "auto" else raw_int8)
+    if "tabular" in values:
+        if values["tabular"] not in TABULAR_MODES:
+            raise ConfigError(f"tabular must be one of {', '.join(TABULAR_MODES)}, got {values['tabular']!r}")
+        cfg = replace(cfg, tabular=str(values["tabular"]))
+    if "tabular_json_min_bytes" in values:
+        raw_min = values["tabular_json_min_bytes"]
+        if not isinstance(raw_min, int) or isinstance(raw_min, bool) or raw_min < 0:
+            raise ConfigError(f"tabular_json_min_bytes must be a number of bytes >= 0, got {raw_min!r}")
+        cfg = replace(cfg, tabular_json_min_bytes=raw_min)
     try:
         if "lanes" in values:
             lanes = values["lanes"]
