@@ -1,0 +1,81 @@
+"""Progress per phase: counts, rate and time left, as plain lines (the clock is injected)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from sleuth.errors import ConfigError
+from sleuth.progress import PlainLines, Progress, format_duration, progress_interval_s
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_each_phase_shows_its_count_rate_and_time_left() -> None:
+    clock = Clock()
+    progress = Progress(clock=clock)
+    progress.start("scan")
+    clock.now += 2
+    progress.advance("scan", 400)
+    assert progress.line() == "scan 400 files, 200.0 files/s"  # no total yet: no time left
+    progress.finish("scan", final=False)
+    progress.start("parse", total=400)
+    clock.now += 4
+    progress.advance("parse", 100)
+    assert progress.line() == ("scan 400/400 files, 200.0 files/s, done in 2 s | "
+                               "parse 100/400 files, 25.0 files/s, ETA 12 s")
+    progress.start("embedding", total=10_000, done=4_000)  # 4,000 embedded before: not in the rate
+    clock.now += 10
+    progress.advance("embedding", 500)
+    assert progress.line().endswith("embedding 4,500/10,000 blocks, 50.0 blocks/s, ETA 1 min 50 s")
+
+
+def test_plain_lines_come_once_per_interval_and_at_the_end() -> None:
+    clock, out = Clock(), io.StringIO()
+    progress = Progress(PlainLines(out, interval_s=5, label="sleuth index"), clock=clock)
+    progress.start("parse", total=30)
+    for _ in range(30):
+        clock.now += 0.5
+        progress.advance("parse")
+    progress.finish("parse")
+    assert out.getvalue().splitlines() == [
+        "sleuth index: parse 10/30 files, 2.0 files/s, ETA 10 s",  # 5 s after the start
+        "sleuth index: parse 20/30 files, 2.0 files/s, ETA 5 s",
+        "sleuth index: parse 30/30 files, 2.0 files/s, ETA 0 s",
+        "sleuth index: parse 30/30 files, 2.0 files/s, done in 15 s",
+    ]
+
+
+def test_interval_zero_writes_every_change_and_a_quick_run_only_its_end() -> None:
+    clock, out = Clock(), io.StringIO()
+    progress = Progress(PlainLines(out, interval_s=0), clock=clock)
+    progress.start("postings")
+    clock.now += 1
+    progress.advance("postings", 500)
+    assert out.getvalue().splitlines() == ["sleuth: postings 0 blocks", "sleuth: postings 500 blocks, 500.0 blocks/s"]
+    quick = io.StringIO()
+    progress = Progress(PlainLines(quick, interval_s=5), clock=clock)
+    progress.start("scan")
+    progress.advance("scan", 3)
+    progress.finish("scan", final=False)  # the parse goes on: no line yet
+    progress.advance("parse", 3)
+    clock.now += 1
+    progress.finish("parse")
+    progress.finish("scan")
+    assert quick.getvalue() == "sleuth: scan 3/3 files, done in 0 s | parse 3/3 files, 3.0 files/s, done in 1 s\n"
+
+
+def test_durations_and_the_interval_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert [format_duration(s) for s in (0.4, 59.6, 200, 7500)] == ["0 s", "1 min 00 s", "3 min 20 s", "2 h 05 min"]
+    monkeypatch.setenv("SLEUTH_PROGRESS_INTERVAL_S", "0")
+    assert progress_interval_s() == 0
+    monkeypatch.setenv("SLEUTH_PROGRESS_INTERVAL_S", "soon")
+    with pytest.raises(ConfigError, match="SLEUTH_PROGRESS_INTERVAL_S must be a number of seconds >= 0"):
+        progress_interval_s()
