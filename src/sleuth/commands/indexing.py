@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,9 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
         with Engine(target) as engine:
             report = engine.index(list(paths), project=project, embed=False, phases=phases)
             if wait:
+                started = time.perf_counter()
                 report.embedded = background.embed_now(engine, phases) or 0
+                report.took_s = round(report.took_s + time.perf_counter() - started, 3)
                 no_model = engine.model_unavailable
             else:
                 no_model = None
