@@ -40,6 +40,8 @@ EMBED_LOG_FILE = "embed.log"
 EMBED_LOCK_WAIT_S = 10.0
 #: The state file is rewritten at most this often while a worker embeds, in seconds.
 STATE_WRITE_INTERVAL_S = 1.0
+#: The worker's scheduling priority (``nice`` increment): searches and editors come first.
+EMBED_WORKER_NICE = 10
 #: ``embed.log`` is emptied when a worker starts and finds it larger than this, in bytes.
 EMBED_LOG_MAX_BYTES = 1_000_000
 #: Environment variable: ``1`` makes ``sleuth index`` wait for the embedding (as ``--wait``).
@@ -98,16 +100,22 @@ def _write_state(index_dir: Path, state: dict[str, Any]) -> None:
 
 def pending_blocks(engine: Engine) -> int:
     """Blocks without a vector of the configured model (0 without a model); loads no model."""
+    return pending_or_reason(engine)[0]
+
+
+def pending_or_reason(engine: Engine) -> tuple[int, str | None]:
+    """``(blocks without a vector of the configured model, None)``, or ``(0, why there is no model)``;
+    finds the model's files without loading it."""
     from sleuth.embed import ModelUnavailable, configured_model
 
     try:
         files = configured_model(engine.model.spec, engine.model.quantized)
-    except ModelUnavailable:
-        return 0
+    except ModelUnavailable as exc:
+        return 0, str(exc)
     if files is None:
-        return 0
+        return 0, "no embedding model configured (model = 'none')"
     have, total = engine.catalog.vector_counts(files.name)
-    return total - have
+    return total - have, None
 
 
 def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = float("inf")) -> int | None:
@@ -175,7 +183,10 @@ def run_worker(engine: Engine, progress: Progress | None = None) -> int:
     """The detached worker's loop: embed while blocks are pending and no other process embeds them.
 
     After releasing the lock it looks once more: blocks committed by an indexing run whose own
-    worker found the lock taken (and left) are embedded here. Returns the blocks embedded."""
+    worker found the lock taken (and left) are embedded here. Runs at a lower priority
+    (``EMBED_WORKER_NICE``). Returns the blocks embedded."""
+    with contextlib.suppress(OSError):
+        os.nice(EMBED_WORKER_NICE)
     total = 0
     wait_s = EMBED_LOCK_WAIT_S
     while True:
@@ -190,7 +201,13 @@ def run_worker(engine: Engine, progress: Progress | None = None) -> int:
 
 def start_worker(index_dir: Path) -> int:
     """Start ``sleuth embed --worker`` for ``index_dir`` in its own session (it survives the
-    terminal and this process), its stderr appended to ``embed.log``; returns its pid."""
+    terminal and this process) at a lower priority (``EMBED_WORKER_NICE``), its stderr appended to
+    ``embed.log``; returns its pid.
+
+    Raises:
+        OSError: the log cannot be opened or the process cannot start (the caller says so and
+            suggests ``sleuth embed``).
+    """
     log_path = index_dir / EMBED_LOG_FILE
     with contextlib.suppress(OSError):
         if log_path.stat().st_size > EMBED_LOG_MAX_BYTES:

@@ -60,11 +60,13 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                 report.took_s = round(report.took_s + time.perf_counter() - started, 3)
                 no_model = engine.model_unavailable
             else:
-                no_model = None
-                pending = background.pending_blocks(engine)
+                pending, no_model = background.pending_or_reason(engine)
                 if pending:
-                    embedding = {"state": "background", "pending_blocks": pending,
-                                 "pid": background.start_worker(engine.index_dir)}
+                    embedding = {"state": "background", "pending_blocks": pending}
+                    try:
+                        embedding["pid"] = background.start_worker(engine.index_dir)
+                    except OSError as exc:
+                        embedding.update(state="not started", error=f"{exc.strerror or exc}")
     finally:
         sink.close()
     skipped = [(s["path"], s["reason"]) for s in report.skipped]
@@ -82,9 +84,12 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     )
     if no_model:
         click.echo(f"  vector lane unavailable (searches use the lexical lanes): {no_model}")
-    if embedding:
+    if embedding.get("pid"):
         click.echo(f"  keyword search is ready; embedding {embedding['pending_blocks']} block(s) in the background "
                    f"(process {embedding['pid']}): `sleuth status` shows how far, `sleuth embed` waits for it")
+    elif embedding:
+        click.echo(f"  keyword search is ready; the embedding worker could not start ({embedding['error']}): "
+                   f"run `sleuth embed` to embed {embedding['pending_blocks']} block(s)")
     for line in render_skips(skipped, verbose):
         click.echo(line)
     for p in report.problems:
