@@ -79,3 +79,33 @@ def test_durations_and_the_interval_setting(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("SLEUTH_PROGRESS_INTERVAL_S", "soon")
     with pytest.raises(ConfigError, match="SLEUTH_PROGRESS_INTERVAL_S must be a number of seconds >= 0"):
         progress_interval_s()
+
+
+def test_a_watchers_quick_batch_writes_nothing_and_a_long_one_its_end_too() -> None:
+    clock, out = Clock(), io.StringIO()
+    quick = Progress(PlainLines(out, interval_s=5, end_line=False), clock=clock)
+    quick.advance("parse", 2)
+    clock.now += 1
+    quick.finish("parse")
+    assert out.getvalue() == ""
+    long = Progress(PlainLines(out, interval_s=5, label="sleuth watch", end_line=False), clock=clock)
+    long.start("parse")
+    clock.now += 6
+    long.advance("parse", 12)
+    long.finish("parse")
+    assert out.getvalue().splitlines() == ["sleuth watch: parse 12 files, 2.0 files/s",
+                                           "sleuth watch: parse 12/12 files, 2.0 files/s, done in 6 s"]
+
+
+def test_bars_show_every_phase_with_its_count() -> None:
+    from sleuth.progress import RichBars
+
+    out = io.StringIO()
+    bars = RichBars(out)
+    progress = Progress(bars)
+    progress.start("parse", total=40)
+    progress.advance("parse", 40)
+    progress.start("embedding", total=300, done=256)
+    bars.close()
+    text = out.getvalue()
+    assert "parse" in text and "40/40" in text and "embedding" in text and "256/300" in text

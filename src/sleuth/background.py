@@ -60,7 +60,9 @@ def worker_running(index_dir: Path) -> bool:
     """True while a process holds the index's embed lock (a worker, or a ``--wait``, embeds).
 
     Probes the lock without waiting (held for microseconds when free). A folder where the lock file
-    cannot be made (read-only) has no worker."""
+    cannot be made (read-only) has no worker, and neither has one where no process ever embedded."""
+    if not (index_dir / EMBED_LOCK_FILE).exists():
+        return False
     try:
         fd = lock_exclusive(index_dir / EMBED_LOCK_FILE, 0)
     except OSError:

@@ -165,24 +165,31 @@ class PlainLines:
         stream: where the lines go (stderr by default; never stdout in the MCP stdio server).
         interval_s: seconds between lines (0: a line on every change).
         label: the line's prefix.
+        end_line: write the end's line even for a run that wrote no line before it (False: a run
+            quicker than one interval writes nothing, as a watcher's small batches).
     """
 
     def __init__(self, stream: TextIO | None = None, interval_s: float = PROGRESS_INTERVAL_S,
-                 label: str = "sleuth") -> None:
+                 label: str = "sleuth", end_line: bool = True) -> None:
         self.stream = stream
         self.interval_s = interval_s
         self.label = label
+        self.end_line = end_line
         self._last: float | None = None
+        self._written = 0
 
     def __call__(self, progress: Progress, final: bool) -> None:
         now = progress.clock()
         final = final and all(p.finished is not None for p in progress.phases.values())
+        if final and not self.end_line and not self._written:
+            return
         if not final and self._last is not None and now - self._last < self.interval_s:
             return
         if not final and self._last is None and self.interval_s > 0:
             self._last = now  # the first line comes after one interval: a quick run prints only its end
             return
         self._last = now
+        self._written += 1
         stream = self.stream or sys.stderr
         try:
             stream.write(f"{self.label}: {progress.line()}\n")

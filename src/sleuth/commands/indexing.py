@@ -193,5 +193,13 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
                 click.echo(f"{batch.project}: {shown}{more}: {r.added} added, {r.updated} updated, "
                            f"{r.removed} removed, {len(r.skipped)} skipped ({batch.took_s:.2f} s)")
 
+    from sleuth.progress import PlainLines, Progress, progress_interval_s
+
+    interval = progress_interval_s()
+
+    def progress() -> Progress:  # a line every few seconds on stderr for a batch that lasts
+        return Progress(PlainLines(sys.stderr, interval, "sleuth watch", end_line=False))
+
     with Engine.open(index_dir) as engine:
-        watch_index(engine, list(projects) or None, stop, debounce_ms or DEBOUNCE_MS, on_batch=show, ready=ready)
+        watch_index(engine, list(projects) or None, stop, debounce_ms or DEBOUNCE_MS, on_batch=show, ready=ready,
+                    progress=progress)
