@@ -109,3 +109,22 @@ def test_bars_show_every_phase_with_its_count() -> None:
     bars.close()
     text = out.getvalue()
     assert "parse" in text and "40/40" in text and "embedding" in text and "256/300" in text
+
+
+def test_the_python_api_counts_every_phase_of_a_run(tmp_path) -> None:
+    from sleuth.config import Config
+    from sleuth.engine import Engine
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(3):
+        (notes / f"n{i}.md").write_text(f"# Note {i}\n\nText {i}.\n", encoding="utf-8")
+    (notes / "table.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    out = io.StringIO()
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        report = engine.index([notes], project="notes", phases=Progress(PlainLines(out, interval_s=3600)))
+    assert report.skipped == [{"path": "table.csv", "reason": 'tabular data file: .csv (set tabular = "index" in'
+                                                              ' config.toml to index it)'}]
+    (line,) = out.getvalue().splitlines()
+    assert [p.split(", ")[0] for p in line.removeprefix("sleuth: ").split(" | ")] == [
+        "scan 4/4 files", "parse 4/4 files", "postings 3/3 blocks"]

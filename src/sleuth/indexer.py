@@ -184,7 +184,8 @@ class Indexer:
 
     Args:
         folder: the open index folder.
-        model: the embedding model (blocks without a vector are embedded at the end of each run).
+        model: the embedding model (blocks without a vector are embedded at the end of each run
+            that is asked to embed).
         warm_lanes: called at the end of each run, under the write lock, so the lanes save their
             derived files for the next process; with False when the run did not embed (the vector
             lane is then left to the embedding).
@@ -330,7 +331,9 @@ class Indexer:
                     phases.finish(phase)
             self.catalog.mark_indexed(pid, run.now)
             if embed:
-                run.report.embedded = self.embed_pending(embed_progress)
+                run.report.embedded = self.embed_pending(_counting_embedding(embed_progress, phases))
+                if phases is not None:
+                    phases.finish("embedding")
             self.warm_lanes(embed)
         run.report.took_s = round(time.perf_counter() - started, 3)
 
@@ -513,6 +516,21 @@ class Indexer:
                 job = ParseJob(item.rel_path, str(item.path), identity=item.identity, roots=real_roots.real,
                                max_bytes=max_bytes_for(item.rel_path))
                 yield FileCandidate(item.rel_path, item.mtime_ns, item.size_bytes, job)
+
+
+def _counting_embedding(progress: Callable[[int, int], None] | None, phases: Progress | None,
+                        ) -> Callable[[int, int], None] | None:
+    """``progress`` that also counts the ``embedding`` phase of ``phases``."""
+    if phases is None:
+        return progress
+
+    def counted(done: int, total: int) -> None:
+        phase = phases.phases.get("embedding") or phases.start("embedding", total=total)
+        phases.advance("embedding", done - phase.done, total=total)
+        if progress is not None:
+            progress(done, total)
+
+    return counted
 
 
 def _counted(items: Iterable[FileCandidate | SkippedFile], phases: Progress, last: bool,
