@@ -173,7 +173,8 @@ def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = 
             raise
         state.update(state="done", embedded=embedded, updated_at=now_rfc3339())
         _write_state(index_dir, state)
-        if progress is not None:
+        if progress is not None:  # blocks, not distinct texts (blocks of the same text share a vector)
+            progress.phases["embedding"].done = engine.catalog.vector_counts(embedder.name)[0]
             progress.finish("embedding")
         with engine.folder.write_lock.held_or_skip() as writable:
             if writable and "vector" in engine.lanes:
