@@ -197,7 +197,7 @@ def run_worker(engine: Engine, progress: Progress | None = None) -> int:
         if done is None:
             return total  # another process holds the lock: it embeds what is pending
         total += done
-        if pending_blocks(engine) == 0:
+        if done == 0 or pending_blocks(engine) == 0:  # 0: nothing it could embed; never spin
             return total
         wait_s = 0.0
 
