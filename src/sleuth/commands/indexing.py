@@ -124,7 +124,7 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
     if worker:  # detached: stderr is embed.log
         with Engine.open(index_dir) as engine:
             sink = PlainLines(sys.stderr, progress_interval_s(), f"sleuth embed (process {os.getpid()})")
-            done = background.run_worker(engine, Progress(sink))
+            background.run_worker(engine, Progress(sink))
         return
     with Engine.open(index_dir) as engine:
         if in_background:
