@@ -19,7 +19,7 @@ venv: $(BIN)/python
 
 demo: venv
 	rm -rf $(DEMO_INDEX)
-	$(BIN)/sleuth index docs src --project sleuth --index $(DEMO_INDEX)
+	$(BIN)/sleuth index docs src --project sleuth --index $(DEMO_INDEX) --wait
 	$(BIN)/sleuth search "how are lanes fused into one ranking" --index $(DEMO_INDEX) --limit 3
 	$(BIN)/sleuth search "parse_query" --index $(DEMO_INDEX) --limit 3
 	$(BIN)/sleuth search '"write lock" catalog generation' --index $(DEMO_INDEX) --limit 3 --explain

@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         index = work / "idx"
         if not (index / "catalog.sqlite3").exists():
             started = time.perf_counter()
-            sleuth("index", str(corpus), "--project", "hugo", "--index", str(index), env=env)
+            sleuth("index", str(corpus), "--project", "hugo", "--index", str(index), "--wait", env=env)
             print(f"indexed in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         counts = sleuth("status", "--index", str(index), env=env).splitlines()[1].split(", generation")[0].strip()
         rows = measure(index, env, args.runs)

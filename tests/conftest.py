@@ -1,6 +1,7 @@
 """Test-wide settings: exported ONNX models go to a cache private to this test session, and
 `sleuth serve` runs in-process (no broker) unless a test turns the broker on; brokers started by
-tests live in a private folder and are stopped when the session ends."""
+tests live in a private folder and are stopped when the session ends; `sleuth index` waits for its
+embeddings; progress lines come only at the end of a run."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ def pytest_configure(config: object) -> None:
     # Each broker holds the model (~150 MB) until it is idle: only tests/integration/test_broker.py
     # starts them (passing SLEUTH_BROKER=1), in a short private folder (socket paths are limited).
     os.environ["SLEUTH_BROKER"] = "0"
+    # `sleuth index` embeds before it returns (as --wait): tests that search by vector after it need
+    # the vectors, and no background worker outlives a test; tests of the background worker unset it.
+    os.environ.setdefault("SLEUTH_INDEX_WAIT", "1")
+    # Plain progress lines only at the end of a run, however slow the machine (tests of the lines
+    # themselves set the interval they check).
+    os.environ.setdefault("SLEUTH_PROGRESS_INTERVAL_S", "3600")
     os.environ["SLEUTH_BROKER_DIR"] = tempfile.mkdtemp(prefix="sb-", dir="/tmp")
 
 

@@ -70,23 +70,20 @@ def test_lexical_only_index_opened_with_a_model_says_how_to_embed(tmp_path: Path
     e = Engine(tmp_path / "idx")
     resp = e.search("signing keys")
     model = e.embedder().name  # all-MiniLM-L6-v2, or its int8 model where the CPU has VNNI
-    reason = f"no block has a vector from {model} yet: run `sleuth index` to embed them"
+    reason = f"no block has a vector from {model} yet: run `sleuth embed` (or `sleuth index`) to embed them"
     assert resp.unavailable_lanes == {"vector": reason}
     assert e.embed_pending() == 3
     assert e.search("signing keys").unavailable_lanes == {}
 
 
-def test_a_search_says_which_documents_the_vector_lane_does_not_see_yet(engine: Engine, tmp_path: Path,
-                                                                      monkeypatch) -> None:
+def test_a_search_says_which_documents_the_vector_lane_does_not_see_yet(engine: Engine, tmp_path: Path) -> None:
     assert engine.search("signing keys").notice is None
     (tmp_path / "notes" / "owls.md").write_text("# Owls\n\nOwls hunt at night.\n", encoding="utf-8")
     (tmp_path / "notes" / "bats.md").write_text("# Bats\n\nBats hunt at dusk.\n", encoding="utf-8")
-    with monkeypatch.context() as m:
-        m.setattr(engine.indexer, "embed_pending", lambda progress=None: 0)  # a run stopped before its embedding
-        engine.index([tmp_path / "notes"], project="notes")
+    engine.index([tmp_path / "notes"], project="notes", embed=False)  # the keyword lanes first
     resp = engine.search("hunt at night")
     assert resp.notice == ("2 document(s) have no vector yet, so the vector lane does not see them"
-                           " (`sleuth index` embeds them)")
+                           " (`sleuth embed` embeds them)")
     assert [h.path for h in resp.hits[:2]] == ["owls.md", "bats.md"]  # the lexical lanes do
     from sleuth.cli import render_text
 

@@ -1,4 +1,4 @@
-"""The command line: ``sleuth index|search|get|projects|status|doctor|watch|serve|broker|guides build|eval``.
+"""The command line: ``sleuth index|embed|search|get|projects|status|doctor|watch|serve|broker|guides build|eval``.
 
 The commands live in :mod:`sleuth.commands`, one module per family; this module is the group, the
 entry point and what a process does first (:mod:`sleuth.startup`). Errors from sleuth
@@ -24,7 +24,7 @@ import click
 
 from sleuth import __version__
 from sleuth.commands.health import doctor_cmd, status_cmd
-from sleuth.commands.indexing import index_cmd, watch_cmd
+from sleuth.commands.indexing import embed_cmd, index_cmd, watch_cmd
 from sleuth.commands.options import handle_errors
 from sleuth.commands.reading import get_cmd, projects_cmd, render_text, search_cmd
 from sleuth.commands.serving import broker_group, serve_cmd
@@ -42,6 +42,7 @@ def cli() -> None:
 
 
 cli.add_command(index_cmd)
+cli.add_command(embed_cmd)
 cli.add_command(search_cmd)
 cli.add_command(get_cmd)
 cli.add_command(projects_cmd)

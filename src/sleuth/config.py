@@ -12,6 +12,7 @@ from typing import Any
 from sleuth.embed import DEFAULT_MODEL, check_model_spec
 from sleuth.errors import ConfigError
 from sleuth.fusion import FUSION_METHODS, RRF_K
+from sleuth.ingest.tabular import TABULAR_JSON_MIN_BYTES, TABULAR_MODES
 from sleuth.lanes import registry
 from sleuth.locate import INDEX_DIR_NAME as INDEX_DIR_NAME  # re-exported: the index's location is in sleuth.locate
 from sleuth.locate import INDEX_ENV as INDEX_ENV
@@ -44,6 +45,10 @@ class Config:
     #: True: the int8 model; False: float32; None ("auto", the default): int8 where the CPU has exact
     #: int8 dot-product instructions (sleuth.cpu_features), float32 elsewhere.
     model_int8: bool | None = None
+    #: Tabular data files (CSV, TSV, JSON of ``tabular_json_min_bytes`` or more): ``"skip"`` (reported as
+    #: skipped, the default) or ``"index"``; see sleuth.ingest.tabular for why.
+    tabular: str = "skip"
+    tabular_json_min_bytes: int = TABULAR_JSON_MIN_BYTES
 
     def fusion_weights(self) -> dict[str, float]:
         """The lane weights of the configured fusion."""
@@ -141,14 +146,15 @@ def load_config(index_dir: Path | None) -> Config:
     config.toml keys: ``lanes = [..]``, ``fusion = "zscore"`` (or ``"convex"``, ``"rrf"``),
     ``rrf_k = 60``, ``model = "all-MiniLM-L6-v2"`` (or a folder, or ``"none"``),
     ``model_int8 = "auto"`` (or true / false), ``[lane_weights] bm25 = 1.2 ...`` (RRF),
-    ``[score_weights] bm25 = 0.48 ...`` (zscore, convex).
+    ``[score_weights] bm25 = 0.48 ...`` (zscore, convex), ``tabular = "skip"`` (or ``"index"``) and
+    ``tabular_json_min_bytes = 262144`` (see sleuth.ingest.tabular).
     Raises ConfigError on an unreadable file or bad values.
     """
     values = read_config_file(index_dir)
     for env, key in (("SLEUTH_LANES", "lanes"), ("SLEUTH_RRF_K", "rrf_k"), ("SLEUTH_MODEL", "model")):
         if env in os.environ:
             values[key] = os.environ[env].split(",") if key == "lanes" else os.environ[env]
-    cfg = _model_settings(Config(), values)
+    cfg = _tabular_settings(_model_settings(Config(), values), values)
     try:
         cfg = _fusion_settings(cfg, values)
         for key in ("lane_weights", "score_weights"):
@@ -168,6 +174,20 @@ def _model_settings(cfg: Config, values: dict[str, Any]) -> Config:
         if raw_int8 != "auto" and not isinstance(raw_int8, bool):
             raise ConfigError(f"model_int8 must be true, false or \"auto\", got {raw_int8!r}")
         cfg = replace(cfg, model_int8=None if raw_int8 == "auto" else raw_int8)
+    return cfg
+
+
+def _tabular_settings(cfg: Config, values: dict[str, Any]) -> Config:
+    """``tabular`` and ``tabular_json_min_bytes`` of ``values`` applied to ``cfg``. Raises ConfigError."""
+    if "tabular" in values:
+        if values["tabular"] not in TABULAR_MODES:
+            raise ConfigError(f"tabular must be one of {', '.join(TABULAR_MODES)}, got {values['tabular']!r}")
+        cfg = replace(cfg, tabular=str(values["tabular"]))
+    if "tabular_json_min_bytes" in values:
+        raw_min = values["tabular_json_min_bytes"]
+        if not isinstance(raw_min, int) or isinstance(raw_min, bool) or raw_min < 0:
+            raise ConfigError(f"tabular_json_min_bytes must be a number of bytes >= 0, got {raw_min!r}")
+        cfg = replace(cfg, tabular_json_min_bytes=raw_min)
     return cfg
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
 from sleuth.errors import DocumentNotFound, IndexNotFound
 from sleuth.indexer import Indexer, Record, content_hash_of, doc_id_for, now_rfc3339, project_id_for
+from sleuth.ingest.tabular import TabularRule
 from sleuth.lanes import registry
 from sleuth.lanes.base import LaneContext, LaneStatus
 from sleuth.lanes.model import SharedModel
@@ -24,12 +25,15 @@ from sleuth.locations import block_location
 from sleuth.pipeline import Searcher
 from sleuth.pipeline.retrieve import LANE_DELAY_ENV, lane_delays_from_env
 from sleuth.reports import (
+    STATUS_SKIPPED_LISTED_MAX,
+    EmbeddingProgress,
     FileInfo,
     ProblemInfo,
     RootCoverage,
     SkippedFileInfo,
     StatusReport,
     VectorLaneReport,
+    skip_summary,
 )
 from sleuth.store.folder import CATALOG_FILE, IndexFolder
 from sleuth.types import DocumentContent, IndexReport, ProjectInfo, SearchRequest, SearchResponse
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
     from sleuth.embed import Embedder
     from sleuth.lanes.graph import LinkGraph
     from sleuth.pipeline.requests import RequestState
+    from sleuth.progress import Progress
     from sleuth.store.catalog import DocumentRow
 
 __all__ = ["Engine", "Record", "content_hash_of", "doc_id_for", "now_rfc3339", "project_id_for"]
@@ -69,12 +74,16 @@ class Engine:
                               self.folder.lane_files_writable, self.folder.phrase_blocks)
         #: Every registered lane, built over this index (retrieval and expansion lanes).
         self.lanes: dict[str, Any] = {spec.name: spec.create(context) for spec in registry.lane_specs()}
-        self.indexer = Indexer(self.folder, self.model, self.warm_lanes)
+        self.indexer = Indexer(self.folder, self.model, self.warm_lanes, self._tabular_rule)
         self.searcher = Searcher(self.catalog, self.lanes, config,
                                  lane_delays_from_env(os.environ.get(LANE_DELAY_ENV)),
                                  catch_up=self.folder.catch_up, postings_generation=self.postings.generation,
                                  postings_behind=lambda: self.folder.postings_behind)
         self.folder.catch_up(blocking=False)
+
+    def _tabular_rule(self) -> TabularRule:
+        """What indexing does with tabular data files, from the configuration (sleuth.ingest.tabular)."""
+        return TabularRule(self.config.tabular, self.config.tabular_json_min_bytes)
 
     @property
     def config(self) -> Config:
@@ -138,11 +147,13 @@ class Engine:
         lane = self.lanes.get("vector")
         return "the vector lane is not registered" if lane is None else lane.unavailable()
 
-    def warm_lanes(self) -> None:
+    def warm_lanes(self, vectors: bool = True) -> None:
         """Load or build (and, under the write lock, save) what every lane derives from the catalog,
-        so the first query of a new process does not."""
-        for lane in self.lanes.values():
-            lane.warm()
+        so the first query of a new process does not. ``vectors=False`` leaves the vector lane (and
+        the model) alone: the embedding, made later, warms it (sleuth.background)."""
+        for name, lane in self.lanes.items():
+            if vectors or name != "vector":
+                lane.warm()
 
     def lane_status(self) -> dict[str, LaneStatus]:
         """Every lane's health, by name."""
@@ -156,14 +167,17 @@ class Engine:
 
     def index(self, roots: Sequence[str | Path], project: str | None = None,
               progress: Callable[[str], None] | None = None,
-              embed_progress: Callable[[int, int], None] | None = None) -> IndexReport:
-        """See :meth:`sleuth.indexer.Indexer.index`."""
-        return self.indexer.index(roots, project, progress, embed_progress)
+              embed_progress: Callable[[int, int], None] | None = None,
+              embed: bool = True, phases: Progress | None = None) -> IndexReport:
+        """See :meth:`sleuth.indexer.Indexer.index`: embeds before returning unless not ``embed``
+        (then :meth:`embed_pending` or :mod:`sleuth.background` embed later)."""
+        return self.indexer.index(roots, project, progress, embed_progress, embed=embed, phases=phases)
 
     def update_paths(self, project: str, root: str | Path, rel_paths: Iterable[str],
-                     embed_progress: Callable[[int, int], None] | None = None) -> IndexReport:
+                     embed_progress: Callable[[int, int], None] | None = None, embed: bool = True,
+                     phases: Progress | None = None) -> IndexReport:
         """See :meth:`sleuth.indexer.Indexer.update_paths`."""
-        return self.indexer.update_paths(project, root, rel_paths, embed_progress)
+        return self.indexer.update_paths(project, root, rel_paths, embed_progress, embed=embed, phases=phases)
 
     def index_records(self, project: str, records: Iterable[Record]) -> IndexReport:
         """See :meth:`sleuth.indexer.Indexer.index_records`."""
@@ -281,13 +295,15 @@ class Engine:
 
         return confined_path(doc.root, doc.rel_path, Roots(self.catalog.roots().get(doc.project_id, [])))
 
-    def status(self, files: bool = False) -> StatusReport:
+    def status(self, files: bool = False, verbose: bool = False) -> StatusReport:
         """Index health: counts, lane generations, projects, skipped files with reasons, and
         per-root coverage (indexed / skipped / failed, last indexed).
 
         Args:
             files: also list every file (``files``): indexed ones with their last-indexed time
                 and freshness (one ``stat`` each), skipped and failed ones with their reason.
+            verbose: list every skipped file in ``skipped_files`` (also with ``files``; else the
+                first ``STATUS_SKIPPED_LISTED_MAX``, all counted by reason in ``skipped_by_reason``).
         """
         from sleuth.freshness import coverage_summary, file_coverage, skip_state
 
@@ -295,13 +311,21 @@ class Engine:
         projects = self.projects()
         skipped = self.catalog.skipped()
         vector = self.lanes["vector"].status() if "vector" in self.lanes else LaneStatus(False, "not registered")
+        details = dict(vector.details or {})
+        if "model" in details:
+            from sleuth.background import embedding_progress
+
+            details["embedding"] = EmbeddingProgress.model_validate(embedding_progress(
+                self, details["model"], details["blocks_with_vectors"], details["blocks"]))
+        listed = skipped if files or verbose else skipped[:STATUS_SKIPPED_LISTED_MAX]
         return StatusReport(
             index_dir=str(self.index_dir), projects=projects, documents=counts["documents"], blocks=counts["blocks"],
             skipped=counts["skipped"], generation=self.catalog.generation(),
             postings_generation=self.postings.generation(), postings_behind=self.folder.postings_behind,
             read_only=self.folder.read_only, lanes=list(self.config.lanes),
-            vector_lane=VectorLaneReport(available=vector.available, reason=vector.reason, **(vector.details or {})),
-            skipped_files=[SkippedFileInfo(**s, state=skip_state(s["reason"])) for s in skipped],
+            vector_lane=VectorLaneReport(available=vector.available, reason=vector.reason, **details),
+            skipped_by_reason=skip_summary((s["path"], s["reason"]) for s in skipped),
+            skipped_files=[SkippedFileInfo(**s, state=skip_state(s["reason"])) for s in listed],
             problems=[ProblemInfo(**p) for p in self.catalog.problems()],
             coverage=[RootCoverage.model_validate(c) for c in coverage_summary(
                 [(p.project_id, r) for p in projects for r in p.roots], self.catalog.indexed_counts(), skipped)],

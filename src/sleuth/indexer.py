@@ -27,7 +27,9 @@ from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, Skipped
 
 if TYPE_CHECKING:
     from sleuth.ingest.guard import Outcome, ParseJob
+    from sleuth.ingest.tabular import TabularRule
     from sleuth.lanes.model import SharedModel
+    from sleuth.progress import Progress
     from sleuth.store.folder import IndexFolder
 
 #: Documents written to the catalog (and committed to the lanes) per transaction while indexing.
@@ -151,6 +153,7 @@ class _Run:
     report: IndexReport
     now: str
     progress: Callable[[str], None] | None
+    phases: Progress | None = None
     batch: Batch = field(default_factory=list)
 
 
@@ -181,23 +184,29 @@ class Indexer:
 
     Args:
         folder: the open index folder.
-        model: the embedding model (blocks without a vector are embedded at the end of each run).
+        model: the embedding model (blocks without a vector are embedded at the end of each run
+            that is asked to embed).
         warm_lanes: called at the end of each run, under the write lock, so the lanes save their
-            derived files for the next process.
+            derived files for the next process; with False when the run did not embed (the vector
+            lane is then left to the embedding).
+        tabular: the rule for tabular data files (sleuth.ingest.tabular); None: indexed as any file.
     """
 
-    def __init__(self, folder: IndexFolder, model: SharedModel, warm_lanes: Callable[[], None]) -> None:
+    def __init__(self, folder: IndexFolder, model: SharedModel, warm_lanes: Callable[[bool], None],
+                 tabular: Callable[[], TabularRule] | None = None) -> None:
         self.folder = folder
         self.catalog = folder.catalog
         self.postings = folder.postings
         self.model = model
         self.warm_lanes = warm_lanes
+        self.tabular = tabular
 
     # ------------------------------------------------------------------ entry points
 
     def index(self, roots: Sequence[str | Path], project: str | None = None,
               progress: Callable[[str], None] | None = None,
-              embed_progress: Callable[[int, int], None] | None = None) -> IndexReport:
+              embed_progress: Callable[[int, int], None] | None = None,
+              embed: bool = True, phases: Progress | None = None) -> IndexReport:
         """Index (or re-index incrementally) files under ``roots`` into ``project``.
 
         Only changed files are re-read; files gone from the roots are removed. Every skipped or
@@ -208,6 +217,9 @@ class Indexer:
             project: project name; default: the first root's folder name.
             progress: called with each indexed file's path (for a progress display).
             embed_progress: called with (blocks embedded, blocks to embed) after each batch.
+            embed: embed the blocks without a vector before returning (False: leave them to
+                :mod:`sleuth.background`; the keyword lanes answer as soon as this returns).
+            phases: counts the ``scan``, ``parse``, ``postings`` (and ``embedding``) phases.
         Raises:
             FileNotFoundError: a root does not exist.
             ConfigError: a root's own name is not valid UTF-8.
@@ -226,14 +238,16 @@ class Indexer:
                                   " above it (names below a root may be anything) or rename it")
         name = project or paths[0].name or "default"
         pid = project_id_for(name)
-        with self._run(pid, [str(p) for p in paths], embed_progress, progress, name=name) as run:
+        with self._run(pid, [str(p) for p in paths], embed_progress, progress, name=name, embed=embed,
+                       phases=phases) as run:
             with self.postings.bulk():
-                for root in paths:
-                    self._index_root(run, root)
+                for i, root in enumerate(paths):
+                    self._index_root(run, root, last=i == len(paths) - 1)
         return run.report
 
     def update_paths(self, project: str, root: str | Path, rel_paths: Iterable[str],
-                     embed_progress: Callable[[int, int], None] | None = None) -> IndexReport:
+                     embed_progress: Callable[[int, int], None] | None = None, embed: bool = True,
+                     phases: Progress | None = None) -> IndexReport:
         """Re-index only ``rel_paths`` (files or folders, relative to ``root``) of one of ``project``'s roots.
 
         What a file watcher calls: each path is looked at as a whole-root ``index`` would (same
@@ -245,6 +259,7 @@ class Indexer:
             project: a project id (see ``sleuth projects``).
             root: one of the project's roots, as listed by ``sleuth projects``.
             rel_paths: ``/``-separated paths relative to ``root``.
+            embed, phases: as for :meth:`index`.
         Raises:
             ProjectNotFound: no such project, or ``root`` is not one of its roots.
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
@@ -258,12 +273,12 @@ class Indexer:
             return _new_report(project, [root_key])
         if root_key not in self.catalog.roots().get(project, []):
             raise ProjectNotFound(f"{root_key} is not a root of project {project!r} (see `sleuth projects`)")
-        with self._run(project, [root_key], embed_progress) as run:
+        with self._run(project, [root_key], embed_progress, embed=embed, phases=phases) as run:
             if rels == [""] or not root_path.is_dir():
                 self._index_root(run, root_path)
             else:
                 rp = self._root_pass(run, root_path, rels)
-                self._index_items(rp, self._candidates(root_path, rp.confine, rels))
+                self._index_items(rp, self._candidates(root_path, rp.confine, rels), last=True)
                 self._finish_root(rp)
                 self.catalog.replace_skips(project, root_key, rels, rp.skips, run.now)
         return run.report
@@ -298,20 +313,28 @@ class Indexer:
 
     @contextlib.contextmanager
     def _run(self, pid: str, roots: list[str], embed_progress: Callable[[int, int], None] | None,
-             progress: Callable[[str], None] | None = None, name: str | None = None) -> Iterator[_Run]:
+             progress: Callable[[str], None] | None = None, name: str | None = None, embed: bool = True,
+             phases: Progress | None = None) -> Iterator[_Run]:
         """One indexing run: the lock, the catch-up, (the project's row when ``name`` is given),
-        the body, the last batch, the project marked indexed, the embedding and the lanes' warm-up."""
+        the body, the last batch, the project marked indexed, the embedding (unless not ``embed``)
+        and the lanes' warm-up."""
         started = time.perf_counter()
-        run = _Run(pid, _new_report(pid, roots), now_rfc3339(), progress)
+        run = _Run(pid, _new_report(pid, roots), now_rfc3339(), progress, phases)
         with self.folder.write_lock.held():
             self.postings.catch_up(self.catalog)
             if name is not None:
                 self.catalog.upsert_project(pid, name, roots, run.now)
             yield run
             self._flush_run(run)
+            if phases is not None:
+                for phase in ("scan", "parse", "postings"):
+                    phases.finish(phase)
             self.catalog.mark_indexed(pid, run.now)
-            run.report.embedded = self.embed_pending(embed_progress)
-            self.warm_lanes()
+            if embed:
+                run.report.embedded = self.embed_pending(_counting_embedding(embed_progress, phases))
+                if phases is not None:
+                    phases.finish("embedding")
+            self.warm_lanes(embed)
         run.report.took_s = round(time.perf_counter() - started, 3)
 
     def _stage(self, run: _Run, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,
@@ -330,8 +353,11 @@ class Indexer:
 
     def _flush_run(self, run: _Run) -> None:
         """Write the run's waiting batch."""
-        run.report.blocks += self._flush(run.batch, run.now)
+        written = self._flush(run.batch, run.now)
+        run.report.blocks += written
         run.batch = []
+        if run.phases is not None and written:
+            run.phases.advance("postings", written)
 
     def _flush(self, batch: Batch, now: str) -> int:
         """Write a batch to the catalog, then to the postings (catalog first: see DESIGN)."""
@@ -376,22 +402,30 @@ class Indexer:
         confine = [Path(r) for r in self.catalog.roots().get(run.pid, [root_key])]
         return _RootPass(run, root_key, root_label, known, confine)
 
-    def _index_root(self, run: _Run, root: Path) -> None:
+    def _index_root(self, run: _Run, root: Path, last: bool = True) -> None:
         """Index every file under ``root``; documents of files gone from it are removed (all of
-        them when ``root`` itself is gone)."""
+        them when ``root`` itself is gone). ``last``: no root follows (the scan ends with it)."""
         rp = self._root_pass(run, root)
         if root.exists():
-            self._index_items(rp, self._candidates(root, rp.confine))
+            self._index_items(rp, self._candidates(root, rp.confine), last)
         self._finish_root(rp)
         self.catalog.record_skips(run.pid, rp.root_key, rp.skips, run.now)
 
-    def _index_items(self, rp: _RootPass, items: Iterable[FileCandidate | SkippedFile]) -> None:
+    def _index_items(self, rp: _RootPass, items: Iterable[FileCandidate | SkippedFile], last: bool = True) -> None:
         """Index a root's candidates in order; what needs parsing is parsed by worker processes
-        under the per-file time and memory bounds (sleuth.ingest.guard), beside this loop."""
+        under the per-file time and memory bounds (sleuth.ingest.guard), beside this loop. Tabular
+        data files are skipped unless the rule says otherwise (sleuth.ingest.tabular)."""
         from sleuth.ingest.pool import parse_in_order
 
+        phases = rp.run.phases
+        if self.tabular is not None:
+            items = self.tabular().apply(items)
+        if phases is not None:
+            items = _counted(items, phases, last)
         for item, outcome in parse_in_order((item, _parse_job(rp, item)) for item in items):
             self._index_file(rp, item, outcome)
+            if phases is not None:
+                phases.advance("parse")
 
     def _index_file(self, rp: _RootPass, item: FileCandidate | SkippedFile, outcome: Outcome | None) -> None:
         """One candidate of a root, with the outcome of its parse job (see :func:`_parse_job`): skipped
@@ -482,6 +516,35 @@ class Indexer:
                 job = ParseJob(item.rel_path, str(item.path), identity=item.identity, roots=real_roots.real,
                                max_bytes=max_bytes_for(item.rel_path))
                 yield FileCandidate(item.rel_path, item.mtime_ns, item.size_bytes, job)
+
+
+def _counting_embedding(progress: Callable[[int, int], None] | None, phases: Progress | None,
+                        ) -> Callable[[int, int], None] | None:
+    """``progress`` that also counts the ``embedding`` phase of ``phases``."""
+    if phases is None:
+        return progress
+
+    def counted(done: int, total: int) -> None:
+        phase = phases.phases.get("embedding") or phases.start("embedding", total=total)
+        phases.advance("embedding", done - phase.done, total=total)
+        if progress is not None:
+            progress(done, total)
+
+    return counted
+
+
+def _counted(items: Iterable[FileCandidate | SkippedFile], phases: Progress, last: bool,
+             ) -> Iterator[FileCandidate | SkippedFile]:
+    """``items``, counted as the ``scan`` phase; once the last root's are all found, the scan
+    ends and the ``parse`` phase's total is known."""
+    if "scan" not in phases.phases:
+        phases.start("scan")
+    for item in items:
+        phases.advance("scan")
+        yield item
+    if last:
+        phases.finish("scan", final=False)
+        phases.set_total("parse", phases.phases["scan"].done)
 
 
 def _parse_job(rp: _RootPass, item: FileCandidate | SkippedFile) -> ParseJob | None:

@@ -7,6 +7,7 @@ left out of the JSON (``exclude_if``), as the reports always did.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import Field
@@ -29,6 +30,39 @@ class SkippedFileInfo(Model):
     state: Literal["skipped", "failed"] | None = Field(
         default=None, exclude_if=_absent,
         description="failed: it could not be read or parsed; skipped: left out by a rule (format, size, ...)")
+
+
+class SkippedReason(Model):
+    """Files not indexed for one reason (the reason's category: the text before its first ``:``)."""
+
+    reason: str
+    count: int
+    examples: list[str] = Field(default_factory=list, description="The first paths (at most a few)")
+
+
+#: Paths shown per reason in a skipped-file summary.
+SKIPPED_EXAMPLES_PER_REASON = 3
+#: Skipped files listed one by one in ``sleuth status`` (all of them with ``--files`` / ``--verbose``).
+STATUS_SKIPPED_LISTED_MAX = 20
+
+
+def reason_category(reason: str) -> str:
+    """The category of a skip reason: ``too large: 12 bytes > 10 byte limit`` -> ``too large``."""
+    return reason.split(":", 1)[0].strip() or reason
+
+
+def skip_summary(skips: Iterable[tuple[str, str]], examples: int = SKIPPED_EXAMPLES_PER_REASON,
+                 ) -> list[SkippedReason]:
+    """``(path, reason)`` pairs summarised by reason category: counts, the first ``examples`` paths of
+    each; the most frequent reason first (ties by name)."""
+    groups: dict[str, SkippedReason] = {}
+    for path, reason in skips:
+        key = reason_category(reason)
+        group = groups.setdefault(key, SkippedReason(reason=key, count=0))
+        group.count += 1
+        if len(group.examples) < examples:
+            group.examples.append(path)
+    return sorted(groups.values(), key=lambda g: (-g.count, g.reason))
 
 
 class ProblemInfo(Model):
@@ -66,6 +100,23 @@ class FileInfo(Model):
     at: str | None = Field(default=None, exclude_if=_absent)
 
 
+class EmbeddingProgress(Model):
+    """Where the embedding of the index's blocks stands (sleuth.background)."""
+
+    state: Literal["running", "stopped", "done"] = Field(
+        description="running: a process embeds now; stopped: blocks wait for a vector and no process embeds "
+                    "them (a killed worker: `sleuth embed` resumes); done: every block has a vector")
+    embedded: int = Field(description="Blocks with a vector")
+    total: int = Field(description="Blocks")
+    pid: int | None = Field(default=None, exclude_if=_absent, description="The embedding process, while running")
+    rate_blocks_per_s: float | None = Field(default=None, exclude_if=_absent,
+                                            description="Blocks embedded per second by the running process")
+    eta_s: float | None = Field(default=None, exclude_if=_absent, description="Seconds left at that rate")
+    updated_at: str | None = Field(default=None, exclude_if=_absent,
+                                   description="RFC 3339 UTC time the running process last reported")
+    error: str | None = Field(default=None, exclude_if=_absent, description="Why the last embedding run failed")
+
+
 class VectorLaneReport(Model):
     """Can the vector lane answer, and with what."""
 
@@ -77,6 +128,7 @@ class VectorLaneReport(Model):
     dimensions: int | None = Field(default=None, exclude_if=_absent)
     blocks_with_vectors: int | None = Field(default=None, exclude_if=_absent)
     blocks: int | None = Field(default=None, exclude_if=_absent)
+    embedding: EmbeddingProgress | None = Field(default=None, exclude_if=_absent)
 
 
 class StatusReport(Model):
@@ -94,7 +146,9 @@ class StatusReport(Model):
     read_only: str | None = Field(description="Why the index was opened read-only, when it was")
     lanes: list[str] = Field(description="Lanes run by default")
     vector_lane: VectorLaneReport
-    skipped_files: list[SkippedFileInfo]
+    skipped_by_reason: list[SkippedReason] = Field(description="Files not indexed, counted by reason")
+    skipped_files: list[SkippedFileInfo] = Field(description=f"The first {STATUS_SKIPPED_LISTED_MAX} files not "
+                                                 "indexed (all with --files or --verbose)")
     problems: list[ProblemInfo]
     coverage: list[RootCoverage]
     files: list[FileInfo] | None = Field(default=None, exclude_if=_absent, description="Every file, with "
@@ -139,8 +193,11 @@ class DoctorReport(Model):
     lanes: dict[str, FamilyHealth] = Field(description="By family")
     stale_documents: list[StaleDocument] = Field(description="The first ones (all are counted)")
     stale_document_count: int
-    skipped_files: list[SkippedFileInfo]
-    problems: list[ProblemInfo]
+    skipped_file_count: int = Field(description="Files not indexed")
+    skipped_by_reason: list[SkippedReason] = Field(description="Files not indexed, counted by reason")
+    skipped_files: list[SkippedFileInfo] = Field(description="The first ones (all are counted)")
+    problems: list[ProblemInfo] = Field(description="The first files indexed with a warning (all are counted)")
+    problem_count: int = Field(description="Files indexed with a warning")
 
 
 class EvalReport(Model):

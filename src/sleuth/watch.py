@@ -17,12 +17,16 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sleuth.engine import Engine
 from sleuth.errors import IndexBusy, SleuthError
 from sleuth.ingest.names import index_name
 from sleuth.ingest.walk import DEFAULT_EXCLUDES
 from sleuth.types import IndexReport
+
+if TYPE_CHECKING:
+    from sleuth.progress import Progress
 
 #: A batch closes once no change arrived for this long, in milliseconds.
 DEBOUNCE_MS = 100
@@ -127,10 +131,11 @@ def changed_paths(changes: Iterable[str], roots: Sequence[WatchedRoot],
 class _Watcher:
     def __init__(self, engine: Engine, projects: Sequence[str] | None, stop: threading.Event,
                  debounce_ms: int, max_batch_ms: int, on_batch: Callable[[WatchBatch], None] | None,
-                 ready: Callable[[list[WatchedRoot]], None] | None) -> None:
+                 ready: Callable[[list[WatchedRoot]], None] | None,
+                 progress: Callable[[], Progress] | None = None) -> None:
         self.engine, self.projects, self.stop = engine, projects, stop
         self.debounce_ms, self.max_batch_ms = debounce_ms, max_batch_ms
-        self.on_batch, self.ready = on_batch, ready
+        self.on_batch, self.ready, self.progress = on_batch, ready, progress
         self.pending: dict[WatchedRoot, set[str]] = {}
 
     def apply_pending(self) -> None:
@@ -142,7 +147,8 @@ class _Watcher:
             batch = WatchBatch(root.project, str(root.path), sorted(rels))
             started = time.perf_counter()
             try:
-                batch.report = self.engine.update_paths(root.project, root.path, rels)
+                phases = self.progress() if self.progress is not None else None
+                batch.report = self.engine.update_paths(root.project, root.path, rels, phases=phases)
             except IndexBusy as exc:
                 self.pending.setdefault(root, set()).update(rels)
                 batch.error = f"{exc} (will retry)"
@@ -221,7 +227,8 @@ class _Watcher:
 
 def watch_index(engine: Engine, projects: Sequence[str] | None = None, stop_event: threading.Event | None = None,
                 debounce_ms: int = DEBOUNCE_MS, on_batch: Callable[[WatchBatch], None] | None = None,
-                max_batch_ms: int = MAX_BATCH_MS, ready: Callable[[list[WatchedRoot]], None] | None = None) -> None:
+                max_batch_ms: int = MAX_BATCH_MS, ready: Callable[[list[WatchedRoot]], None] | None = None,
+                progress: Callable[[], Progress] | None = None) -> None:
     """Keep ``engine``'s index current with the files under ``projects``' roots until ``stop_event`` is set.
 
     Every watched root is first re-indexed incrementally (changes made while nothing watched),
@@ -237,8 +244,11 @@ def watch_index(engine: Engine, projects: Sequence[str] | None = None, stop_even
         on_batch: called after each batch with what it did (or the error it met).
         max_batch_ms: a batch closes at the latest after this long.
         ready: called once with the watched roots, when the watch is in place and the first scan done.
+        progress: makes the counter of each batch's phases (sleuth.progress), e.g. plain lines on
+            stderr for a batch that lasts (the first scan of a large root).
     Raises:
         ProjectNotFound: a named project does not exist.
     """
-    _Watcher(engine, projects, stop_event or threading.Event(), debounce_ms, max_batch_ms, on_batch, ready).run()
+    _Watcher(engine, projects, stop_event or threading.Event(), debounce_ms, max_batch_ms, on_batch, ready,
+             progress).run()
 

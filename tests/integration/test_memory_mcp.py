@@ -430,6 +430,6 @@ def test_doctor_command_reports_stale_and_skipped(tmp_path: Path) -> None:
     assert [(d["path"], d["project_id"]) for d in report["stale_documents"]] == [("a.md", "notes")]
     assert [s["path"] for s in report["skipped_files"]] == ["broken.pdf"]
     text = run_cli("doctor", "--index", str(index)).stdout
-    assert "stale: notes a.md" in text and "skipped: broken.pdf" in text
+    assert "stale: notes a.md" in text and "  1 skipped file(s):\n    1 " in text and " (broken.pdf)" in text
     missing = run_cli("doctor", "--project", "nope", "--index", str(index), check=False)
     assert missing.returncode == 4 and "project not found: nope" in missing.stderr

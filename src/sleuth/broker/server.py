@@ -458,7 +458,15 @@ def start_watcher(engine: Engine) -> tuple[threading.Event, threading.Thread]:
     def report(batch: object) -> None:
         log.info("watch: %s", batch)
 
-    thread = threading.Thread(target=watch_index, args=(engine, None, stop), kwargs={"on_batch": report},
+    from sleuth.progress import PlainLines, Progress, progress_interval_s
+
+    interval = progress_interval_s()
+
+    def progress() -> Progress:  # a batch that lasts (a first scan) says how far it is, on stderr
+        return Progress(PlainLines(sys.stderr, interval, "sleuth broker watch", end_line=False))
+
+    thread = threading.Thread(target=watch_index, args=(engine, None, stop),
+                              kwargs={"on_batch": report, "progress": progress},
                               name="sleuth-broker-watch", daemon=True)
     thread.start()
     return stop, thread

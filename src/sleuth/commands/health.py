@@ -8,11 +8,39 @@ import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option, when
 from sleuth.engine import Engine
-from sleuth.reports import DoctorReport, StatusReport
+from sleuth.reports import DoctorReport, EmbeddingProgress, SkippedReason, StatusReport
 
 
-def render_status(st: StatusReport) -> str:
-    """A status report as text for people."""
+def render_embedding(e: EmbeddingProgress) -> str:
+    """One line on the embedding: ``embedding in progress: 1,200 of 3,400 blocks (35 %), 41.5 blocks/s, ETA 53 s``."""
+    from sleuth.progress import format_duration
+
+    share = f" ({100 * e.embedded // e.total} %)" if e.total else ""
+    counts = f"{e.embedded:,} of {e.total:,} blocks{share}"
+    if e.state == "running":
+        rate = f", {e.rate_blocks_per_s:,.1f} blocks/s" if e.rate_blocks_per_s else ""
+        eta = f", ETA {format_duration(e.eta_s)}" if e.eta_s is not None else ""
+        return f"embedding in progress (process {e.pid}): {counts} embedded{rate}{eta}"
+    if e.state == "stopped":
+        failed = f"; the last run failed: {e.error}" if e.error else ""
+        return (f"embedding stopped: {counts} embedded and no process is embedding the rest{failed}: "
+                "run `sleuth embed` to resume")
+    return f"embedding done: {counts}"
+
+
+def render_skip_summary(groups: list[SkippedReason], indent: str, hint: str) -> list[str]:
+    """Skipped files counted by reason, with the first paths of each."""
+    out = []
+    for g in groups:
+        more = f", ... ({g.count - len(g.examples)} more)" if g.count > len(g.examples) else ""
+        out.append(f"{indent}{g.count} {g.reason} ({', '.join(g.examples)}{more})")
+    if any(g.count > len(g.examples) for g in groups):
+        out.append(f"{indent}every skipped file and its reason: {hint}")
+    return out
+
+
+def render_status(st: StatusReport, verbose: bool = False) -> str:
+    """A status report as text for people (``verbose``: every skipped file, not a summary by reason)."""
     out = [f"index {st.index_dir}",
            f"  {st.documents} documents, {st.blocks} blocks, {len(st.projects)} project(s), generation "
            f"{st.generation} (postings at {st.postings_generation})"]
@@ -28,13 +56,18 @@ def render_status(st: StatusReport) -> str:
                    f"{vec.blocks_with_vectors} of {vec.blocks} blocks embedded")
     else:
         out.append(f"  vector lane unavailable: {vec.reason}")
+    if vec.embedding is not None and vec.embedding.state != "done":
+        out.append(f"  {render_embedding(vec.embedding)}")
     for p in st.projects:
         out.append(f"  project {p.project_id}: {p.documents} documents, last indexed {when(p.last_indexed)}")
     for c in st.coverage:
         out.append(f"    {c.root or '(records)'}: {c.indexed} indexed, {c.skipped} skipped, "
                    f"{c.failed} failed, last indexed {when(c.last_indexed)}")
-    out.append(f"  {len(st.skipped_files)} skipped file(s)")
-    out.extend(f"    {s.path}: {s.reason}" for s in st.skipped_files)
+    out.append(f"  {st.skipped} skipped file(s)" + (":" if st.skipped else ""))
+    if verbose or st.files is not None:
+        out.extend(f"    {s.path}: {s.reason}" for s in st.skipped_files)
+    else:
+        out.extend(render_skip_summary(st.skipped_by_reason, "    ", "`sleuth status --verbose`"))
     out.append(f"  {len(st.problems)} file(s) indexed with a warning")
     out.extend(f"    {p.path}: {p.problem}" for p in st.problems)
     if st.files is not None:
@@ -61,24 +94,28 @@ def render_doctor(report: DoctorReport) -> str:
                    "the next search or index catches up")
     out.extend(f"  stale: {d.project_id} {d.path} (indexed {d.indexed_at}): run `sleuth index` again"
                for d in report.stale_documents)
-    out.extend(f"  skipped: {s.path}: {s.reason}" for s in report.skipped_files)
+    if report.skipped_by_reason:
+        out.append(f"  {report.skipped_file_count} skipped file(s):")
+        out.extend(render_skip_summary(report.skipped_by_reason, "    ", "`sleuth status --verbose`"))
     return "\n".join(out)
 
 
 @click.command("status")
 @click.option("--files", "files", is_flag=True,
               help="List every file: indexed (last indexed, current or stale), skipped or failed (with the reason).")
+@click.option("--verbose", "-v", is_flag=True, help="List every skipped file (default: a summary by reason).")
 @index_option
 @format_option
 @handle_errors
-def status_cmd(files: bool, index_dir: Path | None, fmt: str) -> None:
-    """Show index health: documents, blocks, per-root coverage, skipped files with reasons, last indexed."""
+def status_cmd(files: bool, verbose: bool, index_dir: Path | None, fmt: str) -> None:
+    """Show index health: documents, blocks, embedding progress, per-root coverage, skipped files
+    by reason, last indexed."""
     with Engine.open(index_dir) as engine:
-        st = engine.status(files=files)
+        st = engine.status(files=files, verbose=verbose)
     if fmt == "json":
         emit_json(st.model_dump())
     else:
-        click.echo(render_status(st))
+        click.echo(render_status(st, verbose))
 
 
 @click.command("doctor")

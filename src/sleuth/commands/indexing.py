@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +15,29 @@ import click
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option
 from sleuth.config import INDEX_DIR_NAME, INDEX_ENV, find_index_dir
 from sleuth.engine import Engine
+from sleuth.reports import skip_summary
 
 
 @click.command("index")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--project", default=None, help="Project name (default: the first path's folder name).")
+@click.option("--wait/--no-wait", "wait", default=None,
+              help="Embed before returning (default: return once keyword search works, embed in a background "
+                   "worker; $SLEUTH_INDEX_WAIT=1 makes --wait the default).")
+@click.option("--verbose", "-v", is_flag=True, help="List every skipped file (default: a summary by reason).")
 @index_option
 @format_option
 @handle_errors
-def index_cmd(paths: tuple[Path, ...], project: str | None, index_dir: Path | None, fmt: str) -> None:
-    """Index PATHS (folders or files) incrementally: only changed files are re-read, deleted ones removed."""
+def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, verbose: bool,
+              index_dir: Path | None, fmt: str) -> None:
+    """Index PATHS (folders or files) incrementally: only changed files are re-read, deleted ones removed.
+
+    Keyword search (bm25, index, exact lanes) works as soon as this returns; the embeddings of new
+    blocks are made by a background worker (`sleuth status` shows how far it is, `sleuth embed`
+    waits for it), unless --wait."""
+    from sleuth import background
+    from sleuth.progress import Progress, terminal_sink
+
     for p in paths:
         if not p.exists():
             raise FileNotFoundError(f"path does not exist: {p}")
@@ -33,11 +47,33 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, index_dir: Path | No
         first = paths[0].resolve()
         target = (first if first.is_dir() else first.parent) / INDEX_DIR_NAME
     assert target is not None
-    with Engine(target) as engine, EmbedProgress() as progress:
-        report = engine.index(list(paths), project=project, embed_progress=progress.update)
-        no_model = engine.model_unavailable
+    wait = background.wait_by_default() if wait is None else wait
+    sink = terminal_sink(label="sleuth index")
+    phases = Progress(sink)
+    embedding: dict[str, Any] = {}
+    try:
+        with Engine(target) as engine:
+            report = engine.index(list(paths), project=project, embed=False, phases=phases)
+            if wait:
+                started = time.perf_counter()
+                report.embedded = background.embed_now(engine, phases) or 0
+                report.took_s = round(report.took_s + time.perf_counter() - started, 3)
+                no_model = engine.model_unavailable
+            else:
+                pending, no_model = background.pending_or_reason(engine)
+                if pending:
+                    embedding = {"state": "background", "pending_blocks": pending}
+                    try:
+                        embedding["pid"] = background.start_worker(engine.index_dir)
+                    except OSError as exc:
+                        embedding.update(state="not started", error=f"{exc.strerror or exc}")
+    finally:
+        sink.close()
+    skipped = [(s["path"], s["reason"]) for s in report.skipped]
     if fmt == "json":
-        emit_json({"index_dir": str(target), **report.model_dump()})
+        emit_json({"index_dir": str(target), **report.model_dump(),
+                   "skipped_by_reason": [g.model_dump() for g in skip_summary(skipped)],
+                   **({"embedding": embedding} if embedding else {})})
         return
     click.echo(
         f"indexed project {report.project!r} into {target}: {report.scanned} files scanned, "
@@ -48,34 +84,74 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, index_dir: Path | No
     )
     if no_model:
         click.echo(f"  vector lane unavailable (searches use the lexical lanes): {no_model}")
-    for s in report.skipped:
-        click.echo(f"  skipped {s['path']}: {s['reason']}")
+    if embedding.get("pid"):
+        click.echo(f"  keyword search is ready; embedding {embedding['pending_blocks']} block(s) in the background "
+                   f"(process {embedding['pid']}): `sleuth status` shows how far, `sleuth embed` waits for it")
+    elif embedding:
+        click.echo(f"  keyword search is ready; the embedding worker could not start ({embedding['error']}): "
+                   f"run `sleuth embed` to embed {embedding['pending_blocks']} block(s)")
+    for line in render_skips(skipped, verbose):
+        click.echo(line)
     for p in report.problems:
         click.echo(f"  warning {p['path']}: {p['problem']}")
 
 
-class EmbedProgress:
-    """A progress bar on stderr while blocks are embedded (shown only when stderr is a terminal)."""
+def render_skips(skips: list[tuple[str, str]], verbose: bool) -> list[str]:
+    """Skipped files for people: a line per reason with its count and first paths, or (``verbose``)
+    a line per file."""
+    from sleuth.commands.health import render_skip_summary
 
-    def __init__(self) -> None:
-        self._bar: Any = None
-
-    def update(self, done: int, total: int) -> None:
-        if not sys.stderr.isatty():
-            return
-        if self._bar is None:
-            self._bar = click.progressbar(length=total, label="embedding blocks", file=sys.stderr)
-            self._bar.__enter__()
-        self._bar.update(done - self._bar.pos)
-
-    def __enter__(self) -> EmbedProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
+    if verbose:
+        return [f"  skipped {path}: {reason}" for path, reason in skips]
+    lines = render_skip_summary(skip_summary(skips), "    ", "`sleuth index --verbose` or `sleuth status --verbose`")
+    return [f"  skipped {len(skips)} file(s):", *lines] if lines else []
 
 
+@click.command("embed")
+@click.option("--background", "in_background", is_flag=True,
+              help="Start a background worker and return (it embeds while you search).")
+@click.option("--worker", is_flag=True, hidden=True,
+              help="Be the background worker (what `sleuth index` starts): leave if another process embeds.")
+@index_option
+@format_option
+@handle_errors
+def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: str) -> None:
+    """Embed the blocks that have no vector yet (after `sleuth index`), waiting for a background
+    worker that is already at it; resumes where a killed worker stopped."""
+    from sleuth import background
+    from sleuth.progress import PlainLines, Progress, progress_interval_s, terminal_sink
+
+    if worker:  # detached: stderr is embed.log
+        with Engine.open(index_dir) as engine:
+            sink = PlainLines(sys.stderr, progress_interval_s(), f"sleuth embed (process {os.getpid()})")
+            background.run_worker(engine, Progress(sink))
+        return
+    with Engine.open(index_dir) as engine:
+        if in_background:
+            pending = background.pending_blocks(engine)
+            pid = background.start_worker(engine.index_dir) if pending else None
+            result: dict[str, Any] = {"state": "background" if pid else "done", "pending_blocks": pending, "pid": pid}
+        else:
+            if background.worker_running(engine.index_dir):
+                click.echo("waiting for the embedding worker to finish (`sleuth status` shows how far it is)", err=True)
+            sink = terminal_sink(label="sleuth embed")
+            try:
+                done = background.embed_now(engine, Progress(sink)) or 0
+            finally:
+                sink.close()
+            have, total = (engine.catalog.vector_counts(engine.embedder().name) if engine.embedder() else (0, 0))
+            result = {"state": "done", "embedded": done, "blocks_with_vectors": have, "blocks": total,
+                      "model_unavailable": engine.model_unavailable}
+    if fmt == "json":
+        emit_json(result)
+    elif result.get("model_unavailable"):
+        click.echo(f"nothing embedded: {result['model_unavailable']}")
+    elif in_background:
+        click.echo(f"embedding {pending} block(s) in the background (process {result['pid']})" if result["pid"]
+                   else "every block has a vector: nothing to embed")
+    else:
+        click.echo(f"embedded {result['embedded']} block(s); {result['blocks_with_vectors']} of "
+                   f"{result['blocks']} blocks have a vector")
 
 
 @click.command("watch")
@@ -117,5 +193,13 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
                 click.echo(f"{batch.project}: {shown}{more}: {r.added} added, {r.updated} updated, "
                            f"{r.removed} removed, {len(r.skipped)} skipped ({batch.took_s:.2f} s)")
 
+    from sleuth.progress import PlainLines, Progress, progress_interval_s
+
+    interval = progress_interval_s()
+
+    def progress() -> Progress:  # a line every few seconds on stderr for a batch that lasts
+        return Progress(PlainLines(sys.stderr, interval, "sleuth watch", end_line=False))
+
     with Engine.open(index_dir) as engine:
-        watch_index(engine, list(projects) or None, stop, debounce_ms or DEBOUNCE_MS, on_batch=show, ready=ready)
+        watch_index(engine, list(projects) or None, stop, debounce_ms or DEBOUNCE_MS, on_batch=show, ready=ready,
+                    progress=progress)

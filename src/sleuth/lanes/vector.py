@@ -300,8 +300,14 @@ class VectorLane(LaneBase):
         if embedder is None:
             return model.unavailable()
         if len(self.matrix()) == 0 and self.context.catalog.has_blocks():
-            return no_vectors_reason(embedder.name)
+            return no_vectors_reason(embedder.name, self.embedding_running())
         return None
+
+    def embedding_running(self) -> bool:
+        """Whether a process is embedding this index's blocks now (sleuth.background)."""
+        from sleuth.background import worker_running
+
+        return worker_running(self.context.index_dir)
 
     def pending_documents(self) -> int:
         """Documents with blocks that have no vector yet (the lane does not see them)."""
@@ -317,7 +323,7 @@ class VectorLane(LaneBase):
         if embedder is None:
             return LaneStatus(False, self.context.model.unavailable())
         have, total = self.context.catalog.vector_counts(embedder.name)
-        reason = no_vectors_reason(embedder.name) if total and not have else None
+        reason = no_vectors_reason(embedder.name, self.embedding_running()) if total and not have else None
         return LaneStatus(reason is None, reason, {"model": embedder.name, "path": embedder.path,
                                                    "dimensions": embedder.dim, "blocks_with_vectors": have,
                                                    "blocks": total})
@@ -378,6 +384,9 @@ class VectorLane(LaneBase):
         return RankedList(self.name, tuple(m.block_ids[rows].tolist()), tuple(float(s) for s in scores))
 
 
-def no_vectors_reason(model: str) -> str:
-    """Why the vector lane cannot answer when no block has a vector of ``model`` yet."""
-    return f"no block has a vector from {model} yet: run `sleuth index` to embed them"
+def no_vectors_reason(model: str, running: bool = False) -> str:
+    """Why the vector lane cannot answer when no block has a vector of ``model`` yet (``running``:
+    a background worker is making them)."""
+    if running:
+        return f"embedding is in progress: no block has a vector from {model} yet (`sleuth status` shows how far)"
+    return f"no block has a vector from {model} yet: run `sleuth embed` (or `sleuth index`) to embed them"

@@ -10,13 +10,25 @@ from sleuth.errors import ProjectNotFound
 from sleuth.freshness import row_freshness, skip_state
 from sleuth.lanes import registry
 from sleuth.memory.records import MEMORY_DIR_NAME
-from sleuth.reports import DoctorProject, DoctorReport, FamilyHealth, ProblemInfo, SkippedFileInfo, StaleDocument
+from sleuth.reports import (
+    DoctorProject,
+    DoctorReport,
+    FamilyHealth,
+    ProblemInfo,
+    SkippedFileInfo,
+    StaleDocument,
+    skip_summary,
+)
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
 
 #: Stale documents listed by name (all are counted).
 STALE_LISTED_MAX = 100
+#: Skipped files, and files indexed with a warning, listed by name (all are counted, the skipped ones
+#: by reason with a few examples each): the report stays a few kilobytes for an agent however many
+#: files a vault holds that sleuth does not index.
+DOCTOR_LISTED_MAX = 20
 
 
 def _families(engine: Engine, wanted: list[str]) -> dict[str, FamilyHealth]:
@@ -53,7 +65,10 @@ def doctor(engine: Engine, project_id: str | None = None, visible: Collection[st
 
     Stale documents are found by one ``stat`` per indexed file (changed or vanished since indexed).
     Everything reported -- projects, stale documents, skipped files, problems, the graph's and the
-    vector lane's counts -- is of the chosen projects only.
+    vector lane's counts -- is of the chosen projects only. Its size is bounded: at most
+    ``STALE_LISTED_MAX`` stale documents and ``DOCTOR_LISTED_MAX`` skipped files and problems are
+    listed by name; all are counted (skipped files by reason, with ``SKIPPED_EXAMPLES_PER_REASON``
+    paths each).
 
     Args:
         visible: the projects the caller may see (None: all); the others are left out of every
@@ -88,5 +103,7 @@ def doctor(engine: Engine, project_id: str | None = None, visible: Collection[st
                                 skipped_files=sum(1 for s in skipped if s["project"] == p.project_id))
                   for p in projects],
         lanes=lanes, stale_documents=stale, stale_document_count=sum(stale_counts.values()),
-        skipped_files=[SkippedFileInfo(**s, state=skip_state(s["reason"])) for s in skipped], problems=problems,
+        skipped_file_count=len(skipped), skipped_by_reason=skip_summary((s["path"], s["reason"]) for s in skipped),
+        skipped_files=[SkippedFileInfo(**s, state=skip_state(s["reason"])) for s in skipped[:DOCTOR_LISTED_MAX]],
+        problems=problems[:DOCTOR_LISTED_MAX], problem_count=len(problems),
     )

@@ -309,8 +309,10 @@ class Searcher:
                          " only when it ends (the tfidf and vector lanes see them already)")
         vector = self.lanes.get("vector")
         if "vector" in retrieval.answers and vector is not None and vector.pending_documents():
+            running = getattr(vector, "embedding_running", lambda: False)()
             notes.append(f"{vector.pending_documents()} document(s) have no vector yet, so the vector lane"
-                         " does not see them (`sleuth index` embeds them)")
+                         " does not see them" + (": embedding is in progress (`sleuth status` shows how far)"
+                                                 if running else " (`sleuth embed` embeds them)"))
         return "; ".join(notes) or None
 
     @staticmethod

@@ -1,0 +1,243 @@
+"""Embedding after the keyword lanes: in a detached worker process, or in the foreground (``--wait``).
+
+``sleuth index`` commits the catalog and the postings (bm25, index and exact lanes answer at once),
+then starts ``sleuth embed --worker`` in its own session and returns. The worker embeds the blocks
+that have no vector yet (:meth:`sleuth.indexer.Indexer.embed_pending` commits each batch, so a
+worker killed with ``kill -9`` loses at most the batch it was on, and the next one resumes where it
+stopped). One worker embeds per index: it holds ``embed.lock`` (an exclusive ``flock``, released by
+the kernel when the process ends however it ends). It writes its progress to ``embed.state.json``
+(replaced atomically) and its log lines to ``embed.log``; ``sleuth status`` reads both, and asks
+the lock whether the worker still runs.
+
+The vector lane answers meanwhile with the vectors it has: blocks not yet embedded are simply not
+in it, and search responses say so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sleuth.locks import lock_exclusive
+from sleuth.store.scratch import replacing
+
+if TYPE_CHECKING:
+    from sleuth.engine import Engine
+    from sleuth.progress import Progress
+
+EMBED_LOCK_FILE = "embed.lock"
+EMBED_STATE_FILE = "embed.state.json"
+EMBED_LOG_FILE = "embed.log"
+#: A worker finding the embed lock taken waits this long before leaving the work to its holder, in
+#: seconds (a ``sleuth status`` probing the lock holds it for microseconds).
+EMBED_LOCK_WAIT_S = 10.0
+#: The state file is rewritten at most this often while a worker embeds, in seconds.
+STATE_WRITE_INTERVAL_S = 1.0
+#: The worker's scheduling priority (``nice`` increment): searches and editors come first.
+EMBED_WORKER_NICE = 10
+#: ``embed.log`` is emptied when a worker starts and finds it larger than this, in bytes.
+EMBED_LOG_MAX_BYTES = 1_000_000
+#: Environment variable: ``1`` makes ``sleuth index`` wait for the embedding (as ``--wait``).
+INDEX_WAIT_ENV = "SLEUTH_INDEX_WAIT"
+#: Fault injection for tests: the worker stops (sleeps until killed) once it has committed this many
+#: blocks in its run, so a test can ``kill -9`` it at a known point instead of after a guessed delay.
+HOLD_AFTER_ENV = "SLEUTH_FAULT_EMBED_HOLD_AFTER_BLOCKS"
+
+
+def wait_by_default() -> bool:
+    """Whether ``$SLEUTH_INDEX_WAIT`` asks ``sleuth index`` to wait for the embedding."""
+    return os.environ.get(INDEX_WAIT_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def worker_running(index_dir: Path) -> bool:
+    """True while a process holds the index's embed lock (a worker, or a ``--wait``, embeds).
+
+    Probes the lock without waiting (held for microseconds when free). A folder where the lock file
+    cannot be made (read-only) has no worker, and neither has one where no process ever embedded."""
+    if not (index_dir / EMBED_LOCK_FILE).exists():
+        return False
+    try:
+        fd = lock_exclusive(index_dir / EMBED_LOCK_FILE, 0)
+    except OSError:
+        return False
+    if fd is None:
+        return True
+    os.close(fd)
+    return False
+
+
+@contextlib.contextmanager
+def embed_lock(index_dir: Path, timeout_s: float) -> Iterator[bool]:
+    """Hold the embed lock for the block, waiting at most ``timeout_s`` (``inf``: until free);
+    yields whether it was taken."""
+    fd = lock_exclusive(index_dir / EMBED_LOCK_FILE, timeout_s)
+    try:
+        yield fd is not None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def read_state(index_dir: Path) -> dict[str, Any] | None:
+    """The last state a worker wrote (``pid``, ``model``, ``state``, ``started_at``, ``updated_at``,
+    ``embedded``, ``to_embed``, ``rate_blocks_per_s``, ``error``), or None."""
+    try:
+        data = json.loads((index_dir / EMBED_STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_state(index_dir: Path, state: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError), replacing(index_dir / EMBED_STATE_FILE) as tmp:
+        tmp.write_text(json.dumps(state), encoding="utf-8")
+
+
+def pending_blocks(engine: Engine) -> int:
+    """Blocks without a vector of the configured model (0 without a model); loads no model."""
+    return pending_or_reason(engine)[0]
+
+
+def pending_or_reason(engine: Engine) -> tuple[int, str | None]:
+    """``(blocks without a vector of the configured model, None)``, or ``(0, why there is no model)``;
+    finds the model's files without loading it."""
+    from sleuth.embed import ModelUnavailable, configured_model
+
+    try:
+        files = configured_model(engine.model.spec, engine.model.quantized)
+    except ModelUnavailable as exc:
+        return 0, str(exc)
+    if files is None:
+        return 0, "no embedding model configured (model = 'none')"
+    have, total = engine.catalog.vector_counts(files.name)
+    return total - have, None
+
+
+def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = float("inf")) -> int | None:
+    """Embed every block that has no vector yet, holding the embed lock, writing the state file as
+    it goes; then warm the vector lane (saving its files when the write lock is free).
+
+    Args:
+        progress: counts the ``embedding`` phase.
+        wait_s: how long to wait for another process holding the embed lock.
+    Returns:
+        Blocks embedded, or None when another process held the lock for ``wait_s`` (it embeds them).
+    """
+    from sleuth.indexer import now_rfc3339
+
+    index_dir = engine.index_dir
+    embedded = 0
+    with embed_lock(index_dir, wait_s) as got:
+        if not got:
+            return None
+        embedder = engine.embedder()
+        if embedder is None:
+            return 0
+        have, total = engine.catalog.vector_counts(embedder.name)
+        started, clock = now_rfc3339(), time.monotonic
+        t0 = last = clock()
+        state: dict[str, Any] = {"pid": os.getpid(), "model": embedder.name, "state": "running",
+                                 "started_at": started, "updated_at": started, "embedded": 0,
+                                 "to_embed": total - have, "rate_blocks_per_s": None, "error": None}
+        _write_state(index_dir, state)
+        hold_after = int(os.environ.get(HOLD_AFTER_ENV, "0") or 0)
+        if progress is not None:
+            progress.start("embedding", total=total, done=have)
+
+        def advance(done: int, _todo: int) -> None:
+            nonlocal last
+            if progress is not None:
+                progress.advance("embedding", done - (progress.phases["embedding"].done - have))
+            now = clock()
+            state.update(embedded=done, rate_blocks_per_s=round(done / (now - t0), 2) if now > t0 else None)
+            if now - last >= STATE_WRITE_INTERVAL_S or (hold_after and done >= hold_after):
+                last = now
+                state["updated_at"] = now_rfc3339()
+                _write_state(index_dir, state)
+            if hold_after and done >= hold_after:
+                while True:  # a test's kill -9 ends this
+                    time.sleep(60)
+
+        try:
+            embedded = engine.embed_pending(advance)
+        except Exception as exc:
+            state.update(state="failed", error=f"{type(exc).__name__}: {exc}", updated_at=now_rfc3339())
+            _write_state(index_dir, state)
+            raise
+        state.update(state="done", embedded=embedded, updated_at=now_rfc3339())
+        _write_state(index_dir, state)
+        if progress is not None:  # blocks, not distinct texts (blocks of the same text share a vector)
+            progress.phases["embedding"].done = engine.catalog.vector_counts(embedder.name)[0]
+            progress.finish("embedding")
+        with engine.folder.write_lock.held_or_skip() as writable:
+            if writable and "vector" in engine.lanes:
+                engine.lanes["vector"].warm()
+    return embedded
+
+
+def run_worker(engine: Engine, progress: Progress | None = None) -> int:
+    """The detached worker's loop: embed while blocks are pending and no other process embeds them.
+
+    After releasing the lock it looks once more: blocks committed by an indexing run whose own
+    worker found the lock taken (and left) are embedded here. Runs at a lower priority
+    (``EMBED_WORKER_NICE``). Returns the blocks embedded."""
+    with contextlib.suppress(OSError):
+        os.nice(EMBED_WORKER_NICE)
+    total = 0
+    wait_s = EMBED_LOCK_WAIT_S
+    while True:
+        done = embed_now(engine, progress, wait_s)
+        if done is None:
+            return total  # another process holds the lock: it embeds what is pending
+        total += done
+        if done == 0 or pending_blocks(engine) == 0:  # 0: nothing it could embed; never spin
+            return total
+        wait_s = 0.0
+
+
+def start_worker(index_dir: Path) -> int:
+    """Start ``sleuth embed --worker`` for ``index_dir`` in its own session (it survives the
+    terminal and this process) at a lower priority (``EMBED_WORKER_NICE``), its stderr appended to
+    ``embed.log``; returns its pid.
+
+    Raises:
+        OSError: the log cannot be opened or the process cannot start (the caller says so and
+            suggests ``sleuth embed``).
+    """
+    log_path = index_dir / EMBED_LOG_FILE
+    with contextlib.suppress(OSError):
+        if log_path.stat().st_size > EMBED_LOG_MAX_BYTES:
+            log_path.unlink()
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sleuth.cli", "embed", "--worker", "--index", str(index_dir)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+            close_fds=True, cwd=str(index_dir))
+    return proc.pid
+
+
+def embedding_progress(engine: Engine, model: str, have: int, total: int) -> dict[str, Any]:
+    """Where the embedding of the index stands, for ``sleuth status``: ``state`` (``running``: a
+    process embeds now; ``stopped``: blocks wait and none does, e.g. a killed worker; ``done``),
+    ``embedded`` / ``total`` blocks, and while running the worker's ``pid``, ``rate_blocks_per_s``
+    and ``eta_s`` (seconds left at that rate); ``error`` when the last run failed."""
+    index_dir = engine.index_dir
+    running = worker_running(index_dir)
+    saved = read_state(index_dir) or {}
+    out: dict[str, Any] = {"state": "running" if running else "done" if have >= total else "stopped",
+                           "embedded": have, "total": total}
+    if running and saved.get("model") == model:
+        rate = saved.get("rate_blocks_per_s")
+        out.update(pid=saved.get("pid"), rate_blocks_per_s=rate, updated_at=saved.get("updated_at"))
+        if isinstance(rate, int | float) and rate > 0:
+            out["eta_s"] = round((total - have) / rate, 1)
+    elif saved.get("state") == "failed" and have < total:
+        out["error"] = saved.get("error")
+    return out

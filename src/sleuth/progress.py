@@ -1,0 +1,250 @@
+"""Progress of an indexing run, phase by phase: counts, rate and time left.
+
+The indexer counts (:class:`Progress`: ``scan`` files found, ``parse`` files read and parsed,
+``postings`` blocks written to the postings, ``embedding`` blocks embedded); a sink shows them. On a
+terminal the sink is a live bar per phase (:class:`RichBars`, rich); anywhere else (a pipe, a CI log,
+a server's stderr) it is one plain line every few seconds (:class:`PlainLines`,
+``PROGRESS_INTERVAL_S``, or ``$SLEUTH_PROGRESS_INTERVAL_S``). Both write to stderr only: stdout
+carries results (and, in the MCP stdio server, the protocol). The clock is injected, so the lines
+can be checked without depending on how fast the machine is.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+#: The phases of an indexing run, in order, with the unit each counts.
+PHASE_UNITS: dict[str, str] = {"scan": "files", "parse": "files", "postings": "blocks", "embedding": "blocks"}
+#: Seconds between two plain progress lines (pipes, CI logs, servers' stderr).
+PROGRESS_INTERVAL_S = 5.0
+#: Environment variable overriding ``PROGRESS_INTERVAL_S`` (seconds >= 0; 0: a line on every change).
+PROGRESS_INTERVAL_ENV = "SLEUTH_PROGRESS_INTERVAL_S"
+
+
+@dataclass
+class Phase:
+    """The count of one phase: ``done`` of ``total`` (None: not known yet), between ``started`` and
+    ``finished`` (clock seconds; ``base`` is what was done before ``started``, left out of the rate)."""
+
+    name: str
+    unit: str
+    started: float
+    done: int = 0
+    total: int | None = None
+    finished: float | None = None
+    base: int = 0
+
+    def rate(self, now: float) -> float | None:
+        """Units per second since the phase started (None before a measurable time has passed)."""
+        elapsed = (self.finished if self.finished is not None else now) - self.started
+        work = self.done - self.base
+        return work / elapsed if elapsed > 0 and work > 0 else None
+
+    def eta_s(self, now: float) -> float | None:
+        """Seconds left at the current rate (None: no total or no rate yet, or finished)."""
+        rate = self.rate(now)
+        if self.finished is not None or self.total is None or rate is None:
+            return None
+        return max(self.total - self.done, 0) / rate
+
+
+def format_duration(seconds: float) -> str:
+    """``42 s``, ``3 min 20 s``, ``2 h 05 min`` (rounded to whole seconds)."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def format_phase(phase: Phase, now: float) -> str:
+    """One phase for people: ``parse 1,200/3,400 files, 85.0 files/s, ETA 26 s`` (``done in 4 s`` once finished)."""
+    count = f"{phase.done:,}/{phase.total:,}" if phase.total is not None else f"{phase.done:,}"
+    out = f"{phase.name} {count} {phase.unit}"
+    rate = phase.rate(now)
+    if rate is not None:
+        out += f", {rate:,.1f} {phase.unit}/s"
+    if phase.finished is not None:
+        return out + f", done in {format_duration(phase.finished - phase.started)}"
+    eta = phase.eta_s(now)
+    if eta is not None:
+        out += f", ETA {format_duration(eta)}"
+    return out
+
+
+class Progress:
+    """Counts per phase of one run, shown by ``sink`` after every change (the sink decides how often
+    to draw). Thread-unsafe by design: one indexing run counts from one thread.
+
+    Args:
+        sink: called with this object after each change, and with ``final=True`` when a phase ends.
+        clock: seconds, monotonic (injected in tests).
+    """
+
+    def __init__(self, sink: Callable[[Progress, bool], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.sink = sink
+        self.clock = clock
+        self.phases: dict[str, Phase] = {}
+
+    def _show(self, final: bool = False) -> None:
+        if self.sink is not None:
+            self.sink(self, final)
+
+    def start(self, name: str, total: int | None = None, done: int = 0) -> Phase:
+        """Start (or restart) phase ``name`` at ``done`` of ``total``."""
+        phase = Phase(name, PHASE_UNITS.get(name, "items"), self.clock(), done, total, base=done)
+        self.phases[name] = phase
+        self._show()
+        return phase
+
+    def advance(self, name: str, n: int = 1, total: int | None = None) -> None:
+        """Count ``n`` more units of ``name`` (started when it was not); ``total`` when now known."""
+        phase = self.phases.get(name) or self.start(name)
+        phase.done += n
+        if total is not None:
+            phase.total = total
+        self._show()
+
+    def set_total(self, name: str, total: int) -> None:
+        """The total of ``name`` is now known."""
+        phase = self.phases.get(name) or self.start(name)
+        phase.total = total
+        self._show()
+
+    def finish(self, name: str, final: bool = True) -> None:
+        """Phase ``name`` is over (its total is what was done); shown once more, as the end of a
+        part of the run when ``final`` (False: other phases go on, e.g. the scan before the parse)."""
+        phase = self.phases.get(name)
+        if phase is None or phase.finished is not None:
+            return
+        phase.total = phase.done
+        phase.finished = self.clock()
+        self._show(final=final)
+
+    def line(self) -> str:
+        """Every phase so far, in order, on one line."""
+        now = self.clock()
+        shown = [self.phases[n] for n in PHASE_UNITS if n in self.phases]
+        shown += [p for n, p in self.phases.items() if n not in PHASE_UNITS]
+        return " | ".join(format_phase(p, now) for p in shown)
+
+
+def progress_interval_s() -> float:
+    """``$SLEUTH_PROGRESS_INTERVAL_S`` when set (seconds >= 0), else ``PROGRESS_INTERVAL_S``.
+
+    Raises:
+        ConfigError: the variable is not a number >= 0.
+    """
+    from sleuth.errors import ConfigError
+
+    raw = os.environ.get(PROGRESS_INTERVAL_ENV, "").strip()
+    if not raw:
+        return PROGRESS_INTERVAL_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ConfigError(f"{PROGRESS_INTERVAL_ENV} must be a number of seconds >= 0, got {raw!r}")
+    return value
+
+
+class PlainLines:
+    """A sink writing ``<label>: <phases>`` to ``stream`` at most once every ``interval_s`` seconds
+    (the first line one interval after the start), and whenever every phase started so far has
+    ended (so the last figures are always written, and a quick run writes only those).
+
+    Args:
+        stream: where the lines go (stderr by default; never stdout in the MCP stdio server).
+        interval_s: seconds between lines (0: a line on every change).
+        label: the line's prefix.
+        end_line: write the end's line even for a run that wrote no line before it (False: a run
+            quicker than one interval writes nothing, as a watcher's small batches).
+    """
+
+    def __init__(self, stream: TextIO | None = None, interval_s: float = PROGRESS_INTERVAL_S,
+                 label: str = "sleuth", end_line: bool = True) -> None:
+        self.stream = stream
+        self.interval_s = interval_s
+        self.label = label
+        self.end_line = end_line
+        self._last: float | None = None
+        self._written = 0
+
+    def __call__(self, progress: Progress, final: bool) -> None:
+        now = progress.clock()
+        final = final and all(p.finished is not None for p in progress.phases.values())
+        if final and not self.end_line and not self._written:
+            return
+        if not final and self._last is not None and now - self._last < self.interval_s:
+            return
+        if not final and self._last is None and self.interval_s > 0:
+            self._last = now  # the first line comes after one interval: a quick run prints only its end
+            return
+        self._last = now
+        self._written += 1
+        stream = self.stream or sys.stderr
+        try:
+            stream.write(f"{self.label}: {progress.line()}\n")
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: progress is not worth failing the run for
+            pass
+
+    def close(self) -> None:
+        """Nothing to release (the same interface as :class:`RichBars`)."""
+
+
+class RichBars:
+    """A sink drawing one live bar per phase on a terminal (rich), on stderr; :meth:`close` ends the display."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as RichProgress
+
+        self._bars = RichProgress(
+            TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=Console(file=stream or sys.stderr), transient=False)
+        self._tasks: dict[str, Any] = {}
+        self._started = False
+
+    def __call__(self, progress: Progress, final: bool) -> None:
+        if not self._started:
+            self._bars.start()
+            self._started = True
+        now = progress.clock()
+        for name, phase in progress.phases.items():
+            rate = phase.rate(now)
+            shown = f"{rate:,.1f} {phase.unit}/s" if rate is not None else ""
+            if name not in self._tasks:
+                self._tasks[name] = self._bars.add_task(name, total=phase.total, rate=shown)
+            self._bars.update(self._tasks[name], completed=phase.done, total=phase.total, rate=shown)
+
+    def close(self) -> None:
+        if self._started:
+            self._bars.stop()
+            self._started = False
+
+
+def terminal_sink(stream: TextIO | None = None, label: str = "sleuth") -> PlainLines | RichBars:
+    """Bars when ``stream`` (default stderr) is a terminal, else plain lines every
+    :func:`progress_interval_s` seconds."""
+    stream = stream or sys.stderr
+    if stream.isatty():
+        return RichBars(stream)
+    return PlainLines(stream, progress_interval_s(), label)

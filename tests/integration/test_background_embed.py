@@ -1,0 +1,161 @@
+"""Keyword search at once, embedding in a background worker: real `sleuth` processes, a worker held
+at a known point by fault injection (no guessed delays), killed with SIGKILL and resumed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from sleuth.background import EMBED_STATE_FILE, HOLD_AFTER_ENV, INDEX_WAIT_ENV
+from sleuth.indexer import EMBED_COMMIT_BLOCKS
+from tests.integration.conftest import SLEUTH, run_cli
+
+#: Documents of one block each: more than one embedding batch.
+DOCS = EMBED_COMMIT_BLOCKS + 44
+#: A generous safety net for the worker to reach its hold point (it loads the model first).
+HOLD_WAIT_S = 240.0
+
+
+def corpus(root: Path) -> Path:
+    """``DOCS`` notes of one paragraph each, every one different (no vector is shared)."""
+    animals = ["owl", "bat", "fox", "eel", "elk", "yak", "emu", "ant"]
+    root.mkdir(parents=True)
+    for i in range(DOCS):
+        animal = animals[i % len(animals)]
+        (root / f"note-{i:03d}.md").write_text(
+            f"Field note {i}: the {animal} was seen near marker {i * 7} at dusk, hunting quietly.\n", encoding="utf-8")
+    return root
+
+
+def vectors_in(index: Path) -> int:
+    with sqlite3.connect(index / "catalog.sqlite3") as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+
+
+def status(index: Path) -> dict[str, Any]:
+    return json.loads(run_cli("status", "--index", str(index), "--format", "json").stdout)
+
+
+def held_worker_state(index: Path) -> dict[str, Any]:
+    """The worker's state once it has committed its first batch and holds there."""
+    deadline = time.monotonic() + HOLD_WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            state = json.loads((index / EMBED_STATE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            state = {}
+        if state.get("embedded", 0) >= EMBED_COMMIT_BLOCKS:
+            return state
+        time.sleep(0.1)
+    raise AssertionError(f"the worker did not reach its hold point; its log: {(index / 'embed.log').read_text()}")
+
+
+def test_keyword_search_at_once_embedding_in_the_background_resumes_after_kill_9(tmp_path: Path) -> None:
+    notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
+    proc = run_cli("index", str(notes), "--project", "notes", "--index", str(index), "--format", "json",
+                   "--no-wait", env={HOLD_AFTER_ENV: str(EMBED_COMMIT_BLOCKS)})
+    report = json.loads(proc.stdout)
+    assert (report["added"], report["blocks"], report["embedded"]) == (DOCS, DOCS, 0)
+    assert report["embedding"]["state"] == "background" and report["embedding"]["pending_blocks"] == DOCS
+    worker = report["embedding"]["pid"]
+    try:
+        # The keyword lanes answer before any vector exists.
+        hits = json.loads(run_cli("search", "marker 707", "--lanes", "bm25", "--index", str(index),
+                                  "--format", "json").stdout)["hits"]
+        assert hits[0]["path"] == "note-101.md"
+
+        state = held_worker_state(index)  # one batch committed, the worker held by the fault
+        assert (state["pid"], state["state"], state["embedded"]) == (worker, "running", EMBED_COMMIT_BLOCKS)
+        st = status(index)["vector_lane"]
+        assert (st["blocks_with_vectors"], st["blocks"]) == (EMBED_COMMIT_BLOCKS, DOCS)
+        assert st["embedding"]["state"] == "running" and st["embedding"]["pid"] == worker
+        assert (st["embedding"]["embedded"], st["embedding"]["total"]) == (EMBED_COMMIT_BLOCKS, DOCS)
+        assert st["embedding"]["rate_blocks_per_s"] > 0 and st["embedding"]["eta_s"] > 0
+        text = run_cli("status", "--index", str(index)).stdout
+        assert f"embedding in progress (process {worker}): {EMBED_COMMIT_BLOCKS} of {DOCS} blocks (85 %) embedded" \
+            in text
+
+        # The vector lane answers with the vectors it has, and the response says embedding goes on.
+        resp = json.loads(run_cli("search", "an owl hunting at dusk", "--index", str(index), "--format",
+                                  "json").stdout)
+        assert "vector" in resp["lanes"] and "vector" not in resp["unavailable_lanes"]
+        assert resp["notice"] == (f"{DOCS - EMBED_COMMIT_BLOCKS} document(s) have no vector yet, so the vector"
+                                  " lane does not see them: embedding is in progress (`sleuth status` shows how far)")
+        assert any("vector" in h["sources"] for h in resp["hits"])
+
+        # Only one process embeds an index: a second worker leaves the work to the first.
+        second = run_cli("embed", "--worker", "--index", str(index))
+        assert second.returncode == 0 and vectors_in(index) == EMBED_COMMIT_BLOCKS
+    finally:
+        os.kill(worker, signal.SIGKILL)
+    wait_gone(worker)
+
+    st = status(index)["vector_lane"]["embedding"]
+    assert st == {"state": "stopped", "embedded": EMBED_COMMIT_BLOCKS, "total": DOCS}
+    assert "embedding stopped: 256 of 300 blocks (85 %) embedded and no process is embedding the rest: run " \
+           "`sleuth embed` to resume" in run_cli("status", "--index", str(index)).stdout
+
+    # The next run embeds only what the killed worker had not committed.
+    resumed = json.loads(run_cli("embed", "--index", str(index), "--format", "json").stdout)
+    assert (resumed["embedded"], resumed["blocks_with_vectors"], resumed["blocks"]) == \
+        (DOCS - EMBED_COMMIT_BLOCKS, DOCS, DOCS)
+    assert status(index)["vector_lane"]["embedding"] == {"state": "done", "embedded": DOCS, "total": DOCS}
+    resp = json.loads(run_cli("search", "an owl hunting at dusk", "--index", str(index), "--format", "json").stdout)
+    assert resp["notice"] is None
+
+
+def wait_gone(pid: int) -> None:
+    """Until process ``pid`` has ended (a safety net of a minute: SIGKILL is immediate)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":  # ended, not yet reaped by its new parent
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} still runs")
+
+
+def test_index_returns_and_embed_waits_for_the_worker(tmp_path: Path) -> None:
+    notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
+    out = run_cli("index", str(notes), "--project", "notes", "--index", str(index), "--no-wait",
+                  env={INDEX_WAIT_ENV: "1"}).stdout  # --no-wait beats the environment
+    assert f"keyword search is ready; embedding {DOCS} block(s) in the background (process " in out
+    # `sleuth embed` waits for the worker, then embeds whatever is left: nothing is embedded twice.
+    waited = json.loads(run_cli("embed", "--index", str(index), "--format", "json").stdout)
+    assert (waited["blocks_with_vectors"], waited["blocks"]) == (DOCS, DOCS)
+    assert vectors_in(index) == DOCS
+    assert status(index)["vector_lane"]["embedding"]["state"] == "done"
+    # Nothing changed: nothing to embed, no worker started.
+    again = json.loads(run_cli("index", str(notes), "--project", "notes", "--index", str(index), "--format", "json",
+                               "--no-wait").stdout)
+    assert again["unchanged"] == DOCS and "embedding" not in again
+
+
+def test_index_wait_embeds_before_it_returns_with_progress_lines_on_stderr(tmp_path: Path) -> None:
+    notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
+    proc = subprocess.run([*SLEUTH, "index", str(notes), "--project", "notes", "--index", str(index), "--wait"],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "SLEUTH_PROGRESS_INTERVAL_S": "0", INDEX_WAIT_ENV: "0"})
+    assert proc.returncode == 0, proc.stderr
+    assert f"{DOCS} blocks written, {DOCS} embedded, 0 skipped" in proc.stdout
+    assert "sleuth index:" not in proc.stdout  # progress goes to stderr only
+    lines = proc.stderr.splitlines()
+    assert all(line.startswith("sleuth index: ") for line in lines)
+    phases = [line.split(": ", 1)[1].split(" | ") for line in lines]
+    assert [p.split(" ")[0] for p in phases[-1]] == ["scan", "parse", "postings", "embedding"]
+    assert phases[-1][0].startswith(f"scan {DOCS}/{DOCS} files") and phases[-1][0].endswith(" s")
+    assert phases[-1][3].startswith(f"embedding {DOCS}/{DOCS} blocks, ") and ", done in " in phases[-1][3]
+    # Interval 0: a line at every change, so the parse is seen part-way with its total known.
+    assert any(p[1].startswith("parse ") and f"/{DOCS} files" in p[1] and "ETA" in p[1]
+               for p in phases if len(p) > 1 and not p[1].startswith(f"parse {DOCS}/"))
+    assert vectors_in(index) == DOCS

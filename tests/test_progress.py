@@ -1,0 +1,130 @@
+"""Progress per phase: counts, rate and time left, as plain lines (the clock is injected)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from sleuth.errors import ConfigError
+from sleuth.progress import PlainLines, Progress, format_duration, progress_interval_s
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_each_phase_shows_its_count_rate_and_time_left() -> None:
+    clock = Clock()
+    progress = Progress(clock=clock)
+    progress.start("scan")
+    clock.now += 2
+    progress.advance("scan", 400)
+    assert progress.line() == "scan 400 files, 200.0 files/s"  # no total yet: no time left
+    progress.finish("scan", final=False)
+    progress.start("parse", total=400)
+    clock.now += 4
+    progress.advance("parse", 100)
+    assert progress.line() == ("scan 400/400 files, 200.0 files/s, done in 2 s | "
+                               "parse 100/400 files, 25.0 files/s, ETA 12 s")
+    progress.start("embedding", total=10_000, done=4_000)  # 4,000 embedded before: not in the rate
+    clock.now += 10
+    progress.advance("embedding", 500)
+    assert progress.line().endswith("embedding 4,500/10,000 blocks, 50.0 blocks/s, ETA 1 min 50 s")
+
+
+def test_plain_lines_come_once_per_interval_and_at_the_end() -> None:
+    clock, out = Clock(), io.StringIO()
+    progress = Progress(PlainLines(out, interval_s=5, label="sleuth index"), clock=clock)
+    progress.start("parse", total=30)
+    for _ in range(30):
+        clock.now += 0.5
+        progress.advance("parse")
+    progress.finish("parse")
+    assert out.getvalue().splitlines() == [
+        "sleuth index: parse 10/30 files, 2.0 files/s, ETA 10 s",  # 5 s after the start
+        "sleuth index: parse 20/30 files, 2.0 files/s, ETA 5 s",
+        "sleuth index: parse 30/30 files, 2.0 files/s, ETA 0 s",
+        "sleuth index: parse 30/30 files, 2.0 files/s, done in 15 s",
+    ]
+
+
+def test_interval_zero_writes_every_change_and_a_quick_run_only_its_end() -> None:
+    clock, out = Clock(), io.StringIO()
+    progress = Progress(PlainLines(out, interval_s=0), clock=clock)
+    progress.start("postings")
+    clock.now += 1
+    progress.advance("postings", 500)
+    assert out.getvalue().splitlines() == ["sleuth: postings 0 blocks", "sleuth: postings 500 blocks, 500.0 blocks/s"]
+    quick = io.StringIO()
+    progress = Progress(PlainLines(quick, interval_s=5), clock=clock)
+    progress.start("scan")
+    progress.advance("scan", 3)
+    progress.finish("scan", final=False)  # the parse goes on: no line yet
+    progress.advance("parse", 3)
+    clock.now += 1
+    progress.finish("parse")
+    progress.finish("scan")
+    assert quick.getvalue() == "sleuth: scan 3/3 files, done in 0 s | parse 3/3 files, 3.0 files/s, done in 1 s\n"
+
+
+def test_durations_and_the_interval_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert [format_duration(s) for s in (0.4, 59.6, 200, 7500)] == ["0 s", "1 min 00 s", "3 min 20 s", "2 h 05 min"]
+    monkeypatch.setenv("SLEUTH_PROGRESS_INTERVAL_S", "0")
+    assert progress_interval_s() == 0
+    monkeypatch.setenv("SLEUTH_PROGRESS_INTERVAL_S", "soon")
+    with pytest.raises(ConfigError, match="SLEUTH_PROGRESS_INTERVAL_S must be a number of seconds >= 0"):
+        progress_interval_s()
+
+
+def test_a_watchers_quick_batch_writes_nothing_and_a_long_one_its_end_too() -> None:
+    clock, out = Clock(), io.StringIO()
+    quick = Progress(PlainLines(out, interval_s=5, end_line=False), clock=clock)
+    quick.advance("parse", 2)
+    clock.now += 1
+    quick.finish("parse")
+    assert out.getvalue() == ""
+    long = Progress(PlainLines(out, interval_s=5, label="sleuth watch", end_line=False), clock=clock)
+    long.start("parse")
+    clock.now += 6
+    long.advance("parse", 12)
+    long.finish("parse")
+    assert out.getvalue().splitlines() == ["sleuth watch: parse 12 files, 2.0 files/s",
+                                           "sleuth watch: parse 12/12 files, 2.0 files/s, done in 6 s"]
+
+
+def test_bars_show_every_phase_with_its_count() -> None:
+    from sleuth.progress import RichBars
+
+    out = io.StringIO()
+    bars = RichBars(out)
+    progress = Progress(bars)
+    progress.start("parse", total=40)
+    progress.advance("parse", 40)
+    progress.start("embedding", total=300, done=256)
+    bars.close()
+    text = out.getvalue()
+    assert "parse" in text and "40/40" in text and "embedding" in text and "256/300" in text
+
+
+def test_the_python_api_counts_every_phase_of_a_run(tmp_path) -> None:
+    from sleuth.config import Config
+    from sleuth.engine import Engine
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(3):
+        (notes / f"n{i}.md").write_text(f"# Note {i}\n\nText {i}.\n", encoding="utf-8")
+    (notes / "table.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    out = io.StringIO()
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        report = engine.index([notes], project="notes", phases=Progress(PlainLines(out, interval_s=3600)))
+    assert report.skipped == [{"path": "table.csv", "reason": 'tabular data file: .csv (set tabular = "index" in'
+                                                              ' config.toml to index it)'}]
+    (line,) = out.getvalue().splitlines()
+    assert [p.split(", ")[0] for p in line.removeprefix("sleuth: ").split(" | ")] == [
+        "scan 4/4 files", "parse 4/4 files", "postings 3/3 blocks"]
