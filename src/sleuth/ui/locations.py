@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 #: The character between two PDF pages' texts (see :data:`sleuth.ingest.pdf.PAGE_SEPARATOR`).
 PAGE_BREAK = "\f"
+#: Kinds whose stored lines are not lines of the file a person opens.
+LINELESS_KINDS = frozenset({"pdf", "notebook"})
 
 
 class PageIndex:
@@ -38,14 +40,16 @@ def location_label(kind: str, heading_path: Sequence[str], lines: Sequence[int],
                    cell: int | None = None) -> str:
     """One line saying where a passage is: ``"§ A > B · page 3"``, ``"§ A · cell 4"``, ``"lines 3-9"``.
 
-    A PDF's lines are lines of its extracted text, which mean nothing to a reader: its page is
-    shown instead; a notebook's cell likewise, when known.
+    The lines of a PDF (of its extracted text) and of a notebook (of its rendered cells, not of the
+    ``.ipynb`` file) mean nothing to a reader and are never shown: the page, or the cell when the
+    pipeline knows it, is shown instead.
     """
     parts = [f"§ {' > '.join(heading_path)}"] if heading_path else []
     if page is not None:
-        parts.append(f"page {page}")
+        if f"page {page}" not in heading_path:  # a PDF block's heading path may name its page already
+            parts.append(f"page {page}")
     elif cell is not None:
         parts.append(f"cell {cell}")
-    elif kind != "pdf" and len(lines) == 2 and lines[0] > 0:
+    elif kind not in LINELESS_KINDS and len(lines) == 2 and lines[0] > 0:
         parts.append(f"line {lines[0]}" if lines[0] == lines[1] else f"lines {lines[0]}-{lines[1]}")
     return " · ".join(parts)
