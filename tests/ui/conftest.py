@@ -1,7 +1,8 @@
 """Fixtures for the tests of ``sleuth ui``: a small real corpus indexed by the real CLI (markdown
 with front matter, a decision record, a three-page PDF, a notebook, a broken notebook that fails to
-parse, and a second project), a real ``sleuth ui`` process on a free loopback port, and headless
-Debian chromium driven by Playwright (the system binary: no browser is downloaded)."""
+parse, a second project, and a third with two roots holding the same path), a real ``sleuth ui``
+process on a free loopback port, and headless Debian chromium driven by Playwright (the system
+binary: no browser is downloaded)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -90,6 +92,10 @@ def ui_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     other = base / "other"
     other.mkdir()
     (other / "secret.md").write_text("# Other project\n\nThe zebrafinch of the other project.\n", encoding="utf-8")
+    for lang, word in (("en", "English"), ("ja", "Japanese")):  # one project, two roots, the same path
+        (base / "twin" / lang).mkdir(parents=True)
+        (base / "twin" / lang / "guide.md").write_text(f"# Guide\n\nThe marmosetword guide in {word}.\n",
+                                                      encoding="utf-8")
     return base
 
 
@@ -99,6 +105,8 @@ def ui_index(ui_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     index = tmp_path_factory.mktemp("ui-index") / "idx"
     run_cli("index", str(ui_corpus / "notes"), "--project", "notes", "--index", str(index))
     run_cli("index", str(ui_corpus / "other"), "--project", "other", "--index", str(index))
+    run_cli("index", str(ui_corpus / "twin" / "en"), str(ui_corpus / "twin" / "ja"), "--project", "twin",
+            "--index", str(index))
     return index
 
 
@@ -106,8 +114,9 @@ class UiServer:
     """A running `sleuth ui` process and its URL."""
 
     def __init__(self, index: Path, *extra: str) -> None:
+        self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # read only when it failed
         self.proc = subprocess.Popen([*SLEUTH, "ui", "--port", "0", "--index", str(index), *extra],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
         assert self.proc.stdout is not None
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
@@ -118,7 +127,8 @@ class UiServer:
                 break
         if "serving http://" not in line:
             self.stop()
-            why = self.proc.stderr.read() if self.proc.stderr else ""
+            self.log.seek(0)
+            why = self.log.read()
             raise AssertionError(f"sleuth ui did not start: {line!r} {why}")
         self.url = line.split("serving ", 1)[1].split(" ", 1)[0]
         self.port = int(self.url.rstrip("/").rsplit(":", 1)[1])
@@ -140,9 +150,9 @@ class UiServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.log.close()
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ project restriction and readable errors."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,7 +69,8 @@ def test_filters_the_pipeline_lacks_are_reported_not_applied_after_top_k(ui_serv
     _, facets = ui_server.get("/api/facets")
     assert facets["filters"] == {"path": "path" not in lacking, "tag": "tag" not in lacking,
                                  "offset": "offset" not in lacking}
-    assert facets["projects"] == ["notes", "other"]
+    assert facets["projects"] == ["notes", "other", "twin"]
+    assert [Path(r).name for r in facets["roots"]["twin"]] == ["en", "ja"]
 
 
 @pytest.mark.parametrize(("params", "status", "error"), [
@@ -108,7 +110,7 @@ def test_document_view_marks_the_matched_blocks(ui_server: UiServer) -> None:
 def test_index_page_coverage_skipped_by_reason_and_embedding(ui_server: UiServer) -> None:
     _, s = ui_server.get("/api/status")
     assert [(c["project"], c["indexed"], c["skipped"], c["failed"]) for c in s["coverage"]] == [
-        ("notes", 6, 0, 1), ("other", 1, 0, 0)]
+        ("notes", 6, 0, 1), ("other", 1, 0, 0), ("twin", 1, 0, 0), ("twin", 1, 0, 0)]
     assert s["skipped_by_reason"] == [{"reason": "cannot parse", "files": 1, "state": "failed"}]
     assert [f["path"] for f in s["skipped_files"]] == ["broken.ipynb"]
     assert s["stale"] is None and s["writer"] is None
@@ -120,7 +122,7 @@ def test_index_page_coverage_skipped_by_reason_and_embedding(ui_server: UiServer
 
 def test_stale_files_are_counted(ui_index: Path, ui_corpus: Path) -> None:
     note = ui_corpus / "other" / "secret.md"
-    before = note.read_text(encoding="utf-8")
+    before, stat = note.read_text(encoding="utf-8"), note.stat()
     server = UiServer(ui_index)
     try:
         note.write_text(before + "\nA new line.\n", encoding="utf-8")
@@ -128,6 +130,7 @@ def test_stale_files_are_counted(ui_index: Path, ui_corpus: Path) -> None:
         assert [(f["project"], f["path"], f["freshness"]) for f in s["stale"]] == [("other", "secret.md", "stale")]
     finally:
         note.write_text(before, encoding="utf-8")
+        os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # as indexed again, for the other tests
         server.stop()
 
 

@@ -168,12 +168,12 @@ def test_the_document_view_marks_matched_blocks(page: Any, ui_server: UiServer, 
 def test_the_index_page_shows_coverage(page: Any, ui_server: UiServer, tmp_path: Path) -> None:
     open_page(page, ui_server.url + "#/index")
     page.wait_for_selector("#count-stale")
-    assert page.locator("#count-documents dd").text_content() == "7"
+    assert page.locator("#count-documents dd").text_content() == "9"
     assert page.locator("#count-skipped dd").text_content() == "1"
     assert page.locator("#count-stale dd").text_content() == "0"
     rows = page.locator("#coverage tbody tr")
     assert [rows.nth(i).locator("td").all_text_contents()[2:5] for i in range(rows.count())] == [
-        ["6", "0", "1"], ["1", "0", "0"]]
+        ["6", "0", "1"], ["1", "0", "0"], ["1", "0", "0"], ["1", "0", "0"]]
     assert page.locator("#skipped-reasons tbody tr td").all_text_contents() == ["cannot parse (failed)", "1"]
     progress = page.locator("#embed-progress")
     assert progress.get_attribute("value") == progress.get_attribute("max")
@@ -201,3 +201,9 @@ def test_a_search_error_is_shown_as_its_sentence(page: Any, ui_server: UiServer)
     page.wait_for_selector("#search-status.error")
     assert page.locator("#search-status").text_content() == "since must be a date"
     assert page.locator(".hit").count() == 0
+
+
+def test_a_project_with_two_roots_shows_which_root(page: Any, ui_server: UiServer) -> None:
+    open_page(page, ui_server.url + "#/search?q=marmosetword")
+    page.wait_for_selector(".hit >> nth=1")
+    assert sorted(page.locator(".hit .path").all_text_contents()) == ["en/guide.md", "ja/guide.md"]

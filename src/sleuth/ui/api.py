@@ -304,9 +304,10 @@ def status_json(engine: Engine, files: bool = False, allowed: Sequence[str] | No
 
 
 def facets_json(engine: Engine, allowed: Sequence[str] | None = None) -> dict[str, Any]:
-    """What the page's filters offer: the projects shown, kind labels, roles and families."""
-    projects = [p for p in engine.project_ids() if allowed is None or p in allowed]
-    return {"projects": projects, "kinds": list(KIND_LABELS), "roles": list(ROLES),
+    """What the page's filters offer: the projects shown (with their roots), kind labels, roles and
+    families, and which of the filters the pipeline applies."""
+    roots = {p: list(r) for p, r in sorted(engine.catalog.roots().items()) if allowed is None or p in allowed}
+    return {"projects": list(roots), "roots": roots, "kinds": list(KIND_LABELS), "roles": list(ROLES),
             "families": list(SOURCE_FAMILIES), "query_max_chars": QUERY_MAX_CHARS, "limit_max": UI_LIMIT_MAX,
             "filters": {name: any(f in SearchFilters.model_fields for f in fields)
                         for name, fields in _PASSTHROUGH_FILTER_FIELDS.items()}

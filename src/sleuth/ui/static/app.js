@@ -89,7 +89,8 @@
     const width = BAR_LABEL_W + BAR_W + TEXT_W;
     const height = Math.max(rows.length, 1) * ROW_H + 4;
     const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", class: "lane-chart" });
-    const summary = rows.map((c) => `${c.lane}: rank ${c.rank}, contribution ${c.contribution.toFixed(3)}`).join("; ");
+    const summary = rows.map((c) => `${c.lane}: rank ${c.rank}, weight ${c.weight}, contribution ${c.contribution.toFixed(3)}`
+      + (c.weight === 0 ? " (not counted: it repeated another lane's list)" : "")).join("; ");
     const title = svg("title", {});
     title.textContent = rows.length ? `Why it ranked: ${summary}` : "No lane trace";
     chart.append(title);
@@ -137,10 +138,18 @@
     return `#/doc/${encodeURIComponent(hit.doc_id)}?block=${encodeURIComponent(blocks)}`;
   }
 
+  // "root/" before the path when the hit's project has several roots (else the paths could look alike).
+  function rootLabel(hit) {
+    const roots = state.facets && state.facets.roots ? state.facets.roots[hit.project] || [] : [];
+    if (roots.length < 2 || !hit.root) return "";
+    const parts = hit.root.replace(/\/+$/, "").split("/");
+    return `${parts[parts.length - 1]}/`;
+  }
+
   function renderHit(hit, scale, position) {
     const link = el("a", { href: docHash(hit), tabindex: "-1", text: hit.title || hit.path || hit.doc_id });
     const meta = el("p", { class: "meta" },
-      `${hit.project}${hit.root && hit.path ? " · " : ""}`, hit.path ? el("span", { class: "path", text: hit.path }) : null,
+      `${hit.project}${hit.path ? " · " : ""}`, hit.path ? el("span", { class: "path", text: rootLabel(hit) + hit.path }) : null,
       ` · ${hit.label}`, hit.role && hit.role !== "other" ? ` · ${hit.role}` : "",
       hit.location && hit.location.label ? " · " : "",
       hit.location && hit.location.label ? el("span", { class: "loc", text: hit.location.label }) : null,
