@@ -127,7 +127,11 @@ def test_lane_bars_are_drawn_to_scale(page: Any, ui_server: UiServer, tmp_path: 
         assert box["width"] == pytest.approx(max(1.0, contribution / largest * BAR_W_PX), abs=0.6)
         centre = (int(box["x"] + box["width"] / 2), int(box["y"] + box["height"] / 2))
         assert near(image.getpixel(centre), LANE_RGB[lane]), (lane, image.getpixel(centre))
-    # The largest contribution of the page fills the bar area; the chart says each lane's rank.
+    # Every chart lists the lanes in the order they ran; the largest contribution of the page fills
+    # the bar area; the chart says each lane's rank.
+    for h in range(page.locator(".hit").count()):
+        lanes = page.locator(".hit").nth(h).locator("rect.lane-bar")
+        assert [lanes.nth(i).get_attribute("data-lane") for i in range(lanes.count())] == body["lanes"]
     widths = sorted(bars.nth(i).bounding_box()["width"] for i in range(3))
     assert widths[-1] == pytest.approx(BAR_W_PX, abs=0.6)
     label = page.locator(".hit").first.locator("svg.lane-chart").get_attribute("aria-label")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import pytest
 
 from sleuth.ui.api import skip_reason_key
-from sleuth.ui.guard import allowed_hosts, allowed_origins, refusal
+from sleuth.ui.guard import HostOriginGuard, allowed_hosts, allowed_origins, refusal
 from sleuth.ui.locations import PageIndex, location_label
 
 PORT = 8765
@@ -78,3 +81,34 @@ def test_skip_reasons_count_together_without_their_particulars() -> None:
     assert skip_reason_key("cannot parse: broken.ipynb: invalid notebook JSON (line 1)") == "cannot parse"
     assert skip_reason_key("too large (12.5 MB > 10 MB limit)") == "too large"
     assert skip_reason_key("too many pages: 2500 > 2000 page limit for PDF") == "too many pages"
+
+
+def call(guard: HostOriginGuard, path: str) -> tuple[int, dict[bytes, bytes], bytes]:
+    """One request through ``guard``: (status, headers, body)."""
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    asyncio.run(guard(scope(path, host="127.0.0.1:8765"), receive, send))
+    return sent[0]["status"], dict(sent[0]["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
+
+
+async def ok_app(scope: dict, receive: object, send: object) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})  # type: ignore[operator]
+    await send({"type": "http.response.body", "body": b"ok"})  # type: ignore[operator]
+
+
+def test_an_authorize_hook_guards_the_api_and_headers_are_added() -> None:
+    """The hook a token check plugs into when the index is served over HTTP behind tokens."""
+    guard = HostOriginGuard(ok_app, PORT, authorize=lambda s: "A bearer token is needed.")
+    status, headers, body = call(guard, "/api/search")
+    assert (status, json.loads(body)) == (401, {"error": "A bearer token is needed."})
+    assert b"frame-ancestors 'none'" in headers[b"content-security-policy"]
+    status, headers, body = call(guard, "/")  # the page itself holds nothing of the index
+    assert (status, body) == (200, b"ok") and headers[b"x-content-type-options"] == b"nosniff"
+    open_guard = HostOriginGuard(ok_app, PORT, authorize=lambda s: None)
+    assert call(open_guard, "/api/search")[0] == 200

@@ -82,7 +82,10 @@
   // An SVG of each lane's contribution (bar length against the largest of the page, from a zero
   // axis: a negative z-score contribution goes left) and its rank in that lane.
   function laneChart(explain, scale) {
-    const rows = explain || [];
+    // The lanes in one order on every result (the order they ran in), so charts compare at a glance.
+    const order = scale.lanes || [];
+    const at = (c) => { const i = order.indexOf(c.lane.split("#")[0]); return i < 0 ? order.length : i; };
+    const rows = (explain || []).slice().sort((a, b) => at(a) - at(b) || a.lane.localeCompare(b.lane));
     const hasNegative = rows.some((c) => c.contribution < 0) || scale.negative;
     const zero = BAR_LABEL_W + (hasNegative ? BAR_W / 2 : 0);
     const span = hasNegative ? BAR_W / 2 : BAR_W;
@@ -161,7 +164,8 @@
         p.location ? el("span", { class: "ploc", text: p.location }) : null, highlighted(p.text, p.highlights)));
     }
     const why = el("figure", { class: "why" }, el("h4", { text: `Why it ranked · score ${hit.score.toFixed(3)}` }),
-      laneChart(hit.explain, scale));
+      laneChart(hit.explain, scale),
+      el("figcaption", { text: "Bar: the lane's share of the score · #: its rank in that lane" }));
     const item = el("li", {
       class: "hit", tabindex: "0", "data-doc": hit.doc_id, "data-rank": hit.rank, "data-position": position,
       "aria-label": `${hit.rank}. ${hit.title}`,
@@ -214,7 +218,7 @@
     const list = $("results");
     list.replaceChildren();
     state.last = body;
-    const scale = chartScale(body.hits);
+    const scale = { ...chartScale(body.hits), lanes: body.lanes || [] };
     body.hits.forEach((hit, i) => list.append(renderHit(hit, scale, i)));
     const notes = [];
     if (body.ignored_filters && body.ignored_filters.length) {
