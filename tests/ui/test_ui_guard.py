@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -93,7 +94,10 @@ def call(guard: HostOriginGuard, path: str) -> tuple[int, dict[bytes, bytes], by
     async def send(message: dict) -> None:
         sent.append(message)
 
-    asyncio.run(guard(scope(path, host="127.0.0.1:8765"), receive, send))
+    # In a thread of its own: a test session that drives a browser (Playwright's sync API) keeps an
+    # event loop running in the main thread.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(lambda: asyncio.run(guard(scope(path, host="127.0.0.1:8765"), receive, send))).result()
     return sent[0]["status"], dict(sent[0]["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
 
 
