@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DEMO_INDEX := .demo-index
 SHARED_DATA ?= ../shared/data
 
-.PHONY: demo test venv eval clean
+.PHONY: demo test venv eval clean ui-test-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,15 @@ demo: venv
 	$(BIN)/sleuth search "parse_query" --index $(DEMO_INDEX) --limit 3
 	$(BIN)/sleuth search '"write lock" catalog generation' --index $(DEMO_INDEX) --limit 3 --explain
 
-test: venv
+# What the browser tests of `sleuth ui` (tests/ui) need besides Python packages: the WebMCP polyfill
+# from npm (pinned by tests/ui/package-lock.json) and Debian's chromium (`apt-get install chromium`;
+# .ci/run installs it when missing).
+ui-test-deps:
+	npm ci --prefix tests/ui --no-audit --no-fund --silent
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+		{ echo "chromium is missing: apt-get install chromium (the tests in tests/ui drive it)" >&2; exit 1; }
+
+test: venv ui-test-deps
 	$(BIN)/python -m pytest -q
 
 eval: venv
@@ -40,4 +48,4 @@ bench-smoke: venv
 	$(BIN)/python bench/run.py --data $(SHARED_DATA) --smoke --out $${TMPDIR:-/tmp}/sleuth-bench-smoke.md
 
 clean:
-	rm -rf $(VENV) $(DEMO_INDEX) .pytest_cache
+	rm -rf $(VENV) $(DEMO_INDEX) .pytest_cache tests/ui/node_modules

@@ -1,4 +1,4 @@
-"""The command line: ``sleuth index|embed|search|get|projects|status|doctor|watch|serve|broker|guides build|eval``.
+"""The command line: ``sleuth index|embed|search|get|projects|status|doctor|watch|serve|broker|guides build|eval|ui``.
 
 The commands live in :mod:`sleuth.commands`, one module per family; this module is the group, the
 entry point and what a process does first (:mod:`sleuth.startup`). Errors from sleuth
@@ -29,6 +29,7 @@ from sleuth.commands.options import handle_errors
 from sleuth.commands.reading import get_cmd, projects_cmd, render_text, search_cmd
 from sleuth.commands.serving import broker_group, serve_cmd
 from sleuth.commands.tools import eval_cmd, guides_group
+from sleuth.commands.ui import ui_cmd
 
 __all__ = ["cli", "handle_errors", "main", "quick_exit", "render_text"]
 
@@ -53,6 +54,7 @@ cli.add_command(serve_cmd)
 cli.add_command(broker_group)
 cli.add_command(guides_group)
 cli.add_command(eval_cmd)
+cli.add_command(ui_cmd)
 
 
 #: Commands that only read the index. Once one has answered, the process ends without Python's

@@ -1,0 +1,35 @@
+"""``sleuth ui``: the local web page over an index (see :mod:`sleuth.ui`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from sleuth.commands.options import handle_errors, index_option
+from sleuth.ui import UI_DEFAULT_PORT
+
+
+@click.command("ui")
+@click.option("--port", type=click.IntRange(0, 65535), default=UI_DEFAULT_PORT, show_default=True,
+              help="TCP port to listen on (0: any free port; the URL is printed).")
+@click.option("--host", type=click.Choice(["127.0.0.1", "::1", "localhost"]), default="127.0.0.1",
+              show_default=True, help="Loopback address to listen on (the page is never served beyond this machine).")
+@click.option("--project", "projects", multiple=True,
+              help="Projects the page may show (repeatable; default: every project).")
+@index_option
+@handle_errors
+def ui_cmd(port: int, host: str, projects: tuple[str, ...], index_dir: Path | None) -> None:
+    """Serve a local web page to search the index, see why each result ranked, read documents and
+    check what the index holds. Open the printed URL in a browser; Ctrl-C stops it."""
+    from sleuth.engine import Engine
+    from sleuth.errors import ProjectNotFound
+    from sleuth.ui.app import serve_ui
+
+    with Engine.open(index_dir) as engine:
+        known = set(engine.project_ids())
+        for p in projects:
+            if p not in known:
+                raise ProjectNotFound(f"project not found: {p!r}")
+        serve_ui(engine, port, host, list(projects) or None,
+                 ready=lambda url: click.echo(f"sleuth ui: serving {url} (Ctrl-C to stop)"))
