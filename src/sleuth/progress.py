@@ -245,6 +245,6 @@ def terminal_sink(stream: TextIO | None = None, label: str = "sleuth") -> PlainL
     """Bars when ``stream`` (default stderr) is a terminal, else plain lines every
     :func:`progress_interval_s` seconds."""
     stream = stream or sys.stderr
-    if stream.isatty():
+    if stream is not None and stream.isatty():
         return RichBars(stream)
     return PlainLines(stream, progress_interval_s(), label)

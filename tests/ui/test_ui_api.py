@@ -45,7 +45,7 @@ def test_pdf_hits_are_located_by_page_and_notebooks_without_file_lines(ui_server
     assert pdf["hits"][0]["location"]["page"] == 2
     assert pdf["hits"][0]["location"]["label"] == "§ page 2"
     _, notebook = ui_server.get(q(q="pangolinset"))
-    assert notebook["hits"][0]["location"]["label"] == "§ Experiments > Loading"
+    assert notebook["hits"][0]["location"]["label"] == "§ Experiments > Loading > cells 2-3"
 
 
 def test_kind_role_project_and_date_filters(ui_server: UiServer) -> None:
@@ -98,7 +98,7 @@ def test_document_view_marks_the_matched_blocks(ui_server: UiServer) -> None:
     status, doc = ui_server.get("/api/document?" + urllib.parse.urlencode(
         {"id": hit["doc_id"], "block": ",".join(hit["block_ids"])}))
     assert status == 200
-    assert (doc["path"], doc["kind"], doc["pages"], doc["truncated"]) == ("papers/evaluation.pdf", "pdf", 3, False)
+    assert (doc["path"], doc["kind"], doc["pages"], doc["truncated"]) == ("papers/evaluation.pdf", "paper", 3, False)
     matched = [b for b in doc["blocks"] if b["matched"]]
     assert [b["block_id"] for b in matched] == hit["block_ids"]
     text = doc["text"]
@@ -161,7 +161,8 @@ def test_project_restriction_hides_other_projects_like_unknown_ones(notes_only: 
     assert [c["project"] for c in s["coverage"]] == ["notes"] and s["documents"] == 6
     hidden = ui_server.get(q(q="zebrafinch", project="other"))[1]["hits"][0]["doc_id"]
     assert notes_only.get("/api/document?id=" + urllib.parse.quote(hidden)) == (
-        404, {"error": f"document not found: {hidden!r}"})
+        404, {"error": f"document not found: {hidden!r} (give a document id, a block id or a path relative to its "
+                       "root, as `sleuth search` shows them)"})
 
 
 def test_host_and_origin_are_checked(ui_server: UiServer) -> None:

@@ -139,7 +139,8 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
                 done = background.embed_now(engine, Progress(sink)) or 0
             finally:
                 sink.close()
-            have, total = (engine.catalog.vector_counts(engine.embedder().name) if engine.embedder() else (0, 0))
+            embedder = engine.embedder()
+            have, total = engine.catalog.vector_counts(embedder.name) if embedder is not None else (0, 0)
             result = {"state": "done", "embedded": done, "blocks_with_vectors": have, "blocks": total,
                       "model_unavailable": engine.model_unavailable}
     if fmt == "json":
@@ -147,7 +148,8 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
     elif result.get("model_unavailable"):
         click.echo(f"nothing embedded: {result['model_unavailable']}")
     elif in_background:
-        click.echo(f"embedding {pending} block(s) in the background (process {result['pid']})" if result["pid"]
+        click.echo(f"embedding {result['pending_blocks']} block(s) in the background (process {result['pid']})"
+                   if result["pid"]
                    else "every block has a vector: nothing to embed")
     else:
         click.echo(f"embedded {result['embedded']} block(s); {result['blocks_with_vectors']} of "
