@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
@@ -328,6 +328,17 @@ def analyze(text: str) -> list[str]:
     # Pieces found by str.split, each looked up in the cache from C: no Python code runs for a piece
     # seen before.
     return list(chain.from_iterable(map(_TERMS_OF, map(_PIECES.__getitem__, text.split()))))
+
+
+def block_terms(text: str, title_terms: Sequence[str]) -> str:
+    """The terms a block is indexed under, whitespace-joined: its text's (:func:`analyze`), with its
+    document title's (``analyze(title)``) in front unless the text already starts with them (so every
+    block of a document carries its title). What the bm25 lane's postings hold for the block; the
+    catalog keeps the text and title, not these, and they are computed again when needed."""
+    terms = analyze(text)
+    if title_terms and terms[: len(title_terms)] != list(title_terms):
+        terms = [*title_terms, *terms]
+    return " ".join(terms)
 
 
 def surface_tokens(text: str) -> list[str]:
