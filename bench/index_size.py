@@ -3,7 +3,8 @@
 With ``--build FOLDER --index INDEX [--random-vectors]``, first indexes FOLDER into INDEX (the
 default model embeds the blocks; with ``--random-vectors``, the folder is indexed lexical-only and
 every block then gets a seeded random unit vector of the default model, as bench/run.py does for
-tldr, and the lanes are warmed so the vector lane's files are written). Run it with two checkouts
+tldr, and the lanes are warmed so the vector lane's files are written; with ``--lexical``, no model:
+the keyword index alone). Run it with two checkouts
 (``PYTHONPATH=<checkout>/src``) to compare their index sizes on the same corpus.
 """
 
@@ -17,11 +18,16 @@ from pathlib import Path
 import numpy as np
 
 
-def build(folder: Path, index: Path, random_vectors: bool, seed: int = 20240601) -> None:
+def build(folder: Path, index: Path, random_vectors: bool, lexical: bool = False, seed: int = 20240601) -> None:
     from sleuth.config import Config
     from sleuth.engine import Engine
 
     started = time.perf_counter()
+    if lexical:
+        with Engine(index, Config(model="none")) as e:
+            e.index([folder], project=folder.name)
+        print(f"indexed lexical-only (no model) in {time.perf_counter() - started:.1f} s")
+        return
     if not random_vectors:
         with Engine(index) as e:
             e.index([folder], project=folder.name)
@@ -72,9 +78,10 @@ def main() -> None:
     ap.add_argument("index", type=Path)
     ap.add_argument("--build", type=Path, default=None, help="folder to index into INDEX first")
     ap.add_argument("--random-vectors", action="store_true")
+    ap.add_argument("--lexical", action="store_true", help="index without a model (no vectors)")
     args = ap.parse_args()
     if args.build is not None:
-        build(args.build, args.index, args.random_vectors)
+        build(args.build, args.index, args.random_vectors, args.lexical)
     report(args.index)
 
 

@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
-from operator import itemgetter
 
 import Stemmer
 
@@ -203,14 +202,35 @@ def _analyse_piece(piece: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
             tuple(chain.from_iterable(map(_CHUNK_SURFACE.__getitem__, chunks))))
 
 
+class _PieceCache(_ChunkCache):
+    """Piece → its index terms (or surface tokens); a miss analyses the piece once for both caches
+    (indexing asks for both)."""
+
+    __slots__ = ("_twin", "_side")
+
+    def __init__(self, side: int) -> None:
+        super().__init__(_analyse_chunk)  # (unused: see __missing__)
+        self._side = side
+        self._twin: _PieceCache = self
+
+    def __missing__(self, piece: str) -> tuple[str, ...]:
+        if len(self) >= CHUNK_CACHE_ENTRIES:
+            self.clear()
+        if len(self._twin) >= CHUNK_CACHE_ENTRIES:
+            self._twin.clear()
+        both = _analyse_piece(piece)
+        self[piece] = both[self._side]
+        self._twin[piece] = both[1 - self._side]
+        return both[self._side]
+
+
 # Whitespace-separated pieces of text ("cells,", "(TNF-alpha)") and their tokens. No chunk spans
 # whitespace (no whitespace character is a word character or a connector: checked over every code
 # point), so a text's chunks are its pieces' chunks in order; and pieces repeat as much as words
-# do, so most of a text is analysed by ``str.split`` and one cache lookup a piece, both in C. A
-# piece's index terms and surface tokens are kept together: indexing asks for both.
-_PIECES = _ChunkCache(_analyse_piece)  # type: ignore[arg-type]
-_TERMS_OF = itemgetter(0)
-_SURFACE_OF = itemgetter(1)
+# do, so most of a text is analysed by ``str.split`` and one cache lookup a piece, both in C.
+_PIECE_TERMS = _PieceCache(0)
+_PIECE_SURFACE = _PieceCache(1)
+_PIECE_TERMS._twin, _PIECE_SURFACE._twin = _PIECE_SURFACE, _PIECE_TERMS
 
 
 def tokenize(text: str) -> list[Token]:
@@ -327,7 +347,7 @@ def analyze(text: str) -> list[str]:
     """Index terms of ``text`` in order, with repeats; the fast path of :func:`tokenize`."""
     # Pieces found by str.split, each looked up in the cache from C: no Python code runs for a piece
     # seen before.
-    return list(chain.from_iterable(map(_TERMS_OF, map(_PIECES.__getitem__, text.split()))))
+    return list(chain.from_iterable(map(_PIECE_TERMS.__getitem__, text.split())))
 
 
 def block_terms(text: str, title_terms: Sequence[str]) -> str:
@@ -347,7 +367,7 @@ def surface_tokens(text: str) -> list[str]:
     Two texts contain the same phrase exactly when one's surface-token sequence contains the
     other's; punctuation between words does not count.
     """
-    return list(chain.from_iterable(map(_SURFACE_OF, map(_PIECES.__getitem__, text.split()))))
+    return list(chain.from_iterable(map(_PIECE_SURFACE.__getitem__, text.split())))
 
 
 _DOTTED_RE = re.compile(r"\w{2,}(?:\.\w{2,})+")
