@@ -55,6 +55,8 @@ def measure(n: int, sources: list[str], queries: list[str], workdir: Path, warmu
                                             "project": "scale"}, workdir)
     row.update(index_s=lex.get("took_s"), index_rss_mb=lex.get("rss_mb"), error=lex.get("error"))
     row["lexical_bytes"] = folder_bytes(index)
+    print(f"<!-- {n:,} blocks: indexed in {lex.get('took_s') or 0:.1f} s, peak RSS {lex.get('rss_mb')} MB,"
+          f" {row['lexical_bytes'] / 2**20:,.1f} MB; load {bench.loadavg()} -->", flush=True)
     vec = bench.run_child("random_vectors", {"index": str(index), "seed": bench.SEED}, workdir)
     row.update(vectors_s=vec.get("took_s"), vectors_rss_mb=vec.get("rss_mb"))
     q = bench.run_child("queries", {"index": str(index), "queries": str(qfile), "warmup": warmup, "sets": SETS},
