@@ -207,6 +207,8 @@ def job_queries(p: dict) -> dict:
         ("vector", ["vector"], False), ("vector (cached query vector)", ["vector"], True),
         ("lexical fusion (bm25+tfidf+index)", LEXICAL_LANES, False), ("hybrid (default lanes)", None, False),
     ]
+    if p.get("sets"):  # only these rows (bench/scale.py)
+        sets = [s for s in sets if s[0] in p["sets"]]
     first: dict[str, float] = {}
     t = time.perf_counter()  # the vector lane's state: model load, matrix (cache or rebuild), HNSW above 50k
     if e.vector_unavailable is None:

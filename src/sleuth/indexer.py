@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from sleuth.errors import ConfigError, ProjectNotFound, QueryError
 from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
-from sleuth.text import analyze
+from sleuth.text import analyze, block_terms
 from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, SkippedFile
 
 if TYPE_CHECKING:
@@ -78,15 +78,6 @@ def doc_id_for(project_id: str, root_label: str, rel_path: str) -> str:
 def doc_of_block(block_id: str) -> str:
     """The document id embedded in a block id (``<doc_id>:<suffix>``)."""
     return block_id.split(":", 1)[0]
-
-
-def block_terms(text: str, title_terms: Sequence[str]) -> str:
-    """The terms a block is indexed under: its text's, with its document title's in front unless
-    the text already starts with them (so every block of a document carries its title)."""
-    terms = analyze(text)
-    if title_terms and terms[: len(title_terms)] != list(title_terms):
-        terms = [*title_terms, *terms]
-    return " ".join(terms)
 
 
 def make_blocks(project_id: str, doc_id: str, title: str, parsed: ParsedDocument) -> list[tuple[Block, str]]:

@@ -18,6 +18,7 @@ from sleuth.store.rows import (
     document_of_row,
     hit_block_of_row,
 )
+from sleuth.text import analyze, block_terms
 from sleuth.types import Block
 
 
@@ -175,24 +176,32 @@ class DocumentReads(Connected):
         return None if row is None else hit_block_of_row(row)
 
     def indexed_blocks(self, min_generation: int = 0) -> Iterator[IndexedBlock]:
-        """Every block of documents written after ``min_generation``, with its index fields."""
+        """Every block of documents written after ``min_generation``, with its index fields (its
+        terms computed from its text and its document's title: :func:`sleuth.text.block_terms`)."""
         cur = self.conn.execute(
-            f"SELECT {BLOCK_COLUMNS}, d.project_id, b.terms, d.title, d.tags, d.rel_path FROM blocks b"
+            f"SELECT {BLOCK_COLUMNS}, d.project_id, d.title, d.tags, d.rel_path FROM blocks b"
             " JOIN documents d ON b.doc_id=d.doc_id WHERE d.generation > ? ORDER BY b.doc_id, b.ordinal",
             (min_generation,),
         )
+        title_of: tuple[str, list[str]] = ("", [])
         for row in cur:
-            yield IndexedBlock(block_of_row(row[:11]), row[11], row[12], json.loads(row[13]), row[14])
+            title = row[11]
+            if title != title_of[0]:
+                title_of = (title, analyze(title))
+            block = block_of_row(row[:11])
+            yield IndexedBlock(block, block_terms(block.text, title_of[1]), title, json.loads(row[12]), row[13])
 
     def block_terms(self, doc_ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """``(block_id, project_id, terms)`` of every block of ``doc_ids`` (for a tfidf update)."""
         out: list[tuple[str, str, str]] = []
         for i in range(0, len(doc_ids), 500):
             part = doc_ids[i : i + 500]
-            out += self.conn.execute(
-                "SELECT b.block_id, d.project_id, b.terms FROM documents d JOIN blocks b ON b.doc_id = d.doc_id"
+            rows = self.conn.execute(
+                "SELECT b.block_id, d.project_id, b.text, d.title FROM documents d JOIN blocks b ON b.doc_id = d.doc_id"
                 f" WHERE d.doc_id IN ({','.join('?' * len(part))}) ORDER BY b.doc_id, b.ordinal",
                 part,
             ).fetchall()
+            out += [(block_id, project_id, block_terms(text, analyze(title)))
+                    for block_id, project_id, text, title in rows]
         return out
 

@@ -3,6 +3,7 @@
 from sleuth.text.analyze import (
     Token,
     analyze,
+    block_terms,
     fold,
     identifiers,
     is_code_identifier,
@@ -26,6 +27,7 @@ __all__ = [
     "Token",
     "analyze",
     "auto_variants",
+    "block_terms",
     "fold",
     "identifiers",
     "is_code_identifier",

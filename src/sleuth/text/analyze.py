@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 
 import Stemmer
 
@@ -46,7 +47,9 @@ _HUMP_RE = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 _LETTER_DIGIT_RE = re.compile(r"[^\W\d_]\d|\d[^\W\d_]")
 _APOSTROPHES = "'’"
 
-_STEMMER = Stemmer.Stemmer("english")
+# PyStemmer's own cache is off (0): the chunk caches below hold every stem in use, and its cache
+# made a stem cost 3 us instead of 0.5 us.
+_STEMMER = Stemmer.Stemmer("english", 0)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class Token:
 
 def fold(text: str) -> str:
     """Return ``text`` NFKD-normalised, without combining marks, casefolded (``"Café"`` → ``"cafe"``)."""
+    if text.isascii():  # NFKD leaves ASCII alone, and ASCII has no combining marks: casefold is lower
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
 
@@ -78,7 +83,7 @@ def _cjk_bigrams(run: str) -> list[str]:
 
 def _word_terms(word: str) -> list[str]:
     """Analyse one folded word without connectors (may still contain CJK runs)."""
-    if _CJK_RE.search(word) is None:
+    if word.isascii() or _CJK_RE.search(word) is None:
         return [_STEMMER.stemWord(word)] if _keep(word) else []
     terms: list[str] = []
     pos = 0
@@ -92,9 +97,12 @@ def _word_terms(word: str) -> list[str]:
     return terms
 
 
+_IDENTIFIER_MARK_RE = re.compile(r"[_.\-/:@#+]")
+
+
 def is_identifier(chunk: str) -> bool:
     """True when a raw chunk looks like a code identifier, path, ticket id or version number."""
-    if "_" in chunk or any(c in chunk for c in ".-/:@#+"):
+    if _IDENTIFIER_MARK_RE.search(chunk) is not None:
         return True
     return _HUMP_RE.search(chunk) is not None or _LETTER_DIGIT_RE.search(chunk) is not None
 
@@ -111,9 +119,35 @@ def identifier_parts(chunk: str) -> list[str]:
     return parts
 
 
-@lru_cache(maxsize=262_144)
-def _chunk_terms(chunk: str) -> tuple[str, ...]:
-    """Index terms of one raw chunk (cached: vocabularies are Zipfian)."""
+#: Distinct chunks whose analysis each cache keeps (it is emptied when full).
+CHUNK_CACHE_ENTRIES = 262_144
+
+
+class _ChunkCache(dict[str, tuple[str, ...]]):
+    """Chunk → its tokens, computed on first sight by ``analyse`` (vocabularies are Zipfian: most
+    chunks of a text were seen before). Looked up with ``cache[chunk]`` from C (``map``), so a text's
+    known chunks cost no Python call at all; emptied whole when ``CHUNK_CACHE_ENTRIES`` are held."""
+
+    __slots__ = ("_analyse",)
+
+    def __init__(self, analyse: Callable[[str], tuple[str, ...]]) -> None:
+        super().__init__()
+        self._analyse = analyse
+
+    def __missing__(self, chunk: str) -> tuple[str, ...]:
+        if len(self) >= CHUNK_CACHE_ENTRIES:
+            self.clear()
+        tokens = self[chunk] = self._analyse(chunk)
+        return tokens
+
+
+def _analyse_chunk(chunk: str) -> tuple[str, ...]:
+    """Index terms of one raw chunk (see :data:`_CHUNK_TERMS`, which caches them)."""
+    if chunk.isascii() and chunk.isalpha() and (chunk.islower() or chunk[1:].islower()):
+        # Most chunks: a plain ASCII word, lowercase or capitalised. No apostrophe, connector,
+        # digit or camelCase hump, so not an identifier (below), and folding it is lowering it.
+        word = chunk.lower()
+        return (_STEMMER.stemWord(word),) if _keep(word) else ()
     stripped = chunk.strip(_APOSTROPHES)
     if any(a in stripped for a in _APOSTROPHES):
         # Possessives and contractions: "engine's" -> "engine", "don't" -> "dont" (a stop word).
@@ -132,8 +166,7 @@ def _chunk_terms(chunk: str) -> tuple[str, ...]:
     return tuple(terms)
 
 
-@lru_cache(maxsize=262_144)
-def _chunk_surface(chunk: str) -> tuple[str, ...]:
+def _analyse_surface(chunk: str) -> tuple[str, ...]:
     """Exact-match tokens of one raw chunk: folded, unstemmed, identifiers whole, stop words kept."""
     folded = fold(chunk.strip(_APOSTROPHES))
     if not folded:
@@ -150,6 +183,54 @@ def _chunk_surface(chunk: str) -> tuple[str, ...]:
     if pos < len(folded):
         out.append(folded[pos:])
     return tuple(out)
+
+
+_CHUNK_TERMS = _ChunkCache(_analyse_chunk)
+_CHUNK_SURFACE = _ChunkCache(_analyse_surface)
+#: The index terms of one raw chunk (cached).
+_chunk_terms = _CHUNK_TERMS.__getitem__
+
+
+def _analyse_piece(piece: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(index terms, surface tokens)`` of one whitespace-free piece of text."""
+    if piece.isalnum():  # one chunk (most pieces)
+        return _CHUNK_TERMS[piece], _CHUNK_SURFACE[piece]
+    chunks = _CHUNK_RE.findall(piece)
+    if len(chunks) == 1:
+        return _CHUNK_TERMS[chunks[0]], _CHUNK_SURFACE[chunks[0]]
+    return (tuple(chain.from_iterable(map(_CHUNK_TERMS.__getitem__, chunks))),
+            tuple(chain.from_iterable(map(_CHUNK_SURFACE.__getitem__, chunks))))
+
+
+class _PieceCache(_ChunkCache):
+    """Piece → its index terms (or surface tokens); a miss analyses the piece once for both caches
+    (indexing asks for both)."""
+
+    __slots__ = ("_twin", "_side")
+
+    def __init__(self, side: int) -> None:
+        super().__init__(_analyse_chunk)  # (unused: see __missing__)
+        self._side = side
+        self._twin: _PieceCache = self
+
+    def __missing__(self, piece: str) -> tuple[str, ...]:
+        if len(self) >= CHUNK_CACHE_ENTRIES:
+            self.clear()
+        if len(self._twin) >= CHUNK_CACHE_ENTRIES:
+            self._twin.clear()
+        both = _analyse_piece(piece)
+        self[piece] = both[self._side]
+        self._twin[piece] = both[1 - self._side]
+        return both[self._side]
+
+
+# Whitespace-separated pieces of text ("cells,", "(TNF-alpha)") and their tokens. No chunk spans
+# whitespace (no whitespace character is a word character or a connector: checked over every code
+# point), so a text's chunks are its pieces' chunks in order; and pieces repeat as much as words
+# do, so most of a text is analysed by ``str.split`` and one cache lookup a piece, both in C.
+_PIECE_TERMS = _PieceCache(0)
+_PIECE_SURFACE = _PieceCache(1)
+_PIECE_TERMS._twin, _PIECE_SURFACE._twin = _PIECE_SURFACE, _PIECE_TERMS
 
 
 def tokenize(text: str) -> list[Token]:
@@ -264,10 +345,20 @@ def find_terms(text: str, terms: frozenset[str]) -> list[Token]:
 
 def analyze(text: str) -> list[str]:
     """Index terms of ``text`` in order, with repeats; the fast path of :func:`tokenize`."""
-    terms: list[str] = []
-    for chunk in _CHUNK_RE.findall(text):
-        terms.extend(_chunk_terms(chunk))
-    return terms
+    # Pieces found by str.split, each looked up in the cache from C: no Python code runs for a piece
+    # seen before.
+    return list(chain.from_iterable(map(_PIECE_TERMS.__getitem__, text.split())))
+
+
+def block_terms(text: str, title_terms: Sequence[str]) -> str:
+    """The terms a block is indexed under, whitespace-joined: its text's (:func:`analyze`), with its
+    document title's (``analyze(title)``) in front unless the text already starts with them (so every
+    block of a document carries its title). What the bm25 lane's postings hold for the block; the
+    catalog keeps the text and title, not these, and they are computed again when needed."""
+    terms = analyze(text)
+    if title_terms and terms[: len(title_terms)] != list(title_terms):
+        terms = [*title_terms, *terms]
+    return " ".join(terms)
 
 
 def surface_tokens(text: str) -> list[str]:
@@ -276,10 +367,7 @@ def surface_tokens(text: str) -> list[str]:
     Two texts contain the same phrase exactly when one's surface-token sequence contains the
     other's; punctuation between words does not count.
     """
-    out: list[str] = []
-    for chunk in _CHUNK_RE.findall(text):
-        out.extend(_chunk_surface(chunk))
-    return out
+    return list(chain.from_iterable(map(_PIECE_SURFACE.__getitem__, text.split())))
 
 
 _DOTTED_RE = re.compile(r"\w{2,}(?:\.\w{2,})+")
