@@ -20,6 +20,7 @@ from sleuth.indexer import Indexer, Record, content_hash_of, doc_id_for, now_rfc
 from sleuth.lanes import registry
 from sleuth.lanes.base import LaneContext, LaneStatus
 from sleuth.lanes.model import SharedModel
+from sleuth.locate import has_catalog
 from sleuth.pipeline import Searcher
 from sleuth.pipeline.retrieve import LANE_DELAY_ENV, lane_delays_from_env
 from sleuth.reports import (
@@ -97,7 +98,7 @@ class Engine:
                 f"no index found: pass --index DIR, set SLEUTH_INDEX, or run `sleuth index PATH` first"
                 f" (looked for {INDEX_DIR_NAME}/ in {Path.cwd()} and its parents)"
             )
-        if not (found / CATALOG_FILE).is_file():
+        if not has_catalog(found):
             raise IndexNotFound(f"{found} is not a sleuth index (no {CATALOG_FILE}); run `sleuth index` first")
         return cls(found, config)
 
