@@ -43,6 +43,13 @@ class Config:
     #: True: the int8 model; False: float32; None ("auto", the default): int8 where the CPU has exact
     #: int8 dot-product instructions (sleuth.cpu_features), float32 elsewhere.
     model_int8: bool | None = None
+    #: Milvus for the lanes bm25, tfidf, index and vector (docs/SCALE.md): a local ``.db`` path
+    #: (milvus-lite; relative to the index folder) or ``http://host:19530``; None: the local lanes.
+    milvus_uri: str | None = None
+    milvus_collection: str = "sleuth"
+    milvus_dense_index: str = "FLAT"
+    milvus_consistency: str = "Strong"
+    milvus_partitions: int | None = None
 
     def fusion_weights(self) -> dict[str, float]:
         """The lane weights of the configured fusion."""
@@ -135,6 +142,10 @@ def load_config(index_dir: Path | None) -> Config:
         values["rrf_k"] = os.environ["SLEUTH_RRF_K"]
     if "SLEUTH_MODEL" in os.environ:
         values["model"] = os.environ["SLEUTH_MODEL"]
+    for env, key in (("SLEUTH_MILVUS_URI", "milvus_uri"), ("SLEUTH_MILVUS_COLLECTION", "milvus_collection")):
+        if os.environ.get(env, "").strip():
+            values[key] = os.environ[env].strip()
+    cfg = _milvus_settings(cfg, values, index_dir)
     if "model" in values:
         cfg = replace(cfg, model=check_model_spec(values["model"]))
     if "model_int8" in values:
@@ -176,3 +187,24 @@ def load_config(index_dir: Path | None) -> Config:
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad configuration value: {exc}") from exc
     return cfg
+
+
+def _milvus_settings(cfg: Config, values: dict[str, object], index_dir: Path | None) -> Config:
+    """``cfg`` with the ``milvus_*`` settings of ``values`` (checked for type; what a backend
+    supports is checked when it is reached: :func:`sleuth.store.milvus.check_capabilities`)."""
+    changes: dict[str, object] = {}
+    for key in ("milvus_uri", "milvus_collection", "milvus_dense_index", "milvus_consistency"):
+        if key in values:
+            raw = values[key]
+            if not isinstance(raw, str) or not raw.strip():
+                raise ConfigError(f"{key} must be a non-empty string, got {raw!r}")
+            changes[key] = raw.strip()
+    uri = changes.get("milvus_uri")
+    if isinstance(uri, str) and "://" not in uri and index_dir is not None:
+        changes["milvus_uri"] = str((index_dir / Path(uri).expanduser()).resolve())
+    if "milvus_partitions" in values:
+        raw = values["milvus_partitions"]
+        if not isinstance(raw, int) or isinstance(raw, bool) or not 1 <= raw <= 4096:
+            raise ConfigError(f"milvus_partitions must be an integer from 1 to 4096, got {raw!r}")
+        changes["milvus_partitions"] = raw
+    return replace(cfg, **changes) if changes else cfg  # type: ignore[arg-type]

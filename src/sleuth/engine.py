@@ -67,8 +67,13 @@ class Engine:
         self.model = SharedModel(config.model, config.model_int8)
         context = LaneContext(self.index_dir, self.catalog, self.postings, config, self.model,
                               self.folder.lane_files_writable, self.folder.phrase_blocks)
+        specs = registry.lane_specs()
+        if config.milvus_uri is not None:  # the lanes Milvus answers for, under the same names
+            from sleuth.lanes.milvus import milvus_lane_specs
+
+            specs = tuple(milvus_lane_specs(specs, context))
         #: Every registered lane, built over this index (retrieval and expansion lanes).
-        self.lanes: dict[str, Any] = {spec.name: spec.create(context) for spec in registry.lane_specs()}
+        self.lanes: dict[str, Any] = {spec.name: spec.create(context) for spec in specs}
         self.indexer = Indexer(self.folder, self.model, self.warm_lanes)
         self.searcher = Searcher(self.catalog, self.lanes, config,
                                  lane_delays_from_env(os.environ.get(LANE_DELAY_ENV)),

@@ -15,6 +15,7 @@ to bytes (:mod:`.budget`) are a rendering step any surface may use.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled
 from sleuth.fusion import fuse as fuse_lists
+from sleuth.lanes.base import DocFilter
 from sleuth.lanes.graph import is_entity_node
 from sleuth.pipeline.fuse import Expand, doc_of_node, fuse_question
 from sleuth.pipeline.plan import ENTITY_KIND, Plan, PlannedQuestion, build_plan
@@ -106,6 +108,16 @@ class Searcher:
             if unknown:
                 raise QueryError(f"filters.kinds: no document has kind {', '.join(map(repr, unknown))}; "
                                  f"kinds in the searched projects: {', '.join(sorted(known))}")
+        doc_filter = self.doc_filter(req)
+        if doc_filter is None:
+            return None
+        return frozenset(self.catalog.filter_documents(projects, doc_filter.labels, doc_filter.roles,
+                                                       doc_filter.families, f.recorded_after_ns, f.recorded_before_ns))
+
+    @staticmethod
+    def doc_filter(req: SearchRequest) -> DocFilter | None:
+        """The document filters of ``req`` the lanes apply (None: none beyond the projects)."""
+        f = req.filters
         doc_kinds = [k for k in f.kinds if k != ENTITY_KIND]
         families = [x for x in f.families if x != "graph"]
         graph_only = (bool(f.families) and not families) or (bool(f.kinds) and not doc_kinds)
@@ -116,8 +128,7 @@ class Searcher:
                 return None
         elif not (doc_kinds or f.roles or families or timed):
             return None
-        return frozenset(self.catalog.filter_documents(projects, doc_kinds, f.roles, families,
-                                                       f.recorded_after_ns, f.recorded_before_ns))
+        return DocFilter(tuple(doc_kinds), tuple(f.roles), tuple(families), f.recorded_after_ns, f.recorded_before_ns)
 
     # ------------------------------------------------------------------ the search
 
@@ -148,6 +159,8 @@ class Searcher:
                                   questions=[QuestionAnswer(query=req.query, hits=[])], request_id=req.request_id)
         plan = build_plan(req, tuple(n for n in lanes if n in self.lanes), projects, doc_ids,
                           self.config.lane_depth_min_blocks, self.config.lane_depth_blocks_per_result)
+        if doc_ids is not None:
+            plan = dataclasses.replace(plan, doc_filter=self.doc_filter(req))
         if self._catch_up is not None:
             self._catch_up()
         rows = Rows(self.catalog)

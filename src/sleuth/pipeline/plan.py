@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from sleuth.errors import QueryError
 from sleuth.lanes import registry
+from sleuth.lanes.base import DocFilter
 from sleuth.text import ParsedQuery, analyze, auto_variants, parse_query
 from sleuth.types import SearchRequest
 
@@ -68,6 +69,8 @@ class Plan:
     entities: bool
     depth: int
     deadline_s: float | None
+    #: The filters ``doc_ids`` was resolved from (None: ``doc_ids`` is None).
+    doc_filter: DocFilter | None = None
 
     @property
     def all_lanes(self) -> tuple[str, ...]:

@@ -47,6 +47,7 @@ _UPSERT_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "vectors": (("model", "embed_hash"), ("vector",)),
     "skipped": (("project_id", "root", "path"), ("reason", "at")),
     "meta": (("key",), ("value",)),
+    "milvus_doc_stats": (("doc_id",), ("stats",)),
 }
 
 _REWRITES: tuple[tuple[str, str], ...] = (
