@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ConfigError, StorageError
+from sleuth.faults import kill_point
 from sleuth.lanes import sparse
 from sleuth.lanes.base import DocFilter
 from sleuth.text import analyze
@@ -303,6 +304,7 @@ class MilvusIndex:
                              [(d, json.dumps(s)) for d, s in new.items()])
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('milvus:stats', ?)",
                          (json.dumps({"generation": gen, "n": n, "lengths": dict(lengths)}),))
+        kill_point("milvus:stats-committed")
         return True
 
     def _doc_stats(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -356,6 +358,7 @@ class MilvusIndex:
             self._delete(self.lex, sorted({*written, *deleted}))
         self._insert_lex(since, n, avgdl)
         self.client.flush(self.lex)
+        kill_point("milvus:lex-flushed")
         state.update(generation=gen, n=n, avgdl=avgdl)
         self.catalog.set_meta("milvus:state", json.dumps(state))
         return True
