@@ -20,6 +20,7 @@ from sleuth.lanes import sparse
 from sleuth.lanes.base import LaneQuery
 from sleuth.lanes.milvus import MilvusBM25Lane, MilvusVectorLane
 from sleuth.store.milvus import MilvusSettings, check_capabilities, expression, literal
+from sleuth.store.pg import PgWriteLock
 from sleuth.text import parse_query
 from sleuth.types import SearchRequest
 
@@ -123,7 +124,8 @@ def test_tenant_isolation_and_filters_inside_the_search(engines) -> None:  # typ
         assert any(got.values())
         assert_same(lane_answers(local, (project,)), got)
     # every filter reaches Milvus as part of the expression, and gives the local answers
-    for filters in ({"roles": ["report"]}, {"kinds": ["document"], "recorded_before_ns": 0}, {"kinds": ["plan"]}, {"roles": ["paper"]}):
+    for filters in ({"roles": ["report"]}, {"kinds": ["document"], "recorded_before_ns": 0}, {"kinds": ["plan"]},
+                    {"roles": ["paper"]}):
         for lanes in (["bm25"], ["index"], ["tfidf"], ["vector"]):
             req = SearchRequest(query="fusion weights lock", lanes=lanes, filters=filters)
             assert [h.path for h in milvus.search(req).hits] == [h.path for h in local.search(req).hits]
@@ -227,6 +229,10 @@ def test_over_the_network_with_the_catalog_in_postgresql(tmp_path: Path, catalog
                                "beta", "--index", str(tmp_path / "scale")], env={**env, "SLEUTH_FAULT_KILL_AT": point},
                               capture_output=True, timeout=600)
         assert proc.returncode == -9, proc.stderr
+        # The server releases the killed session's advisory lock once it sees the connection closed.
+        lock = PgWriteLock(catalog_url, 60)
+        assert lock.acquire()
+        lock.release()
         clean = Engine(tmp_path / f"clean-{i}", Config())
         index_all(clean, tmp_path / "src")
         monkeypatch.setenv("SLEUTH_CATALOG_URL", catalog_url)

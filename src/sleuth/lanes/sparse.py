@@ -14,7 +14,10 @@ match the local engine; tokenisation and statistics stay in sleuth. Pure: no I/O
   ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))``. ``avgdl`` drifts as blocks come and go: the blocks
   are re-weighted when it has moved by more than ``AVGDL_DRIFT_MAX`` (see :func:`drifted`).
 - TF-IDF (lnc.ltc with smoothed idf, :mod:`sleuth.lanes.tfidf`): block side
-  ``(1 + ln tf) idf / ||block||``, query side the unit vector of ``(1 + ln qtf) idf``.
+  ``(1 + ln tf) idf / ||block||``, query side the unit vector of ``(1 + ln qtf) idf``. The block
+  side holds the idf of when it was written, so every row is re-weighted by the sync that would
+  take the documents written or deleted since the last re-weighting past ``AVGDL_DRIFT_MAX`` of the
+  blocks (until then the tfidf scores of untouched blocks use the older statistics).
 """
 
 from __future__ import annotations

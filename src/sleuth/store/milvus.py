@@ -343,23 +343,26 @@ class MilvusIndex:
         state = self.state()
         n, avgdl = self._weights()
         since = state.get("generation")
-        old_avgdl = state.get("avgdl", {})
-        rebuild = (since is None or since > gen or not self.client.has_collection(self.lex)
-                   or sparse.drifted(float(state.get("n", 0)), float(n))
-                   or any(sparse.drifted(float(old_avgdl.get(f, 0.0)), avgdl[f]) for f in sparse.FIELDS))
-        if not rebuild and since == gen:
+        if since == gen and self.client.has_collection(self.lex):
             return False
         catalog = self.catalog
+        old_avgdl = state.get("avgdl", {})
+        written, deleted = catalog.changes_since(since) if since is not None and since <= gen else ([], [])
+        # Documents written or deleted since the rows were weighted, counting these: once more
+        # than AVGDL_DRIFT_MAX of the collection, every row is weighted again (tfidf's idf).
+        changed = int(state.get("changed", 0)) + len({*written, *deleted})
+        rebuild = (since is None or since > gen or not self.client.has_collection(self.lex)
+                   or sparse.drifted(float(state.get("n", 0)), float(n)) or changed > sparse.AVGDL_DRIFT_MAX * n
+                   or any(sparse.drifted(float(old_avgdl.get(f, 0.0)), avgdl[f]) for f in sparse.FIELDS))
         if rebuild:
             self._create_lex()
-            since = 0
+            since, changed = 0, 0
         else:
-            written, deleted = catalog.changes_since(since)
             self._delete(self.lex, sorted({*written, *deleted}))
         self._insert_lex(since, n, avgdl)
         self.client.flush(self.lex)
         kill_point("milvus:lex-flushed")
-        state.update(generation=gen, n=n, avgdl=avgdl)
+        state.update(generation=gen, n=n, avgdl=avgdl, changed=changed)
         self.catalog.set_meta("milvus:state", json.dumps(state))
         return True
 
@@ -372,9 +375,11 @@ class MilvusIndex:
         return {"block_id": block_id, "project_id": project_id, "doc_id": doc_id, "label": doc.label,
                 "role": doc.role, "family": doc.family, "recorded_ns": int(doc.recorded_ns)}
 
-    def _insert_lex(self, since: int, n: int, avgdl: dict[str, float]) -> None:
+    def _insert_lex(self, since: int, n: int, avgdl: dict[str, float]) -> int:
+        """Insert the rows of the blocks of documents written after ``since``; returns how many."""
         catalog = self.catalog
         rows: list[dict[str, Any]] = []
+        count = 0
         with catalog.read():
             by_doc = self._doc_fields(catalog.indexed_blocks(since))
             docs = catalog.documents(list(by_doc))
@@ -386,11 +391,13 @@ class MilvusIndex:
                 tfidf = sparse.tfidf_vector(fields["body"], df, n) or EMPTY_SPARSE
                 rows.append({**self._scalars(docs, ib.block.block_id, doc_id, ib.block.project_id),
                              "lex": lex, "tfidf": tfidf})
+                count += 1
                 if len(rows) >= MILVUS_INSERT_BATCH_ROWS:
                     self.client.insert(self.lex, rows)
                     rows = []
         if rows:
             self.client.insert(self.lex, rows)
+        return count
 
     def _sync_dense(self, gen: int, model: str, dim: int) -> bool:
         state = self.state()
