@@ -17,7 +17,7 @@ from sleuth.config import Config
 from sleuth.engine import Engine
 from sleuth.errors import ConfigError
 from sleuth.lanes import sparse
-from sleuth.lanes.base import LaneQuery
+from sleuth.lanes.base import DocFilter, LaneQuery
 from sleuth.lanes.milvus import MilvusBM25Lane, MilvusVectorLane
 from sleuth.store.milvus import MilvusSettings, check_capabilities, expression, literal
 from sleuth.store.pg import PgWriteLock
@@ -132,6 +132,10 @@ def test_tenant_isolation_and_filters_inside_the_search(engines) -> None:  # typ
     decision = [h.project for h in milvus.search(SearchRequest(query="lock", filters={"roles": ["report"]})).hits]
     assert decision == ["gamma"]
     assert expression(("a",), None, None, None) == 'project_id in ["a"]'
+    assert expression(("a", "b"), DocFilter(("plan",), ("report",), ("code",), 5, 9), frozenset({"d1"}), {"x"}) == (
+        'project_id in ["a", "b"] and label in ["plan"] and role in ["report"] and family in ["code"]'
+        ' and recorded_ns >= 5 and recorded_ns <= 9 and block_id in ["x"]')
+    assert expression(None, None, frozenset({"d2", "d1"}), None) == 'doc_id in ["d1", "d2"]'
     assert literal('x" or 1==1 or "') == '"x\\" or 1==1 or \\""'
 
 
