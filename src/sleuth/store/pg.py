@@ -264,7 +264,9 @@ class PgCatalog(Catalog):
 
 
 def _lock_key(url: str, what: str) -> int:
-    """A signed 64-bit advisory-lock key for ``what`` of the catalog at ``url`` (its database)."""
+    """A signed 64-bit advisory-lock key for ``what`` (``write``, ``schema``). PostgreSQL keys
+    advisory locks by database too, so each catalog database has its own locks (two catalogs in one
+    database, under different ``search_path`` settings, would share them)."""
     return int.from_bytes(hashlib.blake2b(f"sleuth:{what}".encode(), digest_size=8).digest(), "big", signed=True)
 
 
