@@ -20,7 +20,7 @@ from pathlib import Path
 CORPORA = ("scifact", "npl", "cisi", "cranfield", "cosqa", "md-hugo-docs", "md-tldr")
 
 
-def _texts(folder: Path):  # noqa: ANN202
+def _texts(folder: Path):
     path = folder / "corpus.jsonl.gz"
     opener = gzip.open if path.exists() else open
     if not path.exists():

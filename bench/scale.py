@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run as bench  # noqa: E402  (bench/run.py: jobs, synthetic corpus, helpers)
+import run as bench
 
 SETS = ["bm25", "hybrid (default lanes)"]
 

@@ -49,6 +49,13 @@ class Config:
     #: skipped, the default) or ``"index"``; see sleuth.ingest.tabular for why.
     tabular: str = "skip"
     tabular_json_min_bytes: int = TABULAR_JSON_MIN_BYTES
+    #: Milvus for the lanes bm25, tfidf, index and vector (docs/SCALE.md): a local ``.db`` path
+    #: (milvus-lite; relative to the index folder) or ``http://host:19530``; None: the local lanes.
+    milvus_uri: str | None = None
+    milvus_collection: str = "sleuth"
+    milvus_dense_index: str = "FLAT"
+    milvus_consistency: str = "Strong"
+    milvus_partitions: int | None = None
 
     def fusion_weights(self) -> dict[str, float]:
         """The lane weights of the configured fusion."""
@@ -154,7 +161,10 @@ def load_config(index_dir: Path | None) -> Config:
     for env, key in (("SLEUTH_LANES", "lanes"), ("SLEUTH_RRF_K", "rrf_k"), ("SLEUTH_MODEL", "model")):
         if env in os.environ:
             values[key] = os.environ[env].split(",") if key == "lanes" else os.environ[env]
-    cfg = _tabular_settings(_model_settings(Config(), values), values)
+    for env, key in (("SLEUTH_MILVUS_URI", "milvus_uri"), ("SLEUTH_MILVUS_COLLECTION", "milvus_collection")):
+        if os.environ.get(env, "").strip():
+            values[key] = os.environ[env].strip()
+    cfg = _milvus_settings(_tabular_settings(_model_settings(Config(), values), values), values, index_dir)
     try:
         cfg = _fusion_settings(cfg, values)
         for key in ("lane_weights", "score_weights"):
@@ -223,3 +233,24 @@ def _weights(key: str, weights: dict[str, float], raw_weights: object) -> dict[s
         except (TypeError, ValueError):
             raise ConfigError(f"{key}.{lane} must be a number, got {w!r}") from None
     return weights
+
+
+def _milvus_settings(cfg: Config, values: dict[str, object], index_dir: Path | None) -> Config:
+    """``cfg`` with the ``milvus_*`` settings of ``values`` (checked for type; what a backend
+    supports is checked when it is reached: :func:`sleuth.store.milvus.check_capabilities`)."""
+    changes: dict[str, object] = {}
+    for key in ("milvus_uri", "milvus_collection", "milvus_dense_index", "milvus_consistency"):
+        if key in values:
+            raw = values[key]
+            if not isinstance(raw, str) or not raw.strip():
+                raise ConfigError(f"{key} must be a non-empty string, got {raw!r}")
+            changes[key] = raw.strip()
+    uri = changes.get("milvus_uri")
+    if isinstance(uri, str) and "://" not in uri and index_dir is not None:
+        changes["milvus_uri"] = str((index_dir / Path(uri).expanduser()).resolve())
+    if "milvus_partitions" in values:
+        raw = values["milvus_partitions"]
+        if not isinstance(raw, int) or isinstance(raw, bool) or not 1 <= raw <= 4096:
+            raise ConfigError(f"milvus_partitions must be an integer from 1 to 4096, got {raw!r}")
+        changes["milvus_partitions"] = raw
+    return replace(cfg, **changes) if changes else cfg  # type: ignore[arg-type]

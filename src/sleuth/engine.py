@@ -21,6 +21,7 @@ from sleuth.ingest.tabular import TabularRule
 from sleuth.lanes import registry
 from sleuth.lanes.base import LaneContext, LaneStatus
 from sleuth.lanes.model import SharedModel
+from sleuth.locate import has_catalog
 from sleuth.locations import block_location
 from sleuth.pipeline import Searcher
 from sleuth.pipeline.retrieve import LANE_DELAY_ENV, lane_delays_from_env
@@ -72,8 +73,13 @@ class Engine:
         self.model = SharedModel(config.model, config.model_int8)
         context = LaneContext(self.index_dir, self.catalog, self.postings, config, self.model,
                               self.folder.lane_files_writable, self.folder.phrase_blocks)
+        specs = registry.lane_specs()
+        if config.milvus_uri is not None:  # the lanes Milvus answers for, under the same names
+            from sleuth.lanes.milvus import milvus_lane_specs
+
+            specs = tuple(milvus_lane_specs(specs, context))
         #: Every registered lane, built over this index (retrieval and expansion lanes).
-        self.lanes: dict[str, Any] = {spec.name: spec.create(context) for spec in registry.lane_specs()}
+        self.lanes: dict[str, Any] = {spec.name: spec.create(context) for spec in specs}
         self.indexer = Indexer(self.folder, self.model, self.warm_lanes, self._tabular_rule)
         self.searcher = Searcher(self.catalog, self.lanes, config,
                                  lane_delays_from_env(os.environ.get(LANE_DELAY_ENV)),
@@ -107,7 +113,7 @@ class Engine:
                 f"no index found: pass --index DIR, set SLEUTH_INDEX, or run `sleuth index PATH` first"
                 f" (looked for {INDEX_DIR_NAME}/ in {Path.cwd()} and its parents)"
             )
-        if not (found / CATALOG_FILE).is_file():
+        if not has_catalog(found):
             raise IndexNotFound(f"{found} is not a sleuth index (no {CATALOG_FILE}); run `sleuth index` first")
         return cls(found, config)
 

@@ -6,7 +6,9 @@ Points (a value matches every point it is a prefix of):
 - ``record-written``: a record's file is in place, before it is indexed;
 - ``record-committed``: a record has been written and indexed, before its receipt is answered;
 - ``scratch:<file name>``: a temporary file for ``<file name>`` (e.g. ``scratch:vectors.``) has
-  been written, before it is renamed into place.
+  been written, before it is renamed into place;
+- ``milvus:stats-committed``, ``milvus:lex-flushed``: a sync of the Milvus lanes has committed its
+  statistics to the catalog / flushed its lexical rows to Milvus, before it records the generation.
 """
 
 from __future__ import annotations

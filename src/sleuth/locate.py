@@ -15,6 +15,21 @@ INDEX_DIR_NAME = ".sleuth"
 INDEX_ENV = "SLEUTH_INDEX"
 #: The catalog file whose presence makes a folder an index.
 CATALOG_FILE = "catalog.sqlite3"
+#: Environment variable naming a PostgreSQL catalog (``postgresql://...``) used instead of the file.
+CATALOG_URL_ENV = "SLEUTH_CATALOG_URL"
+
+
+def catalog_url() -> str | None:
+    """``$SLEUTH_CATALOG_URL`` when set (the catalog is then in PostgreSQL), else None."""
+    return os.environ.get(CATALOG_URL_ENV, "").strip() or None
+
+
+def has_catalog(index_dir: Path) -> bool:
+    """Whether ``index_dir`` is an index: its catalog file exists, or the catalog is in PostgreSQL
+    (``$SLEUTH_CATALOG_URL``) and the folder exists."""
+    if catalog_url() is not None:
+        return index_dir.is_dir()
+    return (index_dir / CATALOG_FILE).is_file()
 
 
 def find_index_dir(explicit: str | Path | None, start: Path | None = None) -> Path | None:
@@ -26,6 +41,6 @@ def find_index_dir(explicit: str | Path | None, start: Path | None = None) -> Pa
         return Path(os.environ[INDEX_ENV]).expanduser().resolve()
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        if (folder / INDEX_DIR_NAME / CATALOG_FILE).is_file():
+        if has_catalog(folder / INDEX_DIR_NAME):
             return folder / INDEX_DIR_NAME
     return None

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
-from sleuth.locate import CATALOG_FILE, find_index_dir
+from sleuth.locate import find_index_dir, has_catalog
 
 
 def set_process_defaults() -> None:
@@ -91,7 +91,7 @@ def start_search_model_load(args: Sequence[str]) -> bool:
         found = find_index_dir(index)
     except OSError:  # e.g. the current folder was deleted: the command reports it
         return False
-    if found is None or not (found / CATALOG_FILE).is_file():
+    if found is None or not has_catalog(found):
         return False
     with _pending_lock:
         if _pending is not None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.broker.paths import BrokerPaths, BrokerUnavailable
-from sleuth.locate import CATALOG_FILE, find_index_dir
+from sleuth.locate import find_index_dir, has_catalog
 from sleuth.locks import lock_exclusive
 
 #: Environment variable turning the broker off (``0``, ``false``, ``no``, ``off``): serve in-process.
@@ -324,7 +324,7 @@ def serve_via_broker(index: str | Path | None, tools: str | None, projects: Sequ
     """
     env = os.environ if env is None else env
     index_dir = find_index_dir(index)
-    if index_dir is None or not (index_dir / CATALOG_FILE).is_file():
+    if index_dir is None or not has_catalog(index_dir):
         return None
     header = session_header(tools, projects, guides, events, env)
     try:

@@ -26,15 +26,30 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class DocFilter:
+    """The document filters of a search, as given (empty: no filter; recorded-time bounds in ns
+    since the epoch, inclusive): what ``LaneQuery.doc_ids`` was resolved from, for a lane that
+    filters by document fields itself (a Milvus expression) instead of by a list of documents."""
+
+    labels: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()
+    recorded_after_ns: int | None = None
+    recorded_before_ns: int | None = None
+
+
+@dataclass(frozen=True)
 class LaneQuery:
     """A lane's input: the parsed query, how many blocks to return at most (``k``), and the
     filters every lane applies *before* its top-k cut (``projects``: project ids, None = all;
-    ``doc_ids``: the only documents that may be returned, None = all)."""
+    ``doc_ids``: the only documents that may be returned, None = all; ``doc_filter``: the filters
+    ``doc_ids`` was resolved from, when it was)."""
 
     parsed: ParsedQuery
     k: int
     projects: tuple[str, ...] | None = None
     doc_ids: frozenset[str] | None = None
+    doc_filter: DocFilter | None = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ to bytes (:mod:`.budget`) are a rendering step any surface may use.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled
 from sleuth.fusion import fuse as fuse_lists
 from sleuth.ingest.roles import FILTER_KINDS
+from sleuth.lanes.base import DocFilter
 from sleuth.lanes.graph import is_entity_node
 from sleuth.pipeline.fuse import Expand, doc_of_node, fuse_question
 from sleuth.pipeline.plan import ENTITY_KIND, Plan, PlannedQuestion, build_plan
@@ -119,6 +121,26 @@ class Searcher:
                                                        f.recorded_after_ns, f.recorded_before_ns,
                                                        f.paths, f.tags))
 
+    @staticmethod
+    def doc_filter(req: SearchRequest) -> DocFilter | None:
+        """The document filters of ``req`` as row fields, for a lane that filters by them itself (a
+        Milvus expression); None when there are none beyond the projects, or when a path or tag
+        filter is asked for (not row fields: such a lane then gets the list of documents)."""
+        f = req.filters
+        if f.paths or f.tags:
+            return None
+        doc_kinds = [k for k in f.kinds if k != ENTITY_KIND]
+        families = [x for x in f.families if x != "graph"]
+        graph_only = (bool(f.families) and not families) or (bool(f.kinds) and not doc_kinds)
+        timed = f.recorded_after_ns is not None or f.recorded_before_ns is not None
+        if graph_only:  # entities only: the lanes retrieve evidence unfiltered by kind and family
+            doc_kinds, families = [], []
+            if not (f.roles or timed):
+                return None
+        elif not (doc_kinds or f.roles or families or timed):
+            return None
+        return DocFilter(tuple(doc_kinds), tuple(f.roles), tuple(families), f.recorded_after_ns, f.recorded_before_ns)
+
     # ------------------------------------------------------------------ the search
 
     def search(self, req: SearchRequest, state: RequestState | None = None) -> SearchResponse:
@@ -149,6 +171,8 @@ class Searcher:
         plan = build_plan(req, tuple(n for n in lanes if n in self.lanes), projects, doc_ids,
                           self.config.lane_depth_min_blocks, self.config.lane_depth_blocks_per_result,
                           req.offset)
+        if doc_ids is not None:
+            plan = dataclasses.replace(plan, doc_filter=self.doc_filter(req))
         if self._catch_up is not None:
             self._catch_up()
         rows = Rows(self.catalog)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from sleuth.errors import QueryError
 from sleuth.lanes import registry
+from sleuth.lanes.base import DocFilter
 from sleuth.text import ParsedQuery, analyze, auto_variants, parse_query
 from sleuth.types import SearchRequest
 
@@ -71,6 +72,8 @@ class Plan:
     #: Documents the ranking is computed for: the largest question's offset + limit, or the
     #: request's rank window (pages within it rank the same lists).
     window: int = 0
+    #: The filters ``doc_ids`` was resolved from (None: ``doc_ids`` is None).
+    doc_filter: DocFilter | None = None
 
     @property
     def all_lanes(self) -> tuple[str, ...]:

@@ -139,7 +139,7 @@ class Retriever:
         for qi, vi, parsed in todo:
             if state is not None:
                 state.check()
-            out[(qi, vi)] = lane.search(LaneQuery(parsed, plan.depth, plan.projects, plan.doc_ids))
+            out[(qi, vi)] = lane.search(LaneQuery(parsed, plan.depth, plan.projects, plan.doc_ids, plan.doc_filter))
         return out
 
     def _record(self, result: Retrieval, name: str, future: Future[LaneLists], state: RequestState | None) -> None:

@@ -533,6 +533,11 @@ class Catalog(DocumentReads, VectorTable):
         row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
+    def set_meta(self, key: str, value: str) -> None:
+        """Store ``value`` under ``key`` in the catalog's meta table (e.g. a lane backend's statistics)."""
+        with self.write() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
     def text_bytes_since(self, generation: int) -> int:
         """Bytes (UTF-8, about) of the text of the blocks of documents written after ``generation``."""
         row = self.conn.execute("SELECT SUM(length(CAST(b.text AS BLOB))) FROM blocks b JOIN documents d"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from sleuth.errors import IndexWriteError, storage_errors
 from sleuth.lanes.postings import Postings
+from sleuth.locate import catalog_url
 from sleuth.locks import WriteLock, write_lock_timeout_s
 from sleuth.store import scratch
 from sleuth.store.catalog import Catalog
@@ -42,6 +43,18 @@ CATCH_UP_FREE_SPACE_FACTOR = 3
 CATCH_UP_RETRY_S = 30.0
 
 
+def open_catalog(index_dir: Path) -> tuple[Catalog, WriteLock]:
+    """The catalog of ``index_dir`` and its write lock: ``catalog.sqlite3`` with a ``flock`` on
+    ``write.lock``, or, when ``$SLEUTH_CATALOG_URL`` is set, the PostgreSQL catalog it names with a
+    PostgreSQL advisory lock (:mod:`sleuth.store.pg`)."""
+    url = catalog_url()
+    if url is None:
+        return Catalog(index_dir / CATALOG_FILE), WriteLock(index_dir / WRITE_LOCK_FILE, write_lock_timeout_s())
+    from sleuth.store.pg import PgCatalog, PgWriteLock
+
+    return PgCatalog(url, index_dir), PgWriteLock(url, write_lock_timeout_s())  # type: ignore[return-value]
+
+
 class IndexFolder:
     """The stored parts of one index, opened (the folder is created when missing).
 
@@ -58,9 +71,8 @@ class IndexFolder:
         self.index_dir = Path(index_dir).expanduser().resolve()
         with storage_errors(self.index_dir, "the index folder"):
             self.index_dir.mkdir(parents=True, exist_ok=True)
-        self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+        self.catalog, self.write_lock = open_catalog(self.index_dir)
         self.postings = Postings(self.index_dir / POSTINGS_DIR)
-        self.write_lock = WriteLock(self.index_dir / WRITE_LOCK_FILE, write_lock_timeout_s())
         #: Why the postings lag behind the catalog when a catch-up could not write, else None.
         self.postings_behind: str | None = None
         self._catch_up_skipped: tuple[int, int, float] | None = None  # (catalog gen, postings gen, when)

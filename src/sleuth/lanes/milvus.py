@@ -1,0 +1,208 @@
+"""The lanes ``bm25``, ``index``, ``tfidf`` and ``vector`` answered by Milvus (``milvus_uri``).
+
+Same names, weights and scores as the local lanes (:mod:`sleuth.lanes.sparse` says how the
+scores match), so fusion, which stays in sleuth, is unchanged. The engine builds these instead of
+the local ones when ``milvus_uri`` is set (:func:`milvus_lane_specs`); the ``exact`` and ``graph``
+lanes, and the check of quoted phrases, stay on the local postings and the catalog.
+
+Every lane brings Milvus up to the catalog before it answers when it can take the write lock
+without waiting (a writer does it at the end of each run: :meth:`warm`); otherwise it answers from
+what Milvus holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, LaneStatus
+from sleuth.lanes.lexical import INDEX_FIELD_BOOSTS
+from sleuth.lanes.registry import LaneSpec
+from sleuth.lanes.vector import VectorLane, no_vectors_reason
+from sleuth.store.milvus import MilvusIndex, MilvusSettings, expression
+from sleuth.text import ParsedQuery
+from sleuth.types import RankedList
+
+#: The local lanes Milvus answers for, and the classes that do.
+MILVUS_LANES = {
+    "bm25": "MilvusBM25Lane",
+    "index": "MilvusIndexLane",
+    "tfidf": "MilvusTfidfLane",
+    "vector": "MilvusVectorLane",
+}
+
+
+class MilvusShared:
+    """One :class:`MilvusIndex` per engine, opened when a lane first needs it, and its sync."""
+
+    def __init__(self, context: LaneContext) -> None:
+        cfg = context.config
+        assert cfg.milvus_uri is not None
+        self.context = context
+        self.settings = MilvusSettings(cfg.milvus_uri, cfg.milvus_collection, cfg.milvus_dense_index,
+                                       cfg.milvus_consistency, cfg.milvus_partitions)
+        self._index: MilvusIndex | None = None
+        self._lock = threading.Lock()
+        self._synced: tuple[int, str | None] | None = None
+
+    @property
+    def index(self) -> MilvusIndex:
+        with self._lock:
+            if self._index is None:
+                self._index = MilvusIndex(self.settings, self.context.catalog)
+            return self._index
+
+    def model(self) -> tuple[str, int] | None:
+        """``(name, dimensions)`` of the embedding model when it loads, else None."""
+        embedder = self.context.model.get()
+        return (embedder.name, embedder.dim) if embedder is not None else None
+
+    def sync(self) -> None:
+        """Bring Milvus up to the catalog when this process may write (holds or can take the lock)."""
+        catalog = self.context.catalog
+        model = self.model()
+        key = (catalog.generation(), catalog.get_meta(f"vectors:{model[0]}") if model else None)
+        if key == self._synced:
+            return
+        index = self.index
+        if not index.behind(model[0] if model else None):
+            self._synced = key
+            return
+        with self.context.lane_files_writable() as allowed:
+            if allowed:
+                index.sync(*(model or (None, 0)))
+                self._synced = key
+
+
+class _MilvusLexical(LaneBase):
+    """A lexical lane over the ``lex`` or ``tfidf`` sparse field of ``<collection>_lex``."""
+
+    field = "lex"
+
+    def __init__(self, context: LaneContext, shared: MilvusShared) -> None:
+        self.context, self.shared = context, shared
+
+    def query_vector(self, parsed: ParsedQuery) -> dict[int, float]:
+        raise NotImplementedError
+
+    def warm(self) -> None:
+        self.shared.sync()
+
+    def status(self) -> LaneStatus:
+        index = self.shared.index
+        state = index.state()
+        return LaneStatus(True, details={"backend": index.server_version, "uri": self.shared.settings.uri,
+                                         "milvus_generation": state.get("generation"),
+                                         "rows": index.count(index.lex)})
+
+    def search(self, q: LaneQuery) -> RankedList:
+        self.shared.sync()
+        if not q.parsed.terms or (q.doc_ids is not None and not q.doc_ids):
+            return RankedList(self.name, (), ())
+        vector = self.query_vector(q.parsed)
+        if not vector:
+            return RankedList(self.name, (), ())
+        phrase_blocks = self.context.phrase_blocks(q) if q.parsed.phrases else None
+        if phrase_blocks is not None and not phrase_blocks:
+            return RankedList(self.name, (), ())
+        expr = expression(q.projects, q.doc_filter, q.doc_ids, phrase_blocks)
+        index = self.shared.index
+        ids, scores = index.search(index.lex, self.field, vector, q.k, expr)
+        return RankedList(self.name, tuple(ids), tuple(scores))
+
+
+class _MilvusBM25(_MilvusLexical):
+    boosts: dict[str, float] = {"body": 1.0}
+
+    def query_vector(self, parsed: ParsedQuery) -> dict[int, float]:
+        from sleuth.lanes import sparse
+
+        pairs = parsed.weighted_terms()
+        index = self.shared.index
+        ids = [sparse.term_id(f, t) for f, b in self.boosts.items() if b > 0 for t, _ in pairs]
+        df = index.document_frequencies(ids)
+        return sparse.bm25_query(pairs, self.boosts, df, int(index.stats().get("n", 0)))
+
+
+class MilvusBM25Lane(_MilvusBM25):
+    """``bm25``: BM25 over the block body."""
+
+    name = "bm25"
+
+
+class MilvusIndexLane(_MilvusBM25):
+    """``index``: BM25 per field (title, heading, tags, path, body), weighted by ``INDEX_FIELD_BOOSTS``."""
+
+    name = "index"
+    boosts = dict(INDEX_FIELD_BOOSTS)
+
+
+class MilvusTfidfLane(_MilvusLexical):
+    """``tfidf``: cosine of sublinear TF-IDF vectors."""
+
+    name = "tfidf"
+    field = "tfidf"
+
+    def query_vector(self, parsed: ParsedQuery) -> dict[int, float]:
+        from sleuth.lanes import sparse
+
+        pairs = parsed.weighted_terms()
+        index = self.shared.index
+        df = index.document_frequencies(sparse.term_id("body", t) for t, _ in pairs)
+        return sparse.tfidf_query(pairs, df, int(index.stats().get("n", 0)))
+
+
+class MilvusVectorLane(VectorLane):
+    """``vector``: cosine of embeddings in ``<collection>_dense`` (query embedded here, as locally)."""
+
+    def __init__(self, context: LaneContext, shared: MilvusShared) -> None:
+        super().__init__(context)
+        self.shared = shared
+
+    def unavailable(self) -> str | None:
+        embedder = self.context.model.get()
+        if embedder is None:
+            return self.context.model.unavailable()
+        have, total = self.context.catalog.vector_counts(embedder.name)
+        return no_vectors_reason(embedder.name) if total and not have else None
+
+    def pending_documents(self) -> int:
+        return len(self.shared.index.state().get("pending", []))
+
+    def warm(self) -> None:
+        self.shared.sync()
+
+    def search(self, q: LaneQuery) -> RankedList:
+        self.shared.sync()
+        if not q.parsed.text or (q.doc_ids is not None and not q.doc_ids):
+            return RankedList(self.name, (), ())
+        index = self.shared.index
+        if not index.client.has_collection(index.dense):
+            return RankedList(self.name, (), ())
+        phrase_blocks = self.context.phrase_blocks(q) if q.parsed.phrases else None
+        if phrase_blocks is not None and not phrase_blocks:
+            return RankedList(self.name, (), ())
+        expr = expression(q.projects, q.doc_filter, q.doc_ids, phrase_blocks)
+        vector = self.query_vector(q.parsed.text)
+        ids, scores = index.search(index.dense, "dense", vector.astype("float32").tolist(), q.k, expr)
+        keep = [(b, s) for b, s in zip(ids, scores, strict=True) if s >= self.min_similarity]
+        return RankedList(self.name, tuple(b for b, _ in keep), tuple(s for _, s in keep))
+
+
+def milvus_lane_specs(specs: Sequence[LaneSpec], context: LaneContext) -> list[LaneSpec]:
+    """``specs`` with the lanes of ``MILVUS_LANES`` built over one shared Milvus index (names,
+    weights and families kept, so fusion weights apply unchanged).
+
+    Raises:
+        ConfigError: a Milvus setting the backend would ignore (when the index is first opened).
+    """
+    shared = MilvusShared(context)
+    shared.index  # noqa: B018 - opened now: an unreachable server or a refused setting fails the engine's open
+    classes: dict[str, Any] = {name: globals()[cls] for name, cls in MILVUS_LANES.items()}
+
+    def builder(cls: Any) -> Any:
+        return lambda ctx: cls(ctx, shared)
+
+    return [dataclasses.replace(s, build=builder(classes[s.name])) if s.name in classes else s for s in specs]

@@ -1,0 +1,159 @@
+"""Lexical lanes as sparse vectors: sleuth's own terms and statistics, scored by an inner product.
+
+A distributed engine (Milvus) stores one sparse vector per block and returns the blocks of the
+largest inner product with a query vector. With the weights below, that inner product is exactly
+the score of the local lanes (:mod:`sleuth.lanes.lexical`, :mod:`sleuth.lanes.tfidf`), so rankings
+match the local engine; tokenisation and statistics stay in sleuth. Pure: no I/O.
+
+- Term ids: a stable 32-bit hash of ``field\\x00term`` (BLAKE2b, :func:`term_id`), so every field
+  of the ``index`` lane has ids of its own in one vector; the ``bm25`` lane queries the ``body`` ids.
+- BM25 (Robertson & Zaragoza 2009, as tantivy computes it): block side
+  ``tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))``, with ``dl`` the field's token count rounded
+  down to one of tantivy's 256 field-norm values (Lucene's ``SmallFloat.intToByte4``) and ``avgdl``
+  the mean token count at the time the block was written; query side ``idf · qtf · boost`` with
+  ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))``. ``avgdl`` drifts as blocks come and go: the blocks
+  are re-weighted when it has moved by more than ``AVGDL_DRIFT_MAX`` (see :func:`drifted`).
+- TF-IDF (lnc.ltc with smoothed idf, :mod:`sleuth.lanes.tfidf`): block side
+  ``(1 + ln tf) idf / ||block||``, query side the unit vector of ``(1 + ln qtf) idf``. The block
+  side holds the idf of when it was written, so every row is re-weighted by the sync that would
+  take the documents written or deleted since the last re-weighting past ``AVGDL_DRIFT_MAX`` of the
+  blocks (until then the tfidf scores of untouched blocks use the older statistics).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+#: tantivy's BM25 constants.
+BM25_K1 = 1.2
+BM25_B = 0.75
+#: The lexical fields of a block (the tantivy fields of the lanes bm25 and index).
+FIELDS: tuple[str, ...] = ("body", "title", "heading", "tags", "path")
+#: Blocks are re-weighted when a field's mean length (or, for tfidf, the block count) has moved by
+#: more than this fraction since they were weighted.
+AVGDL_DRIFT_MAX = 0.02
+#: Sparse vector keys are below this (Milvus: ``[0, 2^32 - 1)``).
+TERM_ID_LIMIT = 2**32 - 1
+
+
+def term_id(field: str, term: str) -> int:
+    """The sparse-vector key of ``term`` in ``field``: 32 bits of BLAKE2b, below ``TERM_ID_LIMIT``."""
+    digest = hashlib.blake2b(f"{field}\x00{term}".encode("utf-8", "surrogatepass"), digest_size=4).digest()
+    return int.from_bytes(digest, "big") % TERM_ID_LIMIT
+
+
+def _long_to_int4(i: int) -> int:
+    bits = i.bit_length()
+    if bits < 4:
+        return i
+    shift = bits - 4
+    return ((i >> shift) & 0x07) | ((shift + 1) << 3)
+
+
+def _int4_to_long(i: int) -> int:
+    bits, shift = i & 0x07, (i >> 3) - 1
+    return bits if shift == -1 else (bits | 0x08) << shift
+
+
+_MAX_INT4 = _long_to_int4(2**31 - 1)
+_NUM_FREE_VALUES = 255 - _MAX_INT4
+
+
+def fieldnorm(length: int) -> int:
+    """The field length tantivy's BM25 uses for a field of ``length`` tokens: rounded down to one of
+    256 values (exact below 24; Lucene's ``SmallFloat.intToByte4`` then ``byte4ToInt``)."""
+    if length < _NUM_FREE_VALUES:
+        return length
+    code = _NUM_FREE_VALUES + _long_to_int4(length - _NUM_FREE_VALUES)
+    return _NUM_FREE_VALUES + _int4_to_long(code - _NUM_FREE_VALUES)
+
+
+def bm25_idf(df: int, n_blocks: int) -> float:
+    """``ln(1 + (N - n + 0.5) / (n + 0.5))`` (Lucene's and tantivy's BM25 idf)."""
+    return math.log1p((n_blocks - df + 0.5) / (df + 0.5))
+
+
+def tfidf_idf(df: int, n_blocks: int) -> float:
+    """``ln((1 + N) / (1 + n)) + 1`` (the tfidf lane's smoothed idf)."""
+    return math.log((1.0 + n_blocks) / (1.0 + df)) + 1.0
+
+
+def block_fields(terms: str, title_terms: Sequence[str], heading_terms: Sequence[str], tag_terms: Sequence[str],
+                 path_terms: Sequence[str]) -> dict[str, list[str]]:
+    """``{field: tokens}`` of one block (``terms``: its analysed body, whitespace-joined)."""
+    return {"body": terms.split(), "title": list(title_terms), "heading": list(heading_terms),
+            "tags": list(tag_terms), "path": list(path_terms)}
+
+
+def bm25_vector(fields: Mapping[str, Sequence[str]], avgdl: Mapping[str, float]) -> dict[int, float]:
+    """The block side of BM25 over every field: ``{term_id: tf part}`` (see the module docstring)."""
+    out: dict[int, float] = {}
+    for field, tokens in fields.items():
+        if not tokens:
+            continue
+        mean = avgdl.get(field) or 1.0
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * fieldnorm(len(tokens)) / mean)
+        for term, tf in Counter(tokens).items():
+            out[term_id(field, term)] = tf * (BM25_K1 + 1) / (tf + norm)
+    return out
+
+
+def bm25_query(weighted_terms: Sequence[tuple[str, int]], boosts: Mapping[str, float], df: Mapping[int, int],
+               n_blocks: int) -> dict[int, float]:
+    """The query side: ``{term_id: idf · qtf · boost}`` of each field in ``boosts`` (``{"body": 1}``
+    for the bm25 lane; ``INDEX_FIELD_BOOSTS`` for the index lane); terms no block has are left out."""
+    out: dict[int, float] = {}
+    for field, boost in boosts.items():
+        if boost <= 0:
+            continue
+        for term, qtf in weighted_terms:
+            tid = term_id(field, term)
+            n = df.get(tid, 0)
+            if n > 0:
+                out[tid] = out.get(tid, 0.0) + bm25_idf(n, n_blocks) * qtf * boost
+    return out
+
+
+def tfidf_vector(tokens: Sequence[str], df: Mapping[int, int], n_blocks: int) -> dict[int, float]:
+    """The block side of the tfidf lane: ``{term_id: (1 + ln tf) idf / norm}`` over ``body`` ids."""
+    weights: dict[int, float] = {}
+    for term, tf in Counter(tokens).items():
+        tid = term_id("body", term)
+        weights[tid] = (1.0 + math.log(tf)) * tfidf_idf(df.get(tid, 1), n_blocks)
+    norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
+    return {tid: w / norm for tid, w in weights.items()}
+
+
+def tfidf_query(weighted_terms: Sequence[tuple[str, int]], df: Mapping[int, int], n_blocks: int) -> dict[int, float]:
+    """The query side of the tfidf lane: the unit vector of ``(1 + ln qtf) idf`` over the query's
+    terms that some block has."""
+    weights: dict[int, float] = {}
+    for term, qtf in weighted_terms:
+        tid = term_id("body", term)
+        if df.get(tid, 0) > 0:
+            weights[tid] = weights.get(tid, 0.0) + qtf
+    out = {tid: (1.0 + math.log(q)) * tfidf_idf(df[tid], n_blocks) for tid, q in weights.items()}
+    norm = math.sqrt(sum(w * w for w in out.values())) or 1.0
+    return {tid: w / norm for tid, w in out.items()}
+
+
+def drifted(old: float, new: float) -> bool:
+    """Whether a statistic moved from ``old`` to ``new`` by more than ``AVGDL_DRIFT_MAX`` of ``old``."""
+    if old <= 0:
+        return new > 0
+    return abs(new - old) / old > AVGDL_DRIFT_MAX
+
+
+def block_stats(fields: Iterable[Mapping[str, Sequence[str]]]) -> tuple[int, dict[str, int], Counter[int]]:
+    """``(blocks, {field: tokens}, {term_id: blocks holding it})`` of a document's blocks: what
+    it adds to the collection statistics (N, the fields' total lengths, document frequencies)."""
+    n, lengths, df = 0, dict.fromkeys(FIELDS, 0), Counter[int]()
+    for block in fields:
+        n += 1
+        for field, tokens in block.items():
+            lengths[field] = lengths.get(field, 0) + len(tokens)
+            df.update({term_id(field, t) for t in tokens})
+    return n, lengths, df

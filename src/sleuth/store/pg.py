@@ -1,0 +1,376 @@
+"""The catalog in PostgreSQL (``SLEUTH_CATALOG_URL=postgresql://...``), with psycopg 3.
+
+The same tables, rows and generations as the SQLite catalog (:mod:`sleuth.store.catalog`), so that
+several serving processes on several hosts share one index. The seam is narrow: :class:`PgCatalog`
+is the SQLite :class:`~sleuth.store.catalog.Catalog` with another connection. Its statements are
+the SQLite catalog's own, translated once each (:func:`pg_sql`: placeholders, ``INSERT OR
+REPLACE`` as ``ON CONFLICT ... DO UPDATE``, ``rowid`` as a ``seq`` column); the few that have no
+translation are overridden here. The write lock is a PostgreSQL advisory lock (:class:`PgWriteLock`),
+held by a session: a writer killed with ``kill -9`` drops its connection and so the lock.
+
+Reads run in ``REPEATABLE READ`` transactions (one snapshot, as SQLite's read transactions); writes
+in ``READ COMMITTED`` under the advisory lock, one writer at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sleuth.errors import IndexBusy, IndexFormatError, StorageError
+from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV
+from sleuth.store.catalog import _SCHEMA, SCHEMA_VERSION, Catalog
+from sleuth.store.rows import embedding_text
+
+#: The environment variable naming the PostgreSQL catalog (a libpq connection URL).
+CATALOG_URL_ENV = "SLEUTH_CATALOG_URL"
+#: How long a statement may wait for a row lock held by another transaction, in milliseconds.
+PG_LOCK_TIMEOUT_MS = 30_000
+#: How long connecting to the server may take, in seconds.
+PG_CONNECT_TIMEOUT_S = 10
+
+#: The primary key of each table ``INSERT OR REPLACE`` writes to, and its other columns.
+_UPSERT_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "documents": (("doc_id",), ("project_id", "root", "rel_path", "title", "tags", "kind", "front_matter",
+                                "mtime_ns", "size_bytes", "content_hash", "revision", "text", "generation",
+                                "indexed_at", "role", "label", "family", "recorded_ns")),
+    "vectors": (("model", "embed_hash"), ("vector",)),
+    "skipped": (("project_id", "root", "path"), ("reason", "at")),
+    "meta": (("key",), ("value",)),
+    "milvus_doc_stats": (("doc_id",), ("stats",)),
+}
+
+_REWRITES: tuple[tuple[str, str], ...] = (
+    ("BEGIN IMMEDIATE", "BEGIN"),
+    ("CAST(value AS INTEGER) + 1", "(CAST(meta.value AS BIGINT) + 1)::text"),
+    ("length(CAST(b.text AS BLOB))", "octet_length(b.text)"),
+    ("b.rowid", "b.seq"),
+)
+
+
+@functools.lru_cache(maxsize=512)
+def pg_sql(sql: str) -> str:
+    """The SQLite catalog statement ``sql`` in PostgreSQL's dialect.
+
+    ``?`` placeholders become ``%s``; ``INSERT OR REPLACE INTO t`` becomes an upsert on ``t``'s
+    primary key (every table it is used on is in ``_UPSERT_KEYS``); ``INSERT OR IGNORE`` becomes
+    ``ON CONFLICT DO NOTHING``; the SQLite functions and ``rowid`` of ``_REWRITES`` their equivalents.
+
+    Raises:
+        ValueError: an ``INSERT OR REPLACE`` into a table this module does not know.
+    """
+    for old, new in _REWRITES:
+        sql = sql.replace(old, new)
+    sql = sql.replace("%", "%%").replace("?", "%s")
+    m = re.match(r"\s*INSERT OR REPLACE INTO (\w+)", sql)
+    if m:
+        table = m.group(1)
+        if table not in _UPSERT_KEYS:
+            raise ValueError(f"no upsert key known for table {table}")
+        keys, others = _UPSERT_KEYS[table]
+        sets = ", ".join(f"{c}=EXCLUDED.{c}" for c in others)
+        sql = f"INSERT INTO {table}{sql[m.end():]} ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {sets}"
+    elif re.match(r"\s*INSERT OR IGNORE INTO", sql):
+        sql = sql.replace("INSERT OR IGNORE INTO", "INSERT INTO", 1) + " ON CONFLICT DO NOTHING"
+    return sql
+
+
+def pg_schema() -> str:
+    """The catalog's tables in PostgreSQL: SQLite's, with 64-bit integers, ``BYTEA`` vectors and a
+    ``seq`` column on blocks (SQLite's ``rowid``: insertion order)."""
+    schema = _SCHEMA.replace("INTEGER", "BIGINT").replace("BLOB", "BYTEA")
+    return schema.replace("    embed_hash TEXT NOT NULL\n);", "    embed_hash TEXT NOT NULL,\n    seq BIGSERIAL\n);", 1)
+
+
+def _text(value: str) -> str:
+    """``value`` as PostgreSQL stores it: no NUL characters, no lone surrogates (names that are
+    not UTF-8 come escaped with surrogates; they are kept as backslash escapes)."""
+    if "\x00" in value:
+        value = value.replace("\x00", "\ufffd")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return value
+
+
+def _params(args: Sequence[object] | None) -> Sequence[object] | None:
+    if args is None:
+        return None
+    return [_text(a) if isinstance(a, str) else a for a in args]
+
+
+class _Cursor:
+    """What the catalog uses of a sqlite3 cursor: ``fetchone``, ``fetchall`` and iteration."""
+
+    def __init__(self, cur: Any) -> None:
+        self._cur = cur
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._cur.fetchone() if self._cur.description is not None else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._cur.fetchall() if self._cur.description is not None else []
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return iter(self.fetchall())
+
+
+class PgConnection:
+    """A psycopg connection that takes the SQLite catalog's statements (see :func:`pg_sql`), in
+    autocommit mode with explicit ``BEGIN``/``COMMIT`` as the catalog issues them."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self._psycopg = psycopg
+        self.raw = psycopg.connect(url, autocommit=True, connect_timeout=PG_CONNECT_TIMEOUT_S,
+                                   application_name=_application_name())
+        self.raw.execute(f"SET lock_timeout = {PG_LOCK_TIMEOUT_MS}")  # pyright: ignore[reportCallIssue, reportArgumentType] -- a constant statement; psycopg's stubs want a LiteralString
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE
+
+    def execute(self, sql: str, args: Sequence[object] | None = None) -> _Cursor:
+        if sql == "BEGIN":  # a read snapshot (see Catalog.read)
+            sql = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+        cur = self.raw.cursor()
+        cur.execute(pg_sql(sql), _params(args))  # pyright: ignore[reportArgumentType] -- the catalog's own statements, translated (pg_sql), never user text
+        return _Cursor(cur)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        rows = list(rows)
+        if rows:
+            with self.raw.cursor() as cur:
+                cur.executemany(pg_sql(sql), [_params(r) for r in rows])  # pyright: ignore[reportArgumentType] -- as execute
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def _application_name() -> str:
+    """``sleuth PID command``: what a writer that waits for the lock reports as its holder."""
+    return f"sleuth {os.getpid()} {' '.join(os.path.basename(a) for a in sys.argv[:3])}"[:63]
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (for messages)."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+
+class PgCatalog(Catalog):
+    """The catalog in a PostgreSQL database (one catalog per database, or per ``search_path``).
+
+    Args:
+        url: a libpq connection URL (``postgresql://user@host:port/db``).
+        index_dir: the local index folder (lane files live there; nothing of the catalog does).
+    Raises:
+        StorageError: the server cannot be reached.
+        IndexFormatError: the database holds a catalog of another format.
+    """
+
+    def __init__(self, url: str, index_dir: Path) -> None:
+        self.url = url
+        self.path = index_dir / "catalog.postgresql"  # never a file: names the catalog in messages
+        self._local = threading.local()
+        self.read_only = None
+        if self._schema_version() is None:
+            conn = self.conn
+            conn.execute("BEGIN")
+            try:
+                conn.execute("SELECT pg_advisory_xact_lock(?)", (_lock_key(url, "schema"),))
+                if self._schema_version_or_none(conn) is None:
+                    for statement in pg_schema().split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                    conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+                conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    conn.execute("ROLLBACK")
+                raise
+        version = self._schema_version()
+        if version != SCHEMA_VERSION:
+            raise IndexFormatError(f"{redact_url(url)} holds index format {version}; this sleuth reads format"
+                                   f" {SCHEMA_VERSION}: drop its tables and run `sleuth index` again")
+
+    @staticmethod
+    def _schema_version_or_none(conn: Any) -> int | None:  # a PgConnection (the catalog types it Connection)
+        row = conn.execute("SELECT to_regclass('meta')").fetchone()
+        if row is None or row[0] is None:
+            return None
+        found = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return None if found is None else int(found[0])
+
+    def _schema_version(self) -> int | None:
+        return self._schema_version_or_none(self.conn)
+
+    def _connect(self) -> Any:
+        try:
+            return PgConnection(self.url)
+        except Exception as exc:  # psycopg.OperationalError: refused, unknown host, bad password
+            raise StorageError(f"cannot reach the catalog at {redact_url(self.url)}: {str(exc).strip()}") from exc
+
+    @contextmanager
+    def write(self) -> Iterator[Any]:
+        """A write transaction (``BEGIN ... COMMIT``, rolled back on error)."""
+        conn = self.conn
+        conn.execute("BEGIN READ WRITE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                with contextlib.suppress(Exception):
+                    conn.execute("ROLLBACK")
+            raise
+
+    # -------------------------------------------------------------- statements without a translation
+
+    def blocks_without_vectors(self, model: str, limit: int = 10_000) -> list[tuple[str, str]]:
+        rows = self.conn.execute(
+            "SELECT DISTINCT ON (b.embed_hash) b.embed_hash, d.title, b.text FROM blocks b JOIN documents d"
+            " ON b.doc_id=d.doc_id WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model=? AND"
+            " v.embed_hash=b.embed_hash) ORDER BY b.embed_hash LIMIT ?",
+            (model, limit),
+        ).fetchall()
+        return [(h, embedding_text(title, text)) for h, title, text in rows]
+
+    def import_vectors(self, other: Path) -> int:
+        """Copy the cached vectors of the SQLite catalog file ``other`` into this catalog."""
+        import sqlite3
+
+        src = sqlite3.connect(f"{other.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = src.execute("SELECT model, embed_hash, vector FROM vectors").fetchall()
+        finally:
+            src.close()
+        with self.write() as conn:
+            conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?)", rows)
+        return len(rows)
+
+
+
+def _lock_key(url: str, what: str) -> int:
+    """A signed 64-bit advisory-lock key for ``what`` (``write``, ``schema``). PostgreSQL keys
+    advisory locks by database too, so each catalog database has its own locks (two catalogs in one
+    database, under different ``search_path`` settings, would share them)."""
+    return int.from_bytes(hashlib.blake2b(f"sleuth:{what}".encode(), digest_size=8).digest(), "big", signed=True)
+
+
+class PgWriteLock:
+    """The index's write lock as a PostgreSQL session advisory lock (``pg_advisory_lock``), the
+    same interface as :class:`sleuth.locks.WriteLock`.
+
+    One connection of its own holds it; the lock is released when the connection ends, so a
+    writer killed in the middle of a write never leaves the index locked.
+
+    Args:
+        url: the catalog's connection URL.
+        timeout_s: how long :meth:`acquire` waits, in seconds.
+    """
+
+    def __init__(self, url: str, timeout_s: float) -> None:
+        self.url, self.timeout_s = url, timeout_s
+        self.key = _lock_key(url, "write")
+        self.path = Path(redact_url(url))  # for messages
+        self._conn: Any = None
+        self._depth_lock = threading.Lock()
+
+    @property
+    def held_here(self) -> bool:
+        return self._conn is not None
+
+    def acquire(self, blocking: bool = True) -> bool:
+        """Take the lock (waiting at most ``timeout_s`` when ``blocking``); False when not taken.
+
+        Raises:
+            OSError: the server cannot be reached (as a lock file that cannot be opened).
+        """
+        import psycopg
+
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=PG_CONNECT_TIMEOUT_S,
+                                   application_name=_application_name())
+        except psycopg.OperationalError as exc:
+            raise OSError(f"cannot reach the catalog at {redact_url(self.url)}: {str(exc).strip()}") from exc
+        deadline = time.monotonic() + (self.timeout_s if blocking else 0)
+        while True:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
+            if row and row[0]:
+                self._conn = conn
+                return True
+            if time.monotonic() >= deadline:
+                conn.close()
+                return False
+            time.sleep(LOCK_POLL_S)
+
+    def release(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
+            self._conn.close()
+            self._conn = None
+
+    def holder(self) -> str:
+        """``sleuth PID command`` of the session holding the lock, or ``""``."""
+        import psycopg
+
+        try:
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=PG_CONNECT_TIMEOUT_S) as conn:
+                row = conn.execute(
+                    "SELECT a.application_name, a.client_addr FROM pg_locks l JOIN pg_stat_activity a"
+                    " ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND"
+                    " ((l.classid::bigint << 32) | l.objid::bigint) = (%s::bigint & x'ffffffffffffffff'::bigint)",
+                    (self.key,),
+                ).fetchone()
+        except psycopg.Error:
+            return ""
+        if row is None:
+            return ""
+        name, addr = row
+        return f"{name or 'a session'}" + (f" on {addr}" if addr else "")
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the lock for the block; raises IndexBusy (naming the holder) when it is not free in time."""
+        try:
+            got = self.acquire()
+        except OSError as exc:
+            raise StorageError(str(exc)) from exc
+        if not got:
+            holder = self.holder() or "another process"
+            raise IndexBusy(f"{holder} is writing to the index at {self.path}; waited {self.timeout_s:g} s for it:"
+                            f" try again when it has finished (or wait longer: ${WRITE_LOCK_TIMEOUT_ENV}=seconds)")
+        try:
+            yield
+        finally:
+            self.release()
+
+    @contextlib.contextmanager
+    def held_or_skip(self) -> Iterator[bool]:
+        """See :meth:`sleuth.locks.WriteLock.held_or_skip`."""
+        if self._conn is not None:
+            yield True
+            return
+        try:
+            got = self.acquire(blocking=False)
+        except OSError:
+            got = False
+        try:
+            yield got
+        finally:
+            if got:
+                self.release()

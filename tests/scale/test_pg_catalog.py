@@ -1,0 +1,145 @@
+"""The catalog in PostgreSQL (a real server: tests/scale/conftest.py): the same data, generations
+and answers as the SQLite catalog; the write lock as an advisory lock shared by processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sleuth.engine import Engine
+from sleuth.errors import IndexBusy
+from sleuth.store.pg import PgCatalog, PgWriteLock, pg_sql
+
+LANES = ["bm25", "index", "tfidf"]
+
+
+def write_corpus(root: Path) -> None:
+    (root / "notes").mkdir(parents=True)
+    (root / "notes" / "locks.md").write_text(
+        "---\ntags: [storage]\n---\n# Write locks\n\nOne writer at a time holds the advisory lock.\n\n"
+        "## Generations\n\nEvery committed write bumps the generation number.\n")
+    (root / "notes" / "fusion.md").write_text("# Fusion\n\nWeighted reciprocal rank fusion of the lanes.\n")
+    (root / "code.py").write_text('def take_lock(name):\n    """Take the write lock called name."""\n    return name\n')
+    (root / "odd \udcff name.md").write_bytes(b"# Odd\n\nA file whose name is not UTF-8 holds a lock too.\n")
+
+
+def answers(engine: Engine, query: str, lanes: list[str]) -> list[tuple[str, str, float]]:
+    resp = engine.search(query, lanes=lanes, limit=10)
+    return [(h.path, h.best_block_id, round(h.score, 6)) for h in resp.hits]
+
+
+def state(engine: Engine) -> tuple[object, ...]:
+    counts = engine.catalog.counts()
+    files = [(f["path"], f["size_bytes"]) for f in engine.catalog.indexed_files()]
+    return counts, engine.catalog.generation(), files, engine.catalog.skipped()
+
+
+def test_pg_sql_translates_the_sqlite_statements() -> None:
+    assert pg_sql("SELECT value FROM meta WHERE key=?") == "SELECT value FROM meta WHERE key=%s"
+    assert pg_sql("INSERT OR REPLACE INTO meta VALUES (?, ?)") == (
+        "INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value=EXCLUDED.value")
+    assert pg_sql("INSERT OR IGNORE INTO vectors VALUES (?,?,?)") == (
+        "INSERT INTO vectors VALUES (%s,%s,%s) ON CONFLICT DO NOTHING")
+    assert pg_sql("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'") == (
+        "UPDATE meta SET value = (CAST(meta.value AS BIGINT) + 1)::text WHERE key='generation'")
+    assert pg_sql("SELECT 1 FROM blocks b ORDER BY b.rowid") == "SELECT 1 FROM blocks b ORDER BY b.seq"
+    with pytest.raises(ValueError, match="no upsert key"):
+        pg_sql("INSERT OR REPLACE INTO projects VALUES (?)")
+
+
+def test_same_data_generations_and_answers_as_sqlite(tmp_path: Path, catalog_url: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    write_corpus(tmp_path / "src")
+    pg = Engine(tmp_path / "pg-index")
+    assert isinstance(pg.catalog, PgCatalog)
+    monkeypatch.delenv("SLEUTH_CATALOG_URL")
+    local = Engine(tmp_path / "local-index")
+    assert not isinstance(local.catalog, PgCatalog)
+    queries = ["advisory lock", "generation number", "take_lock", "fusion of lanes", '"write lock"']
+
+    def both(step) -> None:  # type: ignore[no-untyped-def]
+        for engine in (pg, local):
+            step(engine)
+        assert state(pg) == state(local)
+        for q in queries:
+            assert answers(pg, q, LANES) == answers(local, q, LANES), q
+
+    both(lambda e: e.index([tmp_path / "src"], project="p"))
+    assert pg.catalog.generation() >= 1
+    assert answers(pg, "advisory lock", LANES)[0][0] == "notes/locks.md"
+    # upsert: a changed file; delete; rename
+    (tmp_path / "src" / "notes" / "fusion.md").write_text("# Fusion\n\nThe lanes are fused; the lock is not.\n")
+    both(lambda e: e.index([tmp_path / "src"], project="p"))
+    (tmp_path / "src" / "code.py").unlink()
+    both(lambda e: e.index([tmp_path / "src"], project="p"))
+    (tmp_path / "src" / "notes" / "locks.md").rename(tmp_path / "src" / "notes" / "writer.md")
+    both(lambda e: e.index([tmp_path / "src"], project="p"))
+    assert answers(pg, "advisory lock", LANES)[0][0] == "notes/writer.md"
+    doc = pg.get(pg.search("advisory lock", lanes=LANES).hits[0].doc_id)
+    assert doc.tags == ["storage"] and "advisory lock" in doc.text
+    before = state(pg)
+    pg.close()
+    # reopen: the same catalog from the server
+    monkeypatch.setenv("SLEUTH_CATALOG_URL", catalog_url)
+    again = Engine(tmp_path / "pg-index")
+    assert state(again) == before
+    assert answers(again, "advisory lock", LANES) == answers(local, "advisory lock", LANES)
+    again.close()
+    local.close()
+
+
+def test_processes_share_one_index_and_one_write_lock(tmp_path: Path, catalog_url: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    write_corpus(tmp_path / "src")
+    env = {**os.environ, "SLEUTH_MODEL": "none"}
+    exe = [sys.executable, "-m", "sleuth"]
+    # Another process (another host would do the same) indexes; this one reads its catalog.
+    subprocess.run([*exe, "index", str(tmp_path / "src"), "--project", "p", "--index", str(tmp_path / "a")],
+                   env=env, check=True, capture_output=True, timeout=300)
+    reader = Engine(tmp_path / "b")
+    assert reader.catalog.counts()["documents"] == 4
+    assert answers(reader, "advisory lock", ["bm25"])[0][0] == "notes/locks.md"
+    # While this process holds the advisory lock, a writer elsewhere waits, then names the holder.
+    lock = PgWriteLock(catalog_url, 0)
+    assert lock.acquire()
+    try:
+        busy = subprocess.run([*exe, "index", str(tmp_path / "src"), "--project", "p", "--index",
+                               str(tmp_path / "a")], env={**env, "SLEUTH_WRITE_LOCK_TIMEOUT_S": "0"},
+                              capture_output=True, text=True, timeout=300)
+        assert busy.returncode != 0
+        assert f"sleuth {os.getpid()}" in busy.stderr and "is writing to the index" in busy.stderr
+        with pytest.raises(IndexBusy):
+            Engine(tmp_path / "c").index([tmp_path / "src"], project="p")
+    finally:
+        lock.release()
+    assert PgWriteLock(catalog_url, 0).acquire()  # released (and a new session's lock ends with it)
+    reader.close()
+
+
+def test_a_killed_writer_leaves_no_lock_and_no_partial_write(tmp_path: Path, catalog_url: str) -> None:
+    write_corpus(tmp_path / "src")
+    env = {**os.environ, "SLEUTH_MODEL": "none"}
+    code = (
+        "import os, signal, sys\n"
+        "from sleuth.engine import Engine\n"
+        "e = Engine(sys.argv[1])\n"
+        "e.index([sys.argv[2]], project='p')\n"
+        "with e.folder.write_lock.held():\n"
+        "    with e.catalog.write() as conn:\n"
+        "        conn.execute(\"DELETE FROM blocks\")\n"
+        "        conn.execute(\"UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'\")\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a"), str(tmp_path / "src")], env=env,
+                          capture_output=True, timeout=300)
+    assert proc.returncode == -9
+    engine = Engine(tmp_path / "b")
+    assert engine.catalog.counts()["blocks"] > 0  # the killed transaction was rolled back
+    generation = engine.catalog.generation()
+    report = engine.index([tmp_path / "src"], project="p")  # the lock is free at once
+    assert report.unchanged == 4 and engine.catalog.generation() == generation
+    engine.close()
