@@ -29,6 +29,7 @@ from sleuth.commands.options import handle_errors  # noqa: E402
 from sleuth.commands.reading import get_cmd, projects_cmd, render_text, search_cmd  # noqa: E402
 from sleuth.commands.serving import broker_group, serve_cmd  # noqa: E402
 from sleuth.commands.tools import eval_cmd, guides_group  # noqa: E402
+from sleuth.commands.users import users_group  # noqa: E402
 
 __all__ = ["cli", "handle_errors", "main", "quick_exit", "render_text"]
 
@@ -50,6 +51,7 @@ cli.add_command(watch_cmd)
 cli.add_command(doctor_cmd)
 cli.add_command(serve_cmd)
 cli.add_command(broker_group)
+cli.add_command(users_group)
 cli.add_command(guides_group)
 cli.add_command(eval_cmd)
 
