@@ -168,6 +168,8 @@ class JwtVerifier:
             return Verdict(None, "wrong audience")
         except jwt.InvalidIssuerError:
             return Verdict(None, "wrong issuer")
+        except jwt.ImmatureSignatureError:
+            return Verdict(None, "issued in the future")
         except jwt.InvalidSignatureError:
             return Verdict(None, "bad signature")
         except jwt.InvalidTokenError as exc:
