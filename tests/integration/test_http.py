@@ -342,3 +342,12 @@ def test_serving_refuses_unsafe_or_empty_settings(index: Path, tmp_path: Path) -
     os.chmod(empty / "idx" / "users.json", 0o644)
     shared = run_cli("serve", "--http", str(free_port()), "--index", str(empty / "idx"), check=False)
     assert shared.returncode == 2 and "chmod 600" in shared.stderr
+
+
+def test_index_free_profiles_serve_verified_users_only(index: Path, tmp_path: Path) -> None:
+    with http_server(index, "--tools", "text", log_dir=tmp_path) as text_only:
+        (found,) = session(text_only, token(index, "alice", text_only.url), [
+            ("search_documents", {"query": "lighthouse", "documents": ["the lighthouse keeper", "a quasar"]})])
+        assert found.structured_content["status"] == "ok"
+        assert [r["doc_id"] for r in found.structured_content["results"]] == ["0"]
+        assert text_only.post(INIT).status_code == 401

@@ -104,9 +104,12 @@ def run_http(settings: HttpSettings, profiles: Sequence[str], index: str | Path 
              allowed_projects: Sequence[str] | None = None, guides_path: Path | None = None) -> None:
     """Serve ``profiles`` over streamable HTTP until SIGINT/SIGTERM (see the module docstring).
 
+    The index is opened whatever the profiles: its folder holds the users, the signing key and the
+    audit log (profiles without ``needs_index`` still serve only verified users).
+
     Raises:
-        ConfigError: no tool profile that needs the index, no users or no signing key, a users
-            file or key readable by others, an unknown ``--project``.
+        ConfigError: no users or no signing key, a users file or key readable by others, an
+            unknown ``--project`` (or one without an index profile).
         IndexNotFound: no index.
     """
     import uvicorn
@@ -114,14 +117,10 @@ def run_http(settings: HttpSettings, profiles: Sequence[str], index: str | Path 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     log.setLevel(logging.INFO)
-    if not needs_index(profiles):
-        from sleuth.errors import ConfigError
-
-        raise ConfigError("--http serves users their projects: choose at least one index tool profile "
-                          "(memory, project)")
-    engine = Engine.open(index)
-    context = ServeContext(allowed_projects=allowed_projects, guides_path=guides_path, engine=engine,
-                           registry=CallerRegistry(), per_caller=True)
+    engine = Engine.open(index)  # always: the users, the signing key and the audit log live in its folder
+    context = ServeContext(allowed_projects=allowed_projects, guides_path=guides_path,
+                           engine=engine if needs_index(profiles) else None, registry=CallerRegistry(),
+                           per_caller=True)
     audit: AuditLog | None = None
     try:
         check_allowed_projects(profiles, engine, allowed_projects)
