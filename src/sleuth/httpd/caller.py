@@ -166,7 +166,7 @@ class CallerMiddleware:
         finally:
             CURRENT_CALLER.reset(token)
             if self.audit is not None:
-                count, error = outcome(result) if result is not None else (None, "INTERNAL_ERROR")
+                count, error = outcome(result) if result is not None else (None, "CALL_FAILED")
                 self.audit.record(caller.user, name, audited_project(arguments), count,
                                   (time.perf_counter() - started) * 1000, error, audited_query(arguments))
 
