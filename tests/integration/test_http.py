@@ -351,3 +351,38 @@ def test_index_free_profiles_serve_verified_users_only(index: Path, tmp_path: Pa
         assert found.structured_content["status"] == "ok"
         assert [r["doc_id"] for r in found.structured_content["results"]] == ["0"]
         assert text_only.post(INIT).status_code == 401
+
+
+def test_ids_from_beta_answer_alice_like_missing_ones(server: HttpServer, tokens: dict[str, str]) -> None:
+    search, memory, record = session(server, tokens["bob"], [
+        ("search_project", {"project_id": "beta", "query": "quasar lighthouse"}),
+        ("project_memory_search", {"project_id": "beta", "query": "quasar lighthouse"}),
+        ("project_memory_record", {"kind": "note", "title": "Bob note", "body": "quasar notes", "project_id": "beta"}),
+    ])
+    item = search.structured_content["items"][0]["markdown_item_id"]
+    handle = memory.structured_content["results"][0]["body_handle"]
+    record_id = record.structured_content["record"]["record_id"]
+    missing_item, missing_handle, missing_record = "0" * 16, handle[:-4] + "0000", "f" * 16
+    results = session(server, tokens["carol"], [
+        ("get_notebook", {"project_id": "alpha", "item_id": item}),
+        ("get_notebook", {"project_id": "alpha", "item_id": missing_item}),
+        ("project_memory_read", {"body_handle": handle}),
+        ("project_memory_read", {"body_handle": missing_handle}),
+        ("project_memory_forget", {"record_id": record_id}),
+        ("project_memory_forget", {"record_id": missing_record}),
+        ("project_memory_record", {"kind": "note", "title": "t", "body": "b", "record_id": record_id}),
+    ])
+    hidden_nb, missing_nb, hidden_body, missing_body, hidden_forget, missing_forget, hidden_revise = results
+    assert text(hidden_nb).replace(item, "ID") == text(missing_nb).replace(missing_item, "ID")
+    assert "not found or access denied" in text(hidden_nb)
+    assert hidden_body.is_error and missing_body.is_error
+    assert text(hidden_body).replace(handle, "H") == text(missing_body).replace(missing_handle, "H")
+    assert hidden_forget.structured_content["error"]["message"] == f"record not found or access denied: {record_id}"
+    assert missing_forget.structured_content["error"]["message"].replace(missing_record, record_id) == \
+        hidden_forget.structured_content["error"]["message"]
+    assert hidden_revise.is_error and "not found or access denied" in text(hidden_revise)
+    for result in results:
+        assert not any(word in answer(result).lower() for word in ("quasar", "bob note", "covert"))
+    (still,) = session(server, tokens["bob"], [
+        ("project_memory_search", {"project_id": "beta", "query": "quasar notes"})])
+    assert "Bob note" in [r["title"] for r in still.structured_content["results"]]
