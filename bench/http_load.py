@@ -240,7 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         "upper bounds, and the two transports are compared run by run.", "",
         f"Index: the Hugo documentation ({counts}). {args.clients} clients at once, each: open a session, one "
         f"warm-up call, then {args.calls} `search_project` calls in a row (limit 10, default hybrid lanes, "
-        "questions cycled). Latency is one call as its client sees it.", "",
+        "questions cycled). Latency is one call as its client sees it. On a machine this loaded the two are "
+        "not like for like: stdio runs 16 `sleuth serve` pipe processes, the broker and the client process, "
+        "HTTP only the server and the client process, so the scheduler gives stdio a larger share of the "
+        "shared cores; on a quiet machine compare the p50s.", "",
         format_table(rows, columns, markdown=True, precision=1), "",
     ])
     print(section)
