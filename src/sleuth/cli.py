@@ -30,6 +30,7 @@ from sleuth.commands.reading import get_cmd, projects_cmd, render_text, search_c
 from sleuth.commands.serving import broker_group, serve_cmd
 from sleuth.commands.tools import eval_cmd, guides_group
 from sleuth.commands.ui import ui_cmd
+from sleuth.commands.users import users_group
 
 __all__ = ["cli", "handle_errors", "main", "quick_exit", "render_text"]
 
@@ -52,6 +53,7 @@ cli.add_command(watch_cmd)
 cli.add_command(doctor_cmd)
 cli.add_command(serve_cmd)
 cli.add_command(broker_group)
+cli.add_command(users_group)
 cli.add_command(guides_group)
 cli.add_command(eval_cmd)
 cli.add_command(ui_cmd)

@@ -30,14 +30,47 @@ from sleuth.config import find_index_dir, load_serve_settings
 @click.option("--no-broker", is_flag=True,
               help="Serve in this process instead of through the index's shared broker "
                    "(also $SLEUTH_BROKER=0).")
+@click.option("--http", "http_bind", default=None, metavar="[HOST:]PORT",
+              help="Serve MCP over streamable HTTP at http://HOST:PORT/mcp instead of stdio, to the users of "
+                   "`sleuth users` with their bearer tokens (HOST defaults to 127.0.0.1, loopback only).")
+@click.option("--url", "public_url", default=None, metavar="URL",
+              help="With --http: the URL clients use for the MCP endpoint (e.g. https://kb.example.com/mcp "
+                   "behind a TLS proxy); tokens must name it (`sleuth users token --url`). "
+                   "Default http://HOST:PORT/mcp.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST[:PORT]",
+              help="With --http: another Host header value to accept (repeatable); others get 421.")
+@click.option("--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN",
+              help="With --http: another browser Origin to accept, e.g. https://app.example (repeatable); "
+                   "others get 403.")
+@click.option("--max-request-bytes", type=click.IntRange(min=1024), default=None,
+              help="With --http: largest request body accepted (default 4 MiB); larger ones get 413.")
+@click.option("--rate-limit", "rate_limit", default=None, metavar="N/PERIOD",
+              help="With --http: requests allowed per token, as N/s, N/min or N/hour (default 600/min); "
+                   "more get 429.")
+@click.option("--audit-queries", is_flag=True,
+              help="With --http: the audit log (audit.jsonl in the index folder) also records query texts.")
 @index_option
 @handle_errors
 def serve_cmd(projects: tuple[str, ...], tools: str | None, guides_file: Path | None, events_file: Path | None,
-              no_broker: bool, index_dir: Path | None) -> None:
+              no_broker: bool, http_bind: str | None, public_url: str | None, allow_hosts: tuple[str, ...],
+              allow_origins: tuple[str, ...], max_request_bytes: int | None, rate_limit: str | None,
+              audit_queries: bool, index_dir: Path | None) -> None:
     """Serve over MCP on stdio the tool families chosen with --tools (default: memory and project tools).
 
     With an index, the session goes through the index's broker (`sleuth broker`), started on first use.
+    With --http, serve a team over streamable HTTP instead: each user sees only their projects
+    (`sleuth users`).
     """
+    http_only = {"--url": public_url, "--allow-host": allow_hosts, "--allow-origin": allow_origins,
+                 "--max-request-bytes": max_request_bytes, "--rate-limit": rate_limit,
+                 "--audit-queries": audit_queries}
+    if http_bind is not None:
+        _serve_http(http_bind, projects, tools, guides_file, events_file, public_url, allow_hosts, allow_origins,
+                    max_request_bytes, rate_limit, audit_queries, index_dir)
+        return
+    given = [name for name, value in http_only.items() if value]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} only apply with --http")
     from sleuth.broker.client import broker_enabled, serve_via_broker
 
     if not no_broker and broker_enabled():
@@ -54,6 +87,25 @@ def serve_cmd(projects: tuple[str, ...], tools: str | None, guides_file: Path | 
         guides_path=guides_file or settings.guides,
         events_path=events_file,
     )
+
+
+def _serve_http(bind: str, projects: tuple[str, ...], tools: str | None, guides_file: Path | None,
+                events_file: Path | None, public_url: str | None, allow_hosts: tuple[str, ...],
+                allow_origins: tuple[str, ...], max_request_bytes: int | None, rate_limit: str | None,
+                audit_queries: bool, index_dir: Path | None) -> None:
+    from sleuth.httpd.settings import HTTP_REQUEST_MAX_BYTES, RATE_LIMIT_DEFAULT, http_settings
+
+    if events_file is not None:
+        raise click.UsageError("--events applies to stdio sessions; over --http every call is in the audit log")
+    settings = http_settings(bind, public_url, allow_hosts, allow_origins,
+                             max_request_bytes or HTTP_REQUEST_MAX_BYTES, rate_limit or RATE_LIMIT_DEFAULT,
+                             audit_queries)
+    from sleuth.httpd.app import run_http
+    from sleuth.mcp.server import parse_profiles
+
+    serve_settings = load_serve_settings(find_index_dir(index_dir))
+    run_http(settings, parse_profiles(tools if tools is not None else serve_settings.tools), index=index_dir,
+             allowed_projects=list(projects) or None, guides_path=guides_file or serve_settings.guides)
 
 
 @click.group("broker")

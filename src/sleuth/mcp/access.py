@@ -1,15 +1,24 @@
-"""What one MCP session may see: the projects of its ``--project`` allow list, and nothing else.
+"""What one MCP session may see: the projects of its ``--project`` allow list -- or, over HTTP, the
+verified caller's projects -- and nothing else.
 
 Every tool resolves the projects, documents and records a call names through :class:`Access`.
 What does not exist and what the session may not see get the same answer, word for word -- one
 message per kind of object (:func:`sleuth.errors.not_found`), naming only what the caller itself sent -- so no
 answer tells a session that another project, or an id inside one, exists (as Elasticsearch's
 security answers a denied index like a missing one).
+
+Over HTTP (``sleuth serve --http``) one server answers many users: :data:`CURRENT_CALLER` holds the
+:class:`Caller` of the call being served (set from the verified bearer token by
+:mod:`sleuth.httpd.caller`, never from an argument), and an :class:`Access` made with
+``per_caller=True`` sees only that caller's projects (within ``--project`` when both are given).
+No caller set means no project at all: such an access fails closed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import DocumentNotFound, ProjectNotFound, not_found
@@ -19,21 +28,61 @@ if TYPE_CHECKING:
     from sleuth.store.catalog import DocumentRow
 
 
+@dataclass(frozen=True)
+class Caller:
+    """The verified user a call is served for (HTTP only).
+
+    Attributes:
+        user: the user name (the token's ``sub``); never shown to other users.
+        projects: the projects the user may access, as the users file says now.
+        scopes: the scopes granted to this request's token.
+    """
+
+    user: str
+    projects: frozenset[str]
+    scopes: frozenset[str]
+
+
+#: The caller of the call being served; None over stdio (and outside a call).
+CURRENT_CALLER: ContextVar[Caller | None] = ContextVar("sleuth_current_caller", default=None)
+
+
+def caller_key() -> str | None:
+    """The user name of the current caller (None: no caller, e.g. stdio) -- the key of every
+    per-user structure (request registries)."""
+    caller = CURRENT_CALLER.get()
+    return None if caller is None else caller.user
+
+
 class Access:
     """The projects one session may access, over one engine.
 
     Args:
         engine: the open index.
         allowed: project ids the session may access; None = every project of the index.
+        per_caller: the projects come from :data:`CURRENT_CALLER` at each call (within
+            ``allowed``); no caller = no project.
     """
 
-    def __init__(self, engine: Engine, allowed: Collection[str] | None) -> None:
+    def __init__(self, engine: Engine, allowed: Collection[str] | None, per_caller: bool = False) -> None:
         self.engine = engine
-        self.allowed = None if allowed is None else frozenset(allowed)
+        self.static = None if allowed is None else frozenset(allowed)
+        self.per_caller = per_caller
+
+    @property
+    def allowed(self) -> frozenset[str] | None:
+        """The project ids visible now; None = every project of the index."""
+        if not self.per_caller:
+            return self.static
+        caller = CURRENT_CALLER.get()
+        if caller is None:
+            return frozenset()
+        return caller.projects if self.static is None else caller.projects & self.static
 
     def visible(self, project_id: str) -> bool:
         """True when the session may see project ``project_id`` (whether or not it exists)."""
-        return self.allowed is None or project_id in self.allowed
+        allowed = self.allowed
+        return allowed is None or project_id in allowed
 
     def filter(self, rows: Iterable[Any], key: str) -> list[Any]:
         """The rows (dicts) whose ``key`` names a project the session may see."""

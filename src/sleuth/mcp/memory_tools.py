@@ -261,16 +261,18 @@ class MemoryTools:
     Args:
         engine: the open index.
         allowed_projects: project ids a client may access; None = every project.
-        registry: running requests (share one between servers of one process).
+        registry: running requests (share one between servers of one process; over HTTP a
+            :class:`sleuth.httpd.caller.CallerRegistry`, one table per user).
+        per_caller: the projects come from the verified caller of each call
+            (:class:`sleuth.mcp.access.Access`), within ``allowed_projects``.
     """
 
     def __init__(self, engine: Engine, allowed_projects: Sequence[str] | None = None,
-                 registry: RequestRegistry | None = None) -> None:
+                 registry: RequestRegistry | None = None, per_caller: bool = False) -> None:
         self.engine = engine
-        self.access = Access(engine, allowed_projects)
-        self.allowed = None if allowed_projects is None else set(allowed_projects)
+        self.access = Access(engine, allowed_projects, per_caller=per_caller)
         self.registry = registry or RequestRegistry()
-        self.searcher = MemorySearch(engine, self.registry, allowed_projects=self.allowed)
+        self.searcher = MemorySearch(engine, self.registry, access=self.access)
         self.records = RecordStore(engine)
 
     def warm_up(self) -> threading.Thread:

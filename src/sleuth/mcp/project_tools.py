@@ -107,11 +107,14 @@ class ProjectTools:
     Args:
         engine: the open index.
         allowed_projects: project ids the client may access; None = every project of the index.
+        per_caller: the projects come from the verified caller of each call (HTTP), within
+            ``allowed_projects``.
     """
 
-    def __init__(self, engine: Engine, allowed_projects: Sequence[str] | None = None) -> None:
+    def __init__(self, engine: Engine, allowed_projects: Sequence[str] | None = None,
+                 per_caller: bool = False) -> None:
         self.engine = engine
-        self.access = Access(engine, allowed_projects)
+        self.access = Access(engine, allowed_projects, per_caller=per_caller)
 
     def require_project_access(self, project_id: Any) -> str:
         """The checked project id; ToolError when it is missing, or unknown and not allowed alike."""

@@ -33,6 +33,8 @@ class ServeContext:
             sessions) lets query_status / query_cancel reach requests of the others. None: each
             server keeps its own.
         cleanups: called by :meth:`close` when the server is done (tool families add theirs).
+        per_caller: project access comes from each call's verified caller
+            (:data:`sleuth.mcp.access.CURRENT_CALLER`, HTTP), within ``allowed_projects``.
     """
 
     engine: Engine | None = None
@@ -41,6 +43,7 @@ class ServeContext:
     on_tool_call: ToolCallHook | None = None
     registry: RequestRegistry | None = None
     cleanups: list[Callable[[], None]] = field(default_factory=list)
+    per_caller: bool = False
 
     def close(self) -> None:
         """Run the cleanups (newest first); the engine is closed by whoever opened it."""

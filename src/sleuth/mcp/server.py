@@ -48,7 +48,8 @@ def register_memory_tools(server: MCPServer[Any], context: ServeContext) -> None
     """The ``memory`` profile (seed 004): ``project_memory_search`` and its companions."""
     if context.engine is None:
         raise ConfigError("the memory tool profile needs an index")
-    tools = MemoryTools(context.engine, context.allowed_projects, registry=context.registry)
+    tools = MemoryTools(context.engine, context.allowed_projects, registry=context.registry,
+                        per_caller=context.per_caller)
     tools.warm_up()
     context.cleanups.append(tools.searcher.close)
     add_tools(server, tools.tools())
@@ -58,7 +59,7 @@ def register_project_tools(server: MCPServer[Any], context: ServeContext) -> Non
     """The ``project`` profile (seed 000): ``search_project``, ``get_notebook``, ``get_projects``."""
     if context.engine is None:
         raise ConfigError("the project tool profile needs an index")
-    add_tools(server, ProjectTools(context.engine, context.allowed_projects).tools())
+    add_tools(server, ProjectTools(context.engine, context.allowed_projects, per_caller=context.per_caller).tools())
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from sleuth.types import Hit, Question, SearchFilters, SearchRequest, SearchResp
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
+    from sleuth.mcp.access import Access
 
 #: The project that holds records filed without a project; ``all_projects`` leaves it out.
 INBOX_PROJECT_ID = "inbox"
@@ -88,21 +89,30 @@ class MemorySearch:
         engine: the open index.
         registry: running requests (shared with ``query_status`` / ``query_cancel``).
         allowed_projects: the projects a caller may search (None: all); others count as unknown.
+        access: the session's project access (:class:`sleuth.mcp.access.Access`), read at each
+            request instead of ``allowed_projects`` (over HTTP it depends on the caller).
     """
 
     def __init__(self, engine: Engine, registry: RequestRegistry | None = None,
-                 allowed_projects: set[str] | None = None) -> None:
+                 allowed_projects: set[str] | None = None, access: Access | None = None) -> None:
         self.engine = engine
-        self.allowed_projects = allowed_projects
+        self._allowed_projects = None if allowed_projects is None else frozenset(allowed_projects)
+        self.access = access
         self.registry = registry or RequestRegistry()
+
+    @property
+    def allowed_projects(self) -> frozenset[str] | None:
+        """The projects the current caller may search (None: all)."""
+        return self.access.allowed if self.access is not None else self._allowed_projects
 
     def close(self) -> None:
         """Nothing of its own to release: the engine's pipeline holds the threads."""
 
     def scope(self, req: MemoryRequest) -> tuple[str, ...]:
         """The project ids searched. Raises ProjectNotFound naming unknown ids."""
+        allowed = self.allowed_projects
         projects = {str(p["project_id"]): p for p in self.engine.catalog.projects()
-                    if self.allowed_projects is None or p["project_id"] in self.allowed_projects}
+                    if allowed is None or p["project_id"] in allowed}
         if req.all_projects:
             return tuple(sorted(p for p, info in projects.items()
                                 if p != INBOX_PROJECT_ID and int(str(info.get("documents", 0) or 0)) > 0))

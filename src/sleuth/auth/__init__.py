@@ -1,0 +1,1 @@
+"""Users, their project access and their bearer tokens for ``sleuth serve --http``."""

@@ -1,0 +1,1 @@
+"""``sleuth serve --http``: MCP over streamable HTTP for a team, with bearer tokens per user."""

@@ -1,0 +1,251 @@
+"""The HTTP checks in front of the MCP endpoint, as ASGI middleware (outermost first):
+
+1. :class:`HostOriginGuard` -- every request: a ``Host`` not in the allow list gets **421**, an
+   ``Origin`` (when sent) not in it gets **403** (MCP transport security; DNS rebinding). Always
+   on, whatever address is bound: the SDK's own check switches itself off for non-loopback binds.
+2. the SDK's ``AuthenticationMiddleware`` with :class:`BearerBackend` (the token verifier).
+3. :class:`RequireBearer` -- the MCP endpoint only: no valid token gets **401** with
+   ``WWW-Authenticate: Bearer resource_metadata="..."`` (RFC 6750, RFC 9728; ``error="invalid_token"``
+   when a token was sent), a token without the read scope **403** ``insufficient_scope``; then the
+   per-token rate limit (**429** with ``Retry-After``); then the body, read up to the size limit
+   (**413** beyond), and a ``tools/call`` of a write tool without the write scope gets **403**
+   ``insufficient_scope``. What passes goes on to the SDK with the body replayed.
+
+Reasons for a refusal go to the server's log; the client gets one generic description per
+status, never the user name or the token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from collections import OrderedDict, deque
+from collections.abc import Collection
+from typing import Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
+from mcp.server.auth.provider import TokenVerifier
+from starlette.authentication import AuthCredentials
+from starlette.datastructures import Headers
+from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from sleuth.auth.tokens import JwtVerifier
+from sleuth.auth.users import SCOPE_READ, SCOPE_WRITE
+from sleuth.httpd.settings import HttpSettings
+
+log = logging.getLogger("sleuth.http")
+
+#: Rate-limit buckets kept at once (the least recently used are dropped beyond).
+RATE_BUCKETS_MAX = 10_000
+#: The scope key where :class:`BearerBackend` leaves why a sent token was refused.
+AUTH_FAILURE_KEY = "sleuth.auth_failure"
+
+
+async def send_json(send: Send, status: int, body: dict[str, Any], headers: Collection[tuple[str, str]] = ()) -> None:
+    """A JSON response with ``status``, ``body`` and extra ``headers``."""
+    data = json.dumps(body).encode("utf-8")
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode("ascii")),
+           *((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers)]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": data})
+
+
+class HostOriginGuard:
+    """421 for a ``Host`` outside ``settings.allowed_hosts``, 403 for an ``Origin`` outside
+    ``settings.allowed_origins`` (a request without ``Origin`` -- not from a browser -- passes)."""
+
+    def __init__(self, app: ASGIApp, settings: HttpSettings) -> None:
+        self.app, self.settings = app, settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        host = (headers.get("host") or "").strip().lower()
+        if host not in self.settings.allowed_hosts:
+            log.warning("refused a request with Host %r (allowed: %s; add --allow-host)", host[:200],
+                        ", ".join(sorted(self.settings.allowed_hosts)))
+            await send_json(send, 421, {"error": "misdirected_request",
+                                        "error_description": "Host header not allowed for this server"})
+            return
+        origin = headers.get("origin")
+        if origin is not None and origin.strip().lower().rstrip("/") not in self.settings.allowed_origins:
+            log.warning("refused a request with Origin %r (add --allow-origin)", origin[:200])
+            await send_json(send, 403, {"error": "forbidden_origin",
+                                        "error_description": "Origin not allowed for this server"})
+            return
+        await self.app(scope, receive, send)
+
+
+class BearerBackend(BearerAuthBackend):
+    """The SDK's bearer backend (expiry and RFC 8707 resource checks included) over a
+    :class:`~sleuth.auth.tokens.JwtVerifier`, noting why a sent token was refused."""
+
+    def __init__(self, token_verifier: TokenVerifier, *, resource_server_url: Any = None) -> None:
+        super().__init__(token_verifier, resource_server_url=resource_server_url)
+
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, AuthenticatedUser] | None:
+        header = conn.headers.get("authorization")
+        if header is None:
+            return None
+        if not header.lower().startswith("bearer ") or not header[7:].strip():
+            conn.scope[AUTH_FAILURE_KEY] = "malformed authorization header"
+            return None
+        verifier = self.token_verifier
+        if isinstance(verifier, JwtVerifier):  # it checks expiry and audience itself
+            verdict = verifier.check(header[7:].strip())
+            if verdict.token is None:
+                conn.scope[AUTH_FAILURE_KEY] = verdict.reason
+                return None
+            return AuthCredentials(verdict.token.scopes), AuthenticatedUser(verdict.token)
+        result = await super().authenticate(conn)
+        if result is None:
+            conn.scope[AUTH_FAILURE_KEY] = "refused"
+        return result
+
+
+class RateLimiter:
+    """Token buckets per bearer token: ``requests`` per ``period_s`` seconds, bursts up to ``requests``.
+
+    Keys are SHA-256 digests of the tokens (the tokens themselves are not kept).
+    """
+
+    def __init__(self, requests: int, period_s: float, max_buckets: int = RATE_BUCKETS_MAX) -> None:
+        self.capacity = float(requests)
+        self.rate_per_s = requests / period_s
+        self.max_buckets = max_buckets
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, token: str, now: float | None = None) -> float:
+        """Spend one request of ``token``'s bucket: 0.0 when allowed, else the seconds to wait."""
+        now = time.monotonic() if now is None else now
+        key = hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+        level, last = self._buckets.pop(key, (self.capacity, now))
+        level = min(self.capacity, level + (now - last) * self.rate_per_s)
+        wait = 0.0
+        if level >= 1.0:
+            level -= 1.0
+        else:
+            wait = (1.0 - level) / self.rate_per_s
+        self._buckets[key] = (level, now)
+        while len(self._buckets) > self.max_buckets:
+            self._buckets.popitem(last=False)
+        return wait
+
+
+def tool_calls(body: bytes) -> list[str]:
+    """Names of the tools a JSON-RPC body calls (a message or a batch); [] when it is not JSON."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return []
+    messages = data if isinstance(data, list) else [data]
+    names = []
+    for message in messages:
+        if isinstance(message, dict) and message.get("method") == "tools/call":
+            params = message.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            names.append(name if isinstance(name, str) else "")
+    return names
+
+
+class RequireBearer:
+    """The MCP endpoint's gate (see the module docstring).
+
+    Args:
+        app: the SDK's streamable HTTP app.
+        settings: the server's settings (metadata URL, size and rate limits).
+        write_tools: tools that need :data:`SCOPE_WRITE`.
+    """
+
+    def __init__(self, app: ASGIApp, settings: HttpSettings, write_tools: Collection[str]) -> None:
+        self.app, self.settings = app, settings
+        self.write_tools = frozenset(write_tools)
+        self.limiter = RateLimiter(settings.rate_requests, settings.rate_period_s)
+
+    def _challenge(self, error: str | None = None, description: str | None = None,
+                   scope: str = SCOPE_READ) -> tuple[str, str]:
+        parts = ['realm="sleuth"']
+        if error:
+            parts.append(f'error="{error}"')
+        if description:
+            parts.append(f'error_description="{description}"')
+        parts.append(f'scope="{scope}"')
+        parts.append(f'resource_metadata="{self.settings.metadata_url}"')
+        return "WWW-Authenticate", "Bearer " + ", ".join(parts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        user = scope.get("user")
+        if not isinstance(user, AuthenticatedUser):
+            failure = scope.get(AUTH_FAILURE_KEY)
+            if failure is None:
+                await send_json(send, 401, {"error": "invalid_request",
+                                            "error_description": "a bearer token is required"},
+                                [self._challenge()])
+                return
+            log.warning("refused a bearer token: %s", failure)
+            description = "The access token expired" if failure == "expired" else \
+                "The access token is invalid, revoked or not issued for this server"
+            await send_json(send, 401, {"error": "invalid_token", "error_description": description},
+                            [self._challenge("invalid_token", description)])
+            return
+        scopes = set(user.scopes)
+        if SCOPE_READ not in scopes:
+            await self._insufficient(send, SCOPE_READ)
+            return
+        wait = self.limiter.take(user.access_token.token)
+        if wait > 0:
+            await send_json(send, 429, {"error": "rate_limited", "error_description":
+                                        f"more than {self.settings.rate_requests} requests per "
+                                        f"{self.settings.rate_period_s:g} s for this token"},
+                            [("Retry-After", str(max(1, math.ceil(wait))))])
+            return
+        if scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        body, rest = await self._read_body(scope, receive, send)
+        if body is None:
+            return
+        if SCOPE_WRITE not in scopes and any(name in self.write_tools for name in tool_calls(body)):
+            await self._insufficient(send, f"{SCOPE_READ} {SCOPE_WRITE}")
+            return
+        replay: deque[Message] = deque([{"type": "http.request", "body": body, "more_body": False}, *rest])
+
+        async def replayed() -> Message:
+            return replay.popleft() if replay else await receive()
+
+        await self.app(scope, replayed, send)
+
+    async def _insufficient(self, send: Send, needed: str) -> None:
+        description = f"this call needs the scope(s) {needed}"
+        await send_json(send, 403, {"error": "insufficient_scope", "error_description": description},
+                        [self._challenge("insufficient_scope", description, needed)])
+
+    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> tuple[bytes | None, list[Message]]:
+        """The whole body (None after answering 413) and any message read past it."""
+        limit = self.settings.max_request_bytes
+        too_large = {"error": "request_too_large",
+                     "error_description": f"the request body is larger than {limit} bytes (--max-request-bytes)"}
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await send_json(send, 413, too_large)
+            return None, []
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return bytes(body), [message]
+            body.extend(message.get("body", b""))
+            if len(body) > limit:
+                await send_json(send, 413, too_large)
+                return None, []
+            if not message.get("more_body", False):
+                return bytes(body), []

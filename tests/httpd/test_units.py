@@ -1,0 +1,114 @@
+"""The pure parts of `sleuth serve --http`: address and rate parsing, Host/Origin allow lists, the
+token bucket, the tool-call scan, and the token verifier over a real users file and key."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import jwt
+import pytest
+
+from sleuth.auth.tokens import JwtVerifier, canonical_resource, mint_token, parse_ttl, signing_key
+from sleuth.auth.users import SCOPE_READ, SCOPE_WRITE, UserStore
+from sleuth.errors import ConfigError
+from sleuth.httpd.guards import RateLimiter, tool_calls
+from sleuth.httpd.settings import http_settings, parse_bind, parse_rate
+
+
+def test_parse_bind() -> None:
+    assert parse_bind("8765") == ("127.0.0.1", 8765)
+    assert parse_bind("0.0.0.0:80") == ("0.0.0.0", 80)
+    assert parse_bind("[::1]:9000") == ("::1", 9000)
+    assert parse_bind("kb.lan:9000") == ("kb.lan", 9000)
+    for bad in ("", "host", "1:2:3", "70000", "x:0"):
+        with pytest.raises(ConfigError):
+            parse_bind(bad)
+
+
+def test_parse_rate_and_ttl() -> None:
+    assert parse_rate("600/min") == (600, 60.0)
+    assert parse_rate("5 / s") == (5, 1.0)
+    assert parse_rate("3/hour") == (3, 3600.0)
+    for bad in ("0/s", "5", "5/day", "-1/s"):
+        with pytest.raises(ConfigError):
+            parse_rate(bad)
+    assert parse_ttl("90m") == 5400 and parse_ttl("30d") == 30 * 86400 and parse_ttl("3600") == 3600
+    for bad in ("0", "367d", "1y", ""):
+        with pytest.raises(ConfigError):
+            parse_ttl(bad)
+
+
+def test_allow_lists() -> None:
+    loopback = http_settings("127.0.0.1:8765")
+    assert loopback.resource == "http://127.0.0.1:8765/mcp"
+    assert loopback.allowed_hosts == {"127.0.0.1:8765", "localhost:8765", "[::1]:8765"}
+    assert "http://localhost:8765" in loopback.allowed_origins and "http://evil.example" not in loopback.allowed_origins
+    proxied = http_settings("0.0.0.0:8765", url="https://KB.example.com/mcp/", allow_origins=["https://app.example"])
+    assert proxied.resource == "https://kb.example.com/mcp"
+    assert proxied.metadata_url == "https://kb.example.com/.well-known/oauth-protected-resource/mcp"
+    assert proxied.allowed_hosts == {"kb.example.com", "kb.example.com:443"}  # never every Host
+    assert {"https://kb.example.com", "https://app.example"} <= proxied.allowed_origins
+    with pytest.raises(ConfigError, match="--url"):
+        http_settings("0.0.0.0:8765")
+    with pytest.raises(ConfigError):
+        canonical_resource("ftp://x/mcp")
+
+
+def test_rate_limiter_buckets_per_token() -> None:
+    limiter = RateLimiter(2, 60.0)
+    assert [limiter.take("a", now=0.0) for _ in range(2)] == [0.0, 0.0]
+    assert limiter.take("a", now=0.0) == pytest.approx(30.0)
+    assert limiter.take("b", now=0.0) == 0.0
+    assert limiter.take("a", now=30.0) == 0.0  # one request refilled after 30 s
+    small = RateLimiter(1, 1.0, max_buckets=2)
+    for key in ("x", "y", "z"):
+        small.take(key, now=0.0)
+    assert len(small._buckets) == 2
+
+
+def test_tool_calls_scan() -> None:
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"project_memory_record"}}'
+    assert tool_calls(call) == ["project_memory_record"]
+    assert tool_calls(b"[" + call + b',{"method":"tools/list"}]') == ["project_memory_record"]
+    assert tool_calls(b"not json") == [] and tool_calls(b'{"method":"tools/call","params":5}') == [""]
+
+
+def test_verifier(tmp_path: Path) -> None:
+    store = UserStore(tmp_path)
+    store.add("alice", ["alpha"], write=True)
+    key = signing_key(tmp_path, create=True)
+    url = "http://127.0.0.1:8765/mcp"
+    verifier = JwtVerifier(key, url, store)
+    alice = store.get("alice")
+    assert alice is not None
+    good = verifier.check(mint_token(key, alice, url, 60))
+    assert good.token is not None and good.token.subject == "alice" and good.token.client_id == "alice"
+    assert good.token.scopes == [SCOPE_READ, SCOPE_WRITE] and good.token.claims == {
+        "iss": "http://127.0.0.1:8765", "jti": jwt.decode(good.token.token, options={"verify_signature": False})["jti"]}
+    read_only = verifier.check(mint_token(key, alice, url, 60, scopes=(SCOPE_READ,)))
+    assert read_only.token is not None and read_only.token.scopes == [SCOPE_READ]
+    claims = jwt.decode(good.token.token, key, algorithms=["HS256"], audience=url)
+    assert set(claims) == {"iss", "aud", "sub", "scope", "iat", "exp", "jti", "gen"}
+    assert verifier.check(mint_token(key, alice, url, 60, now=time.time() - 3600)).reason == "expired"
+    assert verifier.check(mint_token(key, alice, "http://127.0.0.1:8765/other", 60)).reason == "wrong audience"
+    assert verifier.check(mint_token(key, alice, "http://127.0.0.1:9/mcp", 60)).reason == "wrong issuer"
+    assert verifier.check(mint_token(b"k" * 32, alice, url, 60)).reason == "bad signature"
+    future = jwt.encode({**claims, "iat": int(time.time()) + 3600, "exp": int(time.time()) + 7200}, key)
+    assert verifier.check(future).reason == "issued in the future"
+    no_gen = jwt.encode({k: v for k, v in claims.items() if k != "gen"}, key)
+    assert verifier.check(no_gen).reason.startswith("malformed")
+    assert verifier.check("x" * 5000).reason == "malformed"
+    store.revoke("alice")
+    assert verifier.check(good.token.token).reason == "revoked"
+    store.remove("alice")
+    store.add("alice", ["alpha"])  # the same name again: the old tokens stay dead
+    assert verifier.check(good.token.token).reason == "revoked"
+    fresh = store.get("alice")
+    assert fresh is not None
+    downgraded = verifier.check(mint_token(key, fresh, url, 60))
+    assert downgraded.token is not None and downgraded.token.scopes == [SCOPE_READ]
+    with pytest.raises(ConfigError, match="does not hold"):
+        mint_token(key, fresh, url, 60, scopes=(SCOPE_WRITE,))
+    (tmp_path / "users.json").write_text("{broken")
+    assert verifier.check(mint_token(key, fresh, url, 60)).reason == "users file unusable"  # fails closed
