@@ -11,6 +11,7 @@ comes back, or a project gains a root, the watch is restarted to include it.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -21,12 +22,14 @@ from typing import TYPE_CHECKING
 
 from sleuth.engine import Engine
 from sleuth.errors import IndexBusy, SleuthError
-from sleuth.ingest.names import index_name
+from sleuth.ingest.names import index_name, printable
 from sleuth.ingest.walk import DEFAULT_EXCLUDES
 from sleuth.types import IndexReport
 
 if TYPE_CHECKING:
     from sleuth.progress import Progress
+
+logger = logging.getLogger(__name__)
 
 #: A batch closes once no change arrived for this long, in milliseconds.
 DEBOUNCE_MS = 100
@@ -35,6 +38,10 @@ MAX_BATCH_MS = 1_000
 #: How often the watch wakes up without changes (to see new projects, lost or returning roots
 #: and the stop event), in milliseconds.
 WAKE_MS = 500
+#: Where a watch cannot be set up (watchfiles cannot watch a tree holding a folder whose name is
+#: not valid UTF-8), every root is re-scanned (incrementally: one ``stat`` per file) this often, in
+#: seconds, instead.
+RESCAN_EVERY_S = 2.0
 #: Above this many changed paths in one root, the whole root is re-indexed (incrementally).
 FULL_ROOT_PATHS = 2_000
 
@@ -137,6 +144,8 @@ class _Watcher:
         self.debounce_ms, self.max_batch_ms = debounce_ms, max_batch_ms
         self.on_batch, self.ready, self.progress = on_batch, ready, progress
         self.pending: dict[WatchedRoot, set[str]] = {}
+        self._woke = False  # the current watch reported once (it is in place)
+        self._rescanning = False  # the watch could not be set up: rescans instead (RESCAN_EVERY_S)
 
     def apply_pending(self) -> None:
         """Re-index the pending paths, root by root; a busy index keeps them pending for the next try."""
@@ -175,6 +184,7 @@ class _Watcher:
                 self._ready(roots)
                 self.stop.wait(WAKE_MS / 1000)
                 continue
+            self._woke = False
             try:
                 if self._watch(folders, folders_set, roots, presence):
                     return  # the stop event ended the watch
@@ -186,6 +196,8 @@ class _Watcher:
                 # once the new watch is in place.
                 for root in roots:
                     self.pending.setdefault(root, set()).add("")
+                if not self._woke:  # it cannot even be set up: such a folder is in the tree
+                    self._rescan(roots, str(exc))
 
     def _watch(self, folders: list[str], folders_set: set[str], roots: list[WatchedRoot],
                presence: dict[WatchedRoot, tuple[int, int] | None]) -> bool:
@@ -199,6 +211,7 @@ class _Watcher:
         ):
             # The first wake-up (changes or time-out) comes once the watch is in place: only then
             # are roots scanned, so that no change between a scan and the watch is lost.
+            self._woke = True
             for root, rels in changed_paths((p for _, p in changes), roots, self.engine.index_dir).items():
                 self.pending.setdefault(root, set()).update(rels)
             self.apply_pending()
@@ -218,6 +231,17 @@ class _Watcher:
                         self.pending.setdefault(root, set()).add("")
                 return False
         return True
+
+    def _rescan(self, roots: list[WatchedRoot], why: str) -> None:
+        """One round of watching by rescans: every root re-indexed incrementally, then a wait of
+        :data:`RESCAN_EVERY_S` (the loop in :meth:`run` tries the watch again after it)."""
+        if not self._rescanning:
+            self._rescanning = True
+            logger.warning("cannot watch for changes (%s): a folder name is not valid UTF-8, so every root is "
+                           "scanned again every %g s instead", printable(why), RESCAN_EVERY_S)
+        self.apply_pending()
+        self._ready(roots)
+        self.stop.wait(RESCAN_EVERY_S)
 
     def _ready(self, roots: list[WatchedRoot]) -> None:
         if self.ready is not None:

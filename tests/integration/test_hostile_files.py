@@ -378,3 +378,25 @@ def test_terminal_escapes_in_a_file_never_reach_the_terminal(tmp_path: Path) -> 
     (hit,) = search_json(tmp_path / "idx", "escwords")["hits"]
     got = run_cli("get", hit["doc_id"], "--index", str(tmp_path / "idx"), env=LEXICAL).stdout
     assert "\x1b" not in got and "Escwords in the body \\x1b]0;owned" in got
+
+
+def test_watch_keeps_working_under_a_folder_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    # watchfiles cannot set up a watch over such a folder: the watcher says so and rescans instead.
+    root = tmp_path / "wiki"
+    write(root, "start.md", "# Start\n\nA page about wombats.\n")
+    (root / os.fsdecode(b"d\xe9")).mkdir()
+    index = tmp_path / "idx"
+    index_json(root, index, project="wiki")
+    proc = subprocess.Popen([*SLEUTH, "watch", "--index", str(index), "--debounce-ms", "50"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **LEXICAL})
+    try:
+        first = proc.stderr.readline()  # type: ignore[union-attr]
+        second = proc.stderr.readline()  # type: ignore[union-attr]
+        assert "cannot watch for changes" in first and "not valid UTF-8" in first, first
+        assert "watching 1 root(s) of 1 project(s): wiki" in second, second
+        write(root, "new.md", "# New\n\nA page about numbats.\n")
+        wait_until("a new file", lambda: [h["path"] for h in search_json(index, "numbats")["hits"]] == ["new.md"])
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+    assert "Traceback" not in proc.stderr.read()  # type: ignore[union-attr]
