@@ -112,3 +112,18 @@ def test_verifier(tmp_path: Path) -> None:
         mint_token(key, fresh, url, 60, scopes=(SCOPE_WRITE,))
     (tmp_path / "users.json").write_text("{broken")
     assert verifier.check(mint_token(key, fresh, url, 60)).reason == "users file unusable"  # fails closed
+
+
+def test_an_audit_line_does_not_grow_with_the_names_a_call_gives(tmp_path: Path) -> None:
+    """A call may name any tool (3 MiB of "X"): its audit line keeps AUDIT_NAME_MAX_CHARS of it."""
+    import json
+
+    from sleuth.httpd.audit import AUDIT_NAME_MAX_CHARS, AuditLog
+
+    log = AuditLog(tmp_path / "audit.jsonl")
+    log.record("alice", "X" * (3 << 20), "p" * 10_000, None, 1.0, "UNKNOWN_TOOL")
+    log.close()
+    (line,) = (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+    entry = json.loads(line)
+    assert entry["tool"] == "X" * AUDIT_NAME_MAX_CHARS and entry["project"] == "p" * AUDIT_NAME_MAX_CHARS
+    assert len(line) < 1000

@@ -30,6 +30,9 @@ AUDIT_QUEUE_MAX_LINES = 10_000
 AUDIT_FLUSH_TIMEOUT_S = 5.0
 #: Longest query text kept in a line, in characters.
 AUDIT_QUERY_MAX_CHARS = 1000
+#: Characters of a tool name, a user name and a project id kept in an audit line: a call names
+#: whatever tool it likes (an unknown one is refused after), and a line must not grow with it.
+AUDIT_NAME_MAX_CHARS = 200
 
 
 def now_rfc3339() -> str:
@@ -64,7 +67,9 @@ class AuditLog:
     def record(self, user: str, tool: str, project: str | None, result_count: int | None, ms: float,
                error: str | None = None, query: str | None = None) -> None:
         """Queue one line; never blocks and never raises."""
-        line: dict[str, Any] = {"time": now_rfc3339(), "user": user, "tool": tool, "project": project,
+        line: dict[str, Any] = {"time": now_rfc3339(), "user": user[:AUDIT_NAME_MAX_CHARS],
+                                "tool": tool[:AUDIT_NAME_MAX_CHARS],
+                                "project": None if project is None else project[:AUDIT_NAME_MAX_CHARS],
                                 "result_count": result_count, "ms": round(ms, 1), "ok": error is None}
         if error is not None:
             line["error"] = error
