@@ -281,3 +281,14 @@ def test_a_search_during_an_indexing_run_says_which_lanes_lag(tmp_path) -> None:
         os.close(held)
     resp = engine.search("wombats")  # the lock is free: the postings catch up
     assert resp.notice is None and engine.postings.generation() == engine.catalog.generation()
+
+
+def test_id_labels_of_roots_that_share_a_folder_name(tmp_path: Path) -> None:
+    from sleuth.indexer import id_label
+
+    a, b, c = tmp_path / "x" / "a" / "docs", tmp_path / "x" / "b" / "docs", tmp_path / "y" / "b" / "docs"
+    for folder in (a, b, c):
+        folder.mkdir(parents=True)
+    roots = [str(a), str(b), str(c)]
+    assert [id_label(Path(r), roots) for r in roots] == ["docs", "b/docs", "y/b/docs"]
+    assert id_label(a, [str(a)]) == "docs"  # a lone root keeps its folder's name (ids unchanged)

@@ -329,10 +329,13 @@ class Indexer:
         run.report.took_s = round(time.perf_counter() - started, 3)
 
     def _stage(self, run: _Run, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,
-               content_hash: str, mtime_ns: int, size_bytes: int, known: bool) -> DocumentRow:
+               content_hash: str, mtime_ns: int, size_bytes: int, known: bool,
+               doc_id: str | None = None) -> DocumentRow:
         """The one write step of a document: its catalog row and blocks into the next batch
-        (written when the batch is full); counted as updated (``known``) or added."""
-        doc = document_row(run.pid, root_key, root_label, rel, parsed, content_hash, mtime_ns, size_bytes, run.now)
+        (written when the batch is full); counted as updated (``known``) or added. ``doc_id``: the
+        id the catalog already gives the file (kept), else one is derived (:func:`doc_id_for`)."""
+        doc = document_row(run.pid, root_key, root_label, rel, parsed, content_hash, mtime_ns, size_bytes, run.now,
+                           doc_id)
         run.batch.append((doc, make_blocks(run.pid, doc.doc_id, doc.title, parsed)))
         if known:
             run.report.updated += 1
@@ -388,10 +391,9 @@ class Indexer:
     def _root_pass(self, run: _Run, root: Path, rel_paths: Sequence[str] | None = None) -> _RootPass:
         """A pass over ``root`` (over ``rel_paths`` under it only, when given)."""
         root_key = str(root)
-        root_label = root.name if root.is_dir() or not root.exists() else root.parent.name
+        roots = self.catalog.roots().get(run.pid, [root_key])
         known = self.catalog.file_states(run.pid, [root_key], rel_paths)
-        confine = [Path(r) for r in self.catalog.roots().get(run.pid, [root_key])]
-        return _RootPass(run, root_key, root_label, known, confine)
+        return _RootPass(run, root_key, id_label(root, roots), known, [Path(r) for r in roots])
 
     def _index_root(self, run: _Run, root: Path, last: bool = True) -> None:
         """Index every file under ``root``; documents of files gone from it are removed (all of
@@ -449,7 +451,7 @@ class Indexer:
             return
         parsed: ParsedDocument = outcome.document
         self._stage(rp.run, rp.root_key, rp.root_label, rel, parsed, outcome.content_hash, item.mtime_ns,
-                    item.size_bytes, state is not None)
+                    item.size_bytes, state is not None, state.doc_id if state is not None else None)
         for problem in parsed.problems:  # after the row is made, which may add one
             report.problems.append({"path": rel, "problem": problem})
             rp.problems.append((rel, problem))
@@ -551,8 +553,26 @@ def _parse_job(rp: _RootPass, item: FileCandidate | SkippedFile) -> ParseJob | N
     return dataclasses.replace(item.job, known_hash=state.content_hash) if state else item.job
 
 
+def id_label(root: Path, roots: Sequence[str]) -> str:
+    """The root part of the document ids of ``root`` among its project's ``roots`` (in their
+    order): its folder's name (a file root: its parent folder's), or, when an earlier root of the
+    project has that name (``a/docs`` and ``b/docs``; a memory folder named like the project's first
+    root), as many of its last path parts as make it unique. Two roots never share document ids."""
+    def folder(p: Path) -> Path:
+        return p if p.is_dir() or not p.exists() else p.parent
+
+    mine = folder(root)
+    earlier = [folder(Path(r)) for r in roots[: roots.index(str(root))]] if str(root) in roots else []
+    for n in range(1, len(mine.parts) + 1):
+        label = "/".join(mine.parts[-n:])
+        if all("/".join(e.parts[-n:]) != label for e in earlier):
+            return label if n == 1 else label.lstrip("/")
+    return str(mine)
+
+
 def document_row(pid: str, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,
-                 content_hash: str, mtime_ns: int, size_bytes: int, now: str) -> DocumentRow:
+                 content_hash: str, mtime_ns: int, size_bytes: int, now: str,
+                 doc_id: str | None = None) -> DocumentRow:
     """The catalog row of a parsed document, with its role, kind label, source family, recorded
     time (a bad front-matter date is added to ``parsed.problems``), links and entities."""
     from sleuth.ingest.roles import infer_role, kind_label, recorded_time, source_family
@@ -561,7 +581,7 @@ def document_row(pid: str, root_key: str, root_label: str, rel: str, parsed: Par
     if date_problem:
         parsed.problems.append(date_problem)
     return DocumentRow(
-        doc_id=doc_id_for(pid, root_label, rel), project_id=pid, root=root_key, rel_path=rel,
+        doc_id=doc_id or doc_id_for(pid, root_label, rel), project_id=pid, root=root_key, rel_path=rel,
         title=parsed.title or Path(rel).name, tags=list(parsed.tags), kind=parsed.kind,
         front_matter=dict(parsed.front_matter), mtime_ns=mtime_ns, size_bytes=size_bytes,
         content_hash=content_hash, revision=content_hash[:12], text=parsed.text, generation=0,

@@ -233,3 +233,24 @@ def test_index_without_a_model_and_a_first_run_that_never_finished(tmp_path: Pat
     assert run_cli("projects", "--index", str(index)).stdout.splitlines()[0] == (
         f"notes: 1 documents, 1 blocks, {never}")
     assert f"  project notes: 1 documents, {never}" in run_cli("status", "--index", str(index)).stdout.splitlines()
+
+
+def test_two_roots_with_one_folder_name_keep_their_documents_apart(tmp_path: Path) -> None:
+    # a/docs and b/docs in one project: the same relative path under each is two documents (before,
+    # both got one id and overwrote each other on every run).
+    for side, word in (("a", "alphawombat"), ("b", "betawombat")):
+        (tmp_path / side / "docs").mkdir(parents=True)
+        (tmp_path / side / "docs" / "setup.md").write_text(f"# Setup {side}\n\nAbout {word}.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    env = {"SLEUTH_MODEL": "none"}
+    args = ("index", str(tmp_path / "a" / "docs"), str(tmp_path / "b" / "docs"), "--project", "two",
+            "--index", str(index), "--format", "json")
+    first = json.loads(run_cli(*args, env=env).stdout)
+    assert first["added"] == 2
+    again = json.loads(run_cli(*args, env=env).stdout)
+    assert (again["added"], again["unchanged"]) == (0, 2)
+    for word, side in (("alphawombat", "a"), ("betawombat", "b")):
+        hits = json.loads(run_cli("search", word, "--index", str(index), "--format", "json", env=env).stdout)["hits"]
+        assert [(h["path"], h["root"]) for h in hits] == [("setup.md", str(tmp_path / side / "docs"))]
+    projects = json.loads(run_cli("projects", "--index", str(index), "--format", "json", env=env).stdout)
+    assert [p["documents"] for p in projects["projects"]] == [2]
