@@ -91,3 +91,12 @@ def test_a_repeating_lane_counts_once():
     assert a["index"].weight == 0 and a["index"].contribution == 0 and a["index"].rank == 1
     assert a["bm25"].weight == 0.48 + 0.12  # the index lane's weight goes to its family
     assert sum(t.contribution for t in fused[0].trace) == fused[0].score
+
+
+def test_the_notice_says_why_no_word_matched() -> None:
+    assert semantic_notice(True, False, 0, 0, phrases=True) == (
+        "no searched document holds the query's quoted phrase(s) as written")
+    assert semantic_notice(True, False, 0, 0, filtered=True) == (
+        "no word of the query occurs in the documents the filters allow")
+    assert semantic_notice(True, False, 0, 0, phrases=True, filtered=True) == (
+        "no document the filters allow holds the query's quoted phrase(s) as written")

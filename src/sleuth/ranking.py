@@ -78,20 +78,28 @@ def judge_semantic_only(fused: Sequence[FusedDocument], drop_weak: bool,
     return out
 
 
-def semantic_notice(lexical_ran: bool, lexical_found: bool, results: int, dropped: int) -> str | None:
+def semantic_notice(lexical_ran: bool, lexical_found: bool, results: int, dropped: int,
+                    phrases: bool = False, filtered: bool = False) -> str | None:
     """What a search says about word matches, or None.
 
     Args:
         lexical_ran: a lexical lane ran; lexical_found: one of them returned a block.
         results: results returned; dropped: weak semantic-only documents left out.
+        phrases: the query holds quoted phrases (which the lexical lanes require verbatim).
+        filtered: filters narrowed the searched documents.
     """
     if not lexical_ran or lexical_found:
         return None
+    if phrases:
+        holder = "no document the filters allow" if filtered else "no searched document"
+        missing = f"{holder} holds the query's quoted phrase(s) as written"
+    else:
+        missing = "no word of the query occurs in " + (
+            "the documents the filters allow" if filtered else "the searched documents")
     if results:
-        return ("no word of the query occurs in the searched documents: every result is a semantic-only match "
-                "(similar in meaning, no word in common)")
+        return f"{missing}: every result is a semantic-only match (similar in meaning, no word in common)"
     weak = f"; {dropped} weakly similar document(s) left out" if dropped else ""
-    return f"no word of the query occurs in the searched documents{weak}"
+    return f"{missing}{weak}"
 
 
 def lexical_state(lists: Sequence[RankedList]) -> tuple[bool, bool]:

@@ -217,7 +217,8 @@ class Searcher:
         ran = [n for n in plan.all_lanes if n not in retrieval.degraded and n not in retrieval.unavailable
                and n not in retrieval.failed and n not in retrieval.skipped]
         word_ran, lexical_found = lexical_state([r for _, r in retrieval.lists(0)])
-        word_notice = semantic_notice(word_ran, lexical_found, len(answers[0].hits), fused_dropped[0][1])
+        word_notice = semantic_notice(word_ran, lexical_found, len(answers[0].hits), fused_dropped[0][1],
+                                      phrases=bool(first.phrases), filtered=plan.doc_ids is not None)
         return SearchResponse(
             query=req.query if not req.questions else answers[0].query, word_notice=word_notice,
             terms=list(first.terms), phrases=[" ".join(p) for p in first.phrases],
