@@ -115,6 +115,8 @@ def test_alice_reads_alpha_and_is_denied_beta(server: HttpServer, tokens: dict[s
     assert mem_include.is_error and mem_include.structured_content["error"]["message"].endswith(": beta")
     assert mem_all.structured_content["meta"]["projects"] == ["alpha"]
     assert not doctor.is_error and doc_beta.is_error
+    report = doctor.structured_content["doctor"]  # nothing index-wide: when beta is written, where the index is
+    assert (report["generation"], report["postings_generation"], report["index_dir"]) == (0, 0, "")
     for result in (alpha, projects, mem_alpha, mem_all, doctor):
         shown = answer(result).lower()
         assert not any(word in shown for word in BETA_WORDS), shown

@@ -425,7 +425,11 @@ class MemoryTools:
     async def project_memory_doctor(self, project_id: Any = None) -> CallToolResult:
         def run() -> dict[str, Any]:
             pid = self.access.project(_text_arg(project_id, "project_id")) if project_id is not None else None
-            return {"doctor": doctor(self.engine, pid, visible=self.access.allowed).model_dump()}
+            report = doctor(self.engine, pid, visible=self.access.allowed).model_dump()
+            if self.access.per_caller:  # a remote user: index-wide counters and server paths say
+                # when (and how often) other projects are written, and where the index lives
+                report.update(generation=0, postings_generation=0, index_dir="")
+            return {"doctor": report}
         return await self._run(run)
 
     def tools(self) -> list[Tool]:
