@@ -242,6 +242,11 @@ def test_over_the_network_with_the_catalog_in_postgresql(tmp_path: Path, catalog
         monkeypatch.setenv("SLEUTH_CATALOG_URL", catalog_url)
         again = Engine(tmp_path / "scale", cfg)
         assert again.lanes["bm25"].shared.index.state().get("generation") != again.catalog.generation()
+        # The kill came before the embedding (keyword lanes first, vectors after: issue 16): resume
+        # it as a user would, then compare every lane.
+        resumed = subprocess.run([sys.executable, "-m", "sleuth", "embed", "--index", str(tmp_path / "scale")],
+                                 env=env, capture_output=True, timeout=600)
+        assert resumed.returncode == 0, resumed.stderr
         assert_same(lane_answers(clean), lane_answers(again))  # the first search brings Milvus up to date
         assert again.lanes["bm25"].shared.index.state()["generation"] == again.catalog.generation()
         again.close()

@@ -104,7 +104,9 @@ def test_document_view_marks_the_matched_blocks(ui_server: UiServer) -> None:
     text = doc["text"]
     assert all("okapiwombat" in text[b["start"]:b["end"]] for b in matched)
     assert [b["location"] for b in matched] == ["§ page 2"]
-    assert ui_server.get("/api/document?id=nope") == (404, {"error": "document not found: 'nope'"})
+    assert ui_server.get("/api/document?id=nope") == (404, {"error": "document not found: 'nope' (give a document id, "
+                                                         "a block id or a path relative to its root, as `sleuth "
+                                                         "search` shows them)"})
 
 
 def test_index_page_coverage_skipped_by_reason_and_embedding(ui_server: UiServer) -> None:
