@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from sleuth.broker.client import stop_brokers
-from sleuth.mcp.limits import ARGUMENT_CAPS, VALUE_MAX_CHARS, VALUE_MAX_ITEMS
+from sleuth.mcp.limits import (
+    ARGUMENT_CAPS,
+    TOOL_CALLS_PER_CALLER,
+    TOOL_WORKER_THREADS,
+    VALUE_MAX_CHARS,
+    VALUE_MAX_ITEMS,
+)
 from sleuth.mcp.wire import MESSAGE_MAX_BYTES
 from tests.guides.fixture import BASE_URL, write_content
 from tests.integration.conftest import run_cli
@@ -258,6 +264,55 @@ def test_hostile_calls_of_one_session_never_stall_another(served: tuple[Path, Pa
             # A is still served after all of it.
             again = a.call_tool("search_fuzzy", {"query": "pythn", "candidates": ["python"]})
             assert again["result"]["structuredContent"]["best_match"] == "python"
+    finally:
+        stop_brokers(None, env)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _running(b: RawSession, request_id: str) -> bool:
+    """Whether ``request_id`` is a request of the index's registry that is still running."""
+    answer = b.call_tool("query_status", {"request_id": request_id})["result"]["structuredContent"]
+    return answer.get("query_status", {}).get("state") == "running"
+
+
+def test_a_burst_from_one_session_waits_for_its_own_calls(served: tuple[Path, Path], tmp_path: Path) -> None:
+    """One session sends more searches than the broker has tool threads, each held by a vector lane
+    that hangs (the injected delay): it gets TOOL_CALLS_PER_CALLER of them working at once, the rest
+    wait their turn, and another session is served meanwhile (its bm25 lane on its own threads)."""
+    index, _guides = served
+    folder = tempfile.mkdtemp(prefix="sbl-", dir="/tmp")
+    env = serve_env({"SLEUTH_BROKER": "1", "SLEUTH_BROKER_DIR": folder, "SLEUTH_BROKER_IDLE_S": "600",
+                     "SLEUTH_FAULT_LANE_DELAY_MS": "vector=240000"})
+    args = ["--index", str(index), "--tools", "memory"]
+    burst = [f"slow-{n}" for n in range(TOOL_WORKER_THREADS + 2)]
+    try:
+        with RawSession(args, env, tmp_path / "a.log") as a:
+            sent = {rid: a.send("tools/call", {"name": "project_memory_search", "arguments": {
+                "query": "catalog", "project_id": "lab", "request_id": rid, "response_deadline_ms": 300_000}})
+                for rid in burst}
+            with RawSession(args, env, tmp_path / "b.log") as b:
+                found = b.call_tool("project_memory_search", {"project_id": "lab", "query": "ledger",
+                                                              "filters": {"retrieval_lanes": ["bm25"]}})
+                assert found["result"]["structuredContent"]["results"][0]["title"] == "Ledger notes"
+                # A's first calls hold its share; the others have not started (no such request yet).
+                running: list[str] = []
+                for _poll in range(10_000):  # safety net only: each poll is one round trip
+                    running = [rid for rid in burst if _running(b, rid)]
+                    assert len(running) <= TOOL_CALLS_PER_CALLER
+                    if len(running) == TOOL_CALLS_PER_CALLER:
+                        break
+                assert len(running) == TOOL_CALLS_PER_CALLER
+                # Cancelling one lets the next start: every call of the burst runs in turn.
+                cancelled = 0
+                while cancelled < len(burst):
+                    for rid in [r for r in burst if _running(b, r)]:
+                        status = b.call_tool("query_cancel", {"request_id": rid, "reason": "next"})
+                        cancelled += status["result"]["structuredContent"]["query_status"]["cancel_requested"]
+                        assert len([r for r in burst if _running(b, r)]) <= TOOL_CALLS_PER_CALLER
+            for rid, call in sent.items():
+                error = a.answer(call)["result"]["structuredContent"]["error"]
+                assert (error["code"], error["cancel_reason"], error.get("request_id", rid)) == (
+                    "QUERY_CANCELLED", "next", rid)
     finally:
         stop_brokers(None, env)
         shutil.rmtree(folder, ignore_errors=True)

@@ -49,7 +49,7 @@ from sleuth.errors import ConfigError, IndexBusy, SleuthError, storage_errors
 from sleuth.locks import WRITE_LOCK_TIMEOUT_S, lock_exclusive
 from sleuth.mcp.errors import structured_error
 from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
-from sleuth.mcp.limits import run_in_worker
+from sleuth.mcp.limits import CALLER_CALLS, new_caller_limiter, run_in_worker
 from sleuth.mcp.registry import ServeContext
 from sleuth.mcp.sdk import serve_streams
 from sleuth.mcp.server import build_server, check_allowed_projects, needs_index, parse_profiles
@@ -380,6 +380,9 @@ class Broker:
         self.sessions_total += 1
         try:
             await self._reply(stream, {"ok": True, "pid": os.getpid()})
+            # This session's tool calls (spawned from this task, so they see the variable) work at
+            # most TOOL_CALLS_PER_CALLER at once: a burst from one session never takes every thread.
+            CALLER_CALLS.set(new_caller_limiter())
             async with stream_transport(receive, stream) as (read_stream, write_stream):
                 await serve_streams(server, read_stream, write_stream)
         finally:

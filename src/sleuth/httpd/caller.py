@@ -31,6 +31,7 @@ from sleuth.httpd.audit import AuditLog
 from sleuth.locks import WRITE_LOCK_TIMEOUT_S
 from sleuth.mcp.access import CURRENT_CALLER, Caller, caller_key
 from sleuth.mcp.errors import structured_error, text_result
+from sleuth.mcp.limits import CALLER_CALLS, new_caller_limiter
 from sleuth.pipeline.requests import RequestRegistry, RequestState
 
 
@@ -128,6 +129,15 @@ class CallerMiddleware:
                  audit: AuditLog | None, write_lock: Any) -> None:
         self.users, self.kinds, self.gate, self.audit = users, dict(kinds), gate, audit
         self.write_lock = write_lock
+        self._calls: dict[str, anyio.CapacityLimiter] = {}
+
+    def _calls_of(self, user: str) -> anyio.CapacityLimiter:
+        """``user``'s limiter of tool calls working at once (:data:`sleuth.mcp.limits.TOOL_CALLS_PER_CALLER`),
+        shared by all their sessions (one per user name: the users file bounds how many there are)."""
+        limiter = self._calls.get(user)
+        if limiter is None:
+            limiter = self._calls[user] = new_caller_limiter()
+        return limiter
 
     def caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller | None:
         """The verified caller of this message, with their projects as the users file says now."""
@@ -159,11 +169,13 @@ class CallerMiddleware:
                                is_error=True)
         started = time.perf_counter()
         token = CURRENT_CALLER.set(caller)
+        calls = CALLER_CALLS.set(self._calls_of(caller.user))
         result: HandlerResult = None
         try:
             result = await self._gated(kind, ctx, call_next)
             return result
         finally:
+            CALLER_CALLS.reset(calls)
             CURRENT_CALLER.reset(token)
             if self.audit is not None:
                 count, error = outcome(result) if result is not None else (None, "CALL_FAILED")

@@ -18,7 +18,10 @@ The checks cost one pass over the arguments, bounded by those caps: small argume
 on the event loop (cheaper than a thread hop, and a ``query_cancel`` never waits for a thread),
 larger ones (:data:`CHECK_INLINE_MAX_WEIGHT`) in a worker thread. The tools' own work runs in
 worker threads through :func:`run_in_worker`, at most :data:`TOOL_WORKER_THREADS` at once per
-process, so no call can hold the event loop that answers every other session. Types and numeric ranges are each
+process, so no call can hold the event loop that answers every other session; and at most
+:data:`TOOL_CALLS_PER_CALLER` at once per caller (a broker session, or an HTTP user: see
+:data:`CALLER_CALLS`), so one client sending a burst of heavy calls waits for its own calls and
+never takes every thread from the others. Types and numeric ranges are each
 tool's own checks (their seeds differ: ``search_guides`` clamps what the others refuse).
 """
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -98,7 +102,9 @@ ARGUMENT_VALUES_MAX = 100_000
 #: Deepest nesting of arrays and objects in one call's arguments (the argument itself is level 1).
 ARGUMENT_MAX_DEPTH = 8
 #: Tool calls whose work runs at once in worker threads, per server process (others wait their turn).
-TOOL_WORKER_THREADS = 8
+TOOL_WORKER_THREADS = 16
+#: Tool calls of one caller (a broker session, an HTTP user) working at once (its others wait their turn).
+TOOL_CALLS_PER_CALLER = 4
 #: Largest ``limit`` of ``search_project`` (seed 000).
 SEARCH_PROJECT_LIMIT_MAX = 50
 #: Most items of ``filters.roles``, ``filters.source_families``, ``filters.retrieval_lanes``: each choice once.
@@ -226,6 +232,8 @@ TOOL_LIMITS: tuple[Limit, ...] = (
     _limit("ARGUMENT_VALUES_MAX", ARGUMENT_VALUES_MAX, "values", "all values of one call's arguments"),
     _limit("ARGUMENT_MAX_DEPTH", ARGUMENT_MAX_DEPTH, "levels", "nesting of arrays and objects in the arguments"),
     _limit("TOOL_WORKER_THREADS", TOOL_WORKER_THREADS, "threads", "tool calls working at once per server process"),
+    _limit("TOOL_CALLS_PER_CALLER", TOOL_CALLS_PER_CALLER, "calls",
+           "tool calls working at once per broker session or HTTP user (its others wait their turn)"),
     _limit("MESSAGE_MAX_BYTES", MESSAGE_MAX_BYTES, "bytes",
            "one JSON-RPC message (a longer line is skipped and answered; a `tools/call` with a tool error)"),
 )
@@ -464,6 +472,22 @@ def tool_limiter() -> anyio.CapacityLimiter:
         return limiter
 
 
+#: The calls limiter of the caller whose tool call runs in this task (None: no per-caller cap, as
+#: for the one session of an in-process server). Set by the broker per session and by the HTTP server per user.
+CALLER_CALLS: ContextVar[anyio.CapacityLimiter | None] = ContextVar("sleuth_caller_calls", default=None)
+
+
+def new_caller_limiter() -> anyio.CapacityLimiter:
+    """A limiter of one caller's tool calls (:data:`TOOL_CALLS_PER_CALLER` tokens), for :data:`CALLER_CALLS`."""
+    return anyio.CapacityLimiter(TOOL_CALLS_PER_CALLER)
+
+
 async def run_in_worker(fn: Callable[[], T]) -> T:
-    """``fn()`` in a worker thread (at most :data:`TOOL_WORKER_THREADS` at once), off the event loop."""
-    return await anyio.to_thread.run_sync(fn, limiter=tool_limiter())
+    """``fn()`` in a worker thread, off the event loop: at most :data:`TOOL_WORKER_THREADS` at once
+    per process and, when the task runs for a caller (:data:`CALLER_CALLS`), at most
+    :data:`TOOL_CALLS_PER_CALLER` of that caller's at once (it waits for its own calls first)."""
+    caller = CALLER_CALLS.get()
+    if caller is None:
+        return await anyio.to_thread.run_sync(fn, limiter=tool_limiter())
+    async with caller:
+        return await anyio.to_thread.run_sync(fn, limiter=tool_limiter())

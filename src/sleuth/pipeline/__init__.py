@@ -19,7 +19,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled
@@ -31,7 +31,7 @@ from sleuth.pipeline.fuse import Expand, doc_of_node, fuse_question
 from sleuth.pipeline.plan import ENTITY_KIND, Plan, PlannedQuestion, build_plan
 from sleuth.pipeline.requests import RequestState
 from sleuth.pipeline.results import Rows, add_details, document_hit, entity_hit, existing
-from sleuth.pipeline.retrieve import Retrieval, Retriever
+from sleuth.pipeline.retrieve import LanePools, Retrieval, Retriever
 from sleuth.ranking import lexical_state, semantic_notice
 from sleuth.text import parse_query
 from sleuth.types import Hit, QuestionAnswer, RankedList, SearchRequest, SearchResponse
@@ -45,8 +45,6 @@ if TYPE_CHECKING:
 NO_SEARCHABLE_TERMS = "the query has no searchable terms (only stop words, punctuation or blanks)"
 #: Lanes answered from the tantivy postings (which an indexing run commits at its end).
 POSTINGS_LANES = frozenset({"bm25", "index", "exact"})
-#: Threads the lanes of concurrent searches run on.
-LANE_THREADS = 8
 
 __all__ = ["NO_SEARCHABLE_TERMS", "Searcher"]
 
@@ -72,13 +70,13 @@ class Searcher:
         self._catch_up, self._postings_generation = catch_up, postings_generation
         self._postings_behind = postings_behind
         self._closed = threading.Event()
-        self._pool = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="sleuth-lane")
+        self._pool = LanePools()
         self.retriever = Retriever(lanes, self._pool, delays_s or {}, self._closed)
 
     def close(self) -> None:
         """Stop taking work; injected lane delays still waiting end now (so a server exits promptly)."""
         self._closed.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()
 
     # ------------------------------------------------------------------ 1. plan
 
@@ -269,7 +267,7 @@ class Searcher:
             if state is not None:
                 state.lanes[name] = "done"
             return ranked
-        future = self._pool.submit(task)
+        future = self._pool.submit(name, task)
         while True:
             remaining = state.remaining_s()
             if remaining <= 0:

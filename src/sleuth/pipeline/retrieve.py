@@ -11,6 +11,11 @@ calling thread waits for them until a little before the deadline: a lane still r
 *degraded* -- left out of the fusion, named in the answer, and left to settle on its thread (its
 state stays visible to ``query_status``). Cancelling the request stops the lanes at their next
 check.
+
+Each lane has its own threads (:class:`LanePools`, :data:`LANE_THREADS` per lane): a lane that hangs
+(a stalled disk, a Milvus server that stops answering, an injected delay) holds only its own
+threads, so the other lanes of every search keep answering and the hung one is degraded at the
+deadline, instead of every lane of every later search queueing behind it.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sleuth.errors import QueryError, RequestCancelled
 from sleuth.lanes import registry
@@ -28,6 +33,8 @@ from sleuth.lanes.base import Lane, LaneQuery
 from sleuth.pipeline.plan import Plan
 from sleuth.pipeline.requests import RequestState
 from sleuth.types import RankedList
+
+T = TypeVar("T")
 
 #: Part of the deadline kept for expansion, fusion and results after retrieval (at most
 #: ``FINISH_RESERVE_MAX_S`` seconds).
@@ -43,6 +50,8 @@ NOTHING_TO_MATCH = {"exact": "nothing to match verbatim: the exact lane matches 
 #: Fault injection for tests and drills: ``lane=ms,lane=ms`` delays those lanes (a lane name or a
 #: family such as ``bm25``, which delays every lane of the family).
 LANE_DELAY_ENV = "SLEUTH_FAULT_LANE_DELAY_MS"
+#: Threads each lane's tasks run on, per searcher (one pool per lane, threads made on demand).
+LANE_THREADS = 8
 
 #: (question index, variant index) → that variant's list from one lane.
 LaneLists = dict[tuple[int, int], RankedList]
@@ -65,6 +74,39 @@ def lane_delays_from_env(value: str | None) -> dict[str, float]:
                              f"{', '.join(sorted(known))}, got {item!r}")
         delays[lane.strip()] = int(ms) / 1000
     return delays
+
+
+class LanePools:
+    """One thread pool per lane name (at most :data:`LANE_THREADS` threads each, made on demand),
+    so a lane whose tasks hang never takes the threads of another lane."""
+
+    def __init__(self) -> None:
+        self._pools: dict[str, ThreadPoolExecutor] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def submit(self, lane: str, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """``fn(*args)`` on ``lane``'s threads.
+
+        Raises:
+            RuntimeError: the pools were shut down (as ``ThreadPoolExecutor.submit``).
+        """
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot schedule new lane tasks after shutdown")
+            pool = self._pools.get(lane)
+            if pool is None:
+                pool = self._pools[lane] = ThreadPoolExecutor(max_workers=LANE_THREADS,
+                                                              thread_name_prefix=f"sleuth-lane-{lane}")
+        return pool.submit(fn, *args)
+
+    def shutdown(self) -> None:
+        """Take no more tasks; queued tasks are cancelled, running ones end on their own."""
+        with self._lock:
+            self._closed = True
+            pools = list(self._pools.values())
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass
@@ -100,12 +142,12 @@ class Retriever:
 
     Args:
         lanes: the built lanes by name.
-        pool: threads the lanes run on.
+        pool: the lanes' threads.
         delays_s: fault injection, seconds each lane (or family) waits before running.
         closed: set when the searcher closes; injected delays end then.
     """
 
-    def __init__(self, lanes: Mapping[str, Any], pool: ThreadPoolExecutor, delays_s: Mapping[str, float],
+    def __init__(self, lanes: Mapping[str, Any], pool: LanePools, delays_s: Mapping[str, float],
                  closed: threading.Event) -> None:
         self.lanes, self.pool, self.delays_s, self.closed = lanes, pool, dict(delays_s), closed
 
@@ -181,7 +223,7 @@ class Retriever:
         beside = "vector" if "vector" in lanes else "tfidf" if "tfidf" in lanes else None
         futures: dict[str, Future[LaneLists]] = {}
         if beside is not None and len(lanes) > 1:
-            futures[beside] = self.pool.submit(self._task, beside, plan, None)
+            futures[beside] = self.pool.submit(beside, self._task, beside, plan, None)
         for name in lanes:
             if name in futures:
                 continue
@@ -202,7 +244,7 @@ class Retriever:
 
     def _run_with_deadline(self, plan: Plan, lanes: list[str], result: Retrieval, state: RequestState | None) -> None:
         started = time.monotonic()
-        futures = {self.pool.submit(self._task, name, plan, state): name for name in lanes}
+        futures = {self.pool.submit(name, self._task, name, plan, state): name for name in lanes}
         for future, name in futures.items():
             _settle(state, name, future)
         pending = set(futures)
