@@ -230,3 +230,28 @@ def test_a_zip_member_name_holding_a_nul_is_skipped_not_cut(tmp_path: Path) -> N
     assert [m.name for m in items if not isinstance(m, SkippedFile)] == ["ok.md"]
     (skipped,) = [m for m in items if isinstance(m, SkippedFile)]
     assert skipped.path == "x.md\\x00../../etc/passwd" and "NUL" in skipped.reason
+
+
+def test_links_and_special_members_are_skipped_with_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "links.tar"
+    with tarfile.open(path, "w") as tf:
+        add(tf, "real.md", b"# real\n")
+        for name, kind in (("sym.md", tarfile.SYMTYPE), ("hard.md", tarfile.LNKTYPE), ("fifo.md", tarfile.FIFOTYPE),
+                           ("dev.md", tarfile.CHRTYPE)):
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = kind, "/etc/passwd" if kind == tarfile.SYMTYPE else "real.md"
+            tf.addfile(info)
+    assert members(path) == [
+        ("real.md", "ok"),
+        ("sym.md", "a symbolic link inside the archive (not followed)"),
+        ("hard.md", "a hard link to another member of the archive (indexed under that member's name)"),
+        ("fifo.md", "not a regular file (a device, FIFO or other special member)"),
+        ("dev.md", "not a regular file (a device, FIFO or other special member)"),
+    ]
+    zipped = tmp_path / "links.zip"
+    with zipfile.ZipFile(zipped, "w") as zf:
+        zf.writestr("real.md", "# real\n")
+        link = zipfile.ZipInfo("sym.md")
+        link.external_attr = (0o120777 << 16)  # what `zip --symlinks` stores: the mode of a symbolic link
+        zf.writestr(link, "/etc/passwd")
+    assert members(zipped) == [("real.md", "ok"), ("sym.md", "a symbolic link inside the archive (not followed)")]

@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sleuth.ingest.names import fs_name, index_name, is_valid_text
+from sleuth.ingest.names import fs_name, index_name, is_valid_text, printable
 
 
 def test_ordinary_names_are_their_own_index_form() -> None:
@@ -40,3 +40,14 @@ def test_every_file_system_name_maps_back(raw: bytes) -> None:
 def test_is_valid_text() -> None:
     assert is_valid_text("café")
     assert not is_valid_text(os.fsdecode(b"caf\xe9"))
+
+
+def test_bidirectional_controls_are_escaped_both_ways() -> None:
+    """A right-to-left override would make ``report<RLO>txt.exe`` read as ``reportexe.txt``."""
+    name = "report\u202etxt.exe"
+    assert index_name(name) == "report\\xe2\\x80\\xaetxt.exe"
+    assert fs_name(index_name(name)) == name
+    assert printable("title \u2066isolated\u2069 \u202aembedded\u202c") == (
+        "title \\xe2\\x81\\xa6isolated\\xe2\\x81\\xa9 \\xe2\\x80\\xaaembedded\\xe2\\x80\\xac")
+    hebrew = "Hebrew \u05e9\u05dc\u05d5\u05dd and a mark \u200f stay"  # letters and marks are not controls
+    assert printable(hebrew) == hebrew

@@ -316,3 +316,20 @@ def test_a_burst_from_one_session_waits_for_its_own_calls(served: tuple[Path, Pa
     finally:
         stop_brokers(None, env)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("depth", [300, 100_000])
+def test_arguments_nested_deep_get_a_tool_error(served: tuple[Path, Path], serve_env_of: dict[str, str],
+                                                tmp_path: Path, depth: int) -> None:
+    """Nesting past the decoder's reach (100,000 levels) gets the same kind of answer as nesting it
+    can decode (300 levels): a tool error stating the limit, never a parse error, and the session goes on."""
+    index, _guides = served
+    with RawSession(["--index", str(index), "--tools", "text"], serve_env_of, tmp_path / "s.log") as s:
+        nested = "[" * depth + "]" * depth
+        s.send_line(('{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{"name":"search_fuzzy",'
+                     '"arguments":{"query":"q","candidates":' + nested + '}}}').encode())
+        answer = s.answer("deep")["result"]
+        assert answer["isError"] is True
+        assert "the limit is 8" in tool_text({"result": answer})
+        again = s.call_tool("search_fuzzy", {"query": "pythn", "candidates": ["python"]})
+        assert again["result"]["structuredContent"]["best_match"] == "python"

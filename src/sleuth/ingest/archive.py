@@ -24,6 +24,7 @@ import io
 import lzma
 import os
 import re
+import stat
 import struct
 import tarfile
 import zipfile
@@ -190,6 +191,8 @@ def _iter_zip(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
                 continue
             # orig_filename: the name as stored (zipfile cuts filename at a NUL, which hides it)
             name, reason = names.check(info.orig_filename)
+            if reason is None and stat.S_ISLNK(info.external_attr >> 16):
+                reason = SYMLINK_MEMBER
             reason = reason or _too_large(name, info.file_size) or _ratio_reason(info.file_size, info.compress_size)
             if reason is not None:
                 yield SkippedFile(name, reason)
@@ -343,6 +346,21 @@ class _BoundedTarInfo(tarfile.TarInfo):
             tar.fileobj = stream
 
 
+#: Why an archive member that is a symbolic link is not indexed (its target is a name, maybe outside the archive).
+SYMLINK_MEMBER = "a symbolic link inside the archive (not followed)"
+
+
+def _not_regular(member: tarfile.TarInfo) -> str | None:
+    """Why a tar member that is not a regular file is skipped (None: it is one)."""
+    if member.isfile():
+        return None
+    if member.issym():
+        return SYMLINK_MEMBER
+    if member.islnk():
+        return "a hard link to another member of the archive (indexed under that member's name)"
+    return "not a regular file (a device, FIFO or other special member)"
+
+
 def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
     stream = _BoundedStream(_decompressed(handle), handle)
     names, count = _Names(), 0
@@ -355,10 +373,10 @@ def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
             if count > ARCHIVE_MAX_MEMBERS:
                 raise ArchiveLimit(_members_reason())
             tar.members.clear()  # pyright: ignore[reportAttributeAccessIssue] -- tarfile keeps every member it met; nothing here needs them again
-            if not member.isfile():
+            if member.isdir():
                 continue
             name, reason = names.check(member.name)
-            reason = reason or _too_large(name, member.size)
+            reason = reason or _not_regular(member) or _too_large(name, member.size)
             if reason is not None:
                 yield SkippedFile(name, reason)
                 continue

@@ -7,7 +7,10 @@ path in an *index form*, as git's ``core.quotePath`` and Python's ``backslashrep
 
 - an undecodable byte becomes ``\\xNN`` (two lower-case hex digits): ``caf\\xe9.md``;
 - a control character (C0, DEL, C1), which would garble a terminal or a log line, becomes the
-  ``\\xNN`` escapes of its UTF-8 bytes: a name holding ESC shows as ``\\x1b``;
+  ``\\xNN`` escapes of its UTF-8 bytes: a name holding ESC shows as ``\\x1b``; so does a bidirectional
+  embedding, override or isolate control (U+202A-U+202E, U+2066-U+2069), which would make a name
+  read as another ("Trojan Source", CVE-2021-42574: ``report\\u202etxt.exe`` shows as
+  ``reportexe.txt``);
 - a backslash becomes ``\\\\``, so that an escape never collides with a real name;
 - everything else is kept as it is.
 
@@ -22,8 +25,9 @@ import os
 import re
 
 #: What needs escaping in a name from the file system: a backslash, a control character (C0, DEL,
-#: C1) or a lone surrogate standing for an undecodable byte.
-_NEEDS_ESCAPE = re.compile("[\\\\\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+#: C1), a bidirectional embedding/override/isolate control, or a lone surrogate standing for an
+#: undecodable byte.
+_NEEDS_ESCAPE = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 #: The escapes of the index form.
 _ESCAPE = re.compile(r"\\(\\|x[0-9a-f]{2})")
 
@@ -62,13 +66,15 @@ def fs_name(name: str) -> str:
     return os.fsdecode(bytes(out))
 
 
-#: What a message may not carry raw: control characters (C0, DEL, C1) and lone surrogates.
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+#: What a message may not carry raw: control characters (C0, DEL, C1), bidirectional embedding,
+#: override and isolate controls, and lone surrogates.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
-    """``text`` (an error message, a skip reason) with control characters other than tab and newline,
-    and lone surrogates (undecodable bytes of a file name), escaped as in :func:`index_name`; the
+    """``text`` (an error message, a skip reason, what the CLI prints) with control characters other
+    than tab and newline, bidirectional embedding/override/isolate controls, and lone surrogates
+    (undecodable bytes of a file name), escaped as in :func:`index_name`; the
     rest, backslashes included, unchanged. For messages, which need not map back. Pure."""
     if _UNPRINTABLE.search(text) is None:
         return text

@@ -11,6 +11,8 @@ latter does with hostile input:
   ``NaN`` and ``Infinity`` read as floats, and integers over :data:`INT_MAX_DIGITS` digits read as
   infinite), so the call reaches its tool, whose argument checks (:mod:`sleuth.mcp.limits`) answer with a tool
   error naming the argument.
+- **A message nested too deep to decode** (thousands of ``[``) is answered like an oversized one:
+  a ``tools/call`` with a tool error stating the nesting limit.
 - **A line that is not a JSON-RPC message** gets a JSON-RPC error (parse error -32700 with a null
   id, or invalid request -32600 with its id) instead of silence; notifications never get answers.
 - **A line over** :data:`MESSAGE_MAX_BYTES` is skipped to its end, without being held in memory,
@@ -96,7 +98,9 @@ def decode_line(line: bytes) -> SessionMessage | bytes | None:
         pass
     try:
         data = json.loads(line.decode("utf-8", "replace"), parse_int=_parse_int)
-    except (ValueError, RecursionError):
+    except RecursionError:
+        return too_deep_reply(line)
+    except ValueError:
         return _reply_error(None, PARSE_ERROR, "Parse error: the message is not JSON")
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(data, by_name=False))
@@ -132,6 +136,21 @@ def oversized_reply(line: Oversized, max_bytes: int) -> bytes:
     """The answer to a line over ``max_bytes``: a tool error for a ``tools/call``, else -32600."""
     message = (f"the message is {line.size} bytes long; the limit is {max_bytes} bytes per message "
                "(MESSAGE_MAX_BYTES): send fewer or shorter arguments")
+    return _unreadable_reply(line, message)
+
+
+def too_deep_reply(line: bytes) -> bytes:
+    """The answer to a message nested too deep to decode (thousands of ``[``): a tool error
+    stating the nesting limit for a ``tools/call`` (found by its id and method at the line's
+    ends, as for an oversized line), else -32600."""
+    from sleuth.mcp.limits import ARGUMENT_MAX_DEPTH  # here: sleuth.mcp.limits imports this module
+
+    message = (f"the arguments are nested too deep to decode; the limit is {ARGUMENT_MAX_DEPTH} levels of "
+               "arrays and objects (ARGUMENT_MAX_DEPTH)")
+    return _unreadable_reply(Oversized(line[:OVERSIZED_KEPT_BYTES], line[-OVERSIZED_KEPT_BYTES:], len(line)), message)
+
+
+def _unreadable_reply(line: Oversized, message: str) -> bytes:
     request_id = _oversized_id(line)
     params_at = line.head.find(b'"params"')
     method = _METHOD_RE.search(line.head if params_at < 0 else line.head[:params_at])
