@@ -85,6 +85,14 @@ def test_a_token_for_another_url_is_told_how_to_mint_one_here(server: HttpServer
     assert answer.status_code == 401
     assert answer.json() == {"error": f"token audience does not match this server ({server.url}); mint one with "
                                       f"`sleuth users token NAME --url {server.url}`"}
+    assert answer.headers["www-authenticate"].startswith(
+        f'Bearer realm="sleuth", error="invalid_token", error_description="token audience does not match this '
+        f'server ({server.url}); mint one with `sleuth users token NAME --url {server.url}`"')
+    # The server says at start which URL tokens must name; the CLI's help says what --url is.
+    assert f"tokens for it: sleuth users token NAME --url {server.url}" in server.log.read_text()
+    help_text = " ".join(run_cli("users", "token", "--help").stdout.split())
+    assert "the server's --url, else http://HOST:PORT/mcp of its --http" in help_text
+    assert "A server refuses a token for another URL with 401, naming its own URL." in help_text
 
 
 def test_each_user_sees_only_their_projects(server: HttpServer, index: Path, tokens: dict[str, str]) -> None:

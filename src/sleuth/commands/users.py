@@ -52,7 +52,8 @@ def users_add_cmd(name: str, projects: tuple[str, ...], write: bool, index_dir: 
     user = UserStore(folder).add(name, projects, write)
     signing_key(folder, create=True)
     click.echo(f"added {user.name}: projects {', '.join(user.projects)}; scopes {' '.join(user.scopes)}")
-    click.echo(f"make a token with: sleuth users token {user.name} --index {folder}", err=True)
+    click.echo(f"make a token with: sleuth users token {user.name} --url URL --index {folder} "
+               "(URL: the server's MCP URL, its --url or http://HOST:PORT/mcp)", err=True)
 
 
 @users_group.command("list")
