@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sleuth.errors import ConfigError, ProjectNotFound, QueryError
+from sleuth.ingest import PARSER_VERSION
 from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
 from sleuth.text import analyze, block_terms
 from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, SkippedFile
@@ -163,6 +164,7 @@ class _RootPass:
     verified: list[str] = field(default_factory=list)
     skips: list[tuple[str, str]] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    reparse: bool = False  # indexed by an older parser (sleuth.ingest.PARSER_VERSION): parse every file
 
 
 def _new_report(project: str, roots: list[str]) -> IndexReport:
@@ -393,7 +395,8 @@ class Indexer:
         root_key = str(root)
         roots = self.catalog.roots().get(run.pid, [root_key])
         known = self.catalog.file_states(run.pid, [root_key], rel_paths)
-        return _RootPass(run, root_key, id_label(root, roots), known, [Path(r) for r in roots])
+        reparse = bool(known) and self.catalog.parser_version(run.pid, root_key) < PARSER_VERSION
+        return _RootPass(run, root_key, id_label(root, roots), known, [Path(r) for r in roots], reparse=reparse)
 
     def _index_root(self, run: _Run, root: Path, last: bool = True) -> None:
         """Index every file under ``root``; documents of files gone from it are removed (all of
@@ -403,6 +406,8 @@ class Indexer:
             self._index_items(rp, self._candidates(root, rp.confine), last)
         self._finish_root(rp)
         self.catalog.record_skips(run.pid, rp.root_key, rp.skips, run.now)
+        if root.exists() and self.catalog.parser_version(run.pid, rp.root_key) != PARSER_VERSION:
+            self.catalog.set_parser_version(run.pid, rp.root_key, PARSER_VERSION)  # every file of it parsed now
 
     def _index_items(self, rp: _RootPass, items: Iterable[FileCandidate | SkippedFile], last: bool = True) -> None:
         """Index a root's candidates in order; what needs parsing is parsed by worker processes
@@ -445,7 +450,7 @@ class Indexer:
         if isinstance(outcome, Failed):
             rp.skips.append((rel, outcome.reason))
             return
-        if state and state.content_hash == outcome.content_hash:
+        if state and state.content_hash == outcome.content_hash and not rp.reparse:
             rp.touched.append((state.doc_id, item.mtime_ns, item.size_bytes))
             report.unchanged += 1
             return
@@ -548,6 +553,8 @@ def _parse_job(rp: _RootPass, item: FileCandidate | SkippedFile) -> ParseJob | N
     if isinstance(item, SkippedFile) or kind_for_path(item.rel_path) is None:
         return None
     state = rp.known.get((rp.root_key, item.rel_path))
+    if rp.reparse:  # indexed by an older parser: parsed again, whatever its time, size and hash
+        return item.job
     if state and state.mtime_ns == item.mtime_ns and state.size_bytes == item.size_bytes:
         return None
     return dataclasses.replace(item.job, known_hash=state.content_hash) if state else item.job

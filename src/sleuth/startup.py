@@ -9,7 +9,8 @@ Standard library only, like :mod:`sleuth.locate`: whatever this module imports d
 The thread reads the index's settings with :func:`sleuth.config.load_config`, so it loads exactly the
 model the engine asks for; :func:`sleuth.embed.load_embedder` then :func:`claim`\\ s it instead of
 loading it again. When anything is unclear (help asked, no index, the vector lane not run, a bad
-setting) nothing is started and the command loads (and reports) as usual.
+setting) nothing is started and the command loads (and reports) as usual; nor when the index's
+broker runs, which answers the search itself (:mod:`sleuth.broker.search`).
 """
 
 from __future__ import annotations
@@ -92,6 +93,10 @@ def start_search_model_load(args: Sequence[str]) -> bool:
     except OSError:  # e.g. the current folder was deleted: the command reports it
         return False
     if found is None or not has_catalog(found):
+        return False
+    from sleuth.broker.client import broker_alive  # standard library only
+
+    if broker_alive(found):  # the broker answers the search with its own model (sleuth.broker.search)
         return False
     with _pending_lock:
         if _pending is not None:

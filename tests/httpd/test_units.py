@@ -92,7 +92,7 @@ def test_verifier(tmp_path: Path) -> None:
     assert set(claims) == {"iss", "aud", "sub", "scope", "iat", "exp", "jti", "gen"}
     assert verifier.check(mint_token(key, alice, url, 60, now=time.time() - 3600)).reason == "expired"
     assert verifier.check(mint_token(key, alice, "http://127.0.0.1:8765/other", 60)).reason == "wrong audience"
-    assert verifier.check(mint_token(key, alice, "http://127.0.0.1:9/mcp", 60)).reason == "wrong issuer"
+    assert verifier.check(mint_token(key, alice, "http://127.0.0.1:9/mcp", 60)).reason == "wrong audience (and issuer)"
     assert verifier.check(mint_token(b"k" * 32, alice, url, 60)).reason == "bad signature"
     future = jwt.encode({**claims, "iat": int(time.time()) + 3600, "exp": int(time.time()) + 7200}, key)
     assert verifier.check(future).reason == "issued in the future"

@@ -172,6 +172,9 @@ def test_every_bad_token_kind_gets_401(server: HttpServer, index: Path, tokens: 
         assert response.status_code == 401, kind
         description = "The access token expired" if kind == "expired" else \
             "The access token is invalid, revoked or not issued for this server"
+        if kind in ("wrong audience", "other path"):  # minted here for another URL: told how to mint one for this
+            description = (f"token audience does not match this server ({server.url}); "
+                           f"mint one with `sleuth users token NAME --url {server.url}`")
         assert _challenge(response) == (f'Bearer realm="sleuth", error="invalid_token", error_description='
                                         f'"{description}", scope="sleuth:read", '
                                         f'resource_metadata="{server.metadata_url}"'), kind

@@ -5,6 +5,7 @@ project restriction and readable errors."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import urllib.parse
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ import pytest
 from sleuth.locks import WriteLock
 from sleuth.store.folder import WRITE_LOCK_FILE
 from sleuth.types import SearchFilters, SearchRequest
-from tests.ui.conftest import UiServer
+from tests.ui.conftest import UiServer, run_cli
 
 
 def q(**params: object) -> str:
@@ -60,6 +61,27 @@ def test_kind_role_project_and_date_filters(ui_server: UiServer) -> None:
     assert paths(ui_server.get(q(q="zebrafinch", project="other"))[1]) == [("other", "secret.md")]
 
 
+def test_date_filters_take_times_as_the_cli_does(ui_server: UiServer, ui_index: Path) -> None:
+    # The roadmap is recorded at 2025-06-01T00:00:00Z: a time on that day puts it on either side.
+    cases = [({"since": "2025-06-01T00:00"}, ["plans/roadmap.md"]),
+             ({"since": "2025-06-01T00:00:01Z"}, []),
+             ({"since": "2025-06-01T01:00+02:00"}, ["plans/roadmap.md"]),  # 2025-05-31T23:00Z
+             ({"until": "2025-05-31T23:59:59.999Z"}, ["adr/0001-use-sqlite.md"]),
+             ({"until": "2025-06-01 00:00"}, ["plans/roadmap.md", "adr/0001-use-sqlite.md"]),
+             ({"since": "2024-03-05T00:00:00Z", "until": "2024-03-05T00:00:00Z"}, ["adr/0001-use-sqlite.md"]),
+             ({"until": "2024-03-04T23:59:59Z"}, [])]
+    for bounds, expected in cases:
+        status, body = ui_server.get(q(q="quokkabase", **bounds))
+        assert (status, [p for _, p in paths(body)]) == (200, expected), bounds
+        flags = [x for name, value in bounds.items() for x in (f"--{name}", value)]
+        cli = run_cli("search", "quokkabase", "--project", "notes", *flags, "--index", str(ui_index),
+                      "--format", "json")
+        assert [h["path"] for h in json.loads(cli.stdout)["hits"]] == expected, bounds
+    status, body = ui_server.get(q(q="x", since="2025-06-01T25:00"))
+    assert (status, body) == (400, {"error": "since must be a date (2024-03-05) or a date and time "
+                                             "(2024-03-05T10:30, UTC unless a zone is given), got '2025-06-01T25:00'"})
+
+
 def test_filters_the_pipeline_lacks_are_reported_not_applied_after_top_k(ui_server: UiServer) -> None:
     _, body = ui_server.get(q(q="zebrafinch", path="notes/**", tag="fusion", offset=1))
     lacking = [name for name, fields in (("path", ("paths", "path_globs", "path")), ("tag", ("tags",)))
@@ -74,7 +96,8 @@ def test_filters_the_pipeline_lacks_are_reported_not_applied_after_top_k(ui_serv
 
 
 @pytest.mark.parametrize(("params", "status", "error"), [
-    ({"q": "x", "since": "yesterday"}, 400, "since must be a date as YYYY-MM-DD, got 'yesterday'"),
+    ({"q": "x", "since": "yesterday"}, 400, "since must be a date (2024-03-05) or a date and time "
+                                            "(2024-03-05T10:30, UTC unless a zone is given), got 'yesterday'"),
     ({"q": "x", "since": "2025-01-02", "until": "2025-01-01"}, 400, "since must not be later than until"),
     ({"q": "x", "role": "boss"}, 400, "unknown role 'boss': one of experiment_record, result, method, log, paper, "
                                       "plan, config, source, report, other"),
@@ -195,7 +218,7 @@ def test_answers_carry_a_strict_content_security_policy(ui_server: UiServer) -> 
     assert "script-src 'self'" in headers["content-security-policy"]
     assert "frame-ancestors 'none'" in headers["content-security-policy"]
     assert headers["x-content-type-options"] == "nosniff"
-    assert '<script src="/static/app.js"></script>' in page and "http" not in page.split("<body>")[1].replace(
+    assert '<script src="static/app.js"></script>' in page and "http" not in page.split("<body>")[1].replace(
         "http://www.w3.org", "")
 
 
@@ -221,3 +244,5 @@ def test_date_bounds_are_whole_utc_days() -> None:
     assert _date_ns("2024-03-05", "since", end_of_day=False) == start
     assert _date_ns("2024-03-05", "until", end_of_day=True) == start + 86_400 * 10**9 - 1
     assert _date_ns("", "since", end_of_day=False) is None
+    assert _date_ns("2024-03-05T10:30", "until", end_of_day=True) == start + 37_800 * 10**9
+    assert _date_ns("2024-03-05T10:30+01:00", "since", end_of_day=False) == start + 34_200 * 10**9

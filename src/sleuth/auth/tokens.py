@@ -46,6 +46,9 @@ TOKEN_TTL_MAX_S = 366 * 86400
 CLOCK_LEEWAY_S = 30
 #: Longest bearer token looked at, in characters (longer ones are refused unparsed).
 TOKEN_MAX_CHARS = 4096
+#: The reason (prefix) of a token signed with this key but for another server URL (``aud`` or
+#: ``iss`` of another URL): told apart so that its 401 can say how to mint one for this URL.
+AUDIENCE_MISMATCH = "wrong audience"
 #: Claims every token must carry.
 REQUIRED_CLAIMS = ("iss", "aud", "sub", "scope", "iat", "exp", "gen")
 
@@ -165,9 +168,9 @@ class JwtVerifier:
         except jwt.ExpiredSignatureError:
             return Verdict(None, "expired")
         except jwt.InvalidAudienceError:
-            return Verdict(None, "wrong audience")
-        except jwt.InvalidIssuerError:
-            return Verdict(None, "wrong issuer")
+            return Verdict(None, AUDIENCE_MISMATCH)
+        except jwt.InvalidIssuerError:  # checked before aud: a token for another host or port
+            return Verdict(None, f"{AUDIENCE_MISMATCH} (and issuer)")
         except jwt.ImmatureSignatureError:
             return Verdict(None, "issued in the future")
         except jwt.InvalidSignatureError:

@@ -361,6 +361,19 @@ def _lock_free(path: Path) -> bool:
         os.close(fd)
 
 
+def broker_alive(index_dir: Path, env: Mapping[str, str] | None = None) -> bool:
+    """True when the broker of ``index_dir`` under ``env``'s settings runs: its socket file exists
+    and a process holds its lock (looked at without connecting; never starts one)."""
+    env = os.environ if env is None else env
+    if not broker_enabled(env):
+        return False
+    try:
+        paths = BrokerPaths.for_index(index_dir, env, create=False)
+    except BrokerUnavailable:
+        return False
+    return paths.socket.exists() and paths.run_lock.exists() and not _lock_free(paths.run_lock)
+
+
 def list_brokers(index_dir: Path | None = None, env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """The brokers of ``index_dir`` (None: every broker of this user), each as its status
     (``running: true``) or, when it does not answer, ``{index, pid, running, state}``. Files left

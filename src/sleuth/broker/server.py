@@ -42,6 +42,7 @@ from sleuth import __version__
 from sleuth.broker.client import PROTOCOL_VERSION
 from sleuth.broker.gate import CONTROL, READ, ReadWriteGate, gate_kinds
 from sleuth.broker.paths import BrokerPaths
+from sleuth.broker.search import SEARCH_OP, answer_search
 from sleuth.broker.transport import stream_transport
 from sleuth.config import load_serve_settings
 from sleuth.engine import Engine
@@ -147,6 +148,7 @@ class Broker:
         self._registries_lock = threading.Lock()
         self.sessions = 0
         self.sessions_total = 0
+        self.searches_total = 0
         self.calls_running = 0
         self.connecting = 0
         self.started = time.monotonic()
@@ -262,6 +264,7 @@ class Broker:
             "socket": str(self.paths.socket), "version": __version__, "started_at": self.started_at,
             "uptime_s": round(time.monotonic() - self.started, 1), "idle_s": round(self.idle_s(), 1),
             "idle_exit_s": self.idle_exit_s, "sessions": self.sessions, "sessions_total": self.sessions_total,
+            "searches_total": self.searches_total,
             "calls_running": self.calls_running, "requests_running": running, "gate": self.gate.snapshot(),
             "model": self.engine.config.model, "warm": self.warm, "rss_mb": _rss_mb(),
         }
@@ -273,6 +276,7 @@ class Broker:
         bad connection cannot end the others."""
         try:
             session: dict[str, Any] | None = None
+            search: dict[str, Any] | None = None
             async with stream:
                 receive = BufferedByteReceiveStream(stream)
                 with anyio.move_on_after(HEADER_TIMEOUT_S):
@@ -297,15 +301,22 @@ class Broker:
                         await self._reply(stream, {"ok": True, "stopping": True, "pid": os.getpid()})
                         self.stop("sleuth broker stop")
                         return
-                    if op != "session":
+                    if op == SEARCH_OP:  # `sleuth search` (sleuth.broker.search); answered past the header timeout
+                        await self._reply(stream, {"ok": True, "accepted": True})
+                        search = header
+                    elif op != "session":
                         await self._reply(stream, {"ok": False, "error": f"unknown op {op!r}", "exit_code": 2})
                         return
-                    if header.get("protocol") != PROTOCOL_VERSION:
+                    elif header.get("protocol") != PROTOCOL_VERSION:
                         await self._reply(stream, {"ok": False, "exit_code": 2, "error":
                                                    f"session protocol {header.get('protocol')!r}; this broker "
                                                    f"speaks {PROTOCOL_VERSION}"})
                         return
-                    session = header
+                    else:
+                        session = header
+                if search is not None:
+                    await self._search(search, stream)
+                    return
                 if session is None:
                     return  # no header in time
                 await self._session(session, receive, stream)
@@ -314,6 +325,18 @@ class Broker:
             return  # the session went away
         except Exception:  # logged; the broker keeps serving the other sessions
             log.exception("a session failed")
+
+    async def _search(self, header: Mapping[str, Any], stream: ByteStream) -> None:
+        """A ``sleuth search`` sent to this broker: run under the read gate, like a read tool call."""
+        self.calls_running += 1
+        try:
+            async with self.gate.read():
+                answer = await run_in_worker(functools.partial(answer_search, self.engine, header))
+        finally:
+            self.calls_running -= 1
+            self.searches_total += 1
+            self.last_active = time.monotonic()
+        await self._reply(stream, answer)
 
     @staticmethod
     async def _reply(stream: ByteStream, message: Mapping[str, Any]) -> None:

@@ -30,12 +30,12 @@ CLI_RANK_WINDOW_DOCS = 100
 def rank_window(offset: int, limit: int) -> int:
     """The rank window of the page ``[offset, offset + limit)``: the next multiple of ``CLI_RANK_WINDOW_DOCS``."""
     return -(-(offset + limit) // CLI_RANK_WINDOW_DOCS) * CLI_RANK_WINDOW_DOCS
-_DAY_NS = 86_400 * 1_000_000_000
 
 
 class DateParam(click.ParamType):
-    """A date (``2024-03-01``) or RFC 3339 date-time (``2024-03-01T10:00:00Z``; no zone: UTC), as
-    nanoseconds since the epoch; a date alone given to ``--until`` means the end of that day."""
+    """A date (``2024-03-01``) or ISO 8601 date-time (``2024-03-01T10:00:00Z``; no zone: UTC), as
+    nanoseconds since the epoch; a date alone given to ``--until`` means the end of that day
+    (:func:`sleuth.ingest.roles.time_bound_ns`, which the page's filters use too)."""
 
     name = "DATE"
 
@@ -45,14 +45,11 @@ class DateParam(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
-        from sleuth.ingest.roles import parse_time_ns
+        from sleuth.ingest.roles import time_bound_ns
 
-        text = str(value).strip()
-        ns = parse_time_ns(text)
+        ns = time_bound_ns(str(value), self.end_of_day)
         if ns is None:
             self.fail(f"{value!r} is not a date (2024-03-01) or date-time (2024-03-01T10:00:00Z)", param, ctx)
-        if self.end_of_day and len(text) == 10:
-            ns += _DAY_NS - 1
         return ns
 
 
@@ -130,21 +127,42 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
 
     Filters apply inside every lane before its top results are cut, so a filtered search returns
     as many results as an unfiltered one would. A document that another one in the index
-    supersedes ranks below it."""
+    supersedes ranks below it. When the index's broker runs (an MCP session started it), it
+    answers the search, with the index and the model already loaded; $SLEUTH_BROKER=0 searches
+    in this process."""
     if since is not None and until is not None and since > until:
         raise click.BadParameter("--since is later than --until: no document can match", param_hint="--since")
     filters = SearchFilters(kinds=list(kinds), roles=list(roles), paths=list(paths), tags=list(tags),
                             recorded_after_ns=since, recorded_before_ns=until)
-    with Engine.open(index_dir) as engine:
-        resp = engine.search(SearchRequest(query=query, projects=list(projects) or None, limit=limit, offset=offset,
-                                           rank_window=rank_window(offset, limit),
-                                           lanes=parse_lanes(lanes), explain=explain, variants=list(variants),
-                                           filters=filters))
-        qualified = multi_root_projects(engine)
+    request = SearchRequest(query=query, projects=list(projects) or None, limit=limit, offset=offset,
+                            rank_window=rank_window(offset, limit), lanes=parse_lanes(lanes), explain=explain,
+                            variants=list(variants), filters=filters)
+    answered = _from_broker(index_dir, request)
+    if answered is not None:
+        resp, qualified = answered
+    else:
+        with Engine.open(index_dir) as engine:
+            resp = engine.search(request)
+            qualified = multi_root_projects(engine)
     if fmt == "json":
         emit_json(resp.model_dump())
     else:
         click.echo(printable(render_text(resp, explain, qualified)))  # a title or snippet may hold terminal escapes
+
+
+def _from_broker(index_dir: Path | None, request: SearchRequest) -> tuple[SearchResponse, set[str]] | None:
+    """The answer of the index's running broker (:mod:`sleuth.broker.search`), or None when none
+    answers and the search runs in this process."""
+    from sleuth.broker.search import search_via_broker
+    from sleuth.locate import find_index_dir, has_catalog
+
+    try:
+        found = find_index_dir(index_dir)
+    except OSError:
+        return None
+    if found is None or not has_catalog(found):
+        return None  # Engine.open reports it
+    return search_via_broker(found, request)
 
 
 @click.command("get")

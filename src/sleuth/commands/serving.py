@@ -32,7 +32,8 @@ from sleuth.config import find_index_dir, load_serve_settings
                    "(also $SLEUTH_BROKER=0).")
 @click.option("--http", "http_bind", default=None, metavar="[HOST:]PORT",
               help="Serve MCP over streamable HTTP at http://HOST:PORT/mcp instead of stdio, to the users of "
-                   "`sleuth users` with their bearer tokens (HOST defaults to 127.0.0.1, loopback only).")
+                   "`sleuth users` with their bearer tokens (HOST defaults to 127.0.0.1, loopback only), and "
+                   "the search page of `sleuth ui` at http://HOST:PORT/ui/ behind the same tokens.")
 @click.option("--url", "public_url", default=None, metavar="URL",
               help="With --http: the URL clients use for the MCP endpoint (e.g. https://kb.example.com/mcp "
                    "behind a TLS proxy); tokens must name it (`sleuth users token --url`). "

@@ -52,7 +52,8 @@ def users_add_cmd(name: str, projects: tuple[str, ...], write: bool, index_dir: 
     user = UserStore(folder).add(name, projects, write)
     signing_key(folder, create=True)
     click.echo(f"added {user.name}: projects {', '.join(user.projects)}; scopes {' '.join(user.scopes)}")
-    click.echo(f"make a token with: sleuth users token {user.name} --index {folder}", err=True)
+    click.echo(f"make a token with: sleuth users token {user.name} --url URL --index {folder} "
+               "(URL: the server's MCP URL, its --url or http://HOST:PORT/mcp)", err=True)
 
 
 @users_group.command("list")
@@ -129,8 +130,10 @@ def users_enable_cmd(name: str, index_dir: Path | None) -> None:
 @click.option("--ttl", default="30d", show_default=True, metavar="DURATION",
               help="Lifetime: a number with s, m, h, d or w (at most 366d).")
 @click.option("--url", default=None, metavar="URL",
-              help="The server's MCP URL the token is for (its audience), as clients reach it "
-                   "(default: $SLEUTH_HTTP_URL, else http://127.0.0.1:8765/mcp).")
+              help="The server's MCP URL the token is for (its audience), as clients reach it: the "
+                   "server's --url, else http://HOST:PORT/mcp of its --http (default: $SLEUTH_HTTP_URL, else "
+                   "http://127.0.0.1:8765/mcp). A server refuses a token for another URL with 401, naming "
+                   "its own URL.")
 @click.option("--read-only", is_flag=True, help="Leave out the sleuth:write scope even if the user holds it.")
 @index_option
 @handle_errors

@@ -11,7 +11,8 @@ request (:class:`sleuth.auth.tokens.JwtVerifier`).
 
 The SDK binds each protocol session to the ``(client_id, iss, sub)`` of the token that opened it
 and answers 404 to a session id sent with another user's token; project access is decided inside
-each call from that call's own token (:mod:`sleuth.httpd.caller`).
+each call from that call's own token (:mod:`sleuth.httpd.caller`). The search page of
+``sleuth ui`` is served at ``/ui`` behind the same tokens (:mod:`sleuth.httpd.ui`).
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ from sleuth.broker.gate import WRITE, ReadWriteGate, gate_kinds
 from sleuth.engine import Engine
 from sleuth.httpd.audit import AUDIT_FILE, AuditLog
 from sleuth.httpd.caller import CallerMiddleware, CallerRegistry
-from sleuth.httpd.guards import BearerBackend, HostOriginGuard, RequireBearer
+from sleuth.httpd.guards import BearerBackend, HostOriginGuard, RateLimiter, RequireBearer
 from sleuth.httpd.settings import HTTP_SESSION_IDLE_S, HTTP_SESSIONS_MAX, HttpSettings, is_loopback
+from sleuth.httpd.ui import UI_PATH, ui_routes
 from sleuth.mcp.registry import ServeContext
 from sleuth.mcp.server import build_server, check_allowed_projects, needs_index
 
@@ -72,11 +74,14 @@ def metadata_routes(settings: HttpSettings) -> list[Route]:
 
 
 async def build_app(server: MCPServer[Any], engine: Engine, settings: HttpSettings, users: UserStore,
-                    verifier: JwtVerifier, audit: AuditLog | None) -> Starlette:
-    """The ASGI app: guards, bearer authentication, metadata and the SDK's MCP endpoint."""
+                    verifier: JwtVerifier, audit: AuditLog | None,
+                    allowed_projects: Sequence[str] | None = None, page: bool = True) -> Starlette:
+    """The ASGI app: guards, bearer authentication, metadata, the SDK's MCP endpoint and (with
+    ``page``) the search page at ``/ui`` behind the same tokens (:mod:`sleuth.httpd.ui`)."""
     kinds = gate_kinds(await server.list_tools())
-    server.middleware.append(CallerMiddleware(users, kinds, ReadWriteGate(), audit,
-                                              engine.index_dir / "write.lock"))
+    gate = ReadWriteGate()
+    limiter = RateLimiter(settings.rate_requests, settings.rate_period_s)
+    server.middleware.append(CallerMiddleware(users, kinds, gate, audit, engine.index_dir / "write.lock"))
     security = TransportSecuritySettings(enable_dns_rebinding_protection=True,
                                          allowed_hosts=sorted(settings.allowed_hosts),
                                          allowed_origins=sorted(settings.allowed_origins))
@@ -84,7 +89,8 @@ async def build_app(server: MCPServer[Any], engine: Engine, settings: HttpSettin
                                        max_request_body_size=settings.max_request_bytes,
                                        session_idle_timeout=HTTP_SESSION_IDLE_S, max_sessions=HTTP_SESSIONS_MAX,
                                        transport_security=security, host=settings.host)
-    endpoint = RequireBearer(inner, settings, [name for name, kind in kinds.items() if kind == WRITE])
+    endpoint = RequireBearer(inner, settings, [name for name, kind in kinds.items() if kind == WRITE], limiter)
+    extra = ui_routes(engine, settings, users, limiter, gate, audit, allowed_projects) if page else []
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -92,7 +98,7 @@ async def build_app(server: MCPServer[Any], engine: Engine, settings: HttpSettin
             yield
 
     return Starlette(
-        routes=[*metadata_routes(settings), Route(settings.mcp_path, endpoint=endpoint)],
+        routes=[*metadata_routes(settings), Route(settings.mcp_path, endpoint=endpoint), *extra],
         middleware=[Middleware(HostOriginGuard, settings=settings),
                     Middleware(AuthenticationMiddleware, backend=BearerBackend(verifier)),
                     Middleware(AuthContextMiddleware)],
@@ -132,13 +138,17 @@ def run_http(settings: HttpSettings, profiles: Sequence[str], index: str | Path 
         verifier = JwtVerifier(signing_key(engine.index_dir), settings.resource, users)
         audit = AuditLog(engine.index_dir / AUDIT_FILE, settings.audit_queries)
         server = build_server(context, profiles)
-        app = anyio.run(build_app, server, engine, settings, users, verifier, audit)
+        page = needs_index(profiles)
+        app = anyio.run(build_app, server, engine, settings, users, verifier, audit, allowed_projects, page)
         if not is_loopback(settings.host) and not settings.resource.startswith("https://"):
             log.warning("listening on %s without TLS: bearer tokens cross the network in clear text; put a TLS "
                         "proxy in front and pass its https:// URL with --url (README: 'Serving a team over HTTP')",
                         settings.host)
-        log.info("serving MCP at %s (metadata %s); users from %s", settings.resource, settings.metadata_url,
-                 users.path)
+        log.info("serving MCP at %s (metadata %s); users from %s; tokens for it: "
+                 "sleuth users token NAME --url %s", settings.resource, settings.metadata_url, users.path,
+                 settings.resource)
+        if page:
+            log.info("the search page: %s%s/ (asks for a token once)", settings.issuer, UI_PATH)
         config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", lifespan="on",
                                 timeout_keep_alive=HTTP_KEEP_ALIVE_S, limit_concurrency=HTTP_CONNECTIONS_MAX,
                                 timeout_graceful_shutdown=HTTP_SHUTDOWN_WAIT_S, server_header=False,

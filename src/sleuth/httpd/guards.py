@@ -9,10 +9,12 @@
    when a token was sent), a token without the read scope **403** ``insufficient_scope``; then the
    per-token rate limit (**429** with ``Retry-After``); then the body, read up to the size limit
    (**413** beyond), and a ``tools/call`` of a write tool without the write scope gets **403**
-   ``insufficient_scope``. What passes goes on to the SDK with the body replayed.
+   ``insufficient_scope``. What passes goes on to the SDK with the body replayed. The page at
+   ``/ui`` passes the same checks (:func:`bearer_refusal`) on each of its API calls.
 
 Reasons for a refusal go to the server's log; the client gets one generic description per
-status, never the user name or the token.
+status, never the user name or the token -- except that a token signed by this server's key for
+another of its URLs is told this server's URL and how to mint a token for it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import math
 import time
 from collections import OrderedDict, deque
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
@@ -33,7 +36,7 @@ from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from sleuth.auth.tokens import JwtVerifier
+from sleuth.auth.tokens import AUDIENCE_MISMATCH, JwtVerifier
 from sleuth.auth.users import SCOPE_READ, SCOPE_WRITE
 from sleuth.httpd.settings import HttpSettings
 
@@ -154,6 +157,83 @@ def tool_calls(body: bytes) -> list[str]:
     return names
 
 
+#: The 401 description of a token that is not (or no longer) good, whatever the reason.
+INVALID_TOKEN_DESCRIPTION = "The access token is invalid, revoked or not issued for this server"
+#: The 401 description of an expired token.
+EXPIRED_TOKEN_DESCRIPTION = "The access token expired"
+
+
+def audience_description(resource: str) -> str:
+    """The 401 description of a token signed by this index's key but minted for another server URL:
+    how to mint one for this server (RFC 6750 ``error_description``: printable ASCII without
+    quotes or backslashes). It names only this server's own URL, never the token's user."""
+    return (f"token audience does not match this server ({resource}); "
+            f"mint one with `sleuth users token NAME --url {resource}`")
+
+
+def challenge(settings: HttpSettings, error: str | None = None, description: str | None = None,
+              scope: str = SCOPE_READ) -> tuple[str, str]:
+    """The ``WWW-Authenticate`` header of a 401/403 (RFC 6750 section 3, RFC 9728 section 5.1)."""
+    parts = ['realm="sleuth"']
+    if error:
+        parts.append(f'error="{error}"')
+    if description:
+        parts.append(f'error_description="{description}"')
+    parts.append(f'scope="{scope}"')
+    parts.append(f'resource_metadata="{settings.metadata_url}"')
+    return "WWW-Authenticate", "Bearer " + ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An answer instead of the request: HTTP ``status``, JSON ``body`` (``error`` and
+    ``error_description``) and extra ``headers``."""
+
+    status: int
+    body: dict[str, Any]
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def insufficient_scope(settings: HttpSettings, needed: str) -> Refusal:
+    """403 ``insufficient_scope`` naming the scope(s) ``needed``."""
+    description = f"this call needs the scope(s) {needed}"
+    return Refusal(403, {"error": "insufficient_scope", "error_description": description},
+                   (challenge(settings, "insufficient_scope", description, needed),))
+
+
+def bearer_refusal(scope: Scope, settings: HttpSettings, limiter: RateLimiter) -> Refusal | None:
+    """Why a request is refused before it is served -- no valid token (401), no read scope (403),
+    over the token's rate (429) -- or None. Spends one request of the token's rate bucket.
+
+    Every refused token gets one generic description, except an expired one and one minted for
+    another URL of this server (:func:`audience_description`); the reason goes to the log.
+    """
+    user = scope.get("user")
+    if not isinstance(user, AuthenticatedUser):
+        failure = scope.get(AUTH_FAILURE_KEY)
+        if failure is None:
+            return Refusal(401, {"error": "invalid_request", "error_description": "a bearer token is required"},
+                           (challenge(settings),))
+        log.warning("refused a bearer token: %s", failure)
+        if failure == "expired":
+            description = EXPIRED_TOKEN_DESCRIPTION
+        elif str(failure).startswith(AUDIENCE_MISMATCH):
+            description = audience_description(settings.resource)
+        else:
+            description = INVALID_TOKEN_DESCRIPTION
+        return Refusal(401, {"error": "invalid_token", "error_description": description},
+                       (challenge(settings, "invalid_token", description),))
+    if SCOPE_READ not in set(user.scopes):
+        return insufficient_scope(settings, SCOPE_READ)
+    wait = limiter.take(user.access_token.token)
+    if wait > 0:
+        return Refusal(429, {"error": "rate_limited", "error_description":
+                             f"more than {settings.rate_requests} requests per "
+                             f"{settings.rate_period_s:g} s for this token"},
+                       (("Retry-After", str(max(1, math.ceil(wait)))),))
+    return None
+
+
 class RequireBearer:
     """The MCP endpoint's gate (see the module docstring).
 
@@ -161,53 +241,25 @@ class RequireBearer:
         app: the SDK's streamable HTTP app.
         settings: the server's settings (metadata URL, size and rate limits).
         write_tools: tools that need :data:`SCOPE_WRITE`.
+        limiter: the per-token rate limiter (shared with the page at ``/ui``); a new one when None.
     """
 
-    def __init__(self, app: ASGIApp, settings: HttpSettings, write_tools: Collection[str]) -> None:
+    def __init__(self, app: ASGIApp, settings: HttpSettings, write_tools: Collection[str],
+                 limiter: RateLimiter | None = None) -> None:
         self.app, self.settings = app, settings
         self.write_tools = frozenset(write_tools)
-        self.limiter = RateLimiter(settings.rate_requests, settings.rate_period_s)
-
-    def _challenge(self, error: str | None = None, description: str | None = None,
-                   scope: str = SCOPE_READ) -> tuple[str, str]:
-        parts = ['realm="sleuth"']
-        if error:
-            parts.append(f'error="{error}"')
-        if description:
-            parts.append(f'error_description="{description}"')
-        parts.append(f'scope="{scope}"')
-        parts.append(f'resource_metadata="{self.settings.metadata_url}"')
-        return "WWW-Authenticate", "Bearer " + ", ".join(parts)
+        self.limiter = limiter or RateLimiter(settings.rate_requests, settings.rate_period_s)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        user = scope.get("user")
-        if not isinstance(user, AuthenticatedUser):
-            failure = scope.get(AUTH_FAILURE_KEY)
-            if failure is None:
-                await send_json(send, 401, {"error": "invalid_request",
-                                            "error_description": "a bearer token is required"},
-                                [self._challenge()])
-                return
-            log.warning("refused a bearer token: %s", failure)
-            description = "The access token expired" if failure == "expired" else \
-                "The access token is invalid, revoked or not issued for this server"
-            await send_json(send, 401, {"error": "invalid_token", "error_description": description},
-                            [self._challenge("invalid_token", description)])
+        refused = bearer_refusal(scope, self.settings, self.limiter)
+        if refused is not None:
+            await send_json(send, refused.status, refused.body, refused.headers)
             return
+        user = scope["user"]
         scopes = set(user.scopes)
-        if SCOPE_READ not in scopes:
-            await self._insufficient(send, SCOPE_READ)
-            return
-        wait = self.limiter.take(user.access_token.token)
-        if wait > 0:
-            await send_json(send, 429, {"error": "rate_limited", "error_description":
-                                        f"more than {self.settings.rate_requests} requests per "
-                                        f"{self.settings.rate_period_s:g} s for this token"},
-                            [("Retry-After", str(max(1, math.ceil(wait))))])
-            return
         if scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
@@ -225,9 +277,8 @@ class RequireBearer:
         await self.app(scope, replayed, send)
 
     async def _insufficient(self, send: Send, needed: str) -> None:
-        description = f"this call needs the scope(s) {needed}"
-        await send_json(send, 403, {"error": "insufficient_scope", "error_description": description},
-                        [self._challenge("insufficient_scope", description, needed)])
+        refused = insufficient_scope(self.settings, needed)
+        await send_json(send, refused.status, refused.body, refused.headers)
 
     async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> tuple[bytes | None, list[Message]]:
         """The whole body (None after answering 413) and any message read past it."""

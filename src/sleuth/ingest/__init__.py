@@ -12,6 +12,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+#: The version of what the parsers make of a file. Bumped when the same file parses into other
+#: documents or blocks, so that ``sleuth index`` parses every file of a root indexed by an older
+#: version again, unchanged ones too (the catalog keeps the version per root:
+#: :meth:`sleuth.store.catalog.Catalog.parser_version`). 1: before the catalog recorded it.
+#: 2: notebook blocks end their heading path with their cells (``cell 4``, ``cells 4-6``); decision
+#: records in adr-tools and MADR layouts get their ``Date:`` / ``## Status`` / supersession.
+PARSER_VERSION = 2
+
 if TYPE_CHECKING:
     from sleuth.ingest.chunk import (
         CHUNK_MAX_CHARS,

@@ -301,6 +301,22 @@ def parse_time_ns(value: object) -> int | None:
     return _to_ns(moment) + int((fraction or "0")[:9].ljust(9, "0"))
 
 
+#: Nanoseconds in a day (a date alone as an upper bound reaches the last of them).
+_DAY_NS = 86_400 * 1_000_000_000
+
+
+def time_bound_ns(text: str, end_of_day: bool = False) -> int | None:
+    """A ``--since`` / ``--until`` bound (the CLI's and the page's): a date (``2024-03-01``) or an
+    ISO 8601 / RFC 3339 date-time (``2024-03-01T10:00``, ``2024-03-01 10:00:30Z``,
+    ``...+02:00``; no zone: UTC) as nanoseconds since the epoch; None when it is neither. A date
+    alone with ``end_of_day`` (an upper bound) means the last nanosecond of that UTC day."""
+    text = text.strip()
+    ns = parse_time_ns(text)
+    if ns is not None and end_of_day and len(text) == 10:
+        ns += _DAY_NS - 1
+    return ns
+
+
 #: The recorded times the catalog can store: 64-bit signed nanoseconds since the epoch.
 RECORDED_NS_MIN = -(2**63)
 RECORDED_NS_MAX = 2**63 - 1

@@ -359,6 +359,27 @@ class Catalog(DocumentReads, VectorTable):
 
     # ------------------------------------------------------------------ documents
 
+    @staticmethod
+    def _parser_key(project_id: str, root: str) -> str:
+        return f"parser_version\x1f{project_id}\x1f{root}"
+
+    def parser_version(self, project_id: str, root: str) -> int:
+        """The parser version (:data:`sleuth.ingest.PARSER_VERSION`) every document of ``root`` of
+        ``project_id`` was parsed with, as the last full pass over it recorded; 1 when none did
+        (catalogs written before versions were recorded)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (self._parser_key(project_id, root),)).fetchone()
+        try:
+            return int(row[0]) if row is not None else 1
+        except ValueError:
+            return 1
+
+    def set_parser_version(self, project_id: str, root: str, version: int) -> None:
+        """Record that every document of ``root`` was parsed with parser ``version`` (after a full
+        pass over the root). Derived bookkeeping: no new generation."""
+        with self.write() as conn:
+            conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                         (self._parser_key(project_id, root), str(version)))
+
     def file_states(self, project_id: str, roots: Iterable[str],
                     rel_paths: Sequence[str] | None = None) -> dict[tuple[str, str], FileState]:
         """``{(root, rel_path): FileState}`` of the project's documents under ``roots`` (only at or

@@ -15,7 +15,6 @@ pages of results wrong.
 
 from __future__ import annotations
 
-import datetime as dt
 import fcntl
 import os
 import re
@@ -24,7 +23,7 @@ from typing import Any
 
 from sleuth.engine import Engine
 from sleuth.errors import DocumentNotFound, ProjectNotFound, QueryError
-from sleuth.ingest.roles import FILTER_KINDS, ROLES, SOURCE_FAMILIES
+from sleuth.ingest.roles import FILTER_KINDS, ROLES, SOURCE_FAMILIES, time_bound_ns
 from sleuth.store.folder import WRITE_LOCK_FILE
 from sleuth.text.query import QUERY_MAX_CHARS
 from sleuth.types import SearchFilters, SearchRequest
@@ -89,17 +88,16 @@ def _integer(params: Mapping[str, Sequence[str]], name: str, default: int, low: 
 
 
 def _date_ns(raw: str, name: str, end_of_day: bool) -> int | None:
-    """``YYYY-MM-DD`` (UTC; the whole day for ``until``) as nanoseconds since the epoch."""
+    """A date (``YYYY-MM-DD``, UTC; the whole day for ``until``) or an ISO 8601 date-time
+    (``2024-03-05T10:30``, ``...Z``, ``...+02:00``; no zone: UTC) as nanoseconds since the epoch,
+    as the CLI's ``--since`` / ``--until`` read them (:func:`sleuth.ingest.roles.time_bound_ns`)."""
     if not raw:
         return None
-    try:
-        day = dt.date.fromisoformat(raw)
-    except ValueError:
-        raise QueryError(f"{name} must be a date as YYYY-MM-DD, got {raw[:40]!r}") from None
-    start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
-    if end_of_day:
-        return int((start + dt.timedelta(days=1)).timestamp()) * 10**9 - 1
-    return int(start.timestamp()) * 10**9
+    ns = time_bound_ns(raw, end_of_day)
+    if ns is None:
+        raise QueryError(f"{name} must be a date (2024-03-05) or a date and time (2024-03-05T10:30, "
+                         f"UTC unless a zone is given), got {raw[:40]!r}")
+    return ns
 
 
 def _projects(engine: Engine, asked: list[str], allowed: Sequence[str] | None) -> list[str] | None:
@@ -119,7 +117,8 @@ def search_request(engine: Engine, params: Mapping[str, Sequence[str]],
     """The SearchRequest of the page's parameters, and the filters given that cannot be applied yet.
 
     Parameters: ``q`` (the query), ``project``, ``kind``, ``role``, ``family`` (repeatable or
-    comma-separated), ``since`` and ``until`` (``YYYY-MM-DD``, inclusive, on the recorded time),
+    comma-separated), ``since`` and ``until`` (a date or an ISO 8601 date-time, inclusive, on the
+    recorded time; see :func:`_date_ns`),
     ``path`` and ``tag`` (passed through when the pipeline has them), ``limit`` (1 to
     :data:`UI_LIMIT_MAX`), ``offset``.
 
@@ -263,10 +262,16 @@ def skip_reason_key(reason: str) -> str:
     return " ".join(key.split()) or reason
 
 
-def status_json(engine: Engine, files: bool = False, allowed: Sequence[str] | None = None) -> dict[str, Any]:
+def status_json(engine: Engine, files: bool = False, allowed: Sequence[str] | None = None,
+                remote: bool = False) -> dict[str, Any]:
     """The index page: counts, projects, per-root coverage, skipped files counted by reason (the
     first :data:`SKIPPED_LISTED_MAX` listed), stale files (with ``files``: one ``stat`` per file),
-    whether a writer runs now, and the embedding progress (blocks with vectors of all blocks)."""
+    whether a writer runs now, and the embedding progress (blocks with vectors of all blocks).
+
+    ``remote`` (a user of ``sleuth serve --http``): what is index-wide and would tell of other
+    users' projects -- the index folder, the generations, how far the postings are behind, the
+    writer process, the embedding counts -- is left out (empty / None), as
+    ``project_memory_doctor`` does for a remote caller."""
     report = engine.status(files=files)
     shown = None if allowed is None else set(allowed)
 
@@ -283,7 +288,7 @@ def status_json(engine: Engine, files: bool = False, allowed: Sequence[str] | No
     if report.files is not None:
         stale = [f.model_dump(mode="json") for f in report.files if f.freshness == "stale" and visible(f.project)]
     vector = report.vector_lane
-    return {
+    out = {
         "index_dir": report.index_dir, "generation": report.generation,
         "postings_generation": report.postings_generation, "postings_behind": report.postings_behind,
         "read_only": report.read_only, "lanes": report.lanes,
@@ -300,6 +305,10 @@ def status_json(engine: Engine, files: bool = False, allowed: Sequence[str] | No
         "embedding": {"available": vector.available, "reason": vector.reason, "model": vector.model,
                       "blocks_with_vectors": vector.blocks_with_vectors, "blocks": vector.blocks},
     }
+    if remote:
+        out.update(index_dir="", generation=None, postings_generation=None, postings_behind=0, writer=None)
+        out["embedding"].update(blocks_with_vectors=None, blocks=None)
+    return out
 
 
 def facets_json(engine: Engine, allowed: Sequence[str] | None = None) -> dict[str, Any]:

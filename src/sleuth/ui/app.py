@@ -1,8 +1,10 @@
 """The page's server: a starlette application over one open Engine, and ``serve_ui`` to run it.
 
-Routes: ``/`` (the page), ``/static/*`` (its files, shipped in the package), and the JSON API the
-page uses -- ``/api/search``, ``/api/document``, ``/api/status``, ``/api/facets`` (see
-:mod:`sleuth.ui.api`). Every request passes :class:`sleuth.ui.guard.HostOriginGuard` first.
+Routes (:func:`page_routes`): ``/`` (the page), ``/static/*`` (its files, shipped in the package),
+and the JSON API the page uses -- ``/api/search``, ``/api/document``, ``/api/status``,
+``/api/facets`` (see :mod:`sleuth.ui.api`). Every request passes
+:class:`sleuth.ui.guard.HostOriginGuard` first. ``sleuth serve --http`` mounts the same routes at
+``/ui`` behind its bearer tokens (:mod:`sleuth.httpd.ui`).
 Engine calls run in worker threads, at most ``UI_CONCURRENT_CALLS`` at a time, never on the event
 loop. A SleuthError answers ``{"error": message}`` with a status that fits it; anything else answers
 ``{"error": "internal error"}`` (500) and is logged, never shown.
@@ -11,7 +13,7 @@ loop. A SleuthError answers ``{"error": message}`` with a status that fits it; a
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from sleuth import errors
@@ -56,43 +58,72 @@ def _params(request: Request) -> dict[str, list[str]]:
     return out
 
 
-def create_app(engine: Engine, port: int, allowed_projects: Sequence[str] | None = None,
-               authorize: Callable[[Scope], str | None] | None = None) -> HostOriginGuard:
-    """The page's ASGI application over ``engine``, for a server listening on loopback ``port``.
+class PageRefused(Exception):
+    """Raised by an access function: the request is answered ``status`` with ``{"error": message}``
+    (and ``headers``), never served (a missing or refused bearer token over HTTP)."""
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, dict(headers or {})
+
+
+#: Who a request is served for: the projects it may see (None: every project of the index), or
+#: :class:`PageRefused`. Over HTTP, the verified user's projects as the users file says now.
+AccessOf = Callable[[Request], Sequence[str] | None]
+#: Runs one read of the page (``kind``: search, document, status, facets) for ``request``; the
+#: default runs it in a worker thread. Over HTTP it also passes the server's read/write gate and
+#: writes an audit line.
+ReadRunner = Callable[[Request, str, Callable[[], dict[str, Any]]], Awaitable[dict[str, Any]]]
+
+
+def page_routes(engine: Engine, access: AccessOf, remote: bool = False,
+                run: ReadRunner | None = None) -> list[BaseRoute]:
+    """The page's routes over ``engine`` (``/``, ``/api/*``, ``/static/*``), relative to where they
+    are mounted.
 
     Args:
-        allowed_projects: the projects the page may show (None: every project of the index).
-        authorize: see :class:`sleuth.ui.guard.HostOriginGuard` (a token check, when served behind one).
+        access: the projects each request may see (see :data:`AccessOf`); called on every API call.
+        remote: served to remote users (``sleuth serve --http``): the index page leaves out what is
+            index-wide (folder, generations, the writer, embedding counts), see :func:`api.status_json`.
+        run: see :data:`ReadRunner`.
     """
     limiter = anyio.CapacityLimiter(UI_CONCURRENT_CALLS)
-    allowed = list(allowed_projects) if allowed_projects is not None else None
 
-    async def call(work: Callable[[], dict[str, Any]]) -> Response:
+    async def in_thread(request: Request, kind: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        return await anyio.to_thread.run_sync(work, limiter=limiter)
+
+    runner = run or in_thread
+
+    async def call(request: Request, kind: str, work: Callable[[Sequence[str] | None], dict[str, Any]]) -> Response:
+        headers = {"cache-control": "no-store"}
         try:
-            body = await anyio.to_thread.run_sync(work, limiter=limiter)
+            allowed = access(request)
+            body = await runner(request, kind, lambda: work(allowed))
+        except PageRefused as exc:
+            return JSONResponse({"error": exc.message}, status_code=exc.status, headers={**headers, **exc.headers})
         except errors.SleuthError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=_status_of(exc), headers={"cache-control": "no-store"})
+            return JSONResponse({"error": str(exc)}, status_code=_status_of(exc), headers=headers)
         except Exception:
             logger.exception("ui api call failed")
-            return JSONResponse({"error": "internal error"}, status_code=500, headers={"cache-control": "no-store"})
-        return JSONResponse(body, headers={"cache-control": "no-store"})
+            return JSONResponse({"error": "internal error"}, status_code=500, headers=headers)
+        return JSONResponse(body, headers=headers)
 
     async def search(request: Request) -> Response:
         params = _params(request)
-        return await call(lambda: api.search_json(engine, params, allowed))
+        return await call(request, "search", lambda allowed: api.search_json(engine, params, allowed))
 
     async def document(request: Request) -> Response:
         params = _params(request)
         doc_id = api._one(params, "id")  # the same parameter rules
         marked = [b for raw in params.get("block", []) for b in raw.split(",") if b]
-        return await call(lambda: api.document_json(engine, doc_id, marked, allowed))
+        return await call(request, "document", lambda allowed: api.document_json(engine, doc_id, marked, allowed))
 
     async def status(request: Request) -> Response:
         files = api._one(_params(request), "files") in ("1", "true")
-        return await call(lambda: api.status_json(engine, files, allowed))
+        return await call(request, "status", lambda allowed: api.status_json(engine, files, allowed, remote=remote))
 
     async def facets(request: Request) -> Response:
-        return await call(lambda: api.facets_json(engine, allowed))
+        return await call(request, "facets", lambda allowed: api.facets_json(engine, allowed))
 
     async def page(request: Request) -> Response:
         return FileResponse(STATIC_DIR / "index.html", headers={"cache-control": "no-cache"})
@@ -100,7 +131,7 @@ def create_app(engine: Engine, port: int, allowed_projects: Sequence[str] | None
     async def not_found(request: Request) -> Response:
         return JSONResponse({"error": f"no such API call: {request.url.path[:100]}"}, status_code=404)
 
-    app = Starlette(routes=[
+    return [
         Route("/", page, methods=["GET", "HEAD"]),
         Route("/api/search", search, methods=["GET"]),
         Route("/api/document", document, methods=["GET"]),
@@ -108,7 +139,19 @@ def create_app(engine: Engine, port: int, allowed_projects: Sequence[str] | None
         Route("/api/facets", facets, methods=["GET"]),
         Route("/api/{rest:path}", not_found, methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
-    ])
+    ]
+
+
+def create_app(engine: Engine, port: int, allowed_projects: Sequence[str] | None = None,
+               authorize: Callable[[Scope], str | None] | None = None) -> HostOriginGuard:
+    """The page's ASGI application over ``engine``, for a server listening on loopback ``port``.
+
+    Args:
+        allowed_projects: the projects the page may show (None: every project of the index).
+        authorize: see :class:`sleuth.ui.guard.HostOriginGuard`.
+    """
+    allowed = list(allowed_projects) if allowed_projects is not None else None
+    app = Starlette(routes=page_routes(engine, lambda request: allowed))
     return HostOriginGuard(app, port, authorize)
 
 

@@ -54,9 +54,12 @@ def allowed_origins(port: int, names: Iterable[str] = LOOPBACK_HOST_NAMES) -> fr
     return frozenset(f"http://{h}" for h in allowed_hosts(port, names))
 
 
-def refusal(scope: Scope, hosts: frozenset[str], origins: frozenset[str]) -> tuple[int, str] | None:
+def refusal(scope: Scope, hosts: frozenset[str] | None, origins: frozenset[str] | None,
+            prefix: str = "") -> tuple[int, str] | None:
     """Why the request of ``scope`` is refused, as (HTTP status, one sentence), or None when it may go on.
 
+    ``hosts`` / ``origins`` None: those headers are checked in front (``sleuth serve --http``'s own
+    guard, against its allow lists); ``prefix``: where the page is mounted (``/ui`` over HTTP).
     Pure: reads only ``scope`` (method, path and headers).
     """
     headers: dict[bytes, bytes] = {}
@@ -66,13 +69,13 @@ def refusal(scope: Scope, hosts: frozenset[str], origins: frozenset[str]) -> tup
                 return 400, f"The {key.decode()} header was sent more than once."
         headers[key] = value
     host = headers.get(b"host", b"").decode("latin-1").strip().lower()
-    if host not in hosts:
+    if hosts is not None and host not in hosts:
         return 403, "This page is served to its own loopback address only (the Host header names another)."
     if scope.get("method", "GET") not in ALLOWED_METHODS:
         return 405, "This server only answers GET requests."
-    if scope.get("path", "").startswith("/api/"):
+    if scope.get("path", "").startswith(prefix + "/api/"):
         origin = headers.get(b"origin")
-        if origin is not None and origin.decode("latin-1").strip().lower() not in origins:
+        if origins is not None and origin is not None and origin.decode("latin-1").strip().lower() not in origins:
             return 403, "Requests from other sites' pages are refused (the Origin header names another site)."
         if headers.get(b"sec-fetch-site", b"").lower() == b"cross-site":
             return 403, "Requests from other sites' pages are refused."
@@ -85,17 +88,21 @@ class HostOriginGuard:
 
     Args:
         app: the application behind the guard.
-        port: the port the server listens on (the ``Host`` must name it).
-        authorize: optional check of an ``/api/`` request's scope (a token, when the index is
-            served over HTTP behind one); it returns None to let the request in, else the sentence
-            of a 401 answer.
+        port: the port the server listens on (the ``Host`` must name it); None when the page is
+            mounted in ``sleuth serve --http``, whose own guard checks ``Host`` and ``Origin``
+            against its allow lists (see :mod:`sleuth.httpd.ui`).
+        authorize: optional check of an ``/api/`` request's scope; it returns None to let the
+            request in, else the sentence of a 401 answer.
+        prefix: the path the page is mounted at (``""``, or ``/ui`` over HTTP).
     """
 
-    def __init__(self, app: ASGIApp, port: int, authorize: Callable[[Scope], str | None] | None = None) -> None:
+    def __init__(self, app: ASGIApp, port: int | None, authorize: Callable[[Scope], str | None] | None = None,
+                 prefix: str = "") -> None:
         self.app = app
-        self.hosts = allowed_hosts(port)
-        self.origins = allowed_origins(port)
+        self.hosts = allowed_hosts(port) if port is not None else None
+        self.origins = allowed_origins(port) if port is not None else None
         self.authorize = authorize
+        self.prefix = prefix
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan; websockets are not served
@@ -104,8 +111,8 @@ class HostOriginGuard:
                 return
             await self.app(scope, receive, send)
             return
-        refused = refusal(scope, self.hosts, self.origins)
-        if refused is None and self.authorize is not None and scope.get("path", "").startswith("/api/"):
+        refused = refusal(scope, self.hosts, self.origins, self.prefix)
+        if refused is None and self.authorize is not None and scope.get("path", "").startswith(self.prefix + "/api/"):
             why = self.authorize(scope)
             refused = None if why is None else (401, why)
         if refused is not None:

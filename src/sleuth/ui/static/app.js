@@ -16,7 +16,7 @@
 
   const state = {
     facets: null, last: null, offset: 0, controller: null, timer: null, lastFocusedDoc: null, pollTimer: null,
-    matches: [], matchAt: -1,
+    matches: [], matchAt: -1, token: "",
   };
 
   function laneColour(lane) {
@@ -43,20 +43,53 @@
     return node;
   }
 
+  // The bearer token of a server that asks for one (sleuth serve --http): entered once, kept in this
+  // tab's sessionStorage, sent as an Authorization header -- never in a URL, never in a cookie.
+  const TOKEN_KEY = "sleuth.token";
+
+  function storedToken() {
+    try { return window.sessionStorage.getItem(TOKEN_KEY) || ""; } catch (err) { return ""; }
+  }
+
+  function storeToken(token) {
+    try {
+      if (token) window.sessionStorage.setItem(TOKEN_KEY, token); else window.sessionStorage.removeItem(TOKEN_KEY);
+    } catch (err) { /* storage disabled: the token lives until the page is left */ }
+    state.token = token;
+    $("sign-out").hidden = !token;
+  }
+
+  // API paths are relative to the page ("api/search"), so the page works at / (sleuth ui) and at /ui/.
   async function getJSON(path, params, signal) {
-    const url = new URL(path, window.location.origin);
+    const url = new URL(path.replace(/^\/+/, ""), document.baseURI);
     for (const [key, value] of Object.entries(params || {})) {
       if (value !== "" && value !== null && value !== undefined) url.searchParams.append(key, value);
     }
-    const response = await fetch(url, { signal, headers: { accept: "application/json" } });
+    const headers = { accept: "application/json" };
+    if (state.token) headers.authorization = `Bearer ${state.token}`;
+    const response = await fetch(url, { signal, headers, credentials: "omit" });
     let body;
     try {
       body = await response.json();
     } catch (err) {
       throw new Error(`the server answered ${response.status} without JSON`);
     }
-    if (!response.ok) throw new Error(body && body.error ? body.error : `the server answered ${response.status}`);
+    if (!response.ok) {
+      const error = new Error(body && body.error ? body.error : `the server answered ${response.status}`);
+      error.status = response.status;
+      if (response.status === 401) askForToken(error.message);
+      throw error;
+    }
     return body;
+  }
+
+  function askForToken(why) {
+    storeToken("");
+    $("token-why").textContent = why;
+    for (const id of ["search-view", "doc-view", "index-view"]) $(id).hidden = true;
+    $("token-view").hidden = false;
+    $("token").value = "";
+    $("token").focus();
   }
 
   // Text whose [start, end) spans (in code points, as the server counts) are marked.
@@ -132,7 +165,8 @@
   function filterParams() {
     return {
       project: $("f-project").value, kind: $("f-kind").value.trim(), role: $("f-role").value,
-      path: $("f-path").value.trim(), tag: $("f-tag").value.trim(), since: $("f-since").value, until: $("f-until").value,
+      path: $("f-path").value.trim(), tag: $("f-tag").value.trim(), since: $("f-since").value.trim(),
+      until: $("f-until").value.trim(),
     };
   }
 
@@ -340,7 +374,7 @@
       $("index-activity").textContent = err.message;
       return;
     }
-    $("index-dir").textContent = `Index folder ${s.index_dir} · generation ${s.generation}`;
+    $("index-dir").textContent = s.index_dir ? `Index folder ${s.index_dir} · generation ${s.generation}` : "";
     const e = s.embedding;
     const embedded = e.blocks ? `${e.blocks_with_vectors} of ${e.blocks}` : "";
     const counts = [count("Documents", s.documents, "count-documents"), count("Blocks", s.blocks, "count-blocks"),
@@ -395,6 +429,7 @@
   }
 
   function route() {
+    if (!$("token-view").hidden) return;  // waiting for a token
     const view = currentView();
     $("search-view").hidden = view !== "search";
     $("doc-view").hidden = view !== "doc";
@@ -435,13 +470,26 @@
       state.facets = await getJSON("/api/facets");
     } catch (err) {
       setStatus(err.message, true);
-      return;
+      return false;
     }
     const project = $("f-project");
+    project.replaceChildren(el("option", { value: "", text: "All projects" }));
+    $("kind-list").replaceChildren();
+    $("f-role").replaceChildren(el("option", { value: "", text: "Any role" }));
     for (const p of state.facets.projects) project.append(el("option", { value: p, text: p }));
     for (const k of state.facets.kinds) $("kind-list").append(el("option", { value: k }));
     for (const r of state.facets.roles) $("f-role").append(el("option", { value: r, text: r }));
     $("q").maxLength = state.facets.query_max_chars;
+    return true;
+  }
+
+  async function start() {
+    const loaded = await loadFacets();
+    if (loaded || $("token-view").hidden) {  // not waiting for a token (another failure is shown as it is)
+      $("token-view").hidden = true;
+      document.documentElement.dataset.ready = "1";
+      route();
+    }
   }
 
   function wire() {
@@ -479,14 +527,25 @@
       }
     });
     window.addEventListener("hashchange", route);
+    $("token-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const token = $("token").value.trim();
+      if (!token) return;
+      storeToken(token);
+      $("token").value = "";
+      $("token-why").textContent = "Checking the token…";
+      start();
+    });
+    $("sign-out").addEventListener("click", () => {
+      askForToken("The token was forgotten; enter one to go on.");
+      document.documentElement.dataset.ready = "";
+    });
   }
 
   // What webmcp.js uses: the same API and the same rendering of a location.
   window.sleuthPage = { getJSON };
 
   wire();
-  loadFacets().then(() => {
-    document.documentElement.dataset.ready = "1";
-    route();
-  });
+  storeToken(storedToken());
+  start();
 })();

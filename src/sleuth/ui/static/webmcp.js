@@ -33,7 +33,7 @@
   }
 
   function documentUrl(hit) {
-    return `${window.location.origin}/#/doc/${encodeURIComponent(hit.doc_id)}`;
+    return `${window.location.origin}${window.location.pathname}#/doc/${encodeURIComponent(hit.doc_id)}`;
   }
 
   // The answer text: "No documents matched "q"." or "N document(s) matched "q"." then, per match,
