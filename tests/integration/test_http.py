@@ -20,7 +20,8 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from sleuth.auth.tokens import mint_token, signing_key
+from sleuth.auth.keys import KeyRing
+from sleuth.auth.tokens import mint_token
 from sleuth.auth.users import UserStore
 from tests.integration.conftest import run_cli
 from tests.integration.http_server import INIT, HttpServer, free_port, http_server, sse_json, token
@@ -151,7 +152,7 @@ def test_no_token_gets_401_with_the_metadata_challenge(server: HttpServer) -> No
 
 
 def test_every_bad_token_kind_gets_401(server: HttpServer, index: Path, tokens: dict[str, str]) -> None:
-    key = signing_key(index)
+    key = KeyRing(index).current()
     alice = UserStore(index).get("alice")
     assert alice is not None
     expired = mint_token(key, alice, server.url, ttl_s=3600, now=time.time() - 86400)

@@ -9,10 +9,13 @@
    when a token was sent), a token without the read scope **403** ``insufficient_scope``; then the
    per-token rate limit (**429** with ``Retry-After``); then the body, read up to the size limit
    (**413** beyond), and a ``tools/call`` of a write tool without the write scope gets **403**
-   ``insufficient_scope``. What passes goes on to the SDK with the body replayed.
+   ``insufficient_scope``; a request opening an MCP session when the user holds
+   ``sessions_per_user_max`` busy ones gets **429** (:mod:`sleuth.httpd.sessions`). What passes
+   goes on to the SDK with the body replayed.
 
-Reasons for a refusal go to the server's log; the client gets one generic description per
-status, never the user name or the token.
+Reasons for a refusal go to the server's log and, coalesced, to the audit log (``AuditLog.refusal``:
+status, reason, the verified user or null, the client's address, never the token); the client
+gets one generic description per status, never the user name or the token.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sleuth.auth.tokens import JwtVerifier
 from sleuth.auth.users import SCOPE_READ, SCOPE_WRITE
+from sleuth.httpd.audit import AuditLog
+from sleuth.httpd.sessions import SessionQuota
 from sleuth.httpd.settings import HttpSettings
 
 log = logging.getLogger("sleuth.http")
@@ -43,6 +48,22 @@ log = logging.getLogger("sleuth.http")
 RATE_BUCKETS_MAX = 10_000
 #: The scope key where :class:`BearerBackend` leaves why a sent token was refused.
 AUTH_FAILURE_KEY = "sleuth.auth_failure"
+#: The scope key where :class:`BearerBackend` leaves the verified subject of a refused token, if any.
+AUTH_SUBJECT_KEY = "sleuth.auth_subject"
+#: ``Retry-After`` of a 429 for a user whose sessions are all busy, in seconds.
+SESSIONS_BUSY_RETRY_S = 5
+
+
+def client_address(scope: Scope) -> str | None:
+    """The peer's address of an ASGI connection scope (None when unknown)."""
+    client = scope.get("client")
+    return str(client[0]) if client else None
+
+
+def audit_refusal(audit: AuditLog | None, scope: Scope, status: int, reason: str, user: str | None = None) -> None:
+    """One refusal for the audit log (coalesced there), when there is one."""
+    if audit is not None:
+        audit.refusal(status, reason, user, client_address(scope))
 
 
 async def send_json(send: Send, status: int, body: dict[str, Any], headers: Collection[tuple[str, str]] = ()) -> None:
@@ -58,8 +79,8 @@ class HostOriginGuard:
     """421 for a ``Host`` outside ``settings.allowed_hosts``, 403 for an ``Origin`` outside
     ``settings.allowed_origins`` (a request without ``Origin`` -- not from a browser -- passes)."""
 
-    def __init__(self, app: ASGIApp, settings: HttpSettings) -> None:
-        self.app, self.settings = app, settings
+    def __init__(self, app: ASGIApp, settings: HttpSettings, audit: AuditLog | None = None) -> None:
+        self.app, self.settings, self.audit = app, settings, audit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -70,12 +91,14 @@ class HostOriginGuard:
         if host not in self.settings.allowed_hosts:
             log.warning("refused a request with Host %r (allowed: %s; add --allow-host)", host[:200],
                         ", ".join(sorted(self.settings.allowed_hosts)))
+            audit_refusal(self.audit, scope, 421, "Host not allowed")
             await send_json(send, 421, {"error": "misdirected_request",
                                         "error_description": "Host header not allowed for this server"})
             return
         origin = headers.get("origin")
         if origin is not None and origin.strip().lower().rstrip("/") not in self.settings.allowed_origins:
             log.warning("refused a request with Origin %r (add --allow-origin)", origin[:200])
+            audit_refusal(self.audit, scope, 403, "Origin not allowed")
             await send_json(send, 403, {"error": "forbidden_origin",
                                         "error_description": "Origin not allowed for this server"})
             return
@@ -98,9 +121,10 @@ class BearerBackend(BearerAuthBackend):
             return None
         verifier = self.token_verifier
         if isinstance(verifier, JwtVerifier):  # it checks expiry and audience itself
-            verdict = verifier.check(header[7:].strip())
+            verdict = await verifier.check_async(header[7:].strip())
             if verdict.token is None:
                 conn.scope[AUTH_FAILURE_KEY] = verdict.reason
+                conn.scope[AUTH_SUBJECT_KEY] = verdict.subject
                 return None
             return AuthCredentials(verdict.token.scopes), AuthenticatedUser(verdict.token)
         result = await super().authenticate(conn)
@@ -161,10 +185,13 @@ class RequireBearer:
         app: the SDK's streamable HTTP app.
         settings: the server's settings (metadata URL, size and rate limits).
         write_tools: tools that need :data:`SCOPE_WRITE`.
+        audit: where refusals are counted (None: nowhere).
+        sessions: the per-user session cap (None: none).
     """
 
-    def __init__(self, app: ASGIApp, settings: HttpSettings, write_tools: Collection[str]) -> None:
-        self.app, self.settings = app, settings
+    def __init__(self, app: ASGIApp, settings: HttpSettings, write_tools: Collection[str],
+                 audit: AuditLog | None = None, sessions: SessionQuota | None = None) -> None:
+        self.app, self.settings, self.audit, self.sessions = app, settings, audit, sessions
         self.write_tools = frozenset(write_tools)
         self.limiter = RateLimiter(settings.rate_requests, settings.rate_period_s)
 
@@ -187,22 +214,29 @@ class RequireBearer:
         if not isinstance(user, AuthenticatedUser):
             failure = scope.get(AUTH_FAILURE_KEY)
             if failure is None:
+                audit_refusal(self.audit, scope, 401, "no bearer token")
                 await send_json(send, 401, {"error": "invalid_request",
                                             "error_description": "a bearer token is required"},
                                 [self._challenge()])
                 return
             log.warning("refused a bearer token: %s", failure)
+            subject = scope.get(AUTH_SUBJECT_KEY)
+            audit_refusal(self.audit, scope, 401, f"token refused: {failure}",
+                          subject if isinstance(subject, str) else None)
             description = "The access token expired" if failure == "expired" else \
                 "The access token is invalid, revoked or not issued for this server"
             await send_json(send, 401, {"error": "invalid_token", "error_description": description},
                             [self._challenge("invalid_token", description)])
             return
         scopes = set(user.scopes)
+        name = user.access_token.subject
         if SCOPE_READ not in scopes:
+            audit_refusal(self.audit, scope, 403, f"insufficient scope: {SCOPE_READ}", name)
             await self._insufficient(send, SCOPE_READ)
             return
         wait = self.limiter.take(user.access_token.token)
         if wait > 0:
+            audit_refusal(self.audit, scope, 429, "rate limit", name)
             await send_json(send, 429, {"error": "rate_limited", "error_description":
                                         f"more than {self.settings.rate_requests} requests per "
                                         f"{self.settings.rate_period_s:g} s for this token"},
@@ -213,11 +247,22 @@ class RequireBearer:
             return
         body, rest = await self._read_body(scope, receive, send)
         if body is None:
+            if rest is None:  # answered 413
+                audit_refusal(self.audit, scope, 413, "request body too large", name)
             return
-        if SCOPE_WRITE not in scopes and any(name in self.write_tools for name in tool_calls(body)):
+        if SCOPE_WRITE not in scopes and any(tool in self.write_tools for tool in tool_calls(body)):
+            audit_refusal(self.audit, scope, 403, f"insufficient scope: {SCOPE_WRITE}", name)
             await self._insufficient(send, f"{SCOPE_READ} {SCOPE_WRITE}")
             return
-        replay: deque[Message] = deque([{"type": "http.request", "body": body, "more_body": False}, *rest])
+        if self.sessions is not None and name and Headers(scope=scope).get("mcp-session-id") is None \
+                and not await self.sessions.admit(name):
+            audit_refusal(self.audit, scope, 429, "session limit per user", name)
+            await send_json(send, 429, {"error": "too_many_sessions", "error_description":
+                                        f"this user holds {self.sessions.per_user_max} open sessions, all "
+                                        "busy; close one (HTTP DELETE) or retry later"},
+                            [("Retry-After", str(SESSIONS_BUSY_RETRY_S))])
+            return
+        replay: deque[Message] = deque([{"type": "http.request", "body": body, "more_body": False}, *(rest or [])])
 
         async def replayed() -> Message:
             return replay.popleft() if replay else await receive()
@@ -229,23 +274,27 @@ class RequireBearer:
         await send_json(send, 403, {"error": "insufficient_scope", "error_description": description},
                         [self._challenge("insufficient_scope", description, needed)])
 
-    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> tuple[bytes | None, list[Message]]:
-        """The whole body (None after answering 413) and any message read past it."""
+    async def _read_body(self, scope: Scope, receive: Receive,
+                         send: Send) -> tuple[bytes | None, list[Message] | None]:
+        """The whole body and any message read past it; (None, None) after answering 413,
+        (None, []) when the client went away before sending it all."""
         limit = self.settings.max_request_bytes
         too_large = {"error": "request_too_large",
                      "error_description": f"the request body is larger than {limit} bytes (--max-request-bytes)"}
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             await send_json(send, 413, too_large)
-            return None, []
+            return None, None
         body = bytearray()
         while True:
             message = await receive()
+            if message["type"] == "http.disconnect":
+                return None, []
             if message["type"] != "http.request":
                 return bytes(body), [message]
             body.extend(message.get("body", b""))
             if len(body) > limit:
                 await send_json(send, 413, too_large)
-                return None, []
+                return None, None
             if not message.get("more_body", False):
                 return bytes(body), []
