@@ -92,8 +92,8 @@ async def build_app(server: MCPServer[Any], engine: Engine, settings: HttpSettin
                                        session_idle_timeout=HTTP_SESSION_IDLE_S, max_sessions=HTTP_SESSIONS_MAX,
                                        transport_security=security, host=settings.host)
     sessions = SessionQuota(server.session_manager, settings.sessions_per_user_max)
-    endpoint = RequireBearer(inner, settings, [name for name, kind in kinds.items() if kind == WRITE], audit,
-                             sessions)
+    endpoint = RequireBearer(inner, settings, [name for name, kind in kinds.items() if kind == WRITE],
+                             audit=audit, sessions=sessions)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

@@ -79,7 +79,7 @@ class HostOriginGuard:
     """421 for a ``Host`` outside ``settings.allowed_hosts``, 403 for an ``Origin`` outside
     ``settings.allowed_origins`` (a request without ``Origin`` -- not from a browser -- passes)."""
 
-    def __init__(self, app: ASGIApp, settings: HttpSettings, audit: AuditLog | None = None) -> None:
+    def __init__(self, app: ASGIApp, settings: HttpSettings, *, audit: AuditLog | None = None) -> None:
         self.app, self.settings, self.audit = app, settings, audit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -189,7 +189,7 @@ class RequireBearer:
         sessions: the per-user session cap (None: none).
     """
 
-    def __init__(self, app: ASGIApp, settings: HttpSettings, write_tools: Collection[str],
+    def __init__(self, app: ASGIApp, settings: HttpSettings, write_tools: Collection[str], *,
                  audit: AuditLog | None = None, sessions: SessionQuota | None = None) -> None:
         self.app, self.settings, self.audit, self.sessions = app, settings, audit, sessions
         self.write_tools = frozenset(write_tools)
