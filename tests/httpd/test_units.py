@@ -3,6 +3,7 @@ token bucket, the tool-call scan, and the token verifier over a real users file 
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -127,3 +128,56 @@ def test_an_audit_line_does_not_grow_with_the_names_a_call_gives(tmp_path: Path)
     entry = json.loads(line)
     assert entry["tool"] == "X" * AUDIT_NAME_MAX_CHARS and entry["project"] == "p" * AUDIT_NAME_MAX_CHARS
     assert len(line) < 1000
+
+
+def test_refusals_are_coalesced_per_window_and_bounded() -> None:
+    """A flood of refusals of 1,000 kinds in one window: each kind's first line at once up to
+    AUDIT_REFUSAL_KINDS_MAX kinds, the rest counted; when the window closes, one line per kind with
+    repeats and one for the others -- every refusal counted, at most 2 * kinds + 1 lines."""
+    from sleuth.httpd.audit import RefusalCoalescer
+
+    coalescer = RefusalCoalescer(window_s=60.0, kinds_max=50)
+    lines = []
+    for i in range(3000):
+        lines += coalescer.add((401, "token refused: bad signature", None, f"10.0.{i % 1000 // 250}.{i % 250}"),
+                               now=i / 100)
+    assert len(lines) == 50 and all(line["count"] == 1 and "window_s" not in line for line in lines)
+    assert coalescer.due(now=59.0) == []  # the window is not over yet
+    closing = coalescer.due(now=60.0)
+    assert len(closing) == 51 and {line["window_s"] for line in closing} == {60.0}
+    assert sum(line["count"] for line in lines + closing) == 3000
+    assert closing[-1]["status"] == "other" and closing[-1]["count"] == 3000 - 50 * 3
+    assert coalescer.add((403, "Origin not allowed", None, "10.0.0.1"), now=61.0)[0]["count"] == 1  # a new window
+    assert coalescer.due(now=200.0) == []  # nothing repeated in it
+
+
+def test_signing_keys_rotate_with_a_grace_period_and_read_legacy_files(tmp_path: Path) -> None:
+    """A pre-rotation key file (one hex line) still verifies its tokens (no kid); rotating keeps the
+    old key for the grace period given, then drops it; new tokens carry the new key's kid."""
+    from sleuth.auth.keys import KEY_FILE, KeyRing, rotate_keys
+
+    store = UserStore(tmp_path)
+    store.add("alice", ["alpha"])
+    alice = store.get("alice")
+    assert alice is not None
+    url = "http://127.0.0.1:8765/mcp"
+    secret = bytes(range(32))
+    (tmp_path / KEY_FILE).write_text(secret.hex() + "\n")
+    os.chmod(tmp_path / KEY_FILE, 0o600)
+    ring = KeyRing(tmp_path)
+    verifier = JwtVerifier(ring, url, store)
+    legacy_token = mint_token(secret, alice, url, 600)
+    assert verifier.check(legacy_token).token is not None
+    fresh, kept = rotate_keys(tmp_path, grace_s=3600, now=time.time())
+    assert [k.legacy for k in kept] == [True] and ring.current().kid == fresh.kid
+    new_token = mint_token(ring.current(), alice, url, 600)
+    assert jwt.get_unverified_header(new_token)["kid"] == fresh.kid
+    assert verifier.check(legacy_token).token is not None and verifier.check(new_token).token is not None
+    assert ring.for_token(None, now=time.time() + 3601) is None  # past the grace period
+    rotate_keys(tmp_path, grace_s=0, now=time.time() + 3601)
+    assert verifier.check(legacy_token).reason == "unknown or retired signing key"
+    assert verifier.check(new_token).reason == "unknown or retired signing key"
+    forged = jwt.encode({"sub": "alice"}, secret, algorithm="HS256", headers={"kid": "legacy0"})
+    assert verifier.check(forged).reason == "unknown or retired signing key"
+    (tmp_path / KEY_FILE).write_text("{}")
+    assert verifier.check(new_token).reason == "signing key unusable"  # fails closed

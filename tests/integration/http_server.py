@@ -61,14 +61,15 @@ def sse_json(response: httpx2.Response) -> dict[str, Any]:
 
 
 @contextmanager
-def http_server(index: Path, *args: str, log_dir: Path) -> Iterator[HttpServer]:
-    """Start `sleuth serve --http 127.0.0.1:<free port> --index INDEX *args`; stop it afterwards."""
+def http_server(index: Path, *args: str, log_dir: Path, env: dict[str, str] | None = None) -> Iterator[HttpServer]:
+    """Start `sleuth serve --http 127.0.0.1:<free port> --index INDEX *args` (``env``: extra environment
+    variables); stop it afterwards."""
     port = free_port()
     log = log_dir / f"serve-{port}.log"
     with open(log, "w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "sleuth.cli", "serve", "--http", f"127.0.0.1:{port}",
                                  "--index", str(index), *args], stdout=subprocess.DEVNULL, stderr=err,
-                                text=True, env=serve_env())
+                                text=True, env=serve_env(env))
     server = HttpServer(proc, port, log)
     try:
         deadline = time.monotonic() + START_WAIT_S

@@ -50,12 +50,17 @@ from sleuth.config import find_index_dir, load_serve_settings
                    "more get 429.")
 @click.option("--audit-queries", is_flag=True,
               help="With --http: the audit log (audit.jsonl in the index folder) also records query texts.")
+@click.option("--issuer-url", default=None, metavar="URL",
+              help="With --http and --jwks-url: also accept RS256/ES256 access tokens of this external OAuth "
+                   "issuer (their iss), mapped to `sleuth users` by sub; the metadata names it.")
+@click.option("--jwks-url", default=None, metavar="URL",
+              help="With --http and --issuer-url: the issuer's JSON Web Key Set (https, or http to loopback).")
 @index_option
 @handle_errors
 def serve_cmd(projects: tuple[str, ...], tools: str | None, guides_file: Path | None, events_file: Path | None,
               no_broker: bool, http_bind: str | None, public_url: str | None, allow_hosts: tuple[str, ...],
               allow_origins: tuple[str, ...], max_request_bytes: int | None, rate_limit: str | None,
-              audit_queries: bool, index_dir: Path | None) -> None:
+              audit_queries: bool, issuer_url: str | None, jwks_url: str | None, index_dir: Path | None) -> None:
     """Serve over MCP on stdio the tool families chosen with --tools (default: memory and project tools).
 
     With an index, the session goes through the index's broker (`sleuth broker`), started on first use.
@@ -64,10 +69,10 @@ def serve_cmd(projects: tuple[str, ...], tools: str | None, guides_file: Path | 
     """
     http_only = {"--url": public_url, "--allow-host": allow_hosts, "--allow-origin": allow_origins,
                  "--max-request-bytes": max_request_bytes, "--rate-limit": rate_limit,
-                 "--audit-queries": audit_queries}
+                 "--audit-queries": audit_queries, "--issuer-url": issuer_url, "--jwks-url": jwks_url}
     if http_bind is not None:
         _serve_http(http_bind, projects, tools, guides_file, events_file, public_url, allow_hosts, allow_origins,
-                    max_request_bytes, rate_limit, audit_queries, index_dir)
+                    max_request_bytes, rate_limit, audit_queries, index_dir, issuer_url, jwks_url)
         return
     given = [name for name, value in http_only.items() if value]
     if given:
@@ -93,14 +98,15 @@ def serve_cmd(projects: tuple[str, ...], tools: str | None, guides_file: Path | 
 def _serve_http(bind: str, projects: tuple[str, ...], tools: str | None, guides_file: Path | None,
                 events_file: Path | None, public_url: str | None, allow_hosts: tuple[str, ...],
                 allow_origins: tuple[str, ...], max_request_bytes: int | None, rate_limit: str | None,
-                audit_queries: bool, index_dir: Path | None) -> None:
+                audit_queries: bool, index_dir: Path | None, issuer_url: str | None = None,
+                jwks_url: str | None = None) -> None:
     from sleuth.httpd.settings import HTTP_REQUEST_MAX_BYTES, RATE_LIMIT_DEFAULT, http_settings
 
     if events_file is not None:
         raise click.UsageError("--events applies to stdio sessions; over --http every call is in the audit log")
     settings = http_settings(bind, public_url, allow_hosts, allow_origins,
                              max_request_bytes or HTTP_REQUEST_MAX_BYTES, rate_limit or RATE_LIMIT_DEFAULT,
-                             audit_queries)
+                             audit_queries, issuer_url, jwks_url)
     from sleuth.httpd.app import run_http
     from sleuth.mcp.server import parse_profiles
 

@@ -1,4 +1,4 @@
-"""``sleuth users add|list|remove|token|revoke|disable|enable``: the users of ``sleuth serve --http``."""
+"""``sleuth users add|list|remove|token|revoke|disable|enable|rotate-key``: the users of ``sleuth serve --http``."""
 
 from __future__ import annotations
 
@@ -146,3 +146,28 @@ def users_token_cmd(name: str, ttl: str, url: str | None, read_only: bool, index
     token = token_for_cli(_index(index_dir), name, target, parse_ttl(ttl), (SCOPE_READ,) if read_only else None)
     click.echo(token)
     click.echo(f"token for {name} at {canonical_resource(target)}, valid for {ttl}", err=True)
+
+
+@users_group.command("rotate-key")
+@click.option("--grace", default="24h", show_default=True, metavar="DURATION",
+              help="How long tokens signed with the previous key keep working: a number with s, m, h, d or w "
+                   "(0 drops it at once; at most 366d).")
+@index_option
+@handle_errors
+def users_rotate_key_cmd(grace: str, index_dir: Path | None) -> None:
+    """Make a new token-signing key; the previous one stays valid for --grace, then is dropped.
+
+    New tokens (`sleuth users token`) are signed with the new key and name it in their `kid`
+    header; a running server picks the change up at its next request.
+    """
+    from datetime import UTC, datetime
+
+    from sleuth.auth.keys import rotate_keys
+    from sleuth.auth.tokens import parse_duration
+
+    fresh, kept = rotate_keys(_index(index_dir), parse_duration(grace, allow_zero=True))
+    click.echo(f"new signing key {fresh.kid}")
+    for key in kept:
+        until = datetime.fromtimestamp(key.expires_at or 0, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        click.echo(f"key {key.kid}: its tokens work until {until}")
+    click.echo("make new tokens with: sleuth users token NAME", err=True)

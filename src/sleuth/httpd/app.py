@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,14 +40,17 @@ from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
-from sleuth.auth.tokens import JwtVerifier, signing_key
+from sleuth.auth.keys import KeyRing
+from sleuth.auth.tokens import JwtVerifier
 from sleuth.auth.users import SCOPES, UserStore
 from sleuth.broker.gate import WRITE, ReadWriteGate, gate_kinds
 from sleuth.engine import Engine
 from sleuth.httpd.audit import AUDIT_FILE, AuditLog
 from sleuth.httpd.caller import CallerMiddleware, CallerRegistry
+from sleuth.httpd.connections import guarded_protocol
 from sleuth.httpd.guards import BearerBackend, HostOriginGuard, RateLimiter, RequireBearer
-from sleuth.httpd.settings import HTTP_SESSION_IDLE_S, HTTP_SESSIONS_MAX, HttpSettings, is_loopback
+from sleuth.httpd.sessions import SessionQuota
+from sleuth.httpd.settings import HTTP_HEAD_MAX_BYTES, HTTP_SESSION_IDLE_S, HTTP_SESSIONS_MAX, HttpSettings, is_loopback
 from sleuth.httpd.ui import UI_PATH, ui_routes
 from sleuth.mcp.registry import ServeContext
 from sleuth.mcp.server import build_server, check_allowed_projects, needs_index
@@ -54,7 +59,8 @@ log = logging.getLogger("sleuth.http")
 
 #: Seconds uvicorn keeps an idle keep-alive connection open.
 HTTP_KEEP_ALIVE_S = 5
-#: Most connections uvicorn serves at once (503 beyond).
+#: Most connections uvicorn serves at once (503 beyond); one client address's unfinished requests
+#: take at most ``HTTP_PENDING_PER_CLIENT_MAX`` of them (:mod:`sleuth.httpd.connections`).
 HTTP_CONNECTIONS_MAX = 512
 #: Seconds a stopping server waits for open connections and sessions.
 HTTP_SHUTDOWN_WAIT_S = 10
@@ -63,9 +69,10 @@ HTTP_SHUTDOWN_WAIT_S = 10
 def metadata_routes(settings: HttpSettings) -> list[Route]:
     """RFC 9728 Protected Resource Metadata at the path form
     (``/.well-known/oauth-protected-resource/mcp``) and the root form
-    (``/.well-known/oauth-protected-resource``), one document, served by the SDK's handler."""
+    (``/.well-known/oauth-protected-resource``), one document, served by the SDK's handler. Its
+    ``authorization_servers`` names the external issuer when there is one, else this server."""
     metadata = ProtectedResourceMetadata(resource=AnyHttpUrl(settings.resource),
-                                         authorization_servers=[AnyHttpUrl(settings.issuer)],
+                                         authorization_servers=[AnyHttpUrl(settings.issuer_url or settings.issuer)],
                                          scopes_supported=list(SCOPES), resource_name="sleuth")
     endpoint = cors_middleware(ProtectedResourceMetadataHandler(metadata).handle, ["GET", "OPTIONS"])
     root = "/.well-known/oauth-protected-resource"
@@ -89,7 +96,9 @@ async def build_app(server: MCPServer[Any], engine: Engine, settings: HttpSettin
                                        max_request_body_size=settings.max_request_bytes,
                                        session_idle_timeout=HTTP_SESSION_IDLE_S, max_sessions=HTTP_SESSIONS_MAX,
                                        transport_security=security, host=settings.host)
-    endpoint = RequireBearer(inner, settings, [name for name, kind in kinds.items() if kind == WRITE], limiter)
+    sessions = SessionQuota(server.session_manager, settings.sessions_per_user_max)
+    endpoint = RequireBearer(inner, settings, [name for name, kind in kinds.items() if kind == WRITE], limiter,
+                             audit=audit, sessions=sessions)
     extra = ui_routes(engine, settings, users, limiter, gate, audit, allowed_projects) if page else []
 
     @contextlib.asynccontextmanager
@@ -99,11 +108,26 @@ async def build_app(server: MCPServer[Any], engine: Engine, settings: HttpSettin
 
     return Starlette(
         routes=[*metadata_routes(settings), Route(settings.mcp_path, endpoint=endpoint), *extra],
-        middleware=[Middleware(HostOriginGuard, settings=settings),
+        middleware=[Middleware(HostOriginGuard, settings=settings, audit=audit),
                     Middleware(AuthenticationMiddleware, backend=BearerBackend(verifier)),
                     Middleware(AuthContextMiddleware)],
         lifespan=lifespan,
     )
+
+
+@contextlib.contextmanager
+def _sigterm_returns() -> Iterator[None]:
+    """While serving: uvicorn stops gracefully on SIGTERM, restores the handler it found and raises
+    the signal again; with the default handler that would kill the process before the audit log
+    is flushed and the index closed. A no-op handler in its place lets ``run_http`` return."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run_http(settings: HttpSettings, profiles: Sequence[str], index: str | Path | None = None,
@@ -135,7 +159,14 @@ def run_http(settings: HttpSettings, profiles: Sequence[str], index: str | Path 
             from sleuth.errors import ConfigError
 
             raise ConfigError(f"no users in {users.path}: add one with `sleuth users add NAME --project P`")
-        verifier = JwtVerifier(signing_key(engine.index_dir), settings.resource, users)
+        keys = KeyRing(engine.index_dir)
+        keys.current()  # no key file, or a malformed or shared one: refuse to start
+        external = None
+        if settings.issuer_url and settings.jwks_url:
+            from sleuth.auth.external import ExternalIssuer
+
+            external = ExternalIssuer(settings.issuer_url, settings.jwks_url)
+        verifier = JwtVerifier(keys, settings.resource, users, external)
         audit = AuditLog(engine.index_dir / AUDIT_FILE, settings.audit_queries)
         server = build_server(context, profiles)
         page = needs_index(profiles)
@@ -149,11 +180,16 @@ def run_http(settings: HttpSettings, profiles: Sequence[str], index: str | Path 
                  settings.resource)
         if page:
             log.info("the search page: %s%s/ (asks for a token once)", settings.issuer, UI_PATH)
+        refused = audit.refusal
+        protocol = guarded_protocol(settings.head_timeout_s, settings.body_timeout_s, settings.pending_per_client_max,
+                                    lambda status, reason, client: refused(status, reason, None, client))
         config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", lifespan="on",
+                                http=protocol, h11_max_incomplete_event_size=HTTP_HEAD_MAX_BYTES,
                                 timeout_keep_alive=HTTP_KEEP_ALIVE_S, limit_concurrency=HTTP_CONNECTIONS_MAX,
                                 timeout_graceful_shutdown=HTTP_SHUTDOWN_WAIT_S, server_header=False,
                                 proxy_headers=False)
-        uvicorn.Server(config).run()
+        with _sigterm_returns():
+            uvicorn.Server(config).run()
     finally:
         context.close()
         if audit is not None:

@@ -9,12 +9,16 @@
    when a token was sent), a token without the read scope **403** ``insufficient_scope``; then the
    per-token rate limit (**429** with ``Retry-After``); then the body, read up to the size limit
    (**413** beyond), and a ``tools/call`` of a write tool without the write scope gets **403**
-   ``insufficient_scope``. What passes goes on to the SDK with the body replayed. The page at
-   ``/ui`` passes the same checks (:func:`bearer_refusal`) on each of its API calls.
+   ``insufficient_scope``; a request opening an MCP session when the user holds
+   ``sessions_per_user_max`` busy ones gets **429** (:mod:`sleuth.httpd.sessions`). What passes
+   goes on to the SDK with the body replayed. The page at ``/ui`` passes the same checks
+   (:func:`bearer_refusal`) on each of its API calls.
 
-Reasons for a refusal go to the server's log; the client gets one generic description per
-status, never the user name or the token -- except that a token signed by this server's key for
-another of its URLs is told this server's URL and how to mint a token for it.
+Reasons for a refusal go to the server's log and, coalesced, to the audit log (``AuditLog.refusal``:
+status, reason, the verified user or null, the client's address, never the token); the client
+gets one generic description per status, never the user name or the token -- except that a token
+signed by this server's key for another of its URLs is told this server's URL and how to mint a
+token for it.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sleuth.auth.tokens import AUDIENCE_MISMATCH, JwtVerifier
 from sleuth.auth.users import SCOPE_READ, SCOPE_WRITE
+from sleuth.httpd.audit import AuditLog
+from sleuth.httpd.sessions import SessionQuota
 from sleuth.httpd.settings import HttpSettings
 
 log = logging.getLogger("sleuth.http")
@@ -46,6 +52,22 @@ log = logging.getLogger("sleuth.http")
 RATE_BUCKETS_MAX = 10_000
 #: The scope key where :class:`BearerBackend` leaves why a sent token was refused.
 AUTH_FAILURE_KEY = "sleuth.auth_failure"
+#: The scope key where :class:`BearerBackend` leaves the verified subject of a refused token, if any.
+AUTH_SUBJECT_KEY = "sleuth.auth_subject"
+#: ``Retry-After`` of a 429 for a user whose sessions are all busy, in seconds.
+SESSIONS_BUSY_RETRY_S = 5
+
+
+def client_address(scope: Scope) -> str | None:
+    """The peer's address of an ASGI connection scope (None when unknown)."""
+    client = scope.get("client")
+    return str(client[0]) if client else None
+
+
+def audit_refusal(audit: AuditLog | None, scope: Scope, status: int, reason: str, user: str | None = None) -> None:
+    """One refusal for the audit log (coalesced there), when there is one."""
+    if audit is not None:
+        audit.refusal(status, reason, user, client_address(scope))
 
 
 async def send_json(send: Send, status: int, body: dict[str, Any], headers: Collection[tuple[str, str]] = ()) -> None:
@@ -61,8 +83,8 @@ class HostOriginGuard:
     """421 for a ``Host`` outside ``settings.allowed_hosts``, 403 for an ``Origin`` outside
     ``settings.allowed_origins`` (a request without ``Origin`` -- not from a browser -- passes)."""
 
-    def __init__(self, app: ASGIApp, settings: HttpSettings) -> None:
-        self.app, self.settings = app, settings
+    def __init__(self, app: ASGIApp, settings: HttpSettings, *, audit: AuditLog | None = None) -> None:
+        self.app, self.settings, self.audit = app, settings, audit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -73,12 +95,14 @@ class HostOriginGuard:
         if host not in self.settings.allowed_hosts:
             log.warning("refused a request with Host %r (allowed: %s; add --allow-host)", host[:200],
                         ", ".join(sorted(self.settings.allowed_hosts)))
+            audit_refusal(self.audit, scope, 421, "Host not allowed")
             await send_json(send, 421, {"error": "misdirected_request",
                                         "error_description": "Host header not allowed for this server"})
             return
         origin = headers.get("origin")
         if origin is not None and origin.strip().lower().rstrip("/") not in self.settings.allowed_origins:
             log.warning("refused a request with Origin %r (add --allow-origin)", origin[:200])
+            audit_refusal(self.audit, scope, 403, "Origin not allowed")
             await send_json(send, 403, {"error": "forbidden_origin",
                                         "error_description": "Origin not allowed for this server"})
             return
@@ -101,9 +125,10 @@ class BearerBackend(BearerAuthBackend):
             return None
         verifier = self.token_verifier
         if isinstance(verifier, JwtVerifier):  # it checks expiry and audience itself
-            verdict = verifier.check(header[7:].strip())
+            verdict = await verifier.check_async(header[7:].strip())
             if verdict.token is None:
                 conn.scope[AUTH_FAILURE_KEY] = verdict.reason
+                conn.scope[AUTH_SUBJECT_KEY] = verdict.subject
                 return None
             return AuthCredentials(verdict.token.scopes), AuthenticatedUser(verdict.token)
         result = await super().authenticate(conn)
@@ -201,9 +226,11 @@ def insufficient_scope(settings: HttpSettings, needed: str) -> Refusal:
                    (challenge(settings, "insufficient_scope", description, needed),))
 
 
-def bearer_refusal(scope: Scope, settings: HttpSettings, limiter: RateLimiter) -> Refusal | None:
+def bearer_refusal(scope: Scope, settings: HttpSettings, limiter: RateLimiter,
+                   audit: AuditLog | None = None) -> Refusal | None:
     """Why a request is refused before it is served -- no valid token (401), no read scope (403),
-    over the token's rate (429) -- or None. Spends one request of the token's rate bucket.
+    over the token's rate (429) -- or None. Spends one request of the token's rate bucket; a
+    refusal is counted in ``audit`` (:func:`audit_refusal`).
 
     Every refused token gets one generic description, except an expired one and one minted for
     another URL of this server (:func:`audience_description`); the reason goes to the log.
@@ -212,9 +239,12 @@ def bearer_refusal(scope: Scope, settings: HttpSettings, limiter: RateLimiter) -
     if not isinstance(user, AuthenticatedUser):
         failure = scope.get(AUTH_FAILURE_KEY)
         if failure is None:
+            audit_refusal(audit, scope, 401, "no bearer token")
             return Refusal(401, {"error": "invalid_request", "error_description": "a bearer token is required"},
                            (challenge(settings),))
         log.warning("refused a bearer token: %s", failure)
+        subject = scope.get(AUTH_SUBJECT_KEY)
+        audit_refusal(audit, scope, 401, f"token refused: {failure}", subject if isinstance(subject, str) else None)
         if failure == "expired":
             description = EXPIRED_TOKEN_DESCRIPTION
         elif str(failure).startswith(AUDIENCE_MISMATCH):
@@ -223,10 +253,13 @@ def bearer_refusal(scope: Scope, settings: HttpSettings, limiter: RateLimiter) -
             description = INVALID_TOKEN_DESCRIPTION
         return Refusal(401, {"error": "invalid_token", "error_description": description},
                        (challenge(settings, "invalid_token", description),))
+    name = user.access_token.subject
     if SCOPE_READ not in set(user.scopes):
+        audit_refusal(audit, scope, 403, f"insufficient scope: {SCOPE_READ}", name)
         return insufficient_scope(settings, SCOPE_READ)
     wait = limiter.take(user.access_token.token)
     if wait > 0:
+        audit_refusal(audit, scope, 429, "rate limit", name)
         return Refusal(429, {"error": "rate_limited", "error_description":
                              f"more than {settings.rate_requests} requests per "
                              f"{settings.rate_period_s:g} s for this token"},
@@ -242,11 +275,14 @@ class RequireBearer:
         settings: the server's settings (metadata URL, size and rate limits).
         write_tools: tools that need :data:`SCOPE_WRITE`.
         limiter: the per-token rate limiter (shared with the page at ``/ui``); a new one when None.
+        audit: where refusals are counted (None: nowhere).
+        sessions: the per-user session cap (None: none).
     """
 
     def __init__(self, app: ASGIApp, settings: HttpSettings, write_tools: Collection[str],
-                 limiter: RateLimiter | None = None) -> None:
-        self.app, self.settings = app, settings
+                 limiter: RateLimiter | None = None, *, audit: AuditLog | None = None,
+                 sessions: SessionQuota | None = None) -> None:
+        self.app, self.settings, self.audit, self.sessions = app, settings, audit, sessions
         self.write_tools = frozenset(write_tools)
         self.limiter = limiter or RateLimiter(settings.rate_requests, settings.rate_period_s)
 
@@ -254,22 +290,34 @@ class RequireBearer:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        refused = bearer_refusal(scope, self.settings, self.limiter)
+        refused = bearer_refusal(scope, self.settings, self.limiter, self.audit)
         if refused is not None:
             await send_json(send, refused.status, refused.body, refused.headers)
             return
         user = scope["user"]
         scopes = set(user.scopes)
+        name = user.access_token.subject
         if scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
         body, rest = await self._read_body(scope, receive, send)
         if body is None:
+            if rest is None:  # answered 413
+                audit_refusal(self.audit, scope, 413, "request body too large", name)
             return
-        if SCOPE_WRITE not in scopes and any(name in self.write_tools for name in tool_calls(body)):
+        if SCOPE_WRITE not in scopes and any(tool in self.write_tools for tool in tool_calls(body)):
+            audit_refusal(self.audit, scope, 403, f"insufficient scope: {SCOPE_WRITE}", name)
             await self._insufficient(send, f"{SCOPE_READ} {SCOPE_WRITE}")
             return
-        replay: deque[Message] = deque([{"type": "http.request", "body": body, "more_body": False}, *rest])
+        if self.sessions is not None and name and Headers(scope=scope).get("mcp-session-id") is None \
+                and not await self.sessions.admit(name):
+            audit_refusal(self.audit, scope, 429, "session limit per user", name)
+            await send_json(send, 429, {"error": "too_many_sessions", "error_description":
+                                        f"this user holds {self.sessions.per_user_max} open sessions, all "
+                                        "busy; close one (HTTP DELETE) or retry later"},
+                            [("Retry-After", str(SESSIONS_BUSY_RETRY_S))])
+            return
+        replay: deque[Message] = deque([{"type": "http.request", "body": body, "more_body": False}, *(rest or [])])
 
         async def replayed() -> Message:
             return replay.popleft() if replay else await receive()
@@ -280,23 +328,27 @@ class RequireBearer:
         refused = insufficient_scope(self.settings, needed)
         await send_json(send, refused.status, refused.body, refused.headers)
 
-    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> tuple[bytes | None, list[Message]]:
-        """The whole body (None after answering 413) and any message read past it."""
+    async def _read_body(self, scope: Scope, receive: Receive,
+                         send: Send) -> tuple[bytes | None, list[Message] | None]:
+        """The whole body and any message read past it; (None, None) after answering 413,
+        (None, []) when the client went away before sending it all."""
         limit = self.settings.max_request_bytes
         too_large = {"error": "request_too_large",
                      "error_description": f"the request body is larger than {limit} bytes (--max-request-bytes)"}
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             await send_json(send, 413, too_large)
-            return None, []
+            return None, None
         body = bytearray()
         while True:
             message = await receive()
+            if message["type"] == "http.disconnect":
+                return None, []
             if message["type"] != "http.request":
                 return bytes(body), [message]
             body.extend(message.get("body", b""))
             if len(body) > limit:
                 await send_json(send, 413, too_large)
-                return None, []
+                return None, None
             if not message.get("more_body", False):
                 return bytes(body), []

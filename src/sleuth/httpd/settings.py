@@ -4,6 +4,7 @@ allow lists, the request size limit and the per-token rate limit -- all checked 
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,19 @@ RATE_LIMIT_DEFAULT = "600/min"
 HTTP_SESSIONS_MAX = 256
 #: A session without requests for this long is closed, in seconds.
 HTTP_SESSION_IDLE_S = 1800.0
+#: Most MCP sessions one user may hold open; opening another closes their least recently used
+#: idle one (429 with ``Retry-After`` when none of theirs is idle).
+HTTP_SESSIONS_PER_USER_MAX = 32
+#: Seconds a connection has to send a whole request head (408 and closed after;
+#: ``$SLEUTH_HTTP_HEAD_TIMEOUT_S``).
+HTTP_HEAD_TIMEOUT_S = 10.0
+#: Seconds a request has to send its whole body once its head is in (408 and closed after;
+#: ``$SLEUTH_HTTP_BODY_TIMEOUT_S``).
+HTTP_BODY_TIMEOUT_S = 60.0
+#: Connections one client address may hold that have not finished sending their request (503 beyond).
+HTTP_PENDING_PER_CLIENT_MAX = 32
+#: Largest request head (request line and headers), in bytes (400 beyond; h11's incomplete event size).
+HTTP_HEAD_MAX_BYTES = 16 * 1024
 
 _LOOPBACK_NAMES = ("localhost",)
 _RATE_RE = re.compile(r"^\s*(\d{1,7})\s*/\s*(s|sec|second|m|min|minute|h|hour)\s*$")
@@ -99,6 +113,11 @@ class HttpSettings:
         rate_requests, rate_period_s: each token may make ``rate_requests`` requests per
             ``rate_period_s`` seconds (a token bucket of that size; 429 beyond).
         audit_queries: the audit log records query texts too.
+        head_timeout_s, body_timeout_s: time a connection has for its request head, then its body.
+        pending_per_client_max: unfinished requests one client address may hold open.
+        sessions_per_user_max: MCP sessions one user may hold open.
+        issuer_url, jwks_url: an external OAuth issuer whose RS256/ES256 tokens are accepted too
+            (:mod:`sleuth.auth.external`); None: only this server's own tokens.
     """
 
     host: str
@@ -111,6 +130,12 @@ class HttpSettings:
     rate_requests: int = 600
     rate_period_s: float = 60.0
     audit_queries: bool = False
+    head_timeout_s: float = HTTP_HEAD_TIMEOUT_S
+    body_timeout_s: float = HTTP_BODY_TIMEOUT_S
+    pending_per_client_max: int = HTTP_PENDING_PER_CLIENT_MAX
+    sessions_per_user_max: int = HTTP_SESSIONS_PER_USER_MAX
+    issuer_url: str | None = None
+    jwks_url: str | None = None
 
     @property
     def metadata_url(self) -> str:
@@ -126,7 +151,8 @@ class HttpSettings:
 
 def http_settings(bind: str, url: str | None = None, allow_hosts: Sequence[str] = (),
                   allow_origins: Sequence[str] = (), max_request_bytes: int = HTTP_REQUEST_MAX_BYTES,
-                  rate_limit: str = RATE_LIMIT_DEFAULT, audit_queries: bool = False) -> HttpSettings:
+                  rate_limit: str = RATE_LIMIT_DEFAULT, audit_queries: bool = False,
+                  issuer_url: str | None = None, jwks_url: str | None = None) -> HttpSettings:
     """Checked settings from the command line.
 
     Args:
@@ -136,9 +162,16 @@ def http_settings(bind: str, url: str | None = None, allow_hosts: Sequence[str] 
         allow_hosts: more ``Host`` values to accept (``--allow-host``; ``name`` or ``name:port``).
         allow_origins: more ``Origin`` values to accept (``--allow-origin``, e.g. ``https://app.example``).
         max_request_bytes, rate_limit, audit_queries: see :class:`HttpSettings`.
+        issuer_url, jwks_url: ``--issuer-url`` / ``--jwks-url`` (both or neither).
     Raises:
-        ConfigError: a bad address, URL, rate or size.
+        ConfigError: a bad address, URL, rate or size; one of the issuer URLs without the other.
     """
+    if bool(issuer_url) != bool(jwks_url):
+        raise ConfigError("--issuer-url and --jwks-url go together: give both (or neither)")
+    if issuer_url and jwks_url:
+        from sleuth.auth.external import check_issuer_url
+
+        issuer_url, jwks_url = check_issuer_url(issuer_url, "--issuer-url"), check_issuer_url(jwks_url, "--jwks-url")
     host, port = parse_bind(bind)
     if is_wildcard(host) and not url:
         raise ConfigError(f"--http {bind} listens on every interface: give --url with the address clients use "
@@ -169,4 +202,28 @@ def http_settings(bind: str, url: str | None = None, allow_hosts: Sequence[str] 
     return HttpSettings(host=host, port=port, resource=resource, issuer=issuer_of(resource),
                         allowed_hosts=frozenset(hosts), allowed_origins=frozenset(origins),
                         max_request_bytes=max_request_bytes, rate_requests=requests, rate_period_s=period,
-                        audit_queries=audit_queries)
+                        audit_queries=audit_queries, issuer_url=issuer_url or None, jwks_url=jwks_url or None,
+                        head_timeout_s=_seconds_from_env("SLEUTH_HTTP_HEAD_TIMEOUT_S", HTTP_HEAD_TIMEOUT_S),
+                        body_timeout_s=_seconds_from_env("SLEUTH_HTTP_BODY_TIMEOUT_S", HTTP_BODY_TIMEOUT_S))
+
+
+#: Longest head or body timeout accepted from the environment, in seconds.
+HTTP_TIMEOUT_MAX_S = 3600.0
+
+
+def _seconds_from_env(name: str, default: float) -> float:
+    """``$name`` as seconds (0 < s <= :data:`HTTP_TIMEOUT_MAX_S`), ``default`` when unset.
+
+    Raises:
+        ConfigError: set but not such a number.
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= HTTP_TIMEOUT_MAX_S:
+        raise ConfigError(f"invalid ${name} {text!r}: give seconds from 0 to {HTTP_TIMEOUT_MAX_S:g}")
+    return value

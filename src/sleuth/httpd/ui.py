@@ -60,7 +60,7 @@ def ui_routes(engine: Engine, settings: HttpSettings, users: UserStore, limiter:
         return user.access_token.subject or "" if isinstance(user, AuthenticatedUser) else ""
 
     def access(request: Request) -> list[str]:
-        refused = bearer_refusal(request.scope, settings, limiter)
+        refused = bearer_refusal(request.scope, settings, limiter, audit)
         if refused is not None:
             raise PageRefused(refused.status, str(refused.body.get("error_description", refused.body["error"])),
                               dict(refused.headers))

@@ -1,0 +1,185 @@
+"""Connection-level bounds of ``sleuth serve --http`` (slowloris): uvicorn's h11 protocol, guarded.
+
+uvicorn bounds neither the time a client takes to send a request's head nor its body, and counts
+every open connection against ``limit_concurrency``: a few hundred connections that never finish
+their request made every other client get 503. :func:`guarded_protocol` makes an h11 protocol
+class (passed as uvicorn's ``http=``) that adds, per connection:
+
+- **a head deadline**: a connection must send a whole request head within ``head_timeout_s`` of
+  opening (or of its first byte after a keep-alive pause); else it gets **408** and is closed
+  (a connection that sends nothing at all included);
+- **a body deadline**: the whole body must arrive within ``body_timeout_s`` after the head (a body
+  that trickles a byte at a time included); else **408** and closed;
+- **a per-address cap on pending connections**: a connection is *pending* from the moment it opens
+  (or starts another request) until its request is complete; an address with
+  ``pending_per_client_max`` pending connections gets **503** with ``Retry-After`` for the next one,
+  which is closed at once, so one address's half-sent requests can take at most that many of the
+  server's connections, and only until their deadline.
+
+Connections that completed their request (being answered, streaming, or idle for the keep-alive
+time) are not pending: a proxy in front, whose clients all share its address, is held back only
+while it is still sending requests, which a buffering proxy does at its own speed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Callable
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+#: ``(status, reason, client address)`` of a refusal made here, for the audit log.
+RefusalHook = Callable[[int, str, str], None]
+
+
+def raw_response(status: int, phrase: str, error: str, description: str,
+                 extra: tuple[tuple[str, str], ...] = ()) -> bytes:
+    """A complete HTTP/1.1 JSON error response that closes the connection, as bytes."""
+    body = json.dumps({"error": error, "error_description": description}).encode("utf-8")
+    head = [f"HTTP/1.1 {status} {phrase}", "content-type: application/json", f"content-length: {len(body)}",
+            "connection: close", *(f"{k}: {v}" for k, v in extra)]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+class PendingCounts:
+    """Pending connections per client address (one event loop: no locking needed)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def add(self, address: str) -> None:
+        self.counts[address] = self.counts.get(address, 0) + 1
+
+    def remove(self, address: str) -> None:
+        left = self.counts.get(address, 0) - 1
+        if left > 0:
+            self.counts[address] = left
+        else:
+            self.counts.pop(address, None)
+
+    def of(self, address: str) -> int:
+        return self.counts.get(address, 0)
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with head/body deadlines and the per-address pending cap (see the
+    module docstring); :func:`guarded_protocol` makes a subclass with the bounds set."""
+
+    head_timeout_s = 10.0
+    body_timeout_s = 60.0
+    pending_per_client_max = 32
+    pending = PendingCounts()
+    on_refusal: RefusalHook | None = None
+
+    _deadline: asyncio.TimerHandle | None = None
+    _phase = ""  # "head" or "body" while a deadline runs
+    _pending_address: str | None = None
+
+    def _address(self) -> str:
+        return self.client[0] if self.client else "unknown"
+
+    def _refuse(self, status: int, reason: str, response: bytes) -> None:
+        self._stop_pending()
+        started = self.cycle is not None and self.cycle.response_started
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.disconnected = True  # the app's later sends go nowhere
+            self.cycle.message_event.set()
+        if not self.transport.is_closing():
+            if not started:  # else the client has (part of) an answer: only close
+                self.transport.write(response)
+            self.transport.close()
+        hook = type(self).on_refusal
+        if hook is not None:
+            hook(status, reason, self._address())
+
+    def _start_pending(self) -> bool:
+        """Count this connection as pending (False, after refusing it, when its address is full)."""
+        address = self._address()
+        if self.pending.of(address) >= self.pending_per_client_max:
+            self._refuse(503, "too many pending connections from this address", raw_response(
+                503, "Service Unavailable", "too_many_connections",
+                f"more than {self.pending_per_client_max} unfinished requests from this address",
+                (("retry-after", str(max(1, math.ceil(self.head_timeout_s)))),)))
+            return False
+        self.pending.add(address)
+        self._pending_address = address
+        self._arm("head", self.head_timeout_s)
+        return True
+
+    def _stop_pending(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline, self._phase = None, ""
+        if self._pending_address is not None:
+            self.pending.remove(self._pending_address)
+            self._pending_address = None
+
+    def _arm(self, phase: str, seconds: float) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._phase = phase
+        self._deadline = self.loop.call_later(seconds, self._expired, phase)
+
+    def _expired(self, phase: str) -> None:
+        self._deadline, self._phase = None, ""
+        reason = f"request {phase} not received in time"
+        self._refuse(408, reason, raw_response(
+            408, "Request Timeout", "request_timeout",
+            f"{reason} (the server waits {self.head_timeout_s:g} s for a request head and "
+            f"{self.body_timeout_s:g} s for its body)"))
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._start_pending()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_pending()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._pending_address is None and self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            if not self._start_pending():  # the first byte of another request on a kept-alive connection
+                return
+        super().data_received(data)
+
+    def shutdown(self) -> None:
+        """The server is stopping: a connection still sending its request is closed at once (the
+        app reading its body sees the client gone), others as uvicorn does."""
+        if self._pending_address is None:
+            super().shutdown()
+            return
+        self._stop_pending()
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        self.transport.close()
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self._pending_address is None or self.transport.is_closing():
+            return
+        state = self.conn.their_state
+        if state is h11.SEND_BODY:
+            if self._phase != "body":
+                self._arm("body", self.body_timeout_s)
+        elif state is not h11.IDLE:  # DONE, MUST_CLOSE, CLOSED, ERROR: the request is in
+            self._stop_pending()
+
+
+def guarded_protocol(head_timeout_s: float, body_timeout_s: float, pending_per_client_max: int,
+                     on_refusal: RefusalHook | None = None) -> type[GuardedH11Protocol]:
+    """A :class:`GuardedH11Protocol` class for uvicorn's ``Config(http=...)``, with its own counts.
+
+    Args:
+        head_timeout_s: seconds a connection has to send a whole request head.
+        body_timeout_s: seconds a request has to send its whole body after the head.
+        pending_per_client_max: pending connections one client address may hold (503 beyond).
+        on_refusal: called with ``(status, reason, client address)`` for each 408 and 503 sent here.
+    """
+    attributes = {"head_timeout_s": head_timeout_s, "body_timeout_s": body_timeout_s,
+                  "pending_per_client_max": pending_per_client_max, "pending": PendingCounts(),
+                  "on_refusal": staticmethod(on_refusal) if on_refusal is not None else None}
+    return type("SleuthH11Protocol", (GuardedH11Protocol,), attributes)

@@ -1,0 +1,187 @@
+"""The bounds of `sleuth serve --http` against a client that does not play fair, over a real server
+process: half-sent requests (slowloris) from one address leave every other client served; a head
+or body that does not arrive in time gets 408; one user cannot take every MCP session."""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.httpd.conftest import audit_lines
+from tests.integration.http_server import ANSWER_WAIT_S, INIT, HttpServer, http_server, token
+
+#: The attacker's source address (loopback, but not the real clients' 127.0.0.1).
+ATTACKER = "127.0.0.2"
+#: Half-sent connections the attacker holds open at once.
+HALF_SENT = 600
+#: HTTP_PENDING_PER_CLIENT_MAX and HTTP_SESSIONS_PER_USER_MAX, as the README states them.
+PENDING_PER_CLIENT_MAX = 32
+SESSIONS_PER_USER_MAX = 32
+
+
+def connect(port: int, source: str, data: bytes = b"") -> socket.socket:
+    """A connection from ``source`` to the server that sends ``data`` and then nothing more."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind((source, 0))
+    sock.settimeout(ANSWER_WAIT_S)
+    sock.connect(("127.0.0.1", port))
+    if data:
+        sock.sendall(data)
+    return sock
+
+
+def read_to_close(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (bounded by the socket's timeout)."""
+    chunks = []
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def head(server: HttpServer, tok: str | None = None, length: int | None = None) -> bytes:
+    """A POST /mcp request head; without ``length``, unfinished (no blank line)."""
+    lines = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{server.port}", "Content-Type: application/json",
+             "Accept: application/json, text/event-stream"]
+    if tok:
+        lines.append(f"Authorization: Bearer {tok}")
+    if length is None:
+        return ("\r\n".join(lines) + "\r\n").encode("ascii")
+    return ("\r\n".join([*lines, f"Content-Length: {length}"]) + "\r\n\r\n").encode("ascii")
+
+
+@pytest.fixture()
+def sockets() -> Iterator[list[socket.socket]]:
+    opened: list[socket.socket] = []
+    yield opened
+    for sock in opened:
+        sock.close()
+
+
+def test_half_sent_requests_from_one_address_leave_the_others_served(index: Path, tmp_path: Path,
+                                                                     sockets: list[socket.socket]) -> None:
+    """600 connections from one address that never finish their request (half of them a head, half
+    a body) while a real client asks: it gets its answer; the address holds only
+    HTTP_PENDING_PER_CLIENT_MAX of them, the rest got 503 and were closed at once. (The deadlines
+    are set far off, so that nothing but the cap can free a connection during the test.)"""
+    far = {"SLEUTH_HTTP_HEAD_TIMEOUT_S": "3600", "SLEUTH_HTTP_BODY_TIMEOUT_S": "3600"}
+    with http_server(index, log_dir=tmp_path, env=far) as server:
+        alice, gina = token(index, "alice", server.url), token(index, "gina", server.url)
+        for i in range(HALF_SENT):
+            data = head(server) if i % 2 else head(server, gina, length=1000) + b'{"jsonrpc":'
+            sockets.append(connect(server.port, ATTACKER, data))
+        answered = server.post(INIT, alice)
+        assert answered.status_code == 200, answered.text
+        assert server.post(INIT, token(index, "bob", server.url)).status_code == 200
+        refused: list[socket.socket] = []
+        deadline = time.monotonic() + ANSWER_WAIT_S
+        while len(refused) < HALF_SENT - PENDING_PER_CLIENT_MAX and time.monotonic() < deadline:
+            waiting = [s for s in sockets if s not in refused]
+            readable, _, _ = select.select(waiting, [], [], 1.0)
+            refused.extend(readable)
+        assert len(refused) == HALF_SENT - PENDING_PER_CLIENT_MAX
+        held = [s for s in sockets if s not in refused]
+        assert select.select(held, [], [], 0)[0] == []  # still open, still waiting: never answered
+        answers = {read_to_close(s).split(b"\r\n", 1)[0] for s in refused}
+        assert answers == {b"HTTP/1.1 503 Service Unavailable"}
+        body = read_to_close(connect(server.port, ATTACKER, b"GET /"))  # the address is still full
+        assert json.loads(body.split(b"\r\n\r\n", 1)[1]) == {
+            "error": "too_many_connections",
+            "error_description": f"more than {PENDING_PER_CLIENT_MAX} unfinished requests from this address"}
+    # One line at the first refusal, one for the 568 repeats when the window closed (here: at shutdown).
+    lines = [ln for ln in audit_lines(index, lambda ls: sum(ln.get("status") == 503 for ln in ls) >= 2)
+             if ln.get("status") == 503]
+    assert [(ln["event"], ln["reason"], ln["user"], ln["client"], ln["count"], ln.get("window_s")) for ln in lines] == [
+        ("refused", "too many pending connections from this address", None, ATTACKER, 1, None),
+        ("refused", "too many pending connections from this address", None, ATTACKER,
+         HALF_SENT - PENDING_PER_CLIENT_MAX, 60.0)]
+
+
+def test_a_head_or_body_that_does_not_arrive_in_time_gets_408(index: Path, tmp_path: Path,
+                                                              sockets: list[socket.socket]) -> None:
+    """A connection that sends nothing, one that sends half a head, and one whose body trickles in
+    a byte at a time are each answered 408 and closed (head deadline 5 s, body deadline 1 s here)."""
+    with http_server(index, log_dir=tmp_path, env={"SLEUTH_HTTP_HEAD_TIMEOUT_S": "5",
+                                                   "SLEUTH_HTTP_BODY_TIMEOUT_S": "1"}) as server:
+        gina = token(index, "gina", server.url)
+        silent = connect(server.port, "127.0.0.1")
+        half_head = connect(server.port, "127.0.0.1", head(server, gina))
+        trickle = connect(server.port, "127.0.0.1", head(server, gina, length=100_000))
+        sockets.extend([silent, half_head, trickle])
+        deadline = time.monotonic() + ANSWER_WAIT_S
+        while not select.select([trickle], [], [], 0.2)[0] and time.monotonic() < deadline:
+            try:
+                trickle.send(b" ")
+            except OSError:
+                break
+        answers = [read_to_close(s) for s in (silent, half_head, trickle)]
+        for answer, phase in zip(answers, ("head", "head", "body"), strict=True):
+            status, _, rest = answer.partition(b"\r\n")
+            assert status == b"HTTP/1.1 408 Request Timeout", answer[:200]
+            assert json.loads(rest.split(b"\r\n\r\n", 1)[1]) == {
+                "error": "request_timeout", "error_description": f"request {phase} not received in time "
+                "(the server waits 5 s for a request head and 1 s for its body)"}
+        assert server.post(INIT, gina).status_code == 200  # a request sent at once is served as ever
+    lines = [ln for ln in audit_lines(index, lambda ls: sum(ln.get("status") == 408 for ln in ls) >= 3)
+             if ln.get("status") == 408]
+    counts: dict[str, int] = {}
+    for line in lines:
+        assert (line["user"], line["client"]) == (None, "127.0.0.1")
+        counts[line["reason"]] = counts.get(line["reason"], 0) + line["count"]
+    assert counts == {"request head not received in time": 2, "request body not received in time": 1}
+
+
+def test_one_user_cannot_take_every_session(index: Path, tmp_path: Path) -> None:
+    """alice opens more sessions than the whole server's HTTP_SESSIONS_MAX (256): each is served,
+    her least recently used ones are closed beyond HTTP_SESSIONS_PER_USER_MAX, and bob still gets one."""
+    with http_server(index, log_dir=tmp_path) as server:
+        alice, bob = token(index, "alice", server.url), token(index, "bob", server.url)
+        opened = []
+        for _ in range(260):
+            response = server.post(INIT, alice)
+            assert response.status_code == 200, response.text
+            opened.append(response.headers["mcp-session-id"])
+        assert server.post(INIT, bob).status_code == 200
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+        def notify(sid: str) -> int:
+            return server.post(initialized, alice, headers={"mcp-session-id": sid,
+                                                            "mcp-protocol-version": "2025-06-18"}).status_code
+
+        assert [notify(sid) for sid in opened[-SESSIONS_PER_USER_MAX:]] == [202] * SESSIONS_PER_USER_MAX
+        assert [notify(sid) for sid in opened[:-SESSIONS_PER_USER_MAX]] == [404] * (260 - SESSIONS_PER_USER_MAX)
+
+
+def test_a_user_whose_sessions_are_all_busy_gets_429(index: Path, tmp_path: Path,
+                                                      sockets: list[socket.socket]) -> None:
+    """alice holds HTTP_SESSIONS_PER_USER_MAX sessions, each with its GET event stream open (busy,
+    never closed for another): one more gets 429 with Retry-After; bob is served."""
+    with http_server(index, log_dir=tmp_path) as server:
+        alice, bob = token(index, "alice", server.url), token(index, "bob", server.url)
+        for _ in range(SESSIONS_PER_USER_MAX):
+            opened = server.post(INIT, alice)
+            assert opened.status_code == 200
+            sid = opened.headers["mcp-session-id"]
+            stream = (f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nAccept: text/event-stream\r\n"
+                      f"Authorization: Bearer {alice}\r\nMcp-Session-Id: {sid}\r\n"
+                      "Mcp-Protocol-Version: 2025-06-18\r\n\r\n").encode("ascii")
+            sock = connect(server.port, "127.0.0.1", stream)
+            sockets.append(sock)
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200 ")  # the stream is open
+        refused = server.post(INIT, alice)
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "5"
+        assert refused.json() == {"error": "too_many_sessions", "error_description":
+                                  f"this user holds {SESSIONS_PER_USER_MAX} open sessions, all busy; close one "
+                                  "(HTTP DELETE) or retry later"}
+        assert server.post(INIT, bob).status_code == 200
