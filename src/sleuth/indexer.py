@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from sleuth.errors import ConfigError, ProjectNotFound, QueryError
 from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
-from sleuth.text import analyze, block_terms
+from sleuth.text import analyze
+from sleuth.text.analyze import block_fields
 from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, SkippedFile
 
 if TYPE_CHECKING:
@@ -80,21 +81,23 @@ def doc_of_block(block_id: str) -> str:
     return block_id.split(":", 1)[0]
 
 
-def make_blocks(project_id: str, doc_id: str, title: str, parsed: ParsedDocument) -> list[tuple[Block, str]]:
-    """Assign ids to a parsed document's blocks and compute their index terms.
+def make_blocks(project_id: str, doc_id: str, title: str, parsed: ParsedDocument) -> list[tuple[Block, str, str]]:
+    """Assign ids to a parsed document's blocks and compute their index terms: ``(block, terms,
+    exact)``, the whitespace-joined terms of the bm25 field (:func:`sleuth.text.block_terms`) and
+    surface tokens of the exact field (:func:`sleuth.text.surface_tokens`).
 
     Block ids are ``<doc_id>:<12 hex of SHA-1(heading path, text, repeat number)>``, so they
     survive edits elsewhere in the document. A document with no block (front matter only) gets
     one block holding its whole text, so it can still be found.
     """
-    title_terms = analyze(title)
     drafts = list(parsed.blocks)
     if not drafts:
         # Front matter only, or an empty file: one block of the whole text, so the document can
         # still be found (by its title, path and tags in the index lane, and its text if any).
         text = parsed.text.rstrip()
         drafts = [BlockDraft(text, (), 1, text.count("\n") + 1, 0, len(text))]
-    out: list[tuple[Block, str]] = []
+    title_terms = analyze(title)
+    out: list[tuple[Block, str, str]] = []
     seen: dict[str, int] = {}
     for ordinal, draft in enumerate(drafts):
         content_hash = _hash(draft.text)[:16]
@@ -107,7 +110,7 @@ def make_blocks(project_id: str, doc_id: str, title: str, parsed: ParsedDocument
             heading_path=draft.heading_path, start_line=draft.start_line, end_line=draft.end_line,
             start_char=draft.start_char, end_char=draft.end_char, content_hash=content_hash,
         )
-        out.append((block, block_terms(draft.text, title_terms)))
+        out.append((block, *block_fields(draft.text, title_terms)))
     return out
 
 
@@ -133,7 +136,7 @@ class FileCandidate:
     in_archive: bool = False
 
 
-Batch = list[tuple[DocumentRow, list[tuple[Block, str]]]]
+Batch = list[tuple[DocumentRow, list[tuple[Block, str, str]]]]
 
 
 @dataclass
@@ -357,9 +360,12 @@ class Indexer:
         """Write a batch to the catalog, then to the postings (catalog first: see DESIGN)."""
         if not batch:
             return 0
+        if len({doc.doc_id for doc, _ in batch}) < len(batch):  # a document twice: its last version
+            last = {doc.doc_id: i for i, (doc, _) in enumerate(batch)}
+            batch = [entry for i, entry in enumerate(batch) if last[entry[0].doc_id] == i]
         gen = self.catalog.write_documents(batch, now)
-        blocks = [IndexedBlock(block, terms, doc.title, doc.tags, doc.rel_path)
-                  for doc, pairs in batch for block, terms in pairs]
+        blocks = [IndexedBlock(block, terms, doc.title, doc.tags, doc.rel_path, exact)
+                  for doc, entries in batch for block, terms, exact in entries]
         self.postings.apply(blocks, [], [doc.doc_id for doc, _ in batch], gen)
         return len(blocks)
 
