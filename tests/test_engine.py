@@ -308,3 +308,17 @@ def test_a_record_given_twice_in_one_run_is_indexed_once_with_its_last_text(tmp_
         assert eng.search(SearchRequest(query="zebras", lanes=["bm25"], limit=5)).hits == []
         exact = eng.search(SearchRequest(query='"about giraffes"', lanes=["exact"], limit=5)).hits
         assert [h.path for h in exact] == ["a"]
+
+
+def test_indexing_raises_the_gc_threshold_for_the_run_and_restores_it():
+    import gc
+
+    from sleuth.indexer import INDEXING_GC_THRESHOLD, fewer_collections
+
+    before = gc.get_threshold()
+    with fewer_collections():
+        assert gc.get_threshold()[0] == max(INDEXING_GC_THRESHOLD, before[0])
+        with fewer_collections():  # overlapping runs: restored when the last one ends
+            pass
+        assert gc.get_threshold()[0] == max(INDEXING_GC_THRESHOLD, before[0])
+    assert gc.get_threshold() == before
