@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
+import importlib
 import json
 import sys
 import time
@@ -32,13 +33,28 @@ def _texts(folder: Path):
             yield doc.get("text", "") or ""
 
 
+def _block_fields(title: str, text: str) -> tuple[str, str]:
+    """The bm25 and exact fields of a one-block document as the indexer builds them (``block_fields``),
+    or, in a checkout without it, as ``block_terms`` and ``surface_tokens`` give."""
+    from sleuth.text import analyze
+
+    module = importlib.import_module("sleuth.text.analyze")  # (sleuth.text.analyze is also a function)
+    if hasattr(module, "block_fields"):
+        return module.block_fields(text, analyze(title))
+    return module.block_terms(text, analyze(title)), " ".join(module.surface_tokens(text))
+
+
 def fingerprints(folder: Path) -> dict[str, str]:
     """SHA-256 of each analysis function's output over every title and text of the corpus in ``folder``."""
     from sleuth.text import analyze, identifiers, surface_tokens, tokenize
     from sleuth.text.analyze import find_terms
 
     hashes = {name: hashlib.sha256() for name in ("analyze", "surface_tokens", "tokenize", "identifiers",
-                                                   "find_terms")}
+                                                   "find_terms", "block_fields")}
+    texts = iter(_texts(folder))
+    for title, body in zip(texts, texts, strict=True):
+        body_terms, exact = _block_fields(title, body)
+        hashes["block_fields"].update((body_terms + "\x1f" + exact + "\x1e").encode("utf-8", "surrogatepass"))
     for text in _texts(folder):
         terms = analyze(text)
         hashes["analyze"].update(("\x1f".join(terms) + "\x1e").encode("utf-8", "surrogatepass"))

@@ -292,3 +292,33 @@ def test_id_labels_of_roots_that_share_a_folder_name(tmp_path: Path) -> None:
     roots = [str(a), str(b), str(c)]
     assert [id_label(Path(r), roots) for r in roots] == ["docs", "b/docs", "y/b/docs"]
     assert id_label(a, [str(a)]) == "docs"  # a lone root keeps its folder's name (ids unchanged)
+
+
+def test_a_record_given_twice_in_one_run_is_indexed_once_with_its_last_text(tmp_path):
+    from sleuth.engine import Record
+    from sleuth.types import SearchRequest
+
+    records = [Record("a", "a first draft about zebras", title="A"), Record("b", "other text", title="B"),
+               Record("a", "the final text about giraffes", title="A")]
+    with Engine(tmp_path / "idx", Config(model="none")) as eng:
+        eng.index_records("p", records)
+        # One tantivy document per block of the catalog: the first version of "a" is gone from both.
+        assert eng.postings.searcher().num_docs == 2 == len(list(eng.catalog.indexed_blocks(0)))
+        assert [h.path for h in eng.search(SearchRequest(query="giraffes", lanes=["bm25"], limit=5)).hits] == ["a"]
+        assert eng.search(SearchRequest(query="zebras", lanes=["bm25"], limit=5)).hits == []
+        exact = eng.search(SearchRequest(query='"about giraffes"', lanes=["exact"], limit=5)).hits
+        assert [h.path for h in exact] == ["a"]
+
+
+def test_indexing_raises_the_gc_threshold_for_the_run_and_restores_it():
+    import gc
+
+    from sleuth.indexer import INDEXING_GC_THRESHOLD, fewer_collections
+
+    before = gc.get_threshold()
+    with fewer_collections():
+        assert gc.get_threshold()[0] == max(INDEXING_GC_THRESHOLD, before[0])
+        with fewer_collections():  # overlapping runs: restored when the last one ends
+            pass
+        assert gc.get_threshold()[0] == max(INDEXING_GC_THRESHOLD, before[0])
+    assert gc.get_threshold() == before

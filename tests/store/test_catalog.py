@@ -8,7 +8,7 @@ import pytest
 from sleuth.indexer import doc_id_for, make_blocks
 from sleuth.ingest import parse_document
 from sleuth.store.catalog import Catalog, DocumentRow
-from sleuth.text import analyze
+from sleuth.text import analyze, surface_tokens
 
 NOW = "2026-01-01T00:00:00.000Z"
 
@@ -74,9 +74,11 @@ def test_write_documents_stores_blocks_and_terms(catalog):
     assert stored.text == MD_A
     assert stored.generation == gen
     assert stored.title == "Alpha"
-    assert [b.block_id for b in catalog.blocks_of(row.doc_id)] == [b.block_id for b, _ in blocks]
+    assert [b.block_id for b in catalog.blocks_of(row.doc_id)] == [b.block_id for b, *_ in blocks]
+    for block, _terms, exact in blocks:  # the exact field the indexer computed with the terms
+        assert exact == " ".join(surface_tokens(block.text))
     ibs = list(catalog.indexed_blocks(0))
-    assert [ib.terms for ib in ibs] == [t for _, t in sorted(blocks, key=lambda p: p[0].ordinal)]
+    assert [ib.terms for ib in ibs] == [t for _, t, _ in sorted(blocks, key=lambda p: p[0].ordinal)]
     for ib in ibs:
         assert "alpha" in ib.terms.split()
         assert set(analyze(ib.block.text)) <= set(ib.terms.split())
@@ -130,7 +132,7 @@ def test_delete_leaves_tombstones_and_removes_blocks(catalog):
     gen = catalog.delete_documents([a.doc_id, "does-not-exist"])
     assert catalog.document(a.doc_id) is None
     assert catalog.blocks_of(a.doc_id) == []
-    assert catalog.blocks([b.block_id for b, _ in ablocks]) == {}
+    assert catalog.blocks([b.block_id for b, *_ in ablocks]) == {}
     rows = catalog.conn.execute("SELECT doc_id, project_id, generation FROM tombstones").fetchall()
     assert rows == [(a.doc_id, "proj", gen)]
     left = catalog.conn.execute("SELECT COUNT(*) FROM blocks").fetchone()[0]
@@ -143,7 +145,7 @@ def test_rewrite_replaces_blocks(catalog):
     a2, a2blocks = make_doc("proj", "a.md", "# Alpha\n\nCompletely new words.\n")
     catalog.write_documents([(a2, a2blocks)], NOW)
     texts = [b.text for b in catalog.blocks_of(a.doc_id)]
-    assert texts == [b.text for b, _ in a2blocks]
+    assert texts == [b.text for b, *_ in a2blocks]
     assert all("details" not in t for t in texts)
     assert catalog.document(a.doc_id).text == a2.text
 

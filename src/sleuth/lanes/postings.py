@@ -207,7 +207,7 @@ class Postings:
             doc_id=b.doc_id,
             project=b.project_id,
             body=ib.terms,
-            exact=" ".join(surface_tokens(b.text)),
+            exact=ib.exact if ib.exact is not None else " ".join(surface_tokens(b.text)),
             title=title_terms,
             heading=heading,
             tags=tag_terms,

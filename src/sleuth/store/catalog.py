@@ -398,44 +398,54 @@ class Catalog(DocumentReads, VectorTable):
         return out
 
     def write_documents(
-        self, docs: Sequence[tuple[DocumentRow, Sequence[tuple[Block, str]]]], now: str
+        self, docs: Sequence[tuple[DocumentRow, Sequence[tuple[Block, str] | tuple[Block, str, str]]]], now: str
     ) -> int:
-        """Insert or replace documents with their blocks (``(Block, terms)`` pairs) in one transaction.
+        """Insert or replace documents with their blocks (``(Block, terms[, exact])``) in one transaction.
 
         The terms are not stored (see ``SCHEMA_VERSION``): :meth:`indexed_blocks` computes them
         again from the block's text and the document's title, as the indexer did.
 
         Returns the new generation, which every written document row records.
         """
+        # A document given twice keeps its last version (as when each was written in turn).
+        last = {doc.doc_id: i for i, (doc, _) in enumerate(docs)}
+        docs = [entry for i, entry in enumerate(docs) if last[entry[0].doc_id] == i]
+        ids = [(doc.doc_id,) for doc, _ in docs]
         with self.write() as conn:
             gen = self._bump(conn)
-            for doc, blocks in docs:
-                for table in ("blocks", "links", "entities"):
-                    conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc.doc_id,))
-                conn.execute(
-                    "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            # One statement of each kind for the whole batch (rows in the same order as document by
+            # document: a document's old rows go before any new row is written).
+            for table in ("blocks", "links", "entities"):
+                conn.executemany(f"DELETE FROM {table} WHERE doc_id=?", ids)
+            conn.executemany(
+                "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
                     (
                         doc.doc_id, doc.project_id, doc.root, doc.rel_path, doc.title,
                         json.dumps(doc.tags), doc.kind, json.dumps(doc.front_matter, default=str),
                         doc.mtime_ns, doc.size_bytes, doc.content_hash, doc.revision, doc.text,
                         gen, now, doc.role, doc.label, doc.family, doc.recorded_ns,
-                    ),
-                )
-                conn.executemany("INSERT INTO links VALUES (?,?,?,?)",
-                                 [(doc.doc_id, t, r, lab) for t, r, lab in doc.links])
-                conn.executemany("INSERT INTO entities VALUES (?,?)", [(doc.doc_id, e) for e in doc.entities])
-                conn.executemany(
-                    "INSERT INTO blocks (block_id, doc_id, ordinal, heading_path, text, start_line, end_line,"
-                    " start_char, end_char, content_hash, embed_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    [
-                        (
-                            b.block_id, b.doc_id, b.ordinal, json.dumps(list(b.heading_path)), b.text,
-                            b.start_line, b.end_line, b.start_char, b.end_char, b.content_hash,
-                            embed_key(doc.title, b.text),
-                        )
-                        for b, _terms in blocks
-                    ],
-                )
+                    )
+                    for doc, _ in docs
+                ],
+            )
+            conn.executemany("INSERT INTO links VALUES (?,?,?,?)",
+                             [(doc.doc_id, t, r, lab) for doc, _ in docs for t, r, lab in doc.links])
+            conn.executemany("INSERT INTO entities VALUES (?,?)",
+                             [(doc.doc_id, e) for doc, _ in docs for e in doc.entities])
+            conn.executemany(
+                "INSERT INTO blocks (block_id, doc_id, ordinal, heading_path, text, start_line, end_line,"
+                " start_char, end_char, content_hash, embed_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        b.block_id, b.doc_id, b.ordinal, json.dumps(list(b.heading_path)), b.text,
+                        b.start_line, b.end_line, b.start_char, b.end_char, b.content_hash,
+                        embed_key(doc.title, b.text),
+                    )
+                    for doc, blocks in docs
+                    for b, *_fields in blocks
+                ],
+            )
             return gen
 
     def touch_documents(self, updates: Sequence[tuple[str, int] | tuple[str, int, int]]) -> None:

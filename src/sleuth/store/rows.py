@@ -108,6 +108,9 @@ class IndexedBlock:
     title: str
     tags: list[str]
     rel_path: str
+    #: The block's surface tokens, whitespace-joined (the exact field), when the indexer computed
+    #: them with the terms; None: computed from the text by the postings.
+    exact: str | None = None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, islice
 
 import Stemmer
 
@@ -233,6 +233,31 @@ _PIECE_SURFACE = _PieceCache(1)
 _PIECE_TERMS._twin, _PIECE_SURFACE._twin = _PIECE_SURFACE, _PIECE_TERMS
 
 
+class _JoinedCache(dict[str, str]):
+    """Piece → its index terms (or surface tokens) whitespace-joined, from ``source`` (what indexing
+    hands tantivy: a text's fields are then one ``str.join`` of the pieces' strings). Emptied whole
+    when ``CHUNK_CACHE_ENTRIES`` are held. No term and no surface token is empty (a word's term is
+    kept with two characters or more, or as an important short term; a whole identifier keeps its
+    connectors and its ASCII letters and digits; an empty fold gives no surface token), so
+    ``filter(None, ...)`` over the pieces' strings leaves out exactly the pieces without any."""
+
+    __slots__ = ("_source",)
+
+    def __init__(self, source: dict[str, tuple[str, ...]]) -> None:
+        super().__init__()
+        self._source = source
+
+    def __missing__(self, piece: str) -> str:
+        if len(self) >= CHUNK_CACHE_ENTRIES:
+            self.clear()
+        joined = self[piece] = " ".join(self._source[piece])
+        return joined
+
+
+_PIECE_BODY = _JoinedCache(_PIECE_TERMS)
+_PIECE_EXACT = _JoinedCache(_PIECE_SURFACE)
+
+
 def tokenize(text: str) -> list[Token]:
     """Analyse ``text`` into index terms with spans (see the module docstring).
 
@@ -359,6 +384,23 @@ def block_terms(text: str, title_terms: Sequence[str]) -> str:
     if title_terms and terms[: len(title_terms)] != list(title_terms):
         terms = [*title_terms, *terms]
     return " ".join(terms)
+
+
+def block_fields(text: str, title_terms: Sequence[str]) -> tuple[str, str]:
+    """``(block_terms(text, title_terms), " ".join(surface_tokens(text)))`` with one split of the
+    text: the bm25 and exact fields of a block's postings."""
+    pieces = text.split()
+    body = " ".join(filter(None, map(_PIECE_BODY.__getitem__, pieces)))
+    exact = " ".join(filter(None, map(_PIECE_EXACT.__getitem__, pieces)))
+    if title_terms:
+        title = " ".join(title_terms)
+        # The text's terms start with the title's only if the strings do (then the terms are
+        # compared: a term may hold a space, as NFKD gives some ligatures one).
+        if not (body == title or body.startswith(title + " ")) or list(
+                islice(chain.from_iterable(map(_PIECE_TERMS.__getitem__, pieces)), len(title_terms))
+        ) != list(title_terms):
+            body = f"{title} {body}" if body else title
+    return body, exact
 
 
 def surface_tokens(text: str) -> list[str]:
