@@ -479,6 +479,18 @@ def _rm3_beside() -> list[tuple[str, Fuser]]:
     return rows
 
 
+@grid("index-boosts")
+def _index_boosts() -> list[tuple[str, Fuser]]:
+    """The default hybrid with the index lane's title boost changed (INDEX_BOOST_SETTINGS; tag s14 or later)"""
+    w = {"bm25": 0.48, "index": 0.12, "vector": 0.4}
+    rows: list[tuple[str, Fuser]] = [("zscore bm25+index+vector (the default: title 1)",
+                                      fused_by("zscore", ("bm25", "index", "vector"), w))]
+    for name, boosts in INDEX_BOOST_SETTINGS.items():
+        rows.append((f"index lane title {boosts['title']:g}",
+                     fused_by("zscore", ("bm25", f"index@{name}", "vector"), w)))
+    return rows
+
+
 @grid("confidence")
 def _confidence() -> list[tuple[str, Fuser]]:
     """Per-query lane confidence: the default hybrid's lane weights scaled per query (tag s14b or s14c)"""
