@@ -94,6 +94,12 @@ class FeedbackLane(_TantivyLane):
         context: the index's parts (the postings, and the catalog the feedback blocks' text comes
             from), or bare postings with ``catalog``.
         fb_blocks / fb_terms / original_weight: RM3's settings (:func:`sleuth.lanes.feedback.rm3_weights`).
+    Raises:
+        ValueError: no catalog to read the feedback blocks from.
+
+    Per query: one bm25 search for ``fb_blocks`` blocks (quoted phrases and filters applied as in
+    every lane), their text read from the catalog and analysed (at most ``fb_blocks`` x 2400
+    characters), one BM25 search over the expanded query (the query's terms and ``fb_terms`` more).
     """
 
     name = "rm3"
