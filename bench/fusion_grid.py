@@ -21,7 +21,7 @@ import pickle
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sleuth.eval import evaluate
@@ -29,9 +29,11 @@ from sleuth.eval.run import EVAL_DEPTH_DOCS, EvalRun
 from sleuth.fusion import RRF_K, FusedDocument, convex, fuse, repeated_lanes, rrf
 from sleuth.lanes import registry
 from sleuth.lanes.base import LaneQuery
-from sleuth.lanes.feedback import rm3_weights
 from sleuth.text import parse_query
 from sleuth.types import RankedList
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from grid_confidence import CONFIDENCE_RULES, Rule, coverage_features
 
 DEFAULT_LANE_WEIGHTS = registry.lane_weights()
 
@@ -51,6 +53,8 @@ class LaneRuns:
     path_of: dict[str, str]
     qrels: dict[str, dict[str, int]]
     texts: dict[str, str]
+    #: ``features[qid][name]``: per-query lane statistics (``coverage_features``).
+    features: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def doc_of_block(block_id: str) -> str:
@@ -62,7 +66,9 @@ def cache_dir() -> Path:
     return base / "sleuth" / "grid"
 
 
-def lane_runs(data: Path, name: str, tag: str, extra: Mapping[str, Callable[[EvalRun, str], RankedList]]) -> LaneRuns:
+def lane_runs(data: Path, name: str, tag: str, extra: Mapping[str, Callable[[EvalRun, str], RankedList]],
+              features: Callable[[EvalRun, str, Mapping[str, RankedList]], dict[str, float]] | None = None,
+              ) -> LaneRuns:
     """The saved lane runs of dataset ``name`` (computed and saved when missing)."""
     path = cache_dir() / f"{name}.{tag}.pkl"
     if path.is_file():
@@ -71,6 +77,7 @@ def lane_runs(data: Path, name: str, tag: str, extra: Mapping[str, Callable[[Eva
     started = time.perf_counter()
     run = EvalRun(data / name)
     lists: dict[str, dict[str, RankedList]] = {}
+    feats: dict[str, dict[str, float]] = {}
     try:
         lanes = run.engine.lanes
         lanes["vector"].embed_queries(list(run.dataset.queries.values()))
@@ -83,10 +90,12 @@ def lane_runs(data: Path, name: str, tag: str, extra: Mapping[str, Callable[[Eva
             for lane, fn in extra.items():
                 answers[lane] = fn(run, text)
             lists[qid] = answers
+            if features is not None:
+                feats[qid] = features(run, text, answers)
         doc_ids = sorted({doc_of_block(b) for a in lists.values() for r in a.values() for b in r.block_ids})
         docs = run.engine.catalog.documents(doc_ids)
         path_of = {d: docs[d].rel_path for d in doc_ids if d in docs}
-        out = LaneRuns(name, lists, path_of, run.dataset.qrels, dict(run.dataset.queries))
+        out = LaneRuns(name, lists, path_of, run.dataset.qrels, dict(run.dataset.queries), feats)
     finally:
         run.close()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,27 +108,40 @@ def lane_runs(data: Path, name: str, tag: str, extra: Mapping[str, Callable[[Eva
 #: RM3 settings prototyped as extra lanes: name -> (feedback blocks, feedback terms, original weight).
 RM3_SETTINGS = {f"rm3-{d}-{t}-{w}": (d, t, w) for d, t, w in (
     (10, 10, 0.5), (5, 10, 0.5), (10, 20, 0.5), (10, 10, 0.7), (3, 10, 0.5), (10, 10, 0.3),
-    (5, 10, 0.7), (10, 20, 0.7), (3, 10, 0.7), (10, 10, 0.6), (20, 10, 0.7), (10, 5, 0.7))}
+    (5, 10, 0.7), (10, 20, 0.7), (3, 10, 0.7), (10, 10, 0.6), (20, 10, 0.7), (10, 5, 0.7),
+    (10, 10, 0.7), (10, 20, 0.5), (5, 20, 0.7), (20, 20, 0.7), (10, 30, 0.7), (10, 20, 0.8))}
+#: The RM3 settings the ``--no-rm3`` lane runs carry (tag s14c): RM3 as a lane beside bm25.
+RM3_LANE_SETTINGS = ("rm3-10-10-0.5", "rm3-10-20-0.7", "rm3-10-20-0.5", "rm3-20-20-0.7", "rm3-10-30-0.7",
+                     "rm3-10-20-0.8")
 
 
 def rm3_lane(fb_docs: int, fb_terms: int, original_weight: float) -> Callable[[EvalRun, str], RankedList]:
-    """A bm25 lane with an RM3 second round (prototype: the blocks' terms read from the catalog)."""
+    """The rm3 lane (sleuth.lanes.lexical.FeedbackLane) with these RM3 settings. Until 2026-12-01 this was
+    a prototype that left quoted phrases out of both rounds (every lane requires them), which on CISI,
+    whose queries quote words, raised the rows with RM3 by up to 0.03 (docs/EVAL.md)."""
+    from sleuth.lanes.lexical import FeedbackLane
+
     def search(run: EvalRun, text: str) -> RankedList:
-        parsed = parse_query(text)
-        postings = run.engine.postings
-        pairs = parsed.weighted_terms()
-        first = postings.search(postings.any_of("body", [t for t, _ in pairs], qtf=[n for _, n in pairs]),
-                                fb_docs, None) if pairs else None
-        if not first or not first.block_ids:
-            return RankedList("bm25", (), ())
-        marks = ",".join("?" * len(first.block_ids))
-        terms = dict(run.engine.catalog.conn.execute(
-            f"SELECT block_id, terms FROM blocks WHERE block_id IN ({marks})", first.block_ids).fetchall())
-        feedback = [(s, terms[b].split()) for b, s in zip(first.block_ids, first.scores, strict=True) if b in terms]
-        expanded = rm3_weights(pairs, feedback, fb_terms, original_weight)
-        hits = postings.search(postings.any_of("body", [t for t, _ in expanded], qtf=[w for _, w in expanded]),
-                               DEPTH_BLOCKS, None)
-        return RankedList("bm25", tuple(hits.block_ids), tuple(hits.scores))
+        lane = FeedbackLane(run.engine.postings, run.engine.catalog, fb_docs, fb_terms, original_weight)
+        return lane.search(LaneQuery(parse_query(text), DEPTH_BLOCKS))
+    return search
+
+
+#: Index lane field boosts prototyped as extra lanes (``index@<name>``): name -> boosts.
+INDEX_BOOST_SETTINGS = {
+    "title2": {"title": 2.0, "heading": 1.0, "tags": 1.0, "path": 0.5, "body": 1.0},
+    "title3": {"title": 3.0, "heading": 1.0, "tags": 1.0, "path": 0.5, "body": 1.0},
+    "title05": {"title": 0.5, "heading": 1.0, "tags": 1.0, "path": 0.5, "body": 1.0},
+}
+
+
+def index_lane(boosts: Mapping[str, float]) -> Callable[[EvalRun, str], RankedList]:
+    """The index lane with other field boosts."""
+    from sleuth.lanes.lexical import IndexLane
+
+    def search(run: EvalRun, text: str) -> RankedList:
+        lane = IndexLane(run.engine.postings, dict(boosts))
+        return lane.search(LaneQuery(parse_query(text), DEPTH_BLOCKS))
     return search
 
 
@@ -137,15 +159,20 @@ def score(runs: LaneRuns, fuser: Fuser) -> tuple[float, float]:
 
 
 def as_lane(lists: Mapping[str, RankedList], name: str) -> RankedList:
-    """The saved list ``name`` under the lane name it stands for (``rm3-...`` lists are bm25's)."""
-    ranked = lists[name]
-    lane = name.partition("@")[0]
+    """The saved list ``name`` (``lane@list``: the saved list ``list``, or ``lane@variant``, under the
+    name ``lane``, so that it takes that lane's weight)."""
+    lane, _, saved = name.partition("@")
+    if not saved:
+        return lists[name]
+    ranked = lists[saved] if saved in lists else lists[name]
     return ranked if ranked.lane == lane else RankedList(lane, ranked.block_ids, ranked.scores)
 
 
 def pick(lists: Mapping[str, RankedList], lanes: Sequence[str]) -> list[RankedList]:
-    """The lists of ``lanes``; ``bm25@rm3-...`` is the RM3 list standing in for the bm25 lane."""
-    return [as_lane(lists, lane.partition("@")[2] or lane) if "@" in lane else lists[lane] for lane in lanes]
+    """The lists of ``lanes``; ``bm25@rm3-...`` is the RM3 list standing in for the bm25 lane (until
+    2026-12-01 it kept the name ``rm3-...`` and so a weight of 1, not the bm25 lane's: see docs/EVAL.md),
+    ``index@title2`` the index lane with other boosts."""
+    return [as_lane(lists, lane) for lane in lanes]
 
 
 def rrf_of(lanes: Sequence[str], weights: Mapping[str, float] | None = None, k: int = RRF_K) -> Fuser:
@@ -300,7 +327,8 @@ def _cc_rm3() -> list[tuple[str, Fuser]]:
     return rows
 
 
-FAMILIES = {"bm25": "lexical", "tfidf": "lexical", "index": "lexical", "exact": "lexical", "vector": "semantic"}
+FAMILIES = {"bm25": "lexical", "tfidf": "lexical", "index": "lexical", "exact": "lexical", "rm3": "lexical",
+            "vector": "semantic"}
 
 
 def fused_by(method: str, lanes: Sequence[str], weights: Mapping[str, float], families: bool = True) -> Fuser:
@@ -431,6 +459,62 @@ def _rm3_lane() -> list[tuple[str, Fuser]]:
     return rows
 
 
+@grid("rm3-beside")
+def _rm3_beside() -> list[tuple[str, Fuser]]:
+    """The rm3 lane beside bm25 in the z-score hybrid (tag s14c): a share of the bm25 lane's 0.48, or
+    an rm3 weight of its own with the vector lane's at 0.45 or 0.5 (and those vector weights without rm3)"""
+    w = {"bm25": 0.48, "index": 0.12, "vector": 0.4}
+    lanes = ("bm25", "index", "vector")
+    rows: list[tuple[str, Fuser]] = [("zscore bm25+index+vector (the default)", fused_by("zscore", lanes, w))]
+    for wv in (0.45, 0.5):
+        rows.append((f"no rm3, vector {wv}", fused_by("zscore", lanes, {**w, "vector": wv})))
+    for setting in RM3_LANE_SETTINGS:
+        with_rm3 = ("bm25", f"rm3@{setting}", "index", "vector")
+        for share in (0.1, 0.2, 0.3):
+            ws = {**w, "bm25": 0.48 * (1 - share), "rm3": 0.48 * share}
+            rows.append((f"{setting}, rm3 share {share} of bm25's 0.48", fused_by("zscore", with_rm3, ws)))
+        for wr, wv in ((0.06, 0.5), (0.096, 0.5), (0.096, 0.45)):
+            rows.append((f"{setting}, bm25 0.48, rm3 {wr}, vector {wv}",
+                         fused_by("zscore", with_rm3, {**w, "rm3": wr, "vector": wv})))
+    return rows
+
+
+@grid("index-boosts")
+def _index_boosts() -> list[tuple[str, Fuser]]:
+    """The default hybrid with the index lane's title boost changed (INDEX_BOOST_SETTINGS; tag s14 or later)"""
+    w = {"bm25": 0.48, "index": 0.12, "vector": 0.4}
+    rows: list[tuple[str, Fuser]] = [("zscore bm25+index+vector (the default: title 1)",
+                                      fused_by("zscore", ("bm25", "index", "vector"), w))]
+    for name, boosts in INDEX_BOOST_SETTINGS.items():
+        rows.append((f"index lane title {boosts['title']:g}",
+                     fused_by("zscore", ("bm25", f"index@{name}", "vector"), w)))
+    return rows
+
+
+@grid("confidence")
+def _confidence() -> list[tuple[str, Fuser]]:
+    """Per-query lane confidence: the default hybrid's lane weights scaled per query (tag s14b or s14c)"""
+    w = {"bm25": 0.48, "index": 0.12, "vector": 0.4}
+    lanes = ("bm25", "index", "vector")
+    rows: list[tuple[str, Fuser]] = [("zscore bm25+index+vector (the default)",
+                                      fused_by("zscore", lanes, w))]
+    for label, rule in CONFIDENCE_RULES.items():
+        rows.append((label, conf_of(lanes, w, rule)))
+    return rows
+
+
+def conf_of(lanes: Sequence[str], weights: Mapping[str, float], rule: Rule) -> Fuser:
+    """z-score fusion with each query's weights set by ``rule`` (weights, lists, features)."""
+    def run(lists: Mapping[str, RankedList], text: str) -> list[FusedDocument]:
+        w = rule(weights, lists, CURRENT_FEATURES.get(text, {}))
+        return fuse(pick(lists, lanes), doc_of_block, "zscore", w, RRF_K, FAMILIES, LANES, limit=EVAL_DEPTH_DOCS)
+    return run
+
+
+#: query text -> its coverage features, filled from the lane runs before the grids run.
+CURRENT_FEATURES: dict[str, dict[str, float]] = {}
+
+
 @grid("rm3")
 def _rm3() -> list[tuple[str, Fuser]]:
     """RM3 second round for the bm25 lane: the lane alone, and in the seed's hybrid"""
@@ -449,9 +533,18 @@ def main() -> None:
     ap.add_argument("--tag", default="main")
     ap.add_argument("--grids", nargs="+", default=["lanes"])
     ap.add_argument("--out", type=Path, help="append the tables to this markdown file")
+    ap.add_argument("--no-rm3", action="store_true", help="leave out the RM3 lists (and compute the "
+                    "index lane boost variants and the per-query coverage features instead)")
     args = ap.parse_args()
-    extra = {name: rm3_lane(*setting) for name, setting in RM3_SETTINGS.items()}
-    runs = [lane_runs(args.data, name, args.tag, extra) for name in args.datasets]
+    if args.no_rm3:
+        extra = {f"index@{name}": index_lane(b) for name, b in INDEX_BOOST_SETTINGS.items()}
+        extra.update({name: rm3_lane(*RM3_SETTINGS[name]) for name in RM3_LANE_SETTINGS})
+        feats: Callable[[EvalRun, str, Mapping[str, RankedList]], dict[str, float]] | None = coverage_features
+    else:
+        extra, feats = {name: rm3_lane(*setting) for name, setting in RM3_SETTINGS.items()}, None
+    runs = [lane_runs(args.data, name, args.tag, extra, feats) for name in args.datasets]
+    for r in runs:
+        CURRENT_FEATURES.update({r.texts[qid]: f for qid, f in r.features.items()})
     lines: list[str] = []
     for name in args.grids:
         lines += grid_table(f"{name} ({GRIDS[name].__doc__ or ''})".strip(), GRIDS[name](), runs)

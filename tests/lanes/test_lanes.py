@@ -246,3 +246,35 @@ def test_bm25_matches_independent_bm25(bm25_corpus, query):
     strict = [b for b in our_rank if all(
         not math.isclose(ours[b], ours[c], rel_tol=0.05) for c in ours if c != b)]
     assert [b for b in their_rank if b in strict] == strict
+
+
+def test_rm3_lane_finds_a_block_through_a_feedback_term(tmp_path):
+    """The rm3 lane expands the query with the likeliest terms of the bm25 lane's best blocks: a block
+    sharing no word with the query but one with the feedback blocks is found, below them."""
+    from sleuth.lanes.lexical import FeedbackLane
+
+    src = tmp_path / "notes"
+    write(src, "a.md", "# Wing\n\nThe airfoil wing lift grows with the angle of attack.\n")
+    write(src, "b.md", "# Lift\n\nWing lift and airfoil drag in a wind tunnel.\n")
+    write(src, "c.md", "# Tunnel\n\nThe wind tunnel measures airfoil drag.\n")
+    write(src, "d.md", "# Cats\n\nCats sleep all day in the sun.\n")
+    eng = Engine(tmp_path / "idx")
+    try:
+        eng.index([src], project="notes")
+        doc = {b: b.partition(":")[0] for b in stored_terms(eng)}
+        path_of = {d: eng.catalog.documents([d])[d].rel_path for d in set(doc.values())}
+        q = lane_query("wing lift")
+        bm25 = eng.lanes["bm25"].search(q)
+        assert [path_of[doc[b]] for b in bm25.block_ids] == ["a.md", "b.md"]
+        lane = FeedbackLane(eng.postings, eng.catalog, fb_blocks=2, fb_terms=5, original_weight=0.5)
+        res = lane.search(q)
+        assert res.lane == "rm3"
+        assert [path_of[doc[b]] for b in res.block_ids] == ["a.md", "b.md", "c.md"]
+        assert list(res.scores) == sorted(res.scores, reverse=True) and all(s > 0 for s in res.scores)
+        assert lane.search(lane_query("zebra")).block_ids == ()
+        assert lane.search(lane_query("the")).block_ids == ()
+        # a quoted phrase stays required in both rounds
+        quoted = lane.search(lane_query('"wind tunnel" lift'))
+        assert sorted(path_of[doc[b]] for b in quoted.block_ids) == ["b.md", "c.md"]
+    finally:
+        eng.close()

@@ -7,6 +7,11 @@
 - ``index``: the fielded lane over titles, heading paths, tags and file paths (and the body);
   BM25 per field, fields weighted by ``INDEX_FIELD_BOOSTS`` and summed; query terms weighted by
   qtf as in the bm25 lane.
+- ``rm3``: the bm25 lane's query expanded by pseudo-relevance feedback (RM3, :mod:`sleuth.lanes.feedback`):
+  a first bm25 round takes its ``RM3_FEEDBACK_BLOCKS`` best blocks as relevant, and the query's
+  terms plus the ``RM3_FEEDBACK_TERMS`` likeliest terms of those blocks, weighted as RM3 says, are
+  scored by BM25 over the body. Off by default; meant to run beside the bm25 lane, not instead of
+  it (docs/EVAL.md). It can return blocks holding none of the query's words (only expansion terms).
 - ``exact``: blocks containing a quoted phrase or a whole identifier of the query verbatim
   (folded, unstemmed); scored by BM25 over those exact tokens.
 
@@ -18,8 +23,10 @@ from __future__ import annotations
 import tantivy
 
 from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, LaneStatus
+from sleuth.lanes.feedback import rm3_weights
 from sleuth.lanes.postings import Postings
-from sleuth.text import ParsedQuery
+from sleuth.store.catalog import Catalog
+from sleuth.text import ParsedQuery, analyze
 from sleuth.types import RankedList
 
 #: Per-field weights of the index lane (multipliers on each field's BM25 score), chosen on SciFact
@@ -70,6 +77,62 @@ class BM25Lane(_TantivyLane):
     def scoring_query(self, parsed: ParsedQuery) -> tantivy.Query | None:
         terms, qtf = _terms_and_qtf(parsed)
         return self.postings.any_of("body", terms, qtf=qtf)
+
+
+#: RM3 of the ``rm3`` lane, chosen on SciFact, Cranfield, CISI and NPL (docs/EVAL.md, grid rm3-beside):
+#: feedback blocks, relevance-model terms kept, weight of the original query (λ). Anserini's defaults
+#: are 10 / 10 / 0.5 (:mod:`sleuth.lanes.feedback`).
+RM3_FEEDBACK_BLOCKS = 10
+RM3_FEEDBACK_TERMS = 20
+RM3_ORIGINAL_WEIGHT = 0.7
+
+
+class FeedbackLane(_TantivyLane):
+    """BM25 over the ``body`` field of the query expanded by RM3 from the bm25 lane's best blocks.
+
+    Args:
+        context: the index's parts (the postings, and the catalog the feedback blocks' text comes
+            from), or bare postings with ``catalog``.
+        fb_blocks / fb_terms / original_weight: RM3's settings (:func:`sleuth.lanes.feedback.rm3_weights`).
+    Raises:
+        ValueError: no catalog to read the feedback blocks from.
+
+    Per query: one bm25 search for ``fb_blocks`` blocks (quoted phrases and filters applied as in
+    every lane), their text read from the catalog and analysed (at most ``fb_blocks`` x 2400
+    characters), one BM25 search over the expanded query (the query's terms and ``fb_terms`` more).
+    """
+
+    name = "rm3"
+
+    def __init__(self, context: LaneContext | Postings, catalog: Catalog | None = None,
+                 fb_blocks: int = RM3_FEEDBACK_BLOCKS, fb_terms: int = RM3_FEEDBACK_TERMS,
+                 original_weight: float = RM3_ORIGINAL_WEIGHT) -> None:
+        super().__init__(context)
+        found = catalog if catalog is not None else getattr(context, "catalog", None)
+        if found is None:
+            raise ValueError("the rm3 lane reads its feedback blocks from the catalog: none given")
+        self.catalog: Catalog = found
+        self.fb_blocks, self.fb_terms, self.original_weight = fb_blocks, fb_terms, original_weight
+
+    def search(self, q: LaneQuery) -> RankedList:
+        pairs = q.parsed.weighted_terms()
+        if not pairs:
+            return RankedList(self.name, (), ())
+        required = required_phrases(self.postings, q.parsed)
+        first_query = self.postings.any_of("body", [t for t, _ in pairs], qtf=[n for _, n in pairs])
+        if first_query is None:
+            return RankedList(self.name, (), ())
+        first = self.postings.search(first_query, self.fb_blocks, q.projects, required, q.doc_ids)
+        blocks = self.catalog.blocks(first.block_ids) if first.block_ids else {}
+        # the feedback blocks' terms from their text (the catalog keeps the text, not the terms)
+        feedback = [(s, analyze(blocks[b].text)) for b, s in zip(first.block_ids, first.scores, strict=True)
+                    if b in blocks]
+        expanded = rm3_weights(pairs, feedback, self.fb_terms, self.original_weight)
+        scoring = self.postings.any_of("body", [t for t, _ in expanded], qtf=[w for _, w in expanded])
+        if scoring is None:
+            return RankedList(self.name, (), ())
+        hits = self.postings.search(scoring, q.k, q.projects, required, q.doc_ids)
+        return RankedList(self.name, tuple(hits.block_ids), tuple(hits.scores))
 
 
 class IndexLane(_TantivyLane):
