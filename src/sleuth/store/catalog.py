@@ -17,6 +17,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from sleuth.errors import IndexFormatError, storage_error, storage_errors
+from sleuth.store import doc_text
 from sleuth.store.reads import DocumentReads
 from sleuth.store.rows import (
     DocumentRow,
@@ -26,7 +27,7 @@ from sleuth.store.rows import (
     embed_key,
     embedding_text,
 )
-from sleuth.store.vectors import VectorTable
+from sleuth.store.vectors import VectorTable, float32_blobs_to_codes
 from sleuth.types import Block
 
 __all__ = ["Catalog", "DocumentRow", "FileState", "HitBlock", "IndexedBlock", "embed_key", "embedding_text"]
@@ -35,10 +36,13 @@ __all__ = ["Catalog", "DocumentRow", "FileState", "HitBlock", "IndexedBlock", "e
 #: the block's text and its document's title when the postings or the tfidf lane need them: they
 #: were 14 % of the Hugo docs' catalog), new catalogs use ``CATALOG_PAGE_BYTES`` pages. A format-3
 #: catalog is migrated on its first writable open (:meth:`Catalog._migrate`); read-only, it is read
-#: as it is.
-SCHEMA_VERSION = 4
+#: as it is. 5: block vectors are stored as 8-bit codes with a scale (:mod:`sleuth.store.vector_codes`:
+#: a quarter of float32's bytes), in a ``WITHOUT ROWID`` table (no separate index of its key); a
+#: document's ``text`` keeps only what its blocks do not hold, ``elided_chars`` code points fewer
+#: (:mod:`sleuth.store.doc_text`; 0: the whole text, as every document of a migrated catalog).
+SCHEMA_VERSION = 5
 #: Formats this code reads: older ones it can also migrate to ``SCHEMA_VERSION``.
-READABLE_SCHEMA_VERSIONS = (3, 4)
+READABLE_SCHEMA_VERSIONS = (3, 4, 5)
 #: Page size of a new catalog, in bytes. A block vector (384 float32: 1,536 bytes) fills pages of
 #: 4,096 bytes only to 76 % (two a page), of 8,192 bytes to 95 % (five): the Hugo docs' catalog is
 #: 9 % smaller. (An existing catalog keeps its page size.)
@@ -78,6 +82,7 @@ CREATE TABLE IF NOT EXISTS documents (
     label TEXT NOT NULL DEFAULT 'document',
     family TEXT NOT NULL DEFAULT 'document',
     recorded_ns INTEGER NOT NULL DEFAULT 0,
+    elided_chars INTEGER NOT NULL DEFAULT 0,
     UNIQUE (project_id, root, rel_path)
 );
 CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
@@ -101,7 +106,7 @@ CREATE TABLE IF NOT EXISTS vectors (
     embed_hash TEXT NOT NULL,
     vector BLOB NOT NULL,
     PRIMARY KEY (model, embed_hash)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS links (
     doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
     target TEXT NOT NULL,
@@ -138,6 +143,34 @@ CREATE TABLE IF NOT EXISTS skipped (
 """
 
 
+#: Float32 vectors encoded per statement while a format-4 catalog is migrated.
+MIGRATE_VECTORS_PER_BATCH = 4096
+
+
+def _encode_vector_table(conn: sqlite3.Connection) -> None:
+    """Replace the float32 ``vectors`` table of a format-4 catalog by format 5's (codes and scale,
+    ``WITHOUT ROWID``), inside the caller's transaction."""
+    conn.execute("DROP TABLE IF EXISTS vectors_v5")
+    table = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS vectors ("):]
+    table = table[: table.index(";") + 1].replace("IF NOT EXISTS vectors (", "vectors_v5 (", 1)
+    conn.execute(table)
+    last: tuple[str, str] = ("", "")
+    while True:
+        rows = conn.execute("SELECT model, embed_hash, vector FROM vectors WHERE (model, embed_hash) > (?, ?)"
+                            " ORDER BY model, embed_hash LIMIT ?", (*last, MIGRATE_VECTORS_PER_BATCH)).fetchall()
+        if not rows:
+            break
+        coded: list[tuple[str, str, bytes]] = []
+        for size in sorted({len(r[2]) for r in rows}):
+            part = [r for r in rows if len(r[2]) == size]
+            blobs = float32_blobs_to_codes([r[2] for r in part])
+            coded += [(m, h, b) for (m, h, _), b in zip(part, blobs, strict=True)]
+        conn.executemany("INSERT INTO vectors_v5 VALUES (?,?,?)", coded)
+        last = (rows[-1][0], rows[-1][1])
+    conn.execute("DROP TABLE vectors")
+    conn.execute("ALTER TABLE vectors_v5 RENAME TO vectors")
+
+
 class Catalog(DocumentReads, VectorTable):
     """Thread-safe access to one catalog database (one connection per thread).
 
@@ -167,6 +200,7 @@ class Catalog(DocumentReads, VectorTable):
         version = self._schema_version()
         if version in READABLE_SCHEMA_VERSIONS and version != SCHEMA_VERSION and self.read_only is None:
             version = self._migrate(version)
+        self.old_format = version is not None and version < 5
         if version not in READABLE_SCHEMA_VERSIONS or (version != SCHEMA_VERSION and self.read_only is None):
             raise IndexFormatError(
                 f"{path} has index format {version}; this sleuth reads format {SCHEMA_VERSION}: delete the index"
@@ -177,7 +211,10 @@ class Catalog(DocumentReads, VectorTable):
         """Bring a catalog of an older readable format to ``SCHEMA_VERSION`` in one transaction (a
         process killed meanwhile leaves the old format, migrated again on the next open); returns
         the format the catalog has after. 3 -> 4: the blocks' ``terms`` column is dropped (SQLite
-        rewrites the table; the pages freed are reused by later writes)."""
+        rewrites the table). 4 -> 5: the float32 vectors are encoded
+        (:func:`sleuth.store.vectors.float32_blobs_to_codes`) into a new ``WITHOUT ROWID`` table,
+        documents get ``elided_chars`` (0: they keep their whole text until written again).
+        The pages freed are reused by later writes (the file keeps its size)."""
         with storage_errors(self.path.parent, "the catalog"):
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
@@ -185,8 +222,12 @@ class Catalog(DocumentReads, VectorTable):
                 current = self._schema_version()  # another process may have migrated it meanwhile
                 if current == 3:
                     conn.execute("ALTER TABLE blocks DROP COLUMN terms")
-                    conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
-                    current = SCHEMA_VERSION
+                    current = 4
+                if current == 4:
+                    _encode_vector_table(conn)
+                    conn.execute("ALTER TABLE documents ADD COLUMN elided_chars INTEGER NOT NULL DEFAULT 0")
+                    current = 5
+                conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(current),))
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -294,8 +335,12 @@ class Catalog(DocumentReads, VectorTable):
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction: every query inside sees one consistent snapshot."""
+        """A read transaction: every query inside sees one consistent snapshot (inside a
+        transaction already, that one's)."""
         conn = self.conn
+        if conn.in_transaction:
+            yield conn
+            return
         conn.execute("BEGIN")
         try:
             yield conn
@@ -391,13 +436,16 @@ class Catalog(DocumentReads, VectorTable):
             for doc, blocks in docs:
                 for table in ("blocks", "links", "entities"):
                     conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc.doc_id,))
+                spans = sorted(((b.start_char, b.end_char, b.text, b.ordinal) for b, _terms in blocks),
+                               key=lambda s: (s[0], s[3]))
+                stored, elided = doc_text.split(doc.text, [s[:3] for s in spans])
                 conn.execute(
-                    "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         doc.doc_id, doc.project_id, doc.root, doc.rel_path, doc.title,
                         json.dumps(doc.tags), doc.kind, json.dumps(doc.front_matter, default=str),
-                        doc.mtime_ns, doc.size_bytes, doc.content_hash, doc.revision, doc.text,
-                        gen, now, doc.role, doc.label, doc.family, doc.recorded_ns,
+                        doc.mtime_ns, doc.size_bytes, doc.content_hash, doc.revision, stored,
+                        gen, now, doc.role, doc.label, doc.family, doc.recorded_ns, elided,
                     ),
                 )
                 conn.executemany("INSERT INTO links VALUES (?,?,?,?)",
