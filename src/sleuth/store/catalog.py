@@ -27,7 +27,7 @@ from sleuth.store.rows import (
     embed_key,
     embedding_text,
 )
-from sleuth.store.vectors import VectorTable, float32_blobs_to_codes
+from sleuth.store.vectors import VectorTable, encode_vector_table
 from sleuth.types import Block
 
 __all__ = ["Catalog", "DocumentRow", "FileState", "HitBlock", "IndexedBlock", "embed_key", "embedding_text"]
@@ -143,32 +143,10 @@ CREATE TABLE IF NOT EXISTS skipped (
 """
 
 
-#: Float32 vectors encoded per statement while a format-4 catalog is migrated.
-MIGRATE_VECTORS_PER_BATCH = 4096
-
-
-def _encode_vector_table(conn: sqlite3.Connection) -> None:
-    """Replace the float32 ``vectors`` table of a format-4 catalog by format 5's (codes and scale,
-    ``WITHOUT ROWID``), inside the caller's transaction."""
-    conn.execute("DROP TABLE IF EXISTS vectors_v5")
+def _vectors_table_sql() -> str:
+    """Format 5's ``CREATE TABLE vectors`` statement (from ``_SCHEMA``)."""
     table = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS vectors ("):]
-    table = table[: table.index(";") + 1].replace("IF NOT EXISTS vectors (", "vectors_v5 (", 1)
-    conn.execute(table)
-    last: tuple[str, str] = ("", "")
-    while True:
-        rows = conn.execute("SELECT model, embed_hash, vector FROM vectors WHERE (model, embed_hash) > (?, ?)"
-                            " ORDER BY model, embed_hash LIMIT ?", (*last, MIGRATE_VECTORS_PER_BATCH)).fetchall()
-        if not rows:
-            break
-        coded: list[tuple[str, str, bytes]] = []
-        for size in sorted({len(r[2]) for r in rows}):
-            part = [r for r in rows if len(r[2]) == size]
-            blobs = float32_blobs_to_codes([r[2] for r in part])
-            coded += [(m, h, b) for (m, h, _), b in zip(part, blobs, strict=True)]
-        conn.executemany("INSERT INTO vectors_v5 VALUES (?,?,?)", coded)
-        last = (rows[-1][0], rows[-1][1])
-    conn.execute("DROP TABLE vectors")
-    conn.execute("ALTER TABLE vectors_v5 RENAME TO vectors")
+    return table[: table.index(";") + 1]
 
 
 class Catalog(DocumentReads, VectorTable):
@@ -224,7 +202,7 @@ class Catalog(DocumentReads, VectorTable):
                     conn.execute("ALTER TABLE blocks DROP COLUMN terms")
                     current = 4
                 if current == 4:
-                    _encode_vector_table(conn)
+                    encode_vector_table(conn, _vectors_table_sql())
                     conn.execute("ALTER TABLE documents ADD COLUMN elided_chars INTEGER NOT NULL DEFAULT 0")
                     current = 5
                 conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(current),))

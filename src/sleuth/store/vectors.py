@@ -25,6 +25,33 @@ def float32_blobs_to_codes(blobs: Sequence[bytes]) -> list[bytes]:
     return vector_codes.encode_blobs(vectors)
 
 
+#: Float32 vectors encoded per statement while a format-4 catalog is migrated.
+MIGRATE_VECTORS_PER_BATCH = 4096
+
+
+def encode_vector_table(conn: sqlite3.Connection, create_sql: str) -> None:
+    """Replace the float32 ``vectors`` table of a format-4 catalog by format 5's (``create_sql``,
+    its ``CREATE TABLE IF NOT EXISTS vectors`` statement: codes and scale, ``WITHOUT ROWID``),
+    inside the caller's transaction."""
+    conn.execute("DROP TABLE IF EXISTS vectors_v5")
+    conn.execute(create_sql.replace("IF NOT EXISTS vectors (", "vectors_v5 (", 1))
+    last: tuple[str, str] = ("", "")
+    while True:
+        rows = conn.execute("SELECT model, embed_hash, vector FROM vectors WHERE (model, embed_hash) > (?, ?)"
+                            " ORDER BY model, embed_hash LIMIT ?", (*last, MIGRATE_VECTORS_PER_BATCH)).fetchall()
+        if not rows:
+            break
+        coded: list[tuple[str, str, bytes]] = []
+        for size in sorted({len(r[2]) for r in rows}):  # blobs of one size are encoded together
+            part = [r for r in rows if len(r[2]) == size]
+            blobs = float32_blobs_to_codes([r[2] for r in part])
+            coded += [(m, h, b) for (m, h, _), b in zip(part, blobs, strict=True)]
+        conn.executemany("INSERT INTO vectors_v5 VALUES (?,?,?)", coded)
+        last = (rows[-1][0], rows[-1][1])
+    conn.execute("DROP TABLE vectors")
+    conn.execute("ALTER TABLE vectors_v5 RENAME TO vectors")
+
+
 class VectorTable(Connected):
     """Block vectors by model (a part of :class:`sleuth.store.catalog.Catalog`)."""
 
