@@ -228,8 +228,10 @@ def sleuth_index(corpus: Path, index: Path, env: dict[str, str]) -> subprocess.P
 
 
 def run_to_end(corpus: Path, index: Path, env: dict[str, str]) -> float:
+    """Run ``sleuth index`` to its end, embedding included (``SLEUTH_INDEX_WAIT=1``: it waits for
+    the embedding instead of leaving it to a background worker); returns the seconds it took."""
     started = time.perf_counter()
-    proc = sleuth_index(corpus, index, env)
+    proc = sleuth_index(corpus, index, {**env, "SLEUTH_INDEX_WAIT": "1"})
     _, err = proc.communicate(timeout=3600)
     if proc.returncode != 0:
         raise RuntimeError(f"sleuth index failed ({proc.returncode}): {err.decode(errors='replace')}")

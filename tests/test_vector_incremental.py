@@ -90,7 +90,7 @@ def test_saved_state_survives_a_reopen_without_the_catalog_changing(tmp_path: Pa
     write_notes(notes, list(NOTES))
     Engine(tmp_path / "idx").index([notes], project="notes")
     files = sorted(p.name for p in (tmp_path / "idx").glob("vectors.*"))
-    assert sorted(f.rsplit(".", 1)[-1] for f in files) == ["f32", "hnsw", "npz"]
+    assert sorted(f.rsplit(".", 1)[-1] for f in files) == ["hnsw", "npz", "q8"]
     again = Engine(tmp_path / "idx")
     assert vector_paths(again, "feline naps")[0] == "cats.md"
     assert sorted(p.name for p in (tmp_path / "idx").glob("vectors.*")) == files

@@ -230,6 +230,6 @@ def test_scratch_files_left_by_a_kill_are_swept_when_the_index_is_opened(tmp_pat
         live.wait()
     # The killed run resumes: the vector state is saved, and nothing is left half-written.
     run_cli("index", str(tmp_path / "notes"), "--project", "notes", "--index", str(index), env=env)
-    assert list(index.glob("vectors.*.state.npz")) and list(index.glob("vectors.*.f32"))
+    assert list(index.glob("vectors.*.state.npz")) and list(index.glob("vectors.*.q8"))
     run_cli("status", "--index", str(index), env=env)  # the live writer is gone now: its file goes too
     assert sorted(p.name for p in index.glob("*.tmp")) == ["vectors.0badc0de.recent.tmp"]

@@ -143,3 +143,32 @@ def test_a_killed_writer_leaves_no_lock_and_no_partial_write(tmp_path: Path, cat
     report = engine.index([tmp_path / "src"], project="p")  # the lock is free at once
     assert report.unchanged == 4 and engine.catalog.generation() == generation
     engine.close()
+
+
+def test_a_format_4_catalog_is_migrated_to_format_5(tmp_path: Path, catalog_url: str) -> None:
+    import numpy as np
+
+    from sleuth.config import Config
+    from sleuth.store import vector_codes
+    from sleuth.store.catalog import SCHEMA_VERSION
+
+    write_corpus(tmp_path / "src")
+    with Engine(tmp_path / "pg-index", Config(model="none")) as e:
+        e.index([tmp_path / "src"], project="p")
+        doc_id = e.search("advisory lock", lanes=LANES).hits[0].doc_id
+        text = e.get(doc_id).text
+        cat = e.catalog
+        hashes = [h for h, _ in cat.blocks_without_vectors("m", 100)]
+        vectors = np.random.default_rng(3).standard_normal((len(hashes), 8)).astype(np.float32)
+        with cat.write() as conn:  # format 4: float32 vectors, whole texts, no elided_chars
+            conn.executemany("INSERT INTO vectors VALUES (?,?,?)",
+                             [("m", h, v.tobytes()) for h, v in zip(hashes, vectors, strict=True)])
+            conn.execute("UPDATE documents SET text=? WHERE doc_id=?", (text, doc_id))
+            conn.execute("ALTER TABLE documents DROP COLUMN elided_chars")
+            conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+    with Engine(tmp_path / "pg-index", Config(model="none")) as e:
+        assert e.catalog.get_meta("schema_version") == str(SCHEMA_VERSION) == "5"
+        assert e.get(doc_id).text == text
+        stored = dict((h, bytes(b)) for h, b in e.catalog.conn.execute("SELECT embed_hash, vector FROM vectors"))
+        assert stored == dict(zip(hashes, vector_codes.encode_blobs(vectors), strict=True))
+        assert e.catalog.vector_dim("m") == 8

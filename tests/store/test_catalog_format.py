@@ -1,5 +1,6 @@
-"""The catalog's format: format 4 keeps no analysed terms; a format-3 catalog (terms stored in
-``blocks.terms``) is migrated on a writable open and read as it is when it cannot be written."""
+"""The catalog's format: since format 4 it keeps no analysed terms; a format-3 catalog (terms stored
+in ``blocks.terms``) is migrated on a writable open and read as it is when it cannot be written.
+(Format 5's vectors: tests/store/test_vector_format.py.)"""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from sleuth.errors import IndexFormatError
 from sleuth.store.catalog import CATALOG_PAGE_BYTES, SCHEMA_VERSION, Catalog
 from sleuth.text import analyze, block_terms
 from sleuth.types import SearchRequest
+from tests.store.old_formats import as_format_4
 
 RECORDS = [
     Record("a", "The alpha engine indexes blocks of text.", title="Alpha notes"),
@@ -32,8 +34,9 @@ def _index(folder: Path) -> Path:
 
 
 def _as_format_3(catalog_file: Path) -> None:
-    """Turn a format-4 catalog into what format 3 was: the blocks' analysed terms in a ``terms``
-    column, the format recorded as 3."""
+    """Turn a catalog into what format 3 was: format 4's vectors table, the blocks' analysed terms
+    in a ``terms`` column, the format recorded as 3."""
+    as_format_4(catalog_file)
     conn = sqlite3.connect(catalog_file, isolation_level=None)
     try:
         conn.execute("ALTER TABLE blocks ADD COLUMN terms TEXT NOT NULL DEFAULT ''")
@@ -58,14 +61,14 @@ def _bm25(folder: Path, query: str) -> list[str]:
         return [h.path for h in e.search(SearchRequest(query=query, lanes=["bm25"], limit=5)).hits]
 
 
-def test_new_catalog_has_format_4_without_terms_and_large_pages(tmp_path):
+def test_new_catalog_has_format_5_without_terms_and_large_pages(tmp_path):
     folder = _index(tmp_path / "idx")
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     assert "terms" not in _columns(folder / "catalog.sqlite3")
     conn = sqlite3.connect(folder / "catalog.sqlite3")
     try:
         assert conn.execute("PRAGMA page_size").fetchone()[0] == CATALOG_PAGE_BYTES
-        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "4"
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "5"
     finally:
         conn.close()
 
@@ -119,11 +122,11 @@ def test_format_3_catalog_that_cannot_be_written_is_read_as_it_is(tmp_path):
     assert "terms" in _columns(folder / "catalog.sqlite3")  # not migrated
 
 
-@pytest.mark.parametrize("version", ["2", "5"])
+@pytest.mark.parametrize("version", ["2", "6"])
 def test_unknown_format_is_refused_with_a_clear_error(tmp_path, version):
     folder = _index(tmp_path / "idx")
     conn = sqlite3.connect(folder / "catalog.sqlite3", isolation_level=None)
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (version,))
     conn.close()
-    with pytest.raises(IndexFormatError, match=f"index format {version}; this sleuth reads format 4"):
+    with pytest.raises(IndexFormatError, match=f"index format {version}; this sleuth reads format 5"):
         Catalog(folder / "catalog.sqlite3")

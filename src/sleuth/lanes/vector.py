@@ -68,9 +68,13 @@ class VectorMatrix:
     slots at the end; :meth:`updated` compacts (renumbers every slot, rebuilding the HNSW index)
     only when dead slots outnumber live ones.
 
+    The vectors are given as float32 (``vectors``) or as stored rows (``stored``: codes and scale,
+    :mod:`sleuth.store.vector_codes`, e.g. memory-mapped from the lane's file), decoded to float32
+    when a search first needs them (an approximate search never does).
+
     Args:
         block_ids: shape (n,) (``""`` = dead slot); project_ids: shape (n,); vectors: float32
-            (n, dim), unit rows.
+            (n, dim), unit rows; stored: shape (n,) records of ``vector_codes.row_dtype(dim)``.
         exact_max_blocks: above this many live blocks an HNSW index is used for search (default:
             ``VECTOR_EXACT_MAX_BLOCKS``).
         ann_path / ann_key: where the HNSW index is saved and the key it is saved for (reused when
@@ -81,14 +85,20 @@ class VectorMatrix:
     """
 
     def __init__(self, block_ids: Sequence[str] | np.ndarray, project_ids: Sequence[str] | np.ndarray,
-                 vectors: np.ndarray, exact_max_blocks: int | None = None,
+                 vectors: np.ndarray | None = None, exact_max_blocks: int | None = None,
                  ann_path: Path | None = None, ann_key: str = "", ann: Index | None = None,
-                 project_codes: tuple[list[str], np.ndarray] | None = None) -> None:
+                 project_codes: tuple[list[str], np.ndarray] | None = None,
+                 stored: np.ndarray | None = None) -> None:
         # A fixed-width unicode array is kept as is (cheap to load); anything else becomes objects.
         self.block_ids = block_ids if isinstance(block_ids, np.ndarray) and block_ids.dtype.kind == "U" else \
             np.asarray(block_ids, dtype=object)
-        self.vectors = vectors if vectors.dtype == np.float32 and vectors.flags.c_contiguous else \
-            np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors is None and stored is None:
+            raise ValueError("a vector matrix needs vectors or stored rows")
+        self.stored = stored
+        self._vectors = None if vectors is None else vectors if vectors.dtype == np.float32 and \
+            vectors.flags.c_contiguous else np.ascontiguousarray(vectors, dtype=np.float32)
+        self.dim = int(self._vectors.shape[1]) if self._vectors is not None else \
+            int(stored.dtype["codes"].shape[0])  # type: ignore[union-attr]
         if project_codes is not None:  # already coded: (sorted names, index per slot, -1 = dead)
             self.project_names, self.project_of_block = project_codes
         else:
@@ -111,6 +121,16 @@ class VectorMatrix:
         elif self.live <= self.exact_max_blocks:
             self.ann = None
 
+    @property
+    def vectors(self) -> np.ndarray:
+        """Float32 vectors by slot, shape (n, dim) (decoded from the stored rows on first use)."""
+        if self._vectors is None:
+            from sleuth.store.vector_codes import decode
+
+            assert self.stored is not None
+            self._vectors = decode(self.stored)
+        return self._vectors
+
     def _load_ann(self, path: Path | None, key: str) -> Index | None:
         """The HNSW index saved at ``path`` for ``key`` (memory-mapped), or None."""
         if path is None or not path.is_file():
@@ -125,7 +145,7 @@ class VectorMatrix:
 
     def _build_ann(self, path: Path | None, key: str) -> Index:
         """Build the HNSW index over every live slot and save it when ``path`` is given."""
-        index = new_hnsw(self.vectors.shape[1])
+        index = new_hnsw(self.dim)
         slots = np.arange(len(self.block_ids), dtype=np.uint64)
         if self.alive is not None:
             slots = slots[self.alive]
@@ -149,13 +169,16 @@ class VectorMatrix:
         return self._slot_of
 
     def updated(self, removed: Iterable[str], block_ids: Sequence[str], project_ids: Sequence[str],
-                vectors: np.ndarray) -> VectorMatrix:
+                vectors: np.ndarray | None = None, stored: np.ndarray | None = None) -> VectorMatrix:
         """A matrix without the blocks ``removed`` and with ``block_ids`` added (their projects and
-        vectors), updating the HNSW index in place instead of rebuilding it. A block both removed
-        and added is replaced. This matrix stays searchable (it never returns the new slots)."""
+        vectors, float32 or ``stored`` rows), updating the HNSW index in place instead of rebuilding
+        it. A block both removed and added is replaced. This matrix stays searchable (it never
+        returns the new slots). Stored rows are kept when this matrix and the added blocks have them."""
+        from sleuth.store.vector_codes import decode
+
         slot_of = self.slot_of()
         dead = sorted({slot_of[b] for b in removed if b in slot_of})
-        n_old, dim = len(self.block_ids), self.vectors.shape[1]
+        n_old, dim = len(self.block_ids), self.dim
         live_after = self.live - len(dead) + len(block_ids)
         new_ids = np.concatenate([self.block_ids, np.asarray(block_ids, dtype=object)]) if len(block_ids) \
             else self.block_ids.copy()
@@ -163,12 +186,19 @@ class VectorMatrix:
         old_projects = np.asarray(self.project_names + [""], dtype=object)[self.project_of_block]
         new_projects = np.concatenate([old_projects, np.asarray(project_ids, dtype=object)])
         new_projects[dead] = ""
-        add = np.asarray(vectors, dtype=np.float32).reshape(len(block_ids), dim)
-        new_vectors = np.concatenate([self.vectors, add]) if len(block_ids) else self.vectors
+        add = (decode(stored) if vectors is None and stored is not None else
+               np.asarray(vectors, dtype=np.float32)).reshape(len(block_ids), dim)
+        new_stored = None
+        if self.stored is not None and stored is not None:
+            new_stored = np.concatenate([self.stored, stored]) if len(block_ids) else self.stored
+        new_vectors = None  # kept when decoded already (or nothing else holds them)
+        if self._vectors is not None or new_stored is None:
+            new_vectors = np.concatenate([self.vectors, add]) if len(block_ids) else self.vectors
         n_dead = len(new_ids) - live_after
         if n_dead > live_after:  # compact: renumber the slots (and rebuild the HNSW index, if any)
             keep = new_ids != ""
-            return VectorMatrix(new_ids[keep], new_projects[keep], new_vectors[keep], self.exact_max_blocks)
+            return VectorMatrix(new_ids[keep], new_projects[keep], None if new_vectors is None else new_vectors[keep],
+                                self.exact_max_blocks, stored=None if new_stored is None else new_stored[keep])
         ann = self.ann
         if live_after > self.exact_max_blocks and ann is not None:
             with self._ann_lock:
@@ -178,10 +208,10 @@ class VectorMatrix:
                     ann.remove(np.asarray(dead, dtype=np.uint64))
                 if len(block_ids):
                     ann.add(np.arange(n_old, n_old + len(block_ids), dtype=np.uint64), add, threads=2)
-            matrix = VectorMatrix(new_ids, new_projects, new_vectors, self.exact_max_blocks, ann=ann)
+            matrix = VectorMatrix(new_ids, new_projects, new_vectors, self.exact_max_blocks, ann=ann, stored=new_stored)
             matrix._ann_lock = self._ann_lock
             return matrix
-        return VectorMatrix(new_ids, new_projects, new_vectors, self.exact_max_blocks)
+        return VectorMatrix(new_ids, new_projects, new_vectors, self.exact_max_blocks, stored=new_stored)
 
     def search(self, query: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` rows by cosine with ``query`` among rows where ``allowed`` (bool mask) is true.
@@ -215,7 +245,13 @@ class VectorMatrix:
             candidates, scores = np.arange(n), self.vectors @ query
         else:
             candidates = np.flatnonzero(allowed)
-            scores = self.vectors[candidates] @ query
+            if self._vectors is None and self.ann is not None:  # a narrow filter of a large matrix
+                from sleuth.store.vector_codes import decode
+
+                assert self.stored is not None
+                scores = decode(self.stored[candidates]) @ query
+            else:
+                scores = self.vectors[candidates] @ query
         if len(candidates) > k:
             top = np.argpartition(-scores, k - 1)[:k]
             candidates, scores = candidates[top], scores[top]
@@ -287,7 +323,14 @@ class VectorLane(LaneBase):
 
     def _preload(self) -> None:
         with contextlib.suppress(Exception):  # errors are left for the search path, which reports them
-            self.matrix()
+            self._decoded(self.matrix())
+
+    @staticmethod
+    def _decoded(m: VectorMatrix) -> VectorMatrix:
+        """``m`` with its float32 vectors decoded when an exact search will need them."""
+        if m.ann is None:
+            _ = m.vectors
+        return m
 
     def unavailable(self) -> str | None:
         """Why the lane cannot run (no model, or no block embedded yet), else None; cheap after the
@@ -315,7 +358,7 @@ class VectorLane(LaneBase):
 
     def warm(self) -> None:
         if self.context.model.get() is not None:
-            self.matrix()
+            self._decoded(self.matrix())
 
     def status(self) -> LaneStatus:
         """Model, dimensions and embedded blocks, from the catalog's counts (nothing is loaded but the model)."""

@@ -17,6 +17,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from sleuth.errors import IndexFormatError, storage_error, storage_errors
+from sleuth.store import doc_text
 from sleuth.store.reads import DocumentReads
 from sleuth.store.rows import (
     DocumentRow,
@@ -26,7 +27,7 @@ from sleuth.store.rows import (
     embed_key,
     embedding_text,
 )
-from sleuth.store.vectors import VectorTable
+from sleuth.store.vectors import VectorTable, encode_vector_table
 from sleuth.types import Block
 
 __all__ = ["Catalog", "DocumentRow", "FileState", "HitBlock", "IndexedBlock", "embed_key", "embedding_text"]
@@ -35,10 +36,13 @@ __all__ = ["Catalog", "DocumentRow", "FileState", "HitBlock", "IndexedBlock", "e
 #: the block's text and its document's title when the postings or the tfidf lane need them: they
 #: were 14 % of the Hugo docs' catalog), new catalogs use ``CATALOG_PAGE_BYTES`` pages. A format-3
 #: catalog is migrated on its first writable open (:meth:`Catalog._migrate`); read-only, it is read
-#: as it is.
-SCHEMA_VERSION = 4
+#: as it is. 5: block vectors are stored as 8-bit codes with a scale (:mod:`sleuth.store.vector_codes`:
+#: a quarter of float32's bytes), in a ``WITHOUT ROWID`` table (no separate index of its key); a
+#: document's ``text`` keeps only what its blocks do not hold, ``elided_chars`` code points fewer
+#: (:mod:`sleuth.store.doc_text`; 0: the whole text, as every document of a migrated catalog).
+SCHEMA_VERSION = 5
 #: Formats this code reads: older ones it can also migrate to ``SCHEMA_VERSION``.
-READABLE_SCHEMA_VERSIONS = (3, 4)
+READABLE_SCHEMA_VERSIONS = (3, 4, 5)
 #: Page size of a new catalog, in bytes. A block vector (384 float32: 1,536 bytes) fills pages of
 #: 4,096 bytes only to 76 % (two a page), of 8,192 bytes to 95 % (five): the Hugo docs' catalog is
 #: 9 % smaller. (An existing catalog keeps its page size.)
@@ -78,6 +82,7 @@ CREATE TABLE IF NOT EXISTS documents (
     label TEXT NOT NULL DEFAULT 'document',
     family TEXT NOT NULL DEFAULT 'document',
     recorded_ns INTEGER NOT NULL DEFAULT 0,
+    elided_chars INTEGER NOT NULL DEFAULT 0,
     UNIQUE (project_id, root, rel_path)
 );
 CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
@@ -101,7 +106,7 @@ CREATE TABLE IF NOT EXISTS vectors (
     embed_hash TEXT NOT NULL,
     vector BLOB NOT NULL,
     PRIMARY KEY (model, embed_hash)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS links (
     doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
     target TEXT NOT NULL,
@@ -138,6 +143,12 @@ CREATE TABLE IF NOT EXISTS skipped (
 """
 
 
+def _vectors_table_sql() -> str:
+    """Format 5's ``CREATE TABLE vectors`` statement (from ``_SCHEMA``)."""
+    table = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS vectors ("):]
+    return table[: table.index(";") + 1]
+
+
 class Catalog(DocumentReads, VectorTable):
     """Thread-safe access to one catalog database (one connection per thread).
 
@@ -167,6 +178,7 @@ class Catalog(DocumentReads, VectorTable):
         version = self._schema_version()
         if version in READABLE_SCHEMA_VERSIONS and version != SCHEMA_VERSION and self.read_only is None:
             version = self._migrate(version)
+        self.old_format = version is not None and version < 5
         if version not in READABLE_SCHEMA_VERSIONS or (version != SCHEMA_VERSION and self.read_only is None):
             raise IndexFormatError(
                 f"{path} has index format {version}; this sleuth reads format {SCHEMA_VERSION}: delete the index"
@@ -177,7 +189,10 @@ class Catalog(DocumentReads, VectorTable):
         """Bring a catalog of an older readable format to ``SCHEMA_VERSION`` in one transaction (a
         process killed meanwhile leaves the old format, migrated again on the next open); returns
         the format the catalog has after. 3 -> 4: the blocks' ``terms`` column is dropped (SQLite
-        rewrites the table; the pages freed are reused by later writes)."""
+        rewrites the table). 4 -> 5: the float32 vectors are encoded
+        (:func:`sleuth.store.vectors.float32_blobs_to_codes`) into a new ``WITHOUT ROWID`` table,
+        documents get ``elided_chars`` (0: they keep their whole text until written again).
+        The pages freed are reused by later writes (the file keeps its size)."""
         with storage_errors(self.path.parent, "the catalog"):
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
@@ -185,8 +200,12 @@ class Catalog(DocumentReads, VectorTable):
                 current = self._schema_version()  # another process may have migrated it meanwhile
                 if current == 3:
                     conn.execute("ALTER TABLE blocks DROP COLUMN terms")
-                    conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
-                    current = SCHEMA_VERSION
+                    current = 4
+                if current == 4:
+                    encode_vector_table(conn, _vectors_table_sql())
+                    conn.execute("ALTER TABLE documents ADD COLUMN elided_chars INTEGER NOT NULL DEFAULT 0")
+                    current = 5
+                conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(current),))
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -294,8 +313,12 @@ class Catalog(DocumentReads, VectorTable):
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction: every query inside sees one consistent snapshot."""
+        """A read transaction: every query inside sees one consistent snapshot (inside a
+        transaction already, that one's)."""
         conn = self.conn
+        if conn.in_transaction:
+            yield conn
+            return
         conn.execute("BEGIN")
         try:
             yield conn
@@ -417,18 +440,18 @@ class Catalog(DocumentReads, VectorTable):
             # document: a document's old rows go before any new row is written).
             for table in ("blocks", "links", "entities"):
                 conn.executemany(f"DELETE FROM {table} WHERE doc_id=?", ids)
-            conn.executemany(
-                "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        doc.doc_id, doc.project_id, doc.root, doc.rel_path, doc.title,
-                        json.dumps(doc.tags), doc.kind, json.dumps(doc.front_matter, default=str),
-                        doc.mtime_ns, doc.size_bytes, doc.content_hash, doc.revision, doc.text,
-                        gen, now, doc.role, doc.label, doc.family, doc.recorded_ns,
-                    )
-                    for doc, _ in docs
-                ],
-            )
+            rows = []
+            for doc, blocks in docs:
+                spans = sorted(((b.start_char, b.end_char, b.text, b.ordinal) for b, *_fields in blocks),
+                               key=lambda s: (s[0], s[3]))
+                stored, elided = doc_text.split(doc.text, [s[:3] for s in spans])
+                rows.append((
+                    doc.doc_id, doc.project_id, doc.root, doc.rel_path, doc.title,
+                    json.dumps(doc.tags), doc.kind, json.dumps(doc.front_matter, default=str),
+                    doc.mtime_ns, doc.size_bytes, doc.content_hash, doc.revision, stored,
+                    gen, now, doc.role, doc.label, doc.family, doc.recorded_ns, elided,
+                ))
+            conn.executemany("INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             conn.executemany("INSERT INTO links VALUES (?,?,?,?)",
                              [(doc.doc_id, t, r, lab) for doc, _ in docs for t, r, lab in doc.links])
             conn.executemany("INSERT INTO entities VALUES (?,?)",

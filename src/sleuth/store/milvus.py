@@ -426,10 +426,10 @@ class MilvusIndex:
                 if vector is None:
                     still_pending.add(doc_id)
                     continue
-                import numpy as np
+                from sleuth.store.vector_codes import decode
 
                 rows.append({**self._scalars(docs, block_id, doc_id, project_id),
-                             "dense": np.frombuffer(vector, dtype=np.float32).tolist()})
+                             "dense": decode(catalog.stored_rows([vector], dim))[0].tolist()})
             for batch in _chunks(rows, MILVUS_INSERT_BATCH_ROWS):
                 self.client.insert(self.dense, list(batch))
         self.client.flush(self.dense)

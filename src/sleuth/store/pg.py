@@ -31,6 +31,7 @@ from sleuth.errors import IndexBusy, IndexFormatError, StorageError
 from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV
 from sleuth.store.catalog import _SCHEMA, SCHEMA_VERSION, Catalog
 from sleuth.store.rows import embedding_text
+from sleuth.store.vectors import float32_blobs_to_codes
 
 #: The environment variable naming the PostgreSQL catalog (a libpq connection URL).
 CATALOG_URL_ENV = "SLEUTH_CATALOG_URL"
@@ -88,7 +89,7 @@ def pg_sql(sql: str) -> str:
 def pg_schema() -> str:
     """The catalog's tables in PostgreSQL: SQLite's, with 64-bit integers, ``BYTEA`` vectors and a
     ``seq`` column on blocks (SQLite's ``rowid``: insertion order)."""
-    schema = _SCHEMA.replace("INTEGER", "BIGINT").replace("BLOB", "BYTEA")
+    schema = _SCHEMA.replace("INTEGER", "BIGINT").replace("BLOB", "BYTEA").replace(") WITHOUT ROWID;", ");")
     return schema.replace("    embed_hash TEXT NOT NULL\n);", "    embed_hash TEXT NOT NULL,\n    seq BIGSERIAL\n);", 1)
 
 
@@ -202,9 +203,37 @@ class PgCatalog(Catalog):
                     conn.execute("ROLLBACK")
                 raise
         version = self._schema_version()
+        if version == 4:
+            version = self._migrate_from_4()
         if version != SCHEMA_VERSION:
             raise IndexFormatError(f"{redact_url(url)} holds index format {version}; this sleuth reads format"
                                    f" {SCHEMA_VERSION}: drop its tables and run `sleuth index` again")
+
+    def _migrate_from_4(self) -> int:
+        """Format 4 -> 5 in one transaction (as :meth:`Catalog._migrate`): the float32 vectors
+        encoded, documents given ``elided_chars`` (0: their whole text). Returns the format after."""
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (_lock_key(self.url, "schema"),))
+            version = self._schema_version_or_none(conn)
+            if version == 4:
+                conn.execute("ALTER TABLE documents ADD COLUMN elided_chars BIGINT NOT NULL DEFAULT 0")
+                rows = conn.execute("SELECT model, embed_hash, vector FROM vectors").fetchall()
+                for size in sorted({len(r[2]) for r in rows}):
+                    part = [r for r in rows if len(r[2]) == size]
+                    blobs = float32_blobs_to_codes([bytes(r[2]) for r in part])
+                    for (model, embed_hash, _), blob in zip(part, blobs, strict=True):
+                        conn.execute("UPDATE vectors SET vector=? WHERE model=? AND embed_hash=?",
+                                     (blob, model, embed_hash))
+                conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+                version = SCHEMA_VERSION
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                conn.execute("ROLLBACK")
+            raise
+        return version if version is not None else 4
 
     @staticmethod
     def _schema_version_or_none(conn: Any) -> int | None:  # a PgConnection (the catalog types it Connection)
@@ -248,18 +277,6 @@ class PgCatalog(Catalog):
         ).fetchall()
         return [(h, embedding_text(title, text)) for h, title, text in rows]
 
-    def import_vectors(self, other: Path) -> int:
-        """Copy the cached vectors of the SQLite catalog file ``other`` into this catalog."""
-        import sqlite3
-
-        src = sqlite3.connect(f"{other.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            rows = src.execute("SELECT model, embed_hash, vector FROM vectors").fetchall()
-        finally:
-            src.close()
-        with self.write() as conn:
-            conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?)", rows)
-        return len(rows)
 
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Sequence
 
+from sleuth.store import doc_text
 from sleuth.store.rows import (
     BLOCK_COLUMNS,
     DOCUMENT_COLUMNS,
@@ -26,9 +28,18 @@ class DocumentReads(Connected):
     """Reads of documents and blocks (a part of :class:`sleuth.store.catalog.Catalog`)."""
 
     def document(self, doc_id: str) -> DocumentRow | None:
-        cols = ", ".join(DOCUMENT_COLUMNS)
-        row = self.conn.execute(f"SELECT {cols} FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
-        return None if row is None else document_of_row(row)
+        """The document with its whole text (put back together from its blocks: ``sleuth.store.doc_text``)."""
+        cols = ", ".join(DOCUMENT_COLUMNS) + (", 0" if self.old_format else ", elided_chars")
+        with self.read() as conn:
+            row = conn.execute(f"SELECT {cols} FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+            if row is None:
+                return None
+            doc = document_of_row(row)
+            if not row[-1]:
+                return doc
+            spans = conn.execute("SELECT start_char, end_char, text FROM blocks WHERE doc_id=?"
+                                 " ORDER BY start_char, ordinal", (doc_id,)).fetchall()
+        return dataclasses.replace(doc, text=doc_text.join(doc.text, int(row[-1]), spans))
 
     def documents(self, doc_ids: Sequence[str]) -> dict[str, DocumentRow]:
         """``{doc_id: DocumentRow}`` for the ids that exist (missing ids are left out), without
@@ -120,7 +131,8 @@ class DocumentReads(Connected):
             part = list(doc_ids[i : i + 500])
             marks = ",".join("?" * len(part))
             for doc_id, length, start, end in self.conn.execute(
-                f"SELECT d.doc_id, length(d.text), MIN(b.start_char), MAX(b.end_char) FROM documents d"
+                f"SELECT d.doc_id, length(d.text){'' if self.old_format else ' + d.elided_chars'},"
+                f" MIN(b.start_char), MAX(b.end_char) FROM documents d"
                 f" JOIN blocks b ON b.doc_id = d.doc_id WHERE d.doc_id IN ({marks}) GROUP BY d.doc_id",
                 part,
             ):

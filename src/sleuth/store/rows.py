@@ -31,6 +31,10 @@ class Connected:
     def write(self) -> AbstractContextManager[sqlite3.Connection]:
         raise NotImplementedError
 
+    #: True for a catalog of a format before 5 opened read-only (see ``sleuth.store.catalog``):
+    #: float32 vector blobs, and documents that keep their whole text (no ``elided_chars`` column).
+    old_format = False
+
 
 def embedding_text(title: str, text: str) -> str:
     """What is embedded for a block: its text, preceded by its document title unless it starts with it."""

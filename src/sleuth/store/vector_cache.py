@@ -10,8 +10,10 @@ and adds the new ones (:meth:`VectorMatrix.updated`: the HNSW index is updated, 
 On disk (``<stem>`` = ``vectors.<8 hex of the model name>``):
 - ``<stem>.state.npz``: the key, slot arrays (block ids, projects, embed hashes), pending
   documents, and the names of the two files below;
-- ``<stem>.<token>.f32``: the vectors by slot (float32, row-major), memory-mapped when loaded,
-  appended to when slots are added;
+- ``<stem>.<token>.q8``: the vectors by slot as the catalog stores them (codes and scale,
+  :mod:`sleuth.store.vector_codes`: ``dim + 4`` bytes a row), memory-mapped when loaded, appended
+  to when slots are added (decoded to float32 in memory when an exact search needs them). Rebuilt
+  from the catalog it is the same bytes, so a lost file changes no ranking;
 - ``<stem>.<token>.hnsw``: the HNSW index (above the exact-search size), memory-mapped when loaded.
 Files are written under the index's write lock only (the caller says whether it holds it) and
 replaced by new names, never rewritten in place, so a reader that mapped the old ones is unaffected.
@@ -30,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from sleuth.lanes.vector import VectorMatrix, load_hnsw, save_hnsw
+from sleuth.store import vector_codes
 from sleuth.store.catalog import Catalog
 from sleuth.store.lane_cache import load_arrays, save_arrays
 from sleuth.store.scratch import create, replacing
@@ -38,6 +41,8 @@ from sleuth.store.scratch import create, replacing
 FULL_REBUILD_SHARE = 0.5
 #: Documents per ``IN (...)`` query when reading changed documents' blocks.
 DOCS_PER_QUERY = 500
+#: The state file's format (3: the vectors file holds stored rows, ``.q8``; 2 held float32, ``.f32``).
+STATE_FORMAT = "vector-state 3"
 
 
 @dataclass
@@ -83,9 +88,7 @@ def build(catalog: Catalog, model: str, dim: int) -> VectorState:
             hashes.append(embed_hash)
             rows.append(blob)
         pending = catalog.docs_without_vectors(model)
-    vectors = np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), dim) if rows else \
-        np.zeros((0, dim), dtype=np.float32)
-    matrix = VectorMatrix(ids, projects, vectors)
+    matrix = VectorMatrix(ids, projects, stored=catalog.stored_rows(rows, dim))
     return VectorState(model, generation, counter, matrix, np.asarray(hashes, dtype=object), set(pending))
 
 
@@ -105,8 +108,8 @@ def refresh(catalog: Catalog, state: VectorState, dim: int) -> VectorState:
     removed = [b for b in had if b not in current or current[b][1] != old_hashes[slot_of[b]]]
     kept = set(had) - set(removed)
     added = [b for b in current if b not in kept]
-    vectors = np.frombuffer(b"".join(current[b][2] for b in added), dtype=np.float32).reshape(len(added), dim)
-    matrix = m.updated(removed, added, [current[b][0] for b in added], vectors)
+    stored = catalog.stored_rows([current[b][2] for b in added], dim)
+    matrix = m.updated(removed, added, [current[b][0] for b in added], stored=stored)
     if len(matrix.block_ids) == len(m.block_ids) + len(added):
         hashes = np.concatenate([old_hashes, np.asarray([current[b][1] for b in added], dtype=object)])
         hashes[[slot_of[b] for b in removed]] = ""
@@ -160,7 +163,7 @@ def _hashes_after_compaction(old_hashes: np.ndarray, dead: set[int], added: Sequ
 def load(folder: Path, model: str, dim: int) -> VectorState | None:
     """The state saved in ``folder`` for ``model`` (vectors and HNSW index memory-mapped), or None."""
     stem = stem_for(model)
-    saved = load_arrays(folder / f"{stem}.state.npz", "vector-state 2", mapped=True)
+    saved = load_arrays(folder / f"{stem}.state.npz", STATE_FORMAT, mapped=True)
     if saved is None:
         return None
     try:
@@ -170,18 +173,18 @@ def load(folder: Path, model: str, dim: int) -> VectorState | None:
         n = len(block_ids)
         vectors_file, ann_file = str(saved["vectors_file"]), str(saved["ann_file"])
         path = folder / vectors_file
-        if path.stat().st_size < n * dim * 4:
+        row = vector_codes.row_dtype(dim)
+        if path.stat().st_size < n * row.itemsize:
             return None
-        vectors = np.memmap(path, dtype=np.float32, mode="r", shape=(n, dim)) if n else \
-            np.zeros((0, dim), dtype=np.float32)
+        stored = np.memmap(path, dtype=row, mode="r", shape=(n,)) if n else np.zeros(0, dtype=row)
         ann = None
         if ann_file:
             ann = load_hnsw(folder / ann_file)
             if ann is None:
                 return None
         codes = np.where(block_ids == "", -1, saved["project_of_block"]).astype(np.int32)
-        matrix = VectorMatrix(block_ids, [], vectors, ann=ann,
-                              project_codes=(saved["project_names"].tolist(), codes))
+        matrix = VectorMatrix(block_ids, [], ann=ann, project_codes=(saved["project_names"].tolist(), codes),
+                              stored=stored)
         counter = str(saved["counter"]) if bool(saved["has_counter"]) else None
         generation = int(saved["generation"])
         # Saved with another exact-search size: the HNSW index was built or dropped here; save again.
@@ -200,7 +203,10 @@ def save(folder: Path, state: VectorState) -> VectorState:
     folder that cannot be written (read-only, full), the state unchanged and the saved one intact."""
     stem = stem_for(state.model)
     m = state.matrix
-    n, dim = len(m.block_ids), m.vectors.shape[1]
+    n, row_bytes = len(m.block_ids), vector_codes.row_dtype(m.dim).itemsize
+    stored = m.stored
+    if stored is None:  # a matrix made from float32 vectors (not by this module): stored as the catalog would
+        stored = vector_codes.encode(m.vectors)
     on_disk = _saved_key(folder / f"{stem}.state.npz")
     if on_disk is not None and (on_disk == state.key or on_disk[0] > state.generation):
         return state  # another process saved this state, or a newer one
@@ -209,16 +215,16 @@ def save(folder: Path, state: VectorState) -> VectorState:
     try:
         vectors_file = state.vectors_file
         path = folder / vectors_file if vectors_file else None
-        on_disk_rows = path.stat().st_size // max(dim * 4, 1) if path is not None and path.is_file() else -1
+        on_disk_rows = path.stat().st_size // row_bytes if path is not None and path.is_file() else -1
         if on_disk_rows != state.saved_rows or state.saved_rows > n:
-            vectors_file = f"{stem}.{secrets.token_hex(4)}.f32"
+            vectors_file = f"{stem}.{secrets.token_hex(4)}.q8"
             written.append(folder / vectors_file)
-            _write_new(folder / vectors_file, np.asarray(m.vectors))
+            _write_new(folder / vectors_file, stored)
         elif n > state.saved_rows:
             assert path is not None
             appended = (path, path.stat().st_size)
             with open(path, "ab") as fh:
-                fh.write(np.ascontiguousarray(m.vectors[state.saved_rows :]).tobytes())
+                fh.write(np.ascontiguousarray(stored[state.saved_rows :]).tobytes())
                 fh.flush()
                 os.fsync(fh.fileno())
         ann_file = state.ann_file
@@ -230,7 +236,7 @@ def save(folder: Path, state: VectorState) -> VectorState:
             if not save_hnsw(m.ann, folder / ann_file):
                 raise OSError(f"cannot save {ann_file}")
         projects = np.asarray(m.project_names, dtype=str)
-        if not save_arrays(folder / f"{stem}.state.npz", "vector-state 2", model=np.asarray(state.model),
+        if not save_arrays(folder / f"{stem}.state.npz", STATE_FORMAT, model=np.asarray(state.model),
                            generation=np.asarray(state.generation), counter=np.asarray(state.counter or ""),
                            has_counter=np.asarray(state.counter is not None),
                            block_ids=m.block_ids.astype("S"), embed_hashes=state.embed_hashes.astype("S"),
@@ -252,7 +258,7 @@ def save(folder: Path, state: VectorState) -> VectorState:
     # Files no saved state names any more (replaced ones, the format before incremental updates).
     # Processes that mapped them keep reading them; a process that read the old state file but
     # has not opened them yet finds them gone and rebuilds.
-    stale = [*folder.glob(f"{stem}.*.f32"), *folder.glob(f"{stem}.*.hnsw"),
+    stale = [*folder.glob(f"{stem}.*.q8"), *folder.glob(f"{stem}.*.f32"), *folder.glob(f"{stem}.*.hnsw"),
              *(folder / f"{stem}{suffix}" for suffix in (".cache.npz", ".hnsw", ".key"))]
     for path in stale:
         if path.name not in (vectors_file, ann_file):
@@ -271,9 +277,9 @@ def _saved_key(path: Path) -> tuple[int, str | None] | None:
         return None
 
 
-def _write_new(path: Path, vectors: np.ndarray) -> None:
+def _write_new(path: Path, stored: np.ndarray) -> None:
     with replacing(path) as tmp, create(tmp) as fh:
-        fh.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+        fh.write(np.ascontiguousarray(stored).tobytes())
         fh.flush()
         os.fsync(fh.fileno())
 

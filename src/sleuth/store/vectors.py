@@ -1,15 +1,72 @@
-"""The catalog's block vectors, kept by embedding model and embedding-text hash."""
+"""The catalog's block vectors, kept by embedding model and embedding-text hash.
+
+Stored as 8-bit codes with a scale (:mod:`sleuth.store.vector_codes`, catalog format 5); a catalog
+of an older format opened read-only holds float32 blobs, encoded the same way as they are read, so
+that it ranks as it will once migrated.
+"""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
+
+from sleuth.store import vector_codes
 from sleuth.store.rows import Connected, embedding_text
+
+
+def float32_blobs_to_codes(blobs: Sequence[bytes]) -> list[bytes]:
+    """Stored blobs (:mod:`sleuth.store.vector_codes`) of float32 vector blobs of equal size."""
+    if not blobs:
+        return []
+    vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+    return vector_codes.encode_blobs(vectors)
+
+
+#: Float32 vectors encoded per statement while a format-4 catalog is migrated.
+MIGRATE_VECTORS_PER_BATCH = 4096
+
+
+def encode_vector_table(conn: sqlite3.Connection, create_sql: str) -> None:
+    """Replace the float32 ``vectors`` table of a format-4 catalog by format 5's (``create_sql``,
+    its ``CREATE TABLE IF NOT EXISTS vectors`` statement: codes and scale, ``WITHOUT ROWID``),
+    inside the caller's transaction."""
+    conn.execute("DROP TABLE IF EXISTS vectors_v5")
+    conn.execute(create_sql.replace("IF NOT EXISTS vectors (", "vectors_v5 (", 1))
+    last: tuple[str, str] = ("", "")
+    while True:
+        rows = conn.execute("SELECT model, embed_hash, vector FROM vectors WHERE (model, embed_hash) > (?, ?)"
+                            " ORDER BY model, embed_hash LIMIT ?", (*last, MIGRATE_VECTORS_PER_BATCH)).fetchall()
+        if not rows:
+            break
+        coded: list[tuple[str, str, bytes]] = []
+        for size in sorted({len(r[2]) for r in rows}):  # blobs of one size are encoded together
+            part = [r for r in rows if len(r[2]) == size]
+            blobs = float32_blobs_to_codes([r[2] for r in part])
+            coded += [(m, h, b) for (m, h, _), b in zip(part, blobs, strict=True)]
+        conn.executemany("INSERT INTO vectors_v5 VALUES (?,?,?)", coded)
+        last = (rows[-1][0], rows[-1][1])
+    conn.execute("DROP TABLE vectors")
+    conn.execute("ALTER TABLE vectors_v5 RENAME TO vectors")
 
 
 class VectorTable(Connected):
     """Block vectors by model (a part of :class:`sleuth.store.catalog.Catalog`)."""
+
+    def stored_rows(self, blobs: Sequence[bytes], dim: int) -> np.ndarray:
+        """The stored rows (shape (n,), :func:`sleuth.store.vector_codes.row_dtype`) of vector blobs
+        read from this catalog.
+
+        Raises:
+            ValueError: a blob of another size than ``dim`` dimensions take.
+        """
+        if self.old_format:
+            if any(len(b) != 4 * dim for b in blobs):
+                raise ValueError(f"a stored vector is not {4 * dim} bytes ({dim} float32 dimensions)")
+            blobs = float32_blobs_to_codes(blobs)
+        return vector_codes.from_blobs(blobs, dim)
 
     def blocks_without_vectors(self, model: str, limit: int = 10_000) -> list[tuple[str, str]]:
         """Up to ``limit`` ``(embed_hash, embedding text)`` of blocks with no vector for ``model``."""
@@ -22,9 +79,12 @@ class VectorTable(Connected):
         return [(h, embedding_text(title, text)) for h, title, text in rows]
 
     def store_vectors(self, model: str, items: Sequence[tuple[str, bytes]]) -> None:
-        """Cache ``(embed_hash, float32 vector bytes)`` for ``model`` (no new generation: derived data)."""
+        """Cache ``(embed_hash, float32 vector bytes)`` for ``model`` (no new generation: derived
+        data), stored as codes and scale (:mod:`sleuth.store.vector_codes`)."""
+        blobs = float32_blobs_to_codes([v for _, v in items])
         with self.write() as conn:
-            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", [(model, h, v) for h, v in items])
+            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)",
+                             [(model, h, b) for (h, _), b in zip(items, blobs, strict=True)])
             conn.execute(
                 "INSERT INTO meta VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
                 (f"vectors:{model}",),
@@ -32,17 +92,19 @@ class VectorTable(Connected):
 
     def import_vectors(self, other: Path) -> int:
         """Copy every cached vector of the catalog file ``other`` (any format that has a ``vectors``
-        table) into this one; returns how many rows were copied. Vectors depend only on the model
-        and the embedded text, so they survive a change of index format."""
-        conn = self.conn
-        conn.execute("ATTACH DATABASE ? AS other", (str(other),))
-        try:
-            with self.write():
-                before = conn.total_changes
-                conn.execute("INSERT OR IGNORE INTO vectors SELECT model, embed_hash, vector FROM other.vectors")
-                return conn.total_changes - before
-        finally:
-            conn.execute("DETACH DATABASE other")
+        table: float32 blobs before format 5 are encoded) into this one; returns how many rows were
+        copied. Vectors depend only on the model and the embedded text, so they survive a change of
+        index format."""
+        rows, float32 = read_vector_rows(other)
+        coded: list[tuple[str, str, bytes]] = []
+        for size in sorted({len(b) for _, _, b in rows}):  # blobs of one size are encoded together
+            part = [r for r in rows if len(r[2]) == size]
+            blobs = float32_blobs_to_codes([b for _, _, b in part]) if float32 else [b for _, _, b in part]
+            coded += [(m, h, c) for (m, h, _), c in zip(part, blobs, strict=True)]
+        with self.write() as conn:
+            before = int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+            conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?)", coded)
+            return int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]) - before
 
     def block_vectors_with_keys(self, model: str) -> Iterator[tuple[str, str, str, bytes]]:
         """``(block_id, project_id, embed_hash, vector bytes)`` of every block with a vector for ``model``."""
@@ -92,5 +154,19 @@ class VectorTable(Connected):
     def vector_dim(self, model: str) -> int | None:
         """Dimensions of the vectors stored for ``model`` (None when it has none)."""
         row = self.conn.execute("SELECT length(vector) FROM vectors WHERE model=? LIMIT 1", (model,)).fetchone()
-        return None if row is None else int(row[0]) // 4
+        if row is None:
+            return None
+        return int(row[0]) // 4 if self.old_format else vector_codes.dim_of_blob(int(row[0]))
+
+
+def read_vector_rows(path: Path) -> tuple[list[tuple[str, str, bytes]], bool]:
+    """``([(model, embed_hash, blob)], float32)`` of the SQLite catalog file ``path`` (opened
+    read-only); ``float32``: its format is older than 5 (the blobs are float32 vectors)."""
+    src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        version = src.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        rows = src.execute("SELECT model, embed_hash, vector FROM vectors").fetchall()
+    finally:
+        src.close()
+    return rows, version is None or int(version[0]) < 5
 
