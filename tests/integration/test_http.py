@@ -398,3 +398,36 @@ def test_ids_from_beta_answer_alice_like_missing_ones(server: HttpServer, tokens
     (still,) = session(server, tokens["bob"], [
         ("project_memory_search", {"project_id": "beta", "query": "quasar notes"})])
     assert "Bob note" in [r["title"] for r in still.structured_content["results"]]
+
+
+def tool_names(server: HttpServer, tok: str) -> list[str]:
+    """The tools a real SDK client session with ``tok`` is offered."""
+
+    async def main() -> list[str]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {tok}"}, timeout=120) as http, \
+                Client(streamable_http_client(server.url, http_client=http), mode="legacy") as client:
+            return sorted(t.name for t in (await client.list_tools()).tools)
+
+    return anyio.run(main)
+
+
+def test_a_read_only_token_is_not_offered_the_write_tools(server: HttpServer, tokens: dict[str, str]) -> None:
+    offered, writer = tool_names(server, tokens["alice"]), tool_names(server, tokens["carol"])
+    assert set(writer) - set(offered) == {"project_memory_record", "project_memory_forget"}
+    assert "project_memory_search" in offered
+
+
+def test_a_remote_caller_sees_no_absolute_server_path(server: HttpServer, index: Path,
+                                                      tokens: dict[str, str]) -> None:
+    projects, doctor, written = session(server, tokens["carol"], [
+        ("get_projects", {}),
+        ("project_memory_doctor", {}),
+        ("project_memory_record", {"kind": "note", "title": "Path check", "body": "Where am I?",
+                                   "project_id": "alpha"}),
+    ])
+    shown = [answer(r) for r in (projects, doctor, written)]
+    server_folder = str(index.parent)
+    assert all(server_folder not in s and str(index) not in s for s in shown), shown
+    (alpha,) = [p for p in projects.structured_content["items"] if p["project_id"] == "alpha"]
+    assert alpha["roots"][0] == "alpha"  # the root's folder name, as results label it
+    assert written.structured_content["record"]["file"].startswith("alpha/notes/")

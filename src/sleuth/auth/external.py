@@ -78,7 +78,7 @@ class ExternalIssuer:
     def check(self, token: str, verifier: JwtVerifier) -> Verdict:
         """Verify an RS256/ES256 ``token`` of this issuer for ``verifier``'s resource and users.
         Blocks while the JWKS is fetched (call it off the event loop); never raises."""
-        from sleuth.auth.tokens import CLOCK_LEEWAY_S, Verdict, decode_failure, expired_subject
+        from sleuth.auth.tokens import AUDIENCE_MISMATCH, CLOCK_LEEWAY_S, Verdict, decode_failure, expired_subject
 
         try:
             signing = self.client.get_signing_key_from_jwt(token)
@@ -94,6 +94,8 @@ class ExternalIssuer:
                                 options={"require": list(EXTERNAL_REQUIRED_CLAIMS)})
         except (jwt.PyJWTError, TypeError, ValueError) as exc:  # a key of another kind may raise any of them
             reason = decode_failure(exc) if isinstance(exc, jwt.PyJWTError) else "key of another kind"
+            if reason.startswith(AUDIENCE_MISMATCH):  # not one of ours: no hint to mint one with `sleuth users token`
+                reason = f"external issuer's token: {reason}"
             subject = expired_subject(token, signing, list(EXTERNAL_ALGORITHMS)) if reason == "expired" else None
             return Verdict(None, reason, subject)
         claims.setdefault("scope", "")

@@ -155,6 +155,8 @@ class CallerMiddleware:
         return Caller(record.name, frozenset(record.projects), frozenset(user.access_token.scopes))
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/list":
+            return self._listed(ctx, await call_next(ctx))
         if ctx.method != "tools/call":
             return await call_next(ctx)
         params = ctx.params or {}
@@ -182,6 +184,25 @@ class CallerMiddleware:
                 args = arguments if isinstance(arguments, dict) else {}
                 self.audit.record(caller.user, name, audited_project(args), count,
                                   (time.perf_counter() - started) * 1000, error, audited_query(args))
+
+    def _listed(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> HandlerResult:
+        """``tools/list``'s answer without the write tools for a caller whose token lacks
+        :data:`SCOPE_WRITE` (calling one would get 403 ``insufficient_scope``, which not every
+        client shows the model)."""
+        caller = self.caller(ctx)
+        if caller is None or SCOPE_WRITE in caller.scopes:
+            return result
+
+        def writes(tool: Any) -> bool:
+            name = tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", None)
+            return self.kinds.get(str(name), READ) == WRITE
+
+        if isinstance(result, dict) and isinstance(result.get("tools"), list):
+            return {**result, "tools": [t for t in result["tools"] if not writes(t)]}
+        tools = getattr(result, "tools", None)
+        if isinstance(result, BaseModel) and isinstance(tools, list):
+            return result.model_copy(update={"tools": [t for t in tools if not writes(t)]})
+        return result
 
     async def _gated(self, kind: str, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if kind == CONTROL:

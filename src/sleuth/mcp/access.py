@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import DocumentNotFound, ProjectNotFound, not_found
+from sleuth.remote import hide_server_paths
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
@@ -78,6 +79,14 @@ class Access:
         if caller is None:
             return frozenset()
         return caller.projects if self.static is None else caller.projects & self.static
+
+    def shown(self, payload: Any) -> Any:
+        """``payload`` as this session may see it: for a remote caller (``per_caller``) without an
+        absolute server path (:func:`sleuth.remote.hide_server_paths`); else unchanged."""
+        if not self.per_caller:
+            return payload
+        roots = [r for rs in self.engine.catalog.roots().values() for r in rs]
+        return hide_server_paths(payload, str(self.engine.index_dir), roots)
 
     def visible(self, project_id: str) -> bool:
         """True when the session may see project ``project_id`` (whether or not it exists)."""

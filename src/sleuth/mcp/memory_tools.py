@@ -411,7 +411,7 @@ class MemoryTools:
                 pid, kind, title, body, _strings(tags, "tags"), _strings(related, "related"),
                 _strings(supersedes, "supersedes"), rid, create_project=pid == INBOX_PROJECT_ID,
                 request_id=request_id)
-            return {"record": receipt.as_dict()}
+            return {"record": self.access.shown(receipt.as_dict())}
         return await self._run(run, request_id if isinstance(request_id, str) else None)
 
     async def project_memory_forget(self, record_id: Any = None, project_id: Any = None) -> CallToolResult:
@@ -429,7 +429,7 @@ class MemoryTools:
             if self.access.per_caller:  # a remote user: index-wide counters and server paths say
                 # when (and how often) other projects are written, and where the index lives
                 report.update(generation=0, postings_generation=0, index_dir="")
-            return {"doctor": report}
+            return {"doctor": self.access.shown(report)}
         return await self._run(run)
 
     def tools(self) -> list[Tool]:

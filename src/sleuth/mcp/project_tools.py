@@ -204,7 +204,8 @@ class ProjectTools:
 
     async def get_projects(self) -> dict[str, Any]:
         def work() -> dict[str, Any]:
-            items = [p.model_dump() for p in self.engine.projects() if self.access.visible(p.project_id)]
+            items = self.access.shown([p.model_dump() for p in self.engine.projects()
+                                       if self.access.visible(p.project_id)])
             return envelope(result_count=len(items), items=items)
 
         return await run_in_worker(work)

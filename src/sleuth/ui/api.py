@@ -19,11 +19,13 @@ import fcntl
 import os
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 from sleuth.engine import Engine
 from sleuth.errors import DocumentNotFound, ProjectNotFound, QueryError
 from sleuth.ingest.roles import FILTER_KINDS, ROLES, SOURCE_FAMILIES, time_bound_ns
+from sleuth.remote import hide_server_paths
 from sleuth.store.folder import WRITE_LOCK_FILE
 from sleuth.text.query import QUERY_MAX_CHARS
 from sleuth.types import SearchFilters, SearchRequest
@@ -271,7 +273,8 @@ def status_json(engine: Engine, files: bool = False, allowed: Sequence[str] | No
     ``remote`` (a user of ``sleuth serve --http``): what is index-wide and would tell of other
     users' projects -- the index folder, the generations, how far the postings are behind, the
     writer process, the embedding counts -- is left out (empty / None), as
-    ``project_memory_doctor`` does for a remote caller."""
+    ``project_memory_doctor`` does for a remote caller, and no absolute server path is shown
+    (:func:`sleuth.remote.hide_server_paths`)."""
     report = engine.status(files=files)
     shown = None if allowed is None else set(allowed)
 
@@ -308,13 +311,18 @@ def status_json(engine: Engine, files: bool = False, allowed: Sequence[str] | No
     if remote:
         out.update(index_dir="", generation=None, postings_generation=None, postings_behind=0, writer=None)
         out["embedding"].update(blocks_with_vectors=None, blocks=None)
+        roots = [r for rs in engine.catalog.roots().values() for r in rs]
+        out = hide_server_paths(out, str(engine.index_dir), roots)
     return out
 
 
-def facets_json(engine: Engine, allowed: Sequence[str] | None = None) -> dict[str, Any]:
-    """What the page's filters offer: the projects shown (with their roots), kind labels, roles and
-    families, and which of the filters the pipeline applies."""
+def facets_json(engine: Engine, allowed: Sequence[str] | None = None, remote: bool = False) -> dict[str, Any]:
+    """What the page's filters offer: the projects shown (with their roots: for a ``remote`` user
+    their folder names only), kind labels, roles and families, and which of the filters the
+    pipeline applies."""
     roots = {p: list(r) for p, r in sorted(engine.catalog.roots().items()) if allowed is None or p in allowed}
+    if remote:
+        roots = {p: [PurePosixPath(r).name for r in rs] for p, rs in roots.items()}
     return {"projects": list(roots), "roots": roots, "kinds": list(KIND_LABELS), "roles": list(ROLES),
             "families": list(SOURCE_FAMILIES), "query_max_chars": QUERY_MAX_CHARS, "limit_max": UI_LIMIT_MAX,
             "filters": {name: any(f in SearchFilters.model_fields for f in fields)

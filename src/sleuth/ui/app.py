@@ -123,7 +123,7 @@ def page_routes(engine: Engine, access: AccessOf, remote: bool = False,
         return await call(request, "status", lambda allowed: api.status_json(engine, files, allowed, remote=remote))
 
     async def facets(request: Request) -> Response:
-        return await call(request, "facets", lambda allowed: api.facets_json(engine, allowed))
+        return await call(request, "facets", lambda allowed: api.facets_json(engine, allowed, remote=remote))
 
     async def page(request: Request) -> Response:
         return FileResponse(STATIC_DIR / "index.html", headers={"cache-control": "no-cache"})
