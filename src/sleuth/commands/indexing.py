@@ -84,6 +84,9 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     )
     if no_model:
         click.echo(f"  vector lane unavailable (searches use the lexical lanes): {no_model}")
+    if index_dir is None and not os.environ.get(INDEX_ENV) and not _finds(target):
+        click.echo(f"  other commands find this index from inside {target.parent}, or with --index {target} "
+                   f"(or SLEUTH_INDEX={target})")
     if embedding.get("pid"):
         click.echo(f"  keyword search is ready; embedding {embedding['pending_blocks']} block(s) in the background "
                    f"(process {embedding['pid']}): `sleuth status` shows how far, `sleuth embed` waits for it")
@@ -94,6 +97,13 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
         click.echo(line)
     for p in report.problems:
         click.echo(f"  warning {p['path']}: {p['problem']}")
+
+
+def _finds(target: Path) -> bool:
+    """Whether a command run here without ``--index`` finds ``target`` (it looks for ``.sleuth/`` in
+    the current folder and its parents)."""
+    here = Path.cwd().resolve()
+    return target.parent == here or target.parent in here.parents
 
 
 def render_skips(skips: list[tuple[str, str]], verbose: bool) -> list[str]:
