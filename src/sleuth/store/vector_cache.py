@@ -36,6 +36,8 @@ from sleuth.store.scratch import create, replacing
 
 #: Above this share of the live blocks changed at once, the matrix is rebuilt from the catalog.
 FULL_REBUILD_SHARE = 0.5
+#: Vectors read from the catalog per part of a full build (float32 rows gathered, then joined).
+BUILD_ROWS_PER_PART = 65_536
 #: Documents per ``IN (...)`` query when reading changed documents' blocks.
 DOCS_PER_QUERY = 500
 
@@ -76,15 +78,21 @@ def build(catalog: Catalog, model: str, dim: int) -> VectorState:
     """Read every block vector of ``model`` from the catalog (one consistent snapshot)."""
     with catalog.read():
         generation, counter = _read_marks(catalog, model)
-        ids, projects, hashes, rows = [], [], [], []
+        ids, projects, hashes, parts, rows = [], [], [], [], []
         for block_id, project_id, embed_hash, blob in catalog.block_vectors_with_keys(model):
             ids.append(block_id)
             projects.append(project_id)
             hashes.append(embed_hash)
             rows.append(blob)
+            if len(rows) == BUILD_ROWS_PER_PART:  # joined per part: no million small bytes objects at once
+                parts.append(np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), dim))
+                rows = []
+        if rows:
+            parts.append(np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), dim))
+        del rows
         pending = catalog.docs_without_vectors(model)
-    vectors = np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), dim) if rows else \
-        np.zeros((0, dim), dtype=np.float32)
+    vectors = np.concatenate(parts) if len(parts) > 1 else parts[0] if parts else np.zeros((0, dim), dtype=np.float32)
+    del parts
     matrix = VectorMatrix(ids, projects, vectors)
     return VectorState(model, generation, counter, matrix, np.asarray(hashes, dtype=object), set(pending))
 
