@@ -42,7 +42,7 @@ def sources_and_queries(data: Path, n_queries: int) -> tuple[list[str], list[str
     return sources, rng.sample(sf_q, half) + rng.sample(tl_q, n_queries - half)
 
 
-def measure(n: int, sources: list[str], queries: list[str], workdir: Path, warmup: int) -> dict:
+def measure(n: int, sources: list[str], queries: list[str], workdir: Path, warmup: int, keep: bool = False) -> dict:
     docs = bench.synth_docs(sources, n, bench.SEED)
     corpus = workdir / f"synth-{n}.jsonl"
     bench.write_jsonl(corpus, docs)
@@ -59,6 +59,11 @@ def measure(n: int, sources: list[str], queries: list[str], workdir: Path, warmu
           f" {row['lexical_bytes'] / 2**20:,.1f} MB; load {bench.loadavg()} -->", flush=True)
     vec = bench.run_child("random_vectors", {"index": str(index), "seed": bench.SEED}, workdir)
     row.update(vectors_s=vec.get("took_s"), vectors_rss_mb=vec.get("rss_mb"))
+    lane = bench.run_child("vector_lane", {"index": str(index)}, workdir)
+    row.update(lane_s=lane.get("took_s"), lane_rss_mb=lane.get("rss_mb"), error=row["error"] or lane.get("error"))
+    print(f"<!-- {n:,} blocks: random vectors {vec.get('took_s') or 0:.1f} s; vector lane built and saved in"
+          f" {lane.get('took_s') or 0:.1f} s (HNSW {lane.get('hnsw')}), peak RSS {lane.get('rss_mb')} MB;"
+          f" load {bench.loadavg()} -->", flush=True)
     q = bench.run_child("queries", {"index": str(index), "queries": str(qfile), "warmup": warmup, "sets": SETS},
                         workdir)
     row.update(vector_ready_s=q.get("vector_matrix_s"), query_rss_mb=q.get("rss_mb"))
@@ -67,7 +72,8 @@ def measure(n: int, sources: list[str], queries: list[str], workdir: Path, warmu
         row[f"{r['lane']} p95"] = r["p95"]
     row["bytes"] = folder_bytes(index)
     row["load_after"] = bench.loadavg()
-    shutil.rmtree(index, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(index, ignore_errors=True)
     corpus.unlink()
     return row
 
@@ -79,24 +85,27 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--keep", action="store_true", help="keep each size's index folder in the workdir")
     args = ap.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sleuth-scale."))
     workdir.mkdir(parents=True, exist_ok=True)
     sources, queries = sources_and_queries(args.data, args.queries)
     print("| blocks | index s | blocks/s | index peak RSS MB | lexical index MB | random vectors s |"
-          " vector lane ready s | query process peak RSS MB | bm25 p50 / p95 ms | hybrid p50 / p95 ms |"
+          " vector lane build s | build peak RSS MB | vector lane ready s | query process peak RSS MB |"
+          " bm25 p50 / p95 ms | hybrid p50 / p95 ms |"
           " index folder MB | load (1/5/15 min) before; after |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for n in (int(x) for x in args.sizes.split(",")):
         started = time.perf_counter()
-        r = measure(n, sources, queries, workdir, args.warmup)
+        r = measure(n, sources, queries, workdir, args.warmup, args.keep)
 
         def f(key: str, digits: int = 2, r: dict = r) -> str:
             v = r.get(key)
             return "-" if v is None else f"{v:,.{digits}f}"
         bps = f"{n / r['index_s']:,.0f}" if r.get("index_s") else "-"
         print(f"| {n:,} | {f('index_s', 1)} | {bps} | {f('index_rss_mb', 0)} | {r['lexical_bytes'] / 2**20:,.1f} |"
-              f" {f('vectors_s', 1)} | {f('vector_ready_s', 1)} | {f('query_rss_mb', 0)} |"
+              f" {f('vectors_s', 1)} | {f('lane_s', 1)} | {f('lane_rss_mb', 0)} | {f('vector_ready_s', 1)} |"
+              f" {f('query_rss_mb', 0)} |"
               f" {f('bm25 p50')} / {f('bm25 p95')} | {f('hybrid (default lanes) p50')} /"
               f" {f('hybrid (default lanes) p95')} | {r['bytes'] / 2**20:,.1f} |"
               f" {r['load_before']}; {r['load_after']} |"

@@ -118,7 +118,13 @@ class Engine:
         return cls(found, config)
 
     def close(self) -> None:
+        """Stop the search pool and close what the index holds open: the lanes' clients (Milvus),
+        the catalog's connections (every thread's, on PostgreSQL) and the postings."""
         self.searcher.close()
+        for lane in self.lanes.values():
+            close = getattr(lane, "close", None)
+            if callable(close):
+                close()
         self.folder.close()
 
     def gone(self) -> bool:

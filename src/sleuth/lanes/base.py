@@ -25,6 +25,15 @@ if TYPE_CHECKING:
     from sleuth.store.catalog import Catalog
 
 
+class LaneSkipped(Exception):
+    """Raised by a lane's ``search`` that cannot answer this query while the search goes on
+    without it; the response lists the lane as skipped, with ``reason`` (readable, for the user)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class DocFilter:
     """The document filters of a search, as given (empty: no filter; recorded-time bounds in ns

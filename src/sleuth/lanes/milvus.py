@@ -17,11 +17,11 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, LaneStatus
+from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, LaneSkipped, LaneStatus
 from sleuth.lanes.lexical import INDEX_FIELD_BOOSTS
 from sleuth.lanes.registry import LaneSpec
 from sleuth.lanes.vector import VectorLane, no_vectors_reason
-from sleuth.store.milvus import MilvusIndex, MilvusSettings, expression
+from sleuth.store.milvus import MilvusIndex, MilvusSettings, expressions
 from sleuth.text import ParsedQuery
 from sleuth.types import RankedList
 
@@ -54,6 +54,13 @@ class MilvusShared:
                 self._index = MilvusIndex(self.settings, self.context.catalog)
             return self._index
 
+    def close(self) -> None:
+        """Close the Milvus client (the engine closes; a later use opens a new one)."""
+        with self._lock:
+            index, self._index = self._index, None
+        if index is not None:
+            index.close()
+
     def model(self) -> tuple[str, int] | None:
         """``(name, dimensions)`` of the embedding model when it loads, else None."""
         embedder = self.context.model.get()
@@ -76,6 +83,24 @@ class MilvusShared:
                 self._synced = key
 
 
+def filters(lane: str, context: LaneContext, q: LaneQuery) -> list[str]:
+    """The Milvus filter expressions of ``q`` (:func:`sleuth.store.milvus.expressions`; ``[]``:
+    nothing can match), the blocks of its quoted phrases read from the local postings.
+
+    Raises:
+        LaneSkipped: more blocks or documents to list than ``sleuth.store.milvus.MILVUS_FILTER_IDS_MAX``.
+    """
+    phrase_blocks = context.phrase_blocks(q) if q.parsed.phrases else None
+    if phrase_blocks is not None and not phrase_blocks:
+        return []
+    try:
+        return expressions(q.projects, q.doc_filter, q.doc_ids, phrase_blocks)
+    except ValueError as exc:
+        what = ("the quoted phrase is too common" if phrase_blocks is not None else
+                "the filter allows too many documents")
+        raise LaneSkipped(f"{what} for the {lane} lane in Milvus ({exc}): the other lanes answer") from None
+
+
 class _MilvusLexical(LaneBase):
     """A lexical lane over the ``lex`` or ``tfidf`` sparse field of ``<collection>_lex``."""
 
@@ -89,6 +114,9 @@ class _MilvusLexical(LaneBase):
 
     def warm(self) -> None:
         self.shared.sync()
+
+    def close(self) -> None:
+        self.shared.close()
 
     def status(self) -> LaneStatus:
         index = self.shared.index
@@ -104,12 +132,11 @@ class _MilvusLexical(LaneBase):
         vector = self.query_vector(q.parsed)
         if not vector:
             return RankedList(self.name, (), ())
-        phrase_blocks = self.context.phrase_blocks(q) if q.parsed.phrases else None
-        if phrase_blocks is not None and not phrase_blocks:
+        exprs = filters(self.name, self.context, q)
+        if not exprs:
             return RankedList(self.name, (), ())
-        expr = expression(q.projects, q.doc_filter, q.doc_ids, phrase_blocks)
         index = self.shared.index
-        ids, scores = index.search(index.lex, self.field, vector, q.k, expr)
+        ids, scores = index.search_any(index.lex, self.field, vector, q.k, exprs)
         return RankedList(self.name, tuple(ids), tuple(scores))
 
 
@@ -174,6 +201,9 @@ class MilvusVectorLane(VectorLane):
     def warm(self) -> None:
         self.shared.sync()
 
+    def close(self) -> None:
+        self.shared.close()
+
     def search(self, q: LaneQuery) -> RankedList:
         self.shared.sync()
         if not q.parsed.text or (q.doc_ids is not None and not q.doc_ids):
@@ -181,12 +211,11 @@ class MilvusVectorLane(VectorLane):
         index = self.shared.index
         if not index.client.has_collection(index.dense):
             return RankedList(self.name, (), ())
-        phrase_blocks = self.context.phrase_blocks(q) if q.parsed.phrases else None
-        if phrase_blocks is not None and not phrase_blocks:
+        exprs = filters(self.name, self.context, q)
+        if not exprs:
             return RankedList(self.name, (), ())
-        expr = expression(q.projects, q.doc_filter, q.doc_ids, phrase_blocks)
         vector = self.query_vector(q.parsed.text)
-        ids, scores = index.search(index.dense, "dense", vector.astype("float32").tolist(), q.k, expr)
+        ids, scores = index.search_any(index.dense, "dense", vector.astype("float32").tolist(), q.k, exprs)
         keep = [(b, s) for b, s in zip(ids, scores, strict=True) if s >= self.min_similarity]
         return RankedList(self.name, tuple(b for b, _ in keep), tuple(s for _, s in keep))
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from sleuth.errors import QueryError, RequestCancelled
 from sleuth.lanes import registry
-from sleuth.lanes.base import Lane, LaneQuery
+from sleuth.lanes.base import Lane, LaneQuery, LaneSkipped
 from sleuth.pipeline.plan import Plan
 from sleuth.pipeline.requests import RequestState
 from sleuth.types import RankedList
@@ -125,10 +125,8 @@ class Retrieval:
                 if qi == question]
 
 
-class _Skipped(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+class _Skipped(LaneSkipped):
+    """The lane has nothing to look for in the query (decided before it runs)."""
 
 
 class _Unavailable(Exception):
@@ -191,7 +189,7 @@ class Retriever:
             raise exc
         if isinstance(exc, _Unavailable):
             result.unavailable[name], status = exc.reason, "unavailable"
-        elif isinstance(exc, _Skipped):
+        elif isinstance(exc, LaneSkipped):  # _Skipped, or the lane's own (a query it cannot answer)
             result.skipped[name], status = exc.reason, "skipped"
         elif exc is not None:
             result.failed[name], status = f"{type(exc).__name__}: {exc}", "failed"
@@ -278,6 +276,6 @@ def _settle(state: RequestState | None, name: str, future: Future[Any]) -> None:
         if isinstance(exc, RequestCancelled):
             state.lanes[name] = "cancelled"
         elif state.lanes.get(name) == "settling":
-            state.lanes[name] = "failed" if exc and not isinstance(exc, _Unavailable | _Skipped) else "settled"
+            state.lanes[name] = "failed" if exc and not isinstance(exc, _Unavailable | LaneSkipped) else "settled"
 
     future.add_done_callback(done)

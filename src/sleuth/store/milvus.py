@@ -35,8 +35,13 @@ if TYPE_CHECKING:
 
 #: Rows sent to Milvus per insert call.
 MILVUS_INSERT_BATCH_ROWS = 2_000
-#: Ids per ``in [...]`` list of a delete or filter expression.
+#: Ids per ``in [...]`` list of a delete expression, and of a search filter.
+MILVUS_DELETE_IDS_PER_EXPRESSION = 1_000
 MILVUS_IDS_PER_EXPRESSION = 1_000
+#: Most ids a lane query lists in its filter (quoted phrases' blocks, or documents), over several
+#: expressions of ``MILVUS_IDS_PER_EXPRESSION`` ids, one search each; above it the Milvus lane is
+#: skipped with a readable reason (a phrase that common is the exact lane's to answer).
+MILVUS_FILTER_IDS_MAX = 20_000
 #: Milvus returns at most this many hits per search (its topk limit).
 MILVUS_TOPK_MAX = 16_384
 #: Placeholder key of a block without terms (Milvus refuses an empty sparse vector); no query has it.
@@ -127,6 +132,37 @@ def expression(projects: Sequence[str] | None, doc_filter: DocFilter | None, doc
     return " and ".join(parts)
 
 
+def doc_of(block_id: str) -> str:
+    """The document id of a block id (``<doc_id>:<12 hex>``, see :mod:`sleuth.indexer`)."""
+    return block_id.rsplit(":", 1)[0]
+
+
+def expressions(projects: Sequence[str] | None, doc_filter: DocFilter | None, doc_ids: Iterable[str] | None,
+                block_ids: Iterable[str] | None) -> list[str]:
+    """The filter of a lane query as one or more expressions (see :func:`expression`), each listing
+    at most ``MILVUS_IDS_PER_EXPRESSION`` ids, whose searches' hits together are the query's (the
+    caller merges the top k of each: :meth:`MilvusIndex.search_any`). Listed blocks are first
+    narrowed to the listed documents, so one list remains. ``[]``: nothing can match.
+
+    Raises:
+        ValueError: more than ``MILVUS_FILTER_IDS_MAX`` ids to list (the caller skips the lane,
+            saying why; the message says how many).
+    """
+    ids_per_expression, ids_max = MILVUS_IDS_PER_EXPRESSION, MILVUS_FILTER_IDS_MAX
+    listed_docs = None if doc_filter is not None or doc_ids is None else set(doc_ids)
+    if block_ids is not None and listed_docs is not None:
+        block_ids = [b for b in block_ids if doc_of(b) in listed_docs]
+        listed_docs = None
+    if block_ids is None and listed_docs is None:
+        return [expression(projects, doc_filter, None, None)]
+    ids = sorted(block_ids) if block_ids is not None else sorted(listed_docs or ())
+    if len(ids) > ids_max:
+        raise ValueError(f"{len(ids):,} {'blocks' if block_ids is not None else 'documents'} to list,"
+                         f" at most {ids_max:,}")
+    return [expression(projects, doc_filter, chunk, None) if block_ids is None else
+            expression(projects, doc_filter, None, chunk) for chunk in _chunks(ids, ids_per_expression)]
+
+
 _STATS_DDL = (
     "CREATE TABLE IF NOT EXISTS milvus_df (term_id BIGINT PRIMARY KEY, df BIGINT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS milvus_doc_stats (doc_id TEXT PRIMARY KEY, stats TEXT NOT NULL)",
@@ -154,7 +190,9 @@ class MilvusIndex:
 
         self.settings, self.catalog = settings, catalog
         try:
-            self.client = MilvusClient(settings.uri)
+            # A connection of its own (pymilvus shares one per address by default and keeps it
+            # open after close): close() then really closes it.
+            self.client = MilvusClient(settings.uri, dedicated=True)
             self.server_version = str(self.client.get_server_version())
         except Exception as exc:  # pymilvus.MilvusException, grpc errors
             raise StorageError(f"cannot reach Milvus at {settings.uri}: {exc}") from exc
@@ -368,7 +406,7 @@ class MilvusIndex:
         return True
 
     def _delete(self, collection: str, doc_ids: Sequence[str]) -> None:
-        for part in _chunks(list(doc_ids), MILVUS_IDS_PER_EXPRESSION):
+        for part in _chunks(list(doc_ids), MILVUS_DELETE_IDS_PER_EXPRESSION):
             self.client.delete(collection, filter=in_list("doc_id", part))
 
     def _scalars(self, docs: dict[str, Any], block_id: str, doc_id: str, project_id: str) -> dict[str, Any]:
@@ -454,6 +492,19 @@ class MilvusIndex:
             pairs = [p for p in pairs if p[1] > 0]
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return [b for b, _ in pairs], [s for _, s in pairs]
+
+    def search_any(self, collection: str, field: str, query: Any, k: int,
+                   exprs: Sequence[str]) -> tuple[list[str], list[float]]:
+        """:meth:`search` under each of ``exprs`` (the parts of one filter, see :func:`expressions`),
+        merged: the top ``k`` of the union, by score then block id."""
+        if len(exprs) == 1:
+            return self.search(collection, field, query, k, exprs[0])
+        pairs: list[tuple[str, float]] = []
+        for expr in exprs:
+            ids, scores = self.search(collection, field, query, k, expr)
+            pairs.extend(zip(ids, scores, strict=True))
+        pairs.sort(key=lambda p: (-p[1], p[0]))
+        return [b for b, _ in pairs[:k]], [s for _, s in pairs[:k]]
 
     def count(self, collection: str) -> int:
         """Rows of ``collection`` (0 when it does not exist)."""

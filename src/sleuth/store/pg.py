@@ -22,6 +22,7 @@ import re
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -185,6 +186,9 @@ class PgCatalog(Catalog):
         self.url = url
         self.path = index_dir / "catalog.postgresql"  # never a file: names the catalog in messages
         self._local = threading.local()
+        #: Every open connection of this catalog, of every thread (:meth:`close` closes them all).
+        self._connections: weakref.WeakSet[PgConnection] = weakref.WeakSet()
+        self._connections_lock = threading.Lock()
         self.read_only = None
         if self._schema_version() is None:
             conn = self.conn
@@ -248,9 +252,23 @@ class PgCatalog(Catalog):
 
     def _connect(self) -> Any:
         try:
-            return PgConnection(self.url)
+            conn = PgConnection(self.url)
         except Exception as exc:  # psycopg.OperationalError: refused, unknown host, bad password
             raise StorageError(f"cannot reach the catalog at {redact_url(self.url)}: {str(exc).strip()}") from exc
+        with self._connections_lock:
+            self._connections.add(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this catalog opened, in every thread (the search pool's too):
+        the engine is done with the catalog. A later use opens a new connection."""
+        with self._connections_lock:
+            connections = list(self._connections)
+            self._connections = weakref.WeakSet()
+            self._local = threading.local()
+        for conn in connections:
+            with contextlib.suppress(Exception):
+                conn.close()
 
     @contextmanager
     def write(self) -> Iterator[Any]:
