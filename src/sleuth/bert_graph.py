@@ -418,9 +418,10 @@ MINILM_OUTLIER_CHANNELS: dict[str, tuple[int, ...]] = {
     "4.qkv": (99, 157), "4.attn_out": (155, 305), "4.ffn1": (99, 127), "4.ffn2": (637, 1321),
     "5.qkv": (99, 157), "5.attn_out": (45, 261), "5.ffn1": (99, 223), "5.ffn2": (119, 1302),
 }
-#: Outlier channels kept in float32 per feed-forward input of the int8 model. Two: the mean
-#: 1 - cosine to float32 vectors of 48 SciFact and tldr texts is 6.7e-3 with none, 1.9e-3 with two
-#: (both feed-forward inputs), 1.9e-3 with four (docs/BENCH.md).
+#: Outlier channels kept in float32 per product input of the int8 model. Two: with per-token
+#: scales, the mean 1 - cosine to float32 vectors of 120 Hugo docs and tldr texts is 2.8e-3 with
+#: none, 6.6e-4 with two of every product's input, 6.4e-4 / 5.6e-4 with four / eight, which cost
+#: 6-7 % more time (docs/BENCH.md, "Per-token int8").
 INT8_OUTLIER_CHANNELS = 2
 
 
