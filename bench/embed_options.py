@@ -84,7 +84,7 @@ def _nbits(src: Path, dst: Path, bits: int = 8, block: int = 32) -> None:
     inits = {i.name: i for i in graph.initializer}
     nodes = []
     for node in graph.node:
-        if node.op_type != "MatMul" or node.input[1] not in inits:
+        if node.op_type != "MatMul" or node.input[1] not in inits or node.name.startswith("fp32_side_"):
             nodes.append(node)
             continue
         w = numpy_helper.to_array(inits[node.input[1]])

