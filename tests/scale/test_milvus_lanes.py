@@ -72,8 +72,30 @@ def tie_groups(hits: list[tuple[str, float]]) -> list[set[str]]:
     return [g for _, g in groups]
 
 
+#: How far a vector lane's score may move when a block is embedded again by another process (its
+#: stored 8-bit codes may then differ by one step): blocks closer than this may swap places.
+VECTOR_SCORE_TOLERANCE = 2e-3
+
+
+def same_up_to_near_ties(a: list[tuple[str, float]], b: list[tuple[str, float]], tol: float) -> bool:
+    """``b`` ranks the blocks of ``a`` alike, except blocks whose scores in ``a`` are within ``tol``
+    (and a block only in ``b`` scores within ``tol`` of ``a``'s last)."""
+    at = {block: i for i, (block, _) in enumerate(a)}
+    for i, (block, score) in enumerate(b):
+        j = at.get(block)
+        if j is None:
+            if not a or abs(score - a[-1][1]) > tol:
+                return False
+        elif i < len(a) and abs(a[j][1] - a[i][1]) > tol:
+            return False
+    return True
+
+
 def assert_same(a: dict, b: dict) -> None:  # type: ignore[type-arg]
     for key in a:
+        if key[0] == "vector":  # re-embedded after a kill: near ties may swap (VECTOR_SCORE_TOLERANCE)
+            assert same_up_to_near_ties(a[key], b[key], VECTOR_SCORE_TOLERANCE), key
+            continue
         assert tie_groups(a[key]) == tie_groups(b[key]), key
         for (_, sa), (_, sb) in zip(a[key], b[key], strict=True):
             assert sa == pytest.approx(sb, rel=2e-3, abs=1e-4), key
