@@ -252,12 +252,20 @@ class Engine:
                 return doc.doc_id, None
             if ref in self.catalog.blocks([ref]):
                 return doc.doc_id, ref
-        rel = ref.replace("\\", "/").removeprefix("./")
-        candidates = [c for c in self.catalog.documents_at(rel) if allowed is None or c[1] in allowed]
-        label, _, rest = rel.partition("/")
-        if rest:  # root-qualified: en/publish.css
-            candidates += [c for c in self.catalog.documents_at(rest)
-                           if root_label(c[2]) == label and (allowed is None or c[1] in allowed)]
+        # A path as results show it (its index form: ``\\xNN`` and ``\\\\`` escapes) first; only
+        # when that names nothing, backslashes read as Windows separators.
+        forms = [ref.removeprefix("./")]
+        if "\\" in ref:
+            forms.append(ref.replace("\\", "/").removeprefix("./"))
+        candidates: list[tuple[str, str, str, str]] = []
+        for rel in forms:
+            candidates = [c for c in self.catalog.documents_at(rel) if allowed is None or c[1] in allowed]
+            label, _, rest = rel.partition("/")
+            if rest:  # root-qualified: en/publish.css
+                candidates += [c for c in self.catalog.documents_at(rest)
+                               if root_label(c[2]) == label and (allowed is None or c[1] in allowed)]
+            if candidates:
+                break
         if Path(ref).is_absolute():
             for pid, roots in self.catalog.roots().items():
                 for root in roots if allowed is None or pid in allowed else ():

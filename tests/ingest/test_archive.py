@@ -255,3 +255,17 @@ def test_links_and_special_members_are_skipped_with_the_reason(tmp_path: Path) -
         link.external_attr = (0o120777 << 16)  # what `zip --symlinks` stores: the mode of a symbolic link
         zf.writestr(link, "/etc/passwd")
     assert members(zipped) == [("real.md", "ok"), ("sym.md", "a symbolic link inside the archive (not followed)")]
+
+
+def test_over_long_member_names_are_skipped_and_gnu_long_names_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "long.tar"
+    with tarfile.open(path, "w", format=tarfile.GNU_FORMAT) as tf:
+        add(tf, "d/" + "n" * 5_000 + ".md", b"# long\n")
+        add(tf, "ok.md", b"# ok\n")
+    assert members(path) == [("d/" + "n" * 198 + "...", "member name is 5005 characters long; the limit is 4096"),
+                             ("ok.md", "ok")]
+    huge = tmp_path / "huge.tar"
+    with tarfile.open(huge, "w", format=tarfile.GNU_FORMAT) as tf:
+        add(tf, "n" * 100_000 + ".md", b"# huge\n")
+    with pytest.raises(ArchiveLimit, match="a GNU long name of 100004 bytes, over the 16384 byte limit"):
+        members(huge)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -70,9 +71,16 @@ def handle_errors(f: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+#: Characters JSON may carry raw but a terminal must not get: C1 controls (U+0080-U+009F, U+009B is
+#: an 8-bit CSI), bidirectional embedding/override/isolate controls, and the line/paragraph separators.
+_TERMINAL_UNSAFE_RE = re.compile("[\u0080-\u009f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
 def emit_json(obj: Any) -> None:
-    """``obj`` as indented JSON on stdout."""
-    click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+    """``obj`` as indented JSON on stdout; characters a terminal would act on (C1 controls, bidi
+    controls) are written as ``\\uXXXX`` escapes, so the data read back is the same."""
+    text = json.dumps(obj, ensure_ascii=False, indent=2)
+    click.echo(_TERMINAL_UNSAFE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 class LanesOption(click.Option):

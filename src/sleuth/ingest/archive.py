@@ -50,6 +50,10 @@ ARCHIVE_MAX_RATIO = 100
 ARCHIVE_RATIO_GRACE_BYTES = 1024 * 1024
 """The ratio limit applies past this many uncompressed bytes (small, repetitive files compress well)."""
 
+#: Longest archive member name, in characters (Linux's PATH_MAX); a longer one is skipped.
+MEMBER_NAME_MAX_CHARS = 4096
+#: Characters of an over-long member name shown in its skip reason.
+MEMBER_NAME_SHOWN_CHARS = 200
 TAR_PAX_HEADER_MAX_BYTES = 64 * 1024
 """At most this many bytes in one pax header of a tar (real ones hold a few names, times and
 attributes); a longer one stops the archive."""
@@ -108,8 +112,12 @@ def member_name(raw: str) -> tuple[str, str | None]:
     ``(shown, reason)`` when the member is skipped (``shown``: the raw name, escaped).
 
     Backslashes become ``/``; a drive letter (``C:``), leading slashes, ``.`` and empty parts are
-    dropped. Skipped: a NUL in the name, a ``..`` part, nothing left. Pure.
+    dropped. Skipped: a name over :data:`MEMBER_NAME_MAX_CHARS`, a NUL in the name, a ``..`` part,
+    nothing left. Pure.
     """
+    if len(raw) > MEMBER_NAME_MAX_CHARS:
+        return index_name(raw[:MEMBER_NAME_SHOWN_CHARS]) + "...", (
+            f"member name is {len(raw)} characters long; the limit is {MEMBER_NAME_MAX_CHARS}")
     shown = index_name(raw)
     if "\0" in raw:
         return shown, "member name holds a NUL character"
@@ -324,6 +332,13 @@ class _BoundedTarInfo(tarfile.TarInfo):
     """tarfile's member header, with its pax headers checked against the limits above before
     tarfile parses them (:data:`TAR_PAX_HEADER_MAX_BYTES`, :data:`TAR_PAX_TOTAL_MAX_BYTES`,
     :data:`TAR_PAX_DIGIT_RUN_MAX`)."""
+
+    def _proc_gnulong(self, tar: Any) -> Any:
+        # A GNU long name or link name: read whole by tarfile, so bounded like a pax header.
+        if self.size > MEMBER_NAME_MAX_CHARS * 4:
+            raise ArchiveLimit(f"a GNU long name of {self.size} bytes, over the {MEMBER_NAME_MAX_CHARS * 4} byte "
+                               "limit; the rest was not read")
+        return super()._proc_gnulong(tar)  # type: ignore[misc]
 
     def _proc_pax(self, tar: Any) -> Any:
         if self.size > TAR_PAX_HEADER_MAX_BYTES:
