@@ -333,3 +333,41 @@ def test_arguments_nested_deep_get_a_tool_error(served: tuple[Path, Path], serve
         assert "the limit is 8" in tool_text({"result": answer})
         again = s.call_tool("search_fuzzy", {"query": "pythn", "candidates": ["python"]})
         assert again["result"]["structuredContent"]["best_match"] == "python"
+
+
+def test_hostile_sessions_that_hold_every_thread_never_lock_out_another(served: tuple[Path, Path],
+                                                                        tmp_path: Path) -> None:
+    """More hostile sessions than the shared threads can serve, each with its share of searches
+    held by a lane that hangs: a new session still starts and searches (its only call has a
+    thread of its own), and the searches of sessions that went away are cancelled."""
+    index, _guides = served
+    folder = tempfile.mkdtemp(prefix="sbl-", dir="/tmp")
+    env = serve_env({"SLEUTH_BROKER": "1", "SLEUTH_BROKER_DIR": folder, "SLEUTH_BROKER_IDLE_S": "600",
+                     "SLEUTH_FAULT_LANE_DELAY_MS": "vector=240000"})
+    args = ["--index", str(index), "--tools", "memory"]
+    hostile = TOOL_WORKER_THREADS // TOOL_CALLS_PER_CALLER + 1
+    ids = {h: [f"h{h}-{n}" for n in range(TOOL_CALLS_PER_CALLER)] for h in range(hostile)}
+    try:
+        sessions = [RawSession(args, env, tmp_path / f"h{h}.log") for h in range(hostile)]
+        for h, s in enumerate(sessions):
+            for rid in ids[h]:
+                s.send("tools/call", {"name": "project_memory_search", "arguments": {
+                    "query": "catalog", "project_id": "lab", "request_id": rid, "response_deadline_ms": 300_000}})
+        with RawSession(args, env, tmp_path / "b.log") as b:
+            every = [rid for h in ids for rid in ids[h]]
+            for _poll in range(10_000):  # safety net only: wait until every hostile search runs
+                if all(_running(b, rid) for rid in every):
+                    break
+            assert all(_running(b, rid) for rid in every)  # more than the shared threads: 4 sessions' worth + 1
+            found = b.call_tool("project_memory_search", {"project_id": "lab", "query": "ledger",
+                                                          "filters": {"retrieval_lanes": ["bm25"]}})
+            assert found["result"]["structuredContent"]["results"][0]["title"] == "Ledger notes"
+            for s in sessions:
+                s.close()  # gone without cancelling: the broker cancels what they left running
+            for _poll in range(10_000):
+                if not any(_running(b, rid) for rid in every):
+                    break
+            assert not any(_running(b, rid) for rid in every)  # their threads are free again
+    finally:
+        stop_brokers(None, env)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -50,11 +50,11 @@ from sleuth.errors import ConfigError, IndexBusy, SleuthError, storage_errors
 from sleuth.locks import WRITE_LOCK_TIMEOUT_S, lock_exclusive
 from sleuth.mcp.errors import structured_error
 from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
-from sleuth.mcp.limits import CALLER_CALLS, new_caller_limiter, run_in_worker
+from sleuth.mcp.limits import CALLER_CALLS, new_caller_limiter, run_in_worker, session_setup_limiter
 from sleuth.mcp.registry import ServeContext
 from sleuth.mcp.sdk import serve_streams
 from sleuth.mcp.server import build_server, check_allowed_projects, needs_index, parse_profiles
-from sleuth.pipeline.requests import RequestRegistry
+from sleuth.pipeline.requests import SESSION_REQUESTS, RequestRegistry, RequestState, cancel_all
 
 log = logging.getLogger("sleuth.broker")
 
@@ -391,7 +391,8 @@ class Broker:
             return context, build_server(context, profiles)
 
         try:
-            context, server = await run_in_worker(setup)
+            # Not on the tool threads: a session starts even while other sessions' calls hold them all.
+            context, server = await anyio.to_thread.run_sync(setup, limiter=session_setup_limiter())
         except SleuthError as exc:
             for context in made:
                 context.close()
@@ -406,8 +407,15 @@ class Broker:
             # This session's tool calls (spawned from this task, so they see the variable) work at
             # most TOOL_CALLS_PER_CALLER at once: a burst from one session never takes every thread.
             CALLER_CALLS.set(new_caller_limiter())
-            async with stream_transport(receive, stream) as (read_stream, write_stream):
-                await serve_streams(server, read_stream, write_stream)
+            owned: list[RequestState] = []
+            SESSION_REQUESTS.set(owned)
+            try:
+                async with stream_transport(receive, stream) as (read_stream, write_stream):
+                    await serve_streams(server, read_stream, write_stream)
+            finally:  # what it left running would hold tool threads with nobody to answer
+                stopped = cancel_all(owned, "the session that sent it ended")
+                if stopped:
+                    log.info("a session ended with %d request(s) running: cancelled", stopped)
         finally:
             self.sessions -= 1
             self.last_active = time.monotonic()

@@ -105,6 +105,10 @@ ARGUMENT_MAX_DEPTH = 8
 TOOL_WORKER_THREADS = 16
 #: Tool calls of one caller (a broker session, an HTTP user) working at once (its others wait their turn).
 TOOL_CALLS_PER_CALLER = 4
+#: Threads for each caller's only running call, apart from the shared ones (so every caller is served).
+FIRST_CALL_THREADS = 256
+#: Threads that start broker sessions (reading the guides, the config), apart from the tool threads.
+SESSION_SETUP_THREADS = 4
 #: Largest ``limit`` of ``search_project`` (seed 000).
 SEARCH_PROJECT_LIMIT_MAX = 50
 #: Most items of ``filters.roles``, ``filters.source_families``, ``filters.retrieval_lanes``: each choice once.
@@ -234,6 +238,8 @@ TOOL_LIMITS: tuple[Limit, ...] = (
     _limit("TOOL_WORKER_THREADS", TOOL_WORKER_THREADS, "threads", "tool calls working at once per server process"),
     _limit("TOOL_CALLS_PER_CALLER", TOOL_CALLS_PER_CALLER, "calls",
            "tool calls working at once per broker session or HTTP user (its others wait their turn)"),
+    _limit("FIRST_CALL_THREADS", FIRST_CALL_THREADS, "threads",
+           "threads for each caller's only running call, beside the shared ones (every caller is served)"),
     _limit("MESSAGE_MAX_BYTES", MESSAGE_MAX_BYTES, "bytes",
            "one JSON-RPC message (a longer line is skipped and answered; a `tools/call` with a tool error)"),
 )
@@ -482,12 +488,35 @@ def new_caller_limiter() -> anyio.CapacityLimiter:
     return anyio.CapacityLimiter(TOOL_CALLS_PER_CALLER)
 
 
+_FIRST_CALLS: RunVar[anyio.CapacityLimiter] = RunVar("sleuth_first_calls")
+_SESSION_SETUP: RunVar[anyio.CapacityLimiter] = RunVar("sleuth_session_setup")
+
+
+def _run_limiter(var: RunVar[anyio.CapacityLimiter], tokens: int) -> anyio.CapacityLimiter:
+    try:
+        return var.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(tokens)
+        var.set(limiter)
+        return limiter
+
+
+def session_setup_limiter() -> anyio.CapacityLimiter:
+    """The threads that start sessions (:data:`SESSION_SETUP_THREADS`), apart from the tool threads."""
+    return _run_limiter(_SESSION_SETUP, SESSION_SETUP_THREADS)
+
+
 async def run_in_worker(fn: Callable[[], T]) -> T:
     """``fn()`` in a worker thread, off the event loop: at most :data:`TOOL_WORKER_THREADS` at once
     per process and, when the task runs for a caller (:data:`CALLER_CALLS`), at most
-    :data:`TOOL_CALLS_PER_CALLER` of that caller's at once (it waits for its own calls first)."""
+    :data:`TOOL_CALLS_PER_CALLER` of that caller's at once (it waits for its own calls first).
+
+    A caller's only running call does not wait for the shared threads (it has its own, one of at
+    most :data:`FIRST_CALL_THREADS`): however many callers keep theirs busy, every caller is served."""
     caller = CALLER_CALLS.get()
     if caller is None:
         return await anyio.to_thread.run_sync(fn, limiter=tool_limiter())
     async with caller:
-        return await anyio.to_thread.run_sync(fn, limiter=tool_limiter())
+        first = caller.borrowed_tokens == 1
+        limiter = _run_limiter(_FIRST_CALLS, FIRST_CALL_THREADS) if first else tool_limiter()
+        return await anyio.to_thread.run_sync(fn, limiter=limiter)

@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,25 @@ class RequestState:
         return out
 
 
+#: The requests started for the current session (a list the session made; None: not tracked).
+#: :meth:`RequestRegistry.start` adds each new request to it (context variables reach worker
+#: threads), so a session that ends can cancel what it left running (:func:`cancel_all`).
+SESSION_REQUESTS: ContextVar[list[RequestState] | None] = ContextVar("sleuth_session_requests", default=None)
+#: Past this many tracked requests, a session's finished ones are dropped from its list.
+SESSION_REQUESTS_PRUNE_AT = 64
+
+
+def cancel_all(states: list[RequestState], reason: str) -> int:
+    """Ask every still-running request of ``states`` to stop with ``reason``; returns how many were."""
+    stopped = 0
+    for state in list(states):
+        if state.finished is None and not state.cancel_event.is_set():
+            state.cancel_reason, state.cancel_phase = reason, state.phase
+            state.cancel_event.set()
+            stopped += 1
+    return stopped
+
+
 class RequestRegistry:
     """Thread-safe table of running and recently finished requests."""
 
@@ -106,7 +126,12 @@ class RequestRegistry:
             self._finished.pop(rid, None)
             state = RequestState(rid, summary[:200], deadline_ms)
             self._running[rid] = state
-            return state
+        owned = SESSION_REQUESTS.get()
+        if owned is not None:
+            if len(owned) >= SESSION_REQUESTS_PRUNE_AT:
+                owned[:] = [s for s in owned if s.finished is None]
+            owned.append(state)
+        return state
 
     def finish(self, state: RequestState, outcome: str, error: str | None = None) -> None:
         """Mark ``state`` finished with ``outcome`` (one of the state constants)."""
