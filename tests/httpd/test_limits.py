@@ -185,3 +185,30 @@ def test_a_user_whose_sessions_are_all_busy_gets_429(index: Path, tmp_path: Path
                                   f"this user holds {SESSIONS_PER_USER_MAX} open sessions, all busy; close one "
                                   "(HTTP DELETE) or retry later"}
         assert server.post(INIT, bob).status_code == 200
+
+
+def test_one_users_requests_in_flight_are_capped_the_others_served(index: Path, tmp_path: Path,
+                                                                   sockets: list[socket.socket]) -> None:
+    """A user whose requests are all still being served (here: bodies that never finish, from
+    several addresses, so the per-address cap plays no part) gets 429 for one more; another user
+    is served. ($SLEUTH_HTTP_REQUESTS_PER_USER lowers HTTP_REQUESTS_PER_USER_MAX for the test.)"""
+    env = {"SLEUTH_HTTP_HEAD_TIMEOUT_S": "3600", "SLEUTH_HTTP_BODY_TIMEOUT_S": "3600",
+           "SLEUTH_HTTP_REQUESTS_PER_USER": "3"}
+    with http_server(index, log_dir=tmp_path, env=env) as server:
+        alice, bob = token(index, "alice", server.url), token(index, "bob", server.url)
+        for source in ("127.0.0.2", "127.0.0.3", "127.0.0.4"):
+            sockets.append(connect(server.port, source, head(server, alice, length=1000) + b'{"jsonrpc":'))
+        refused = None
+        for _poll in range(10_000):  # safety net only: until the server holds all three as alice's
+            refused = server.post(INIT, alice)
+            if refused.status_code == 429:
+                break
+        assert refused is not None and refused.status_code == 429
+        assert refused.json()["error"] == "too_many_requests" and refused.headers["retry-after"] == "1"
+        assert server.post(INIT, bob).status_code == 200
+        for sock in sockets:
+            sock.close()
+        for _poll in range(10_000):  # alice is served again once hers are gone
+            if server.post(INIT, alice).status_code == 200:
+                break
+        assert server.post(INIT, alice).status_code == 200

@@ -285,6 +285,9 @@ class RequireBearer:
         self.app, self.settings, self.audit, self.sessions = app, settings, audit, sessions
         self.write_tools = frozenset(write_tools)
         self.limiter = limiter or RateLimiter(settings.rate_requests, settings.rate_period_s)
+        #: Requests of each user being served now (HTTP_REQUESTS_PER_USER_MAX each: one user's slow
+        #: calls never hold every connection the server takes).
+        self.in_flight: dict[str, int] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -297,6 +300,21 @@ class RequireBearer:
         user = scope["user"]
         scopes = set(user.scopes)
         name = user.access_token.subject
+        if self.in_flight.get(name, 0) >= self.settings.requests_per_user_max:
+            audit_refusal(self.audit, scope, 429, "requests in flight per user", name)
+            await send_json(send, 429, {"error": "too_many_requests", "error_description":
+                                        f"this user has {self.settings.requests_per_user_max} requests in "
+                                        "flight; wait for their answers"}, [("Retry-After", "1")])
+            return
+        self.in_flight[name] = self.in_flight.get(name, 0) + 1
+        try:
+            await self._authorized(scope, receive, send, scopes, name)
+        finally:
+            self.in_flight[name] -= 1
+            if not self.in_flight[name]:
+                del self.in_flight[name]
+
+    async def _authorized(self, scope: Scope, receive: Receive, send: Send, scopes: set[str], name: str) -> None:
         if scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return

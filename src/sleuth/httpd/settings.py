@@ -30,6 +30,9 @@ HTTP_SESSION_IDLE_S = 1800.0
 #: Most MCP sessions one user may hold open; opening another closes their least recently used
 #: idle one (429 with ``Retry-After`` when none of theirs is idle).
 HTTP_SESSIONS_PER_USER_MAX = 32
+#: Requests of one user served at once, event streams included (429 with ``Retry-After`` beyond),
+#: so one user's slow calls never take every connection (``$SLEUTH_HTTP_REQUESTS_PER_USER``).
+HTTP_REQUESTS_PER_USER_MAX = 64
 #: Seconds a connection has to send a whole request head (408 and closed after;
 #: ``$SLEUTH_HTTP_HEAD_TIMEOUT_S``).
 HTTP_HEAD_TIMEOUT_S = 10.0
@@ -134,6 +137,7 @@ class HttpSettings:
     body_timeout_s: float = HTTP_BODY_TIMEOUT_S
     pending_per_client_max: int = HTTP_PENDING_PER_CLIENT_MAX
     sessions_per_user_max: int = HTTP_SESSIONS_PER_USER_MAX
+    requests_per_user_max: int = HTTP_REQUESTS_PER_USER_MAX
     issuer_url: str | None = None
     jwks_url: str | None = None
 
@@ -204,7 +208,23 @@ def http_settings(bind: str, url: str | None = None, allow_hosts: Sequence[str] 
                         max_request_bytes=max_request_bytes, rate_requests=requests, rate_period_s=period,
                         audit_queries=audit_queries, issuer_url=issuer_url or None, jwks_url=jwks_url or None,
                         head_timeout_s=_seconds_from_env("SLEUTH_HTTP_HEAD_TIMEOUT_S", HTTP_HEAD_TIMEOUT_S),
-                        body_timeout_s=_seconds_from_env("SLEUTH_HTTP_BODY_TIMEOUT_S", HTTP_BODY_TIMEOUT_S))
+                        body_timeout_s=_seconds_from_env("SLEUTH_HTTP_BODY_TIMEOUT_S", HTTP_BODY_TIMEOUT_S),
+                        requests_per_user_max=_count_from_env("SLEUTH_HTTP_REQUESTS_PER_USER",
+                                                              HTTP_REQUESTS_PER_USER_MAX))
+
+
+def _count_from_env(name: str, default: int) -> int:
+    """A positive count from environment variable ``name`` (``default`` when unset).
+
+    Raises:
+        ConfigError: not a whole number from 1 to 100,000.
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= 100_000:
+        raise ConfigError(f"${name} must be a whole number from 1 to 100000; got {raw[:40]!r}")
+    return int(raw)
 
 
 #: Longest head or body timeout accepted from the environment, in seconds.
