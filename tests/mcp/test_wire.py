@@ -7,6 +7,7 @@ import json
 
 import anyio
 import mcp_types as types
+import pytest
 
 from sleuth.mcp.wire import LineReader, Oversized, decode_line, encode_message, oversized_reply
 
@@ -69,3 +70,20 @@ def test_an_oversized_line_with_its_id_last_or_none_is_answered_with_what_can_be
 def test_an_answer_utf8_cannot_carry_is_sent_with_replacement_characters() -> None:
     answer = types.jsonrpc_message_adapter.validate_python({"jsonrpc": "2.0", "id": 1, "result": {"t": "a\ud800b"}})
     assert json.loads(encode_message(answer)) == {"jsonrpc": "2.0", "id": 1, "result": {"t": "a\ufffdb"}}
+
+
+@pytest.mark.parametrize("request_id", ["1.5", "[1]", "true", "{}", "1" * 200, "1" * 5000])
+def test_a_request_whose_id_cannot_be_echoed_gets_an_error_with_a_null_id(request_id: str) -> None:
+    """Not silence (which a client waits on forever): JSON-RPC 2.0 section 5.1's answer."""
+    answer = decode_line(('{"jsonrpc":"2.0","id":' + request_id + ',"method":"tools/list"}').encode())
+    assert isinstance(answer, bytes)
+    assert json.loads(answer) == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": "Invalid Request: the id must be a string or an integer of at most 100 digits"}}
+
+
+@pytest.mark.parametrize("line", [b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}',
+                                  b'{"jsonrpc":"2.0","id":"x","method":"tools/list"}',
+                                  b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+                                  b'{"jsonrpc":"2.0","method":"notifications/initialized","params":{"id":3}}'])
+def test_good_ids_and_notifications_pass(line: bytes) -> None:
+    assert not isinstance(decode_line(line), bytes)

@@ -65,6 +65,8 @@ OVERSIZED_KEPT_BYTES = 4096
 
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
+#: Bits of the largest integer id echoed back (an integer of INT_MAX_DIGITS decimal digits).
+_ID_MAX_BITS = int(INT_MAX_DIGITS * 3.33)
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _ID = rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")'
 _HEAD_ID_RE = re.compile(_ID)
@@ -93,9 +95,16 @@ def decode_line(line: bytes) -> SessionMessage | bytes | None:
     module docstring) and checked as a JSON-RPC message again.
     """
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError:
         pass
+    else:
+        if isinstance(message, types.JSONRPCNotification) and b'"id"' in line and _has_id(line):
+            return _bad_id_reply()  # an id the strict parser dropped (1.5, [1]): a request, not a notification
+        request_id = getattr(message, "id", None)
+        if isinstance(request_id, int) and request_id.bit_length() > _ID_MAX_BITS:
+            return _bad_id_reply()  # could not even be written back (Python's int-to-text limit)
+        return SessionMessage(message)
     try:
         data = json.loads(line.decode("utf-8", "replace"), parse_int=_parse_int)
     except RecursionError:
@@ -103,14 +112,37 @@ def decode_line(line: bytes) -> SessionMessage | bytes | None:
     except ValueError:
         return _reply_error(None, PARSE_ERROR, "Parse error: the message is not JSON")
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_python(data, by_name=False))
+        lenient = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
     except (ValidationError, RecursionError):
         pass
+    else:
+        if isinstance(lenient, types.JSONRPCNotification) and isinstance(data, dict) and data.get("id") is not None:
+            return _bad_id_reply()  # an id it dropped (a float, or an integer read as infinite)
+        return SessionMessage(lenient)
     request_id = data.get("id") if isinstance(data, dict) else None
     if isinstance(data, dict) and "method" in data and isinstance(request_id, int | str) \
             and not isinstance(request_id, bool):
         return _reply_error(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request")
+    if isinstance(data, dict) and "method" in data and request_id is not None:
+        return _bad_id_reply()
     return None  # a notification or a response: JSON-RPC answers neither
+
+
+def _has_id(line: bytes) -> bool:
+    """Whether the JSON object ``line`` has a non-null ``id`` (decoded leniently; a notification
+    that mentions ``"id"`` is rare and small)."""
+    try:
+        data = json.loads(line.decode("utf-8", "replace"), parse_int=_parse_int)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("id") is not None
+
+
+def _bad_id_reply() -> bytes:
+    """JSON-RPC's answer to a request whose id it cannot echo (not a string or an integer): an
+    error with a null id (JSON-RPC 2.0, section 5.1), never silence."""
+    return _reply_error(None, INVALID_REQUEST, "Invalid Request: the id must be a string or an integer "
+                        f"of at most {INT_MAX_DIGITS} digits")
 
 
 @dataclass(frozen=True)
