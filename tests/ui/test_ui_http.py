@@ -132,7 +132,7 @@ def test_ui_calls_are_audited_per_user(server: HttpServer, index: Path, tokens: 
     deadline = time.monotonic() + ANSWER_WAIT_S
     while time.monotonic() < deadline:
         lines = [json.loads(line) for line in (index / "audit.jsonl").read_text().splitlines()]
-        mine = [line for line in lines if line["tool"] == "ui.search" and line.get("query") == "zeppelin hangar"]
+        mine = [line for line in lines if line.get("tool") == "ui.search" and line.get("query") == "zeppelin hangar"]
         if mine:
             break
         time.sleep(0.1)
