@@ -368,6 +368,10 @@ def test_hostile_sessions_that_hold_every_thread_never_lock_out_another(served: 
                 if not any(_running(b, rid) for rid in every):
                     break
             assert not any(_running(b, rid) for rid in every)  # their threads are free again
+            ended = {rid: b.call_tool("query_status", {"request_id": rid})["result"]["structuredContent"]
+                     ["query_status"] for rid in every}
+            assert {(st["state"], st.get("cancel_reason")) for st in ended.values()} == {
+                ("cancelled", "the session that sent it ended")}  # stopped at once, not after the 240 s hang
     finally:
         stop_brokers(None, env)
         shutil.rmtree(folder, ignore_errors=True)

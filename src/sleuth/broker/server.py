@@ -409,13 +409,17 @@ class Broker:
             CALLER_CALLS.set(new_caller_limiter())
             owned: list[RequestState] = []
             SESSION_REQUESTS.set(owned)
-            try:
-                async with stream_transport(receive, stream) as (read_stream, write_stream):
-                    await serve_streams(server, read_stream, write_stream)
-            finally:  # what it left running would hold tool threads with nobody to answer
+
+            def cancel_left() -> None:  # what it left running would hold tool threads with nobody to answer
                 stopped = cancel_all(owned, "the session that sent it ended")
                 if stopped:
                     log.info("a session ended with %d request(s) running: cancelled", stopped)
+
+            try:
+                async with stream_transport(receive, stream, on_end=cancel_left) as (read_stream, write_stream):
+                    await serve_streams(server, read_stream, write_stream)
+            finally:  # also when the session ends another way (the broker stopping)
+                cancel_left()
         finally:
             self.sessions -= 1
             self.last_active = time.monotonic()

@@ -9,7 +9,7 @@ transport.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
@@ -26,18 +26,24 @@ __all__ = ["MESSAGE_MAX_BYTES", "stream_transport"]
 @asynccontextmanager
 async def stream_transport(
     receive: BufferedByteReceiveStream, send: ByteSendStream, max_bytes: int = MESSAGE_MAX_BYTES,
+    on_end: Callable[[], object] | None = None,
 ) -> AsyncIterator[tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]]:
     """(read stream, write stream) for ``MCPServer``'s low-level ``run`` over a byte stream.
 
     ``receive`` may already hold bytes read after the session's header line; they come first. The
-    read stream ends when the peer closes its side.
+    read stream ends when the peer closes its side; ``on_end`` is called then, at once (the SDK's
+    server waits for the calls still in flight before ``run`` returns, so what must stop them,
+    such as cancelling their requests, cannot wait for that).
     """
 
     async def chunk() -> bytes:
         try:
-            return await receive.receive(READ_CHUNK_BYTES)
+            data = await receive.receive(READ_CHUNK_BYTES)
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return b""
+            data = b""
+        if not data and on_end is not None:
+            on_end()
+        return data
 
     async with line_transport(chunk, send.send, max_bytes) as streams:
         yield streams
