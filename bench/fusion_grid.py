@@ -118,11 +118,14 @@ RM3_LANE_SETTINGS = ("rm3-10-10-0.5", "rm3-10-20-0.7", "rm3-10-20-0.5", "rm3-20-
 def rm3_lane(fb_docs: int, fb_terms: int, original_weight: float) -> Callable[[EvalRun, str], RankedList]:
     """The rm3 lane (sleuth.lanes.lexical.FeedbackLane) with these RM3 settings. Until 2026-12-01 this was
     a prototype that left quoted phrases out of both rounds (every lane requires them), which on CISI,
-    whose queries quote words, raised the rows with RM3 by up to 0.03 (docs/EVAL.md)."""
+    whose queries quote words, raised the rows with RM3 by up to 0.03 (docs/EVAL.md). As the grids of the
+    first two passes ran it: blocks holding no word of the query may be returned (the lane's default
+    since the third pass requires one; bench/grid_terms.py compares the two)."""
     from sleuth.lanes.lexical import FeedbackLane
 
     def search(run: EvalRun, text: str) -> RankedList:
-        lane = FeedbackLane(run.engine.postings, run.engine.catalog, fb_docs, fb_terms, original_weight)
+        lane = FeedbackLane(run.engine.postings, run.engine.catalog, fb_docs, fb_terms, original_weight,
+                            query_word_required=False)
         return lane.search(LaneQuery(parse_query(text), DEPTH_BLOCKS))
     return search
 

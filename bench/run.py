@@ -214,12 +214,14 @@ def job_queries(p: dict) -> dict:
     warmup = p["warmup"]
     out: dict = {"rows": []}
     started = time.perf_counter()
-    e = Engine(p["index"])
+    e = Engine(p["index"], _config(p["model"])) if p.get("model") else Engine(p["index"])
     out["open_ms"] = (time.perf_counter() - started) * 1000
     sets: list[tuple[str, list[str] | None, bool]] = [
         ("bm25", ["bm25"], False), ("tfidf", ["tfidf"], False), ("index", ["index"], False),
         ("vector", ["vector"], False), ("vector (cached query vector)", ["vector"], True),
         ("lexical fusion (bm25+tfidf+index)", LEXICAL_LANES, False), ("hybrid (default lanes)", None, False),
+        ("rm3", ["rm3"], False), ("hybrid + rm3 (bm25,index,rm3,vector)", ["bm25", "index", "rm3", "vector"], False),
+        ("hybrid without rm3 (bm25,index,vector)", ["bm25", "index", "vector"], False),
     ]
     if p.get("sets"):  # only these rows (bench/scale.py)
         sets = [s for s in sets if s[0] in p["sets"]]

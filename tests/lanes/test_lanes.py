@@ -249,8 +249,9 @@ def test_bm25_matches_independent_bm25(bm25_corpus, query):
 
 
 def test_rm3_lane_finds_a_block_through_a_feedback_term(tmp_path):
-    """The rm3 lane expands the query with the likeliest terms of the bm25 lane's best blocks: a block
-    sharing no word with the query but one with the feedback blocks is found, below them."""
+    """The rm3 lane expands the query with the likeliest terms of the bm25 lane's best blocks: without
+    ``query_word_required``, a block sharing no word with the query but one with the feedback blocks is
+    found, below them; by default only blocks holding a word of the query are returned."""
     from sleuth.lanes.lexical import FeedbackLane
 
     src = tmp_path / "notes"
@@ -266,7 +267,8 @@ def test_rm3_lane_finds_a_block_through_a_feedback_term(tmp_path):
         q = lane_query("wing lift")
         bm25 = eng.lanes["bm25"].search(q)
         assert [path_of[doc[b]] for b in bm25.block_ids] == ["a.md", "b.md"]
-        lane = FeedbackLane(eng.postings, eng.catalog, fb_blocks=2, fb_terms=5, original_weight=0.5)
+        lane = FeedbackLane(eng.postings, eng.catalog, fb_blocks=2, fb_terms=5, original_weight=0.5,
+                            query_word_required=False)
         res = lane.search(q)
         assert res.lane == "rm3"
         assert [path_of[doc[b]] for b in res.block_ids] == ["a.md", "b.md", "c.md"]
@@ -276,5 +278,10 @@ def test_rm3_lane_finds_a_block_through_a_feedback_term(tmp_path):
         # a quoted phrase stays required in both rounds
         quoted = lane.search(lane_query('"wind tunnel" lift'))
         assert sorted(path_of[doc[b]] for b in quoted.block_ids) == ["b.md", "c.md"]
+        # a word of the query required: the feedback terms reorder its matches, find no other block
+        worded = FeedbackLane(eng.postings, eng.catalog, fb_blocks=2, fb_terms=5, original_weight=0.5)
+        found = worded.search(q)
+        assert [path_of[doc[b]] for b in found.block_ids] == ["a.md", "b.md"]
+        assert list(found.scores) == list(res.scores[:2])
     finally:
         eng.close()

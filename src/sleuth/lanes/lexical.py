@@ -10,8 +10,10 @@
 - ``rm3``: the bm25 lane's query expanded by pseudo-relevance feedback (RM3, :mod:`sleuth.lanes.feedback`):
   a first bm25 round takes its ``RM3_FEEDBACK_BLOCKS`` best blocks as relevant, and the query's
   terms plus the ``RM3_FEEDBACK_TERMS`` likeliest terms of those blocks, weighted as RM3 says, are
-  scored by BM25 over the body. Off by default; meant to run beside the bm25 lane, not instead of
-  it (docs/EVAL.md). It can return blocks holding none of the query's words (only expansion terms).
+  scored by BM25 over the body, among the blocks that hold a word of the query (the expansion
+  terms reorder and extend the query's matches; a block holding none of its words is not returned,
+  so a document the lexical lanes found always holds a word of the query). It runs beside the bm25
+  lane, not instead of it (docs/EVAL.md, "Issue 14, third pass"; whether by default: the registry).
 - ``exact``: blocks containing a quoted phrase or a whole identifier of the query verbatim
   (folded, unstemmed); scored by BM25 over those exact tokens.
 
@@ -94,20 +96,25 @@ class FeedbackLane(_TantivyLane):
         context: the index's parts (the postings, and the catalog the feedback blocks' text comes
             from), or bare postings with ``catalog``.
         fb_blocks / fb_terms / original_weight: RM3's settings (:func:`sleuth.lanes.feedback.rm3_weights`).
+        query_word_required: return only blocks holding a word of the query (the default: the
+            expansion terms then reorder and extend the query's matches, never find a block without
+            its words; on the four development sets the same nDCG@10 as without, docs/EVAL.md).
     Raises:
         ValueError: no catalog to read the feedback blocks from.
 
     Per query: one bm25 search for ``fb_blocks`` blocks (quoted phrases and filters applied as in
     every lane), their text read from the catalog and analysed (at most ``fb_blocks`` x 2400
-    characters), one BM25 search over the expanded query (the query's terms and ``fb_terms`` more).
+    characters), one BM25 search over the expanded query (the query's terms and ``fb_terms`` more),
+    restricted to the blocks holding a term of the query when ``query_word_required``.
     """
 
     name = "rm3"
 
     def __init__(self, context: LaneContext | Postings, catalog: Catalog | None = None,
                  fb_blocks: int = RM3_FEEDBACK_BLOCKS, fb_terms: int = RM3_FEEDBACK_TERMS,
-                 original_weight: float = RM3_ORIGINAL_WEIGHT) -> None:
+                 original_weight: float = RM3_ORIGINAL_WEIGHT, query_word_required: bool = True) -> None:
         super().__init__(context)
+        self.query_word_required = query_word_required
         found = catalog if catalog is not None else getattr(context, "catalog", None)
         if found is None:
             raise ValueError("the rm3 lane reads its feedback blocks from the catalog: none given")
@@ -131,6 +138,8 @@ class FeedbackLane(_TantivyLane):
         scoring = self.postings.any_of("body", [t for t, _ in expanded], qtf=[w for _, w in expanded])
         if scoring is None:
             return RankedList(self.name, (), ())
+        if self.query_word_required:  # only blocks holding a word of the query (at no score)
+            required = [*required, first_query]
         hits = self.postings.search(scoring, q.k, q.projects, required, q.doc_ids)
         return RankedList(self.name, tuple(hits.block_ids), tuple(hits.scores))
 
