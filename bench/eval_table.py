@@ -300,7 +300,7 @@ HISTORY = [
     '  matching no word has no first round, so the rm3 lane returns nothing). Tests: tests/lanes/test_lanes.py',
     '  (the expansion-only block found without the restriction, not with it), tests/test_engine_vector.py',
     '  (the notice and marks with rm3 in the default lanes).',
-    '- **A candidate default, not switched**: lanes bm25, index, rm3, vector; vector weight 0.5 (the tables at the top are',
+    '- **A candidate default, not switched**: lanes bm25, index, rm3, vector; vector weight 0.5 (the tables at the top are',  # noqa: E501
     "  `make eval`'s of the default; the grid's rows are the same figures the engine gives). **Latency",
     '  at 200k blocks: not measured quietly.** The one timed run (`bench/run.py --job queries` on',
     "  `bench/scale.py`'s 200k-block corpus, 200 queries after 20 warm-up ones, normal priority, load average",
