@@ -257,3 +257,19 @@ def test_markdown_block_invariants_property(lines: list[str], tail: str) -> None
     check_invariants(doc)
     again = parse_document("p.md", text)
     assert again == doc
+
+
+def test_kind_for_path_reads_names_as_pathlib_does() -> None:
+    from pathlib import PurePosixPath
+
+    from sleuth.ingest.parsers import kind_for_path
+
+    def reference(rel: str) -> str | None:  # the name, suffix and stem from pathlib
+        name = PurePosixPath(rel).name.lower()
+        renamed = "x/" + name if name not in ("", ".") else rel
+        return kind_for_path(renamed) if name else kind_for_path(rel)
+
+    for rel, kind in (("a/b.MD", "markdown"), ("Makefile", "code"), ("x/LICENSE.MIT", "text"), ("a/.env.example",
+                      "config"), ("notes.", None), (".md", None), ("a/b/", None), ("dir.md/", "markdown"),
+                      ("dir.md/.", "markdown"), ("a.tar.gz", None), ("x.ipynb", "notebook"), ("p.PDF", "pdf")):
+        assert kind_for_path(rel) == kind == reference(rel), rel

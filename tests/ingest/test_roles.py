@@ -180,3 +180,40 @@ def test_recorded_time_from_parsed_front_matter() -> None:
 
     doc = parse_document("x.md", "---\ndate: 2024-03-01 10:00:00\nupdated: 2024-03-02T10:00:00+01:00\n---\nBody\n")
     assert recorded_time(doc.front_matter, MTIME) == ((1_709_251_200 + 36_000) * NS, None)
+
+
+TRICKY_PATHS = (
+    "a.md", "docs/ADR-0001-use-x.md", "plans/q3/roadmap.txt", ".bashrc", "notes/.hidden.md", "x/y.", "y.",
+    "a//b/results.csv", "./exp1/run.log", "/abs/decisions/x.md", "a/./b/method.md", "a/b/", "a/.", ".", "",
+    "Reports/Q1.REPORT.md", "deep/a/b/c/d/experiment-2.ipynb", "logs/..", "a/../plan.md", "exp_3", "v1.2.3/x.tar.gz",
+)
+
+
+def test_path_parts_are_those_of_pathlib() -> None:
+    from pathlib import PurePosixPath
+
+    from sleuth.ingest.roles import _split_path
+
+    for rel in TRICKY_PATHS:
+        path = PurePosixPath(rel)
+        assert _split_path(rel) == (path.name, path.suffix, path.parts[:-1]), rel
+
+
+def test_the_fast_path_category_is_that_of_every_rule() -> None:
+    from pathlib import PurePosixPath
+
+    from sleuth.ingest.roles import _FOLDER_RULES, _NAME_RULES, _path_category
+
+    def reference(rel: str) -> str | None:  # the rules as written, on pathlib's parts
+        path = PurePosixPath(rel.lower())
+        stem = path.stem if path.suffix else path.name
+        for pattern, category in _NAME_RULES:
+            if pattern.search(stem):
+                return category
+        return next((_FOLDER_RULES[f] for f in reversed(path.parts[:-1]) if f in _FOLDER_RULES), None)
+
+    names = ["adr12", "ADR-7", "adrian", "decision", "decisions.md", "decisionless", "plan", "plans-2", "my-roadmap",
+             "exp3", "exp-a", "expert", "experiments_x", "result", "results.tsv", "report.md", "reporter",
+             "methodology", "readme", "x.method", "roadmap.", ".plan"]
+    for rel in [*TRICKY_PATHS, *names, *(f"runs/logs/{n}" for n in names), *(f"{n}/z.md" for n in names)]:
+        assert _path_category(rel) == reference(rel), rel

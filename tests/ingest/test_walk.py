@@ -216,3 +216,38 @@ def test_single_file_root_and_bad_roots(tmp_path: Path) -> None:
 def test_fifo_inside_root_is_reported_not_opened(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe")
     assert list(walk_roots([tmp_path])) == [SkippedFile("pipe", "not a regular file")]
+
+
+def test_files_are_tested_against_the_defaults_that_can_match_them_only(tmp_path: Path) -> None:
+    """Every file a walk reaches is excluded by the file patterns exactly when the whole default
+    spec excludes it (the folder patterns match only files below folders the walk never enters)."""
+    import pathspec
+
+    from sleuth.ingest.walk import DEFAULT_EXCLUDES, _Defaults, walk_paths
+
+    names = ["build", "dist", "x.egg-info", "node_modules", ".coverage", ".DS_Store", "Thumbs.db", "ok", "docs",
+             "coverage"]
+    for top in names:
+        for sub in names:
+            (tmp_path / top / sub).mkdir(parents=True, exist_ok=True)
+            for leaf in ("a.md", ".coverage", "Thumbs.db", "build", "dist.md"):
+                (tmp_path / top / sub / leaf).write_text("text")
+    extra = ["/docs/ok/", "*.tmp"]
+    lines = [*DEFAULT_EXCLUDES, *extra]
+    full = pathspec.GitIgnoreSpec.from_lines(lines)
+    defaults = _Defaults(lines)
+    assert len(defaults.files.patterns) == 4  # .coverage, .DS_Store, Thumbs.db and *.tmp
+    reached = [f.rel_path for f in walk_roots([tmp_path], extra) if isinstance(f, SourceFile)]
+    assert "ok/docs/a.md" in reached and "docs/ok/a.md" not in reached and "build/ok/a.md" not in reached
+    every_file = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()]
+
+    def folders(rel: str) -> list[str]:
+        return ["/".join(rel.split("/")[:i]) + "/" for i in range(1, rel.count("/") + 1)]
+
+    kept_by_full = [rel for rel in every_file if not any(map(full.match_file, [*folders(rel), rel]))]
+    assert sorted(reached) == sorted(kept_by_full)
+    assert sorted(f.rel_path for f in walk_paths(tmp_path, ["ok", "docs"], extra)
+                  if isinstance(f, SourceFile)) == sorted(r for r in kept_by_full if r.startswith(("ok/", "docs/")))
+    # a negation may bring a file back: then files are tested against every pattern
+    negated = _Defaults(["build/", "!build/keep.md"])
+    assert negated.files is negated.spec

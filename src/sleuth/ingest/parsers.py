@@ -85,8 +85,12 @@ def kind_for_path(rel_path: str) -> DocumentKind | None:
 
     Returns None for formats that are not indexed.
     """
-    name = PurePosixPath(rel_path).name.lower()
-    suffix = PurePosixPath(name).suffix
+    name = rel_path.rpartition("/")[2]
+    if name in ("", "."):  # "a/", "a/.": PurePosixPath's name is the folder's
+        name = PurePosixPath(rel_path).name
+    name = name.lower()
+    dot = name.rfind(".")  # PurePosixPath(name).suffix and .stem, without making the object
+    suffix = name[dot:] if 0 < dot < len(name) - 1 else ""
     if suffix in MARKDOWN_EXTENSIONS:
         return "markdown"
     if suffix in PDF_EXTENSIONS:
@@ -100,7 +104,7 @@ def kind_for_path(rel_path: str) -> DocumentKind | None:
         return "code"
     if suffix in TEXT_EXTENSIONS or name in TEXT_FILENAMES:
         return "text"
-    stem = PurePosixPath(name).stem
+    stem = name[:dot] if suffix else name
     if suffix and stem in TEXT_FILENAMES and suffix not in CODE_EXTENSIONS:  # e.g. LICENSE.MIT
         return "text"
     return None

@@ -173,9 +173,28 @@ def _normalize(value: str) -> str:
     return re.sub(r"[\s-]+", "_", value.strip().lower())
 
 
+def _split_path(rel_path: str) -> tuple[str, str, tuple[str, ...]]:
+    """``(name, suffix, folders)`` of a relative path as :class:`pathlib.PurePosixPath` gives them
+    (``name``, ``suffix``, ``parts[:-1]``), by string operations when the path is plain (no empty,
+    ``.`` or leading ``/`` part), which is what the walker and the archive reader give."""
+    if "//" in rel_path or rel_path.startswith(("/", "./")) or rel_path.endswith(("/", "/.")) or "/./" in rel_path \
+            or rel_path in ("", "."):
+        path = PurePosixPath(rel_path)
+        return path.name, path.suffix, path.parts[:-1]
+    folders, _, name = rel_path.rpartition("/")
+    dot = name.rfind(".")
+    suffix = name[dot:] if 0 < dot < len(name) - 1 else ""
+    return name, suffix, tuple(folders.split("/")) if folders else ()
+
+
+#: What a file name's stem starts with (or holds) when one of _NAME_RULES can match it.
+_NAME_RULE_PREFIXES = ("adr", "decision", "plan", "exp", "result", "report", "method")
+_NAME_RULE_INFIX = "roadmap"
+
+
 def _format_first(rel_path: str, kind: str) -> str | None:
     """The role decided by format alone (PDF, code, ``.log``), else None."""
-    suffix = PurePosixPath(rel_path).suffix.lower()
+    suffix = _split_path(rel_path)[1].lower()
     for what, value, role in _FORMAT_FIRST:
         if (what == "kind" and kind == value) or (what == "suffix" and suffix == value):
             return role
@@ -184,12 +203,13 @@ def _format_first(rel_path: str, kind: str) -> str | None:
 
 def _path_category(rel_path: str) -> str | None:
     """The category a path's file name, else its deepest matching folder, names; None if none does."""
-    path = PurePosixPath(rel_path.lower())
-    stem = path.stem if path.suffix else path.name
-    for pattern, category in _NAME_RULES:
-        if pattern.search(stem):
-            return category
-    for folder in reversed(path.parts[:-1]):
+    name, suffix, folders = _split_path(rel_path.lower())
+    stem = name[: -len(suffix)] if suffix else name
+    if stem.startswith(_NAME_RULE_PREFIXES) or _NAME_RULE_INFIX in stem:  # else no rule can match
+        for pattern, category in _NAME_RULES:
+            if pattern.search(stem):
+                return category
+    for folder in reversed(folders):
         if folder in _FOLDER_RULES:
             return _FOLDER_RULES[folder]
     return None

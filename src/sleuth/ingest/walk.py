@@ -61,18 +61,41 @@ def max_bytes_for(name: str) -> int:
     return PDF_MAX_BYTES if name.lower().endswith(PDF_EXTENSION) else FILE_MAX_BYTES
 
 
+class _Defaults:
+    """The default excludes (and a walk's extra ones), compiled once: all of them for folders, and
+    for files only those that can match a file the walk reaches.
+
+    A pattern ending in ``/`` matches a folder and everything below it, so it matches a file only
+    when it matches one of the file's folders; the walk tests every folder on the way down
+    (:meth:`_Ignores.excluded`, the defaults first) and never enters one they exclude. So, when no
+    pattern is a negation (``!``, which could bring a file back), such patterns cannot change the
+    answer for a file that is reached, and a file is tested against the others only (3 of the 37
+    defaults instead of all: 37 regular expressions per file were a tenth of a folder index's CPU).
+    """
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        if any(line.lstrip().startswith("!") for line in lines):
+            self.files = self.spec
+        else:
+            self.files = pathspec.GitIgnoreSpec.from_lines([line for line in lines if not line.rstrip().endswith("/")])
+
+    def match(self, probe: str, is_dir: bool) -> bool:
+        return (self.spec if is_dir else self.files).match_file(probe)
+
+
 class _Ignores:
     """The ignore rules in force in one directory: defaults plus the chain of .gitignore files."""
 
     def __init__(
-        self, defaults: pathspec.GitIgnoreSpec, chain: tuple[tuple[str, pathspec.GitIgnoreSpec], ...]
+        self, defaults: _Defaults, chain: tuple[tuple[str, pathspec.GitIgnoreSpec], ...]
     ) -> None:
         self.defaults = defaults
         self.chain = chain  # (directory rel path with trailing "/" or "", spec), outermost first
 
     def excluded(self, rel: str, is_dir: bool) -> bool:
         probe = rel + "/" if is_dir else rel
-        if self.defaults.match_file(probe):
+        if self.defaults.match(probe, is_dir):
             return True
         for base, spec in reversed(self.chain):  # the deepest .gitignore with a matching rule decides
             result = spec.check_file(probe[len(base) :])
@@ -188,7 +211,7 @@ def _visit(root: Path, path: Path, rel: str, ignores: _Ignores, roots: Roots,
     yield _check_file(root, path, rel, st)
 
 
-def _walk(roots: list[Path], defaults: pathspec.GitIgnoreSpec, confine: Roots) -> Iterator[SourceFile | SkippedFile]:
+def _walk(roots: list[Path], defaults: _Defaults, confine: Roots) -> Iterator[SourceFile | SkippedFile]:
     for root in roots:
         if root.is_dir():
             yield from _walk_dir(root, root, "", _Ignores(defaults, ()), confine)
@@ -232,7 +255,7 @@ def walk_roots(
         if not (root.is_dir() or root.is_file()):
             raise NotADirectoryError(f"root is neither a directory nor a regular file: {root}")
         checked.append(root)
-    defaults = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *extra_excludes])
+    defaults = _Defaults([*DEFAULT_EXCLUDES, *extra_excludes])
     return _walk(checked, defaults, Roots(checked if confine is None else confine))
 
 
@@ -260,7 +283,7 @@ def walk_paths(
     ``.gitignore`` between ``root`` and the path. Paths that do not exist (any more) or that are
     ignored yield nothing; ``..`` is not allowed. Used to re-index only what changed.
     """
-    defaults = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *extra_excludes])
+    defaults = _Defaults([*DEFAULT_EXCLUDES, *extra_excludes])
     roots = Roots([root] if confine is None else confine)
     top = _Ignores(defaults, ()).entering("", root)
     for rel in normalize_rel_paths(rel_paths):
