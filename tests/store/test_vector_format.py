@@ -218,6 +218,21 @@ def _format_5(base: Path, to: Path, model: str, vectors: dict[str, np.ndarray]) 
     return folder
 
 
+def test_vectors_imported_from_a_format_5_catalog_keep_their_codes(indexes, tmp_path):
+    base, model, vectors = indexes
+    old = _format_5(base, tmp_path / "v5", model, vectors)
+    before = dict(_meta(old, "SELECT embed_hash, vector FROM vectors"))
+    fresh = _copy(base, tmp_path / "new")
+    cat = Catalog(fresh / "catalog.sqlite3")
+    try:
+        assert cat.import_vectors(old / "catalog.sqlite3") == len(vectors)
+        assert cat.vector_dim(model) == 384
+    finally:
+        cat.close()
+    stored = dict(_meta(fresh, "SELECT embed_hash, vector FROM vectors"))
+    assert stored == dict(zip(before, vector_codes.from_format_5(list(before.values())), strict=True))
+
+
 def test_a_format_5_catalog_is_migrated_keeping_its_codes(indexes, tmp_path):
     base, model, vectors = indexes
     old = _format_5(base, tmp_path / "v5", model, vectors)
