@@ -145,7 +145,7 @@ def test_a_killed_writer_leaves_no_lock_and_no_partial_write(tmp_path: Path, cat
     engine.close()
 
 
-def test_a_format_4_catalog_is_migrated_to_format_5(tmp_path: Path, catalog_url: str) -> None:
+def test_a_format_4_catalog_is_migrated_to_format_6(tmp_path: Path, catalog_url: str) -> None:
     import numpy as np
 
     from sleuth.config import Config
@@ -167,8 +167,34 @@ def test_a_format_4_catalog_is_migrated_to_format_5(tmp_path: Path, catalog_url:
             conn.execute("ALTER TABLE documents DROP COLUMN elided_chars")
             conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
     with Engine(tmp_path / "pg-index", Config(model="none")) as e:
-        assert e.catalog.get_meta("schema_version") == str(SCHEMA_VERSION) == "5"
+        assert e.catalog.get_meta("schema_version") == str(SCHEMA_VERSION) == "6"
         assert e.get(doc_id).text == text
         stored = dict((h, bytes(b)) for h, b in e.catalog.conn.execute("SELECT embed_hash, vector FROM vectors"))
         assert stored == dict(zip(hashes, vector_codes.encode_blobs(vectors), strict=True))
         assert e.catalog.vector_dim("m") == 8
+
+
+def test_a_format_5_catalog_is_migrated_to_format_6_keeping_its_codes(tmp_path: Path, catalog_url: str) -> None:
+    import numpy as np
+
+    from sleuth.config import Config
+    from sleuth.store import vector_codes
+    from tests.store.old_formats import format_5_blobs, format_5_decoded
+
+    write_corpus(tmp_path / "src")
+    with Engine(tmp_path / "pg-index", Config(model="none")) as e:
+        e.index([tmp_path / "src"], project="p")
+        cat = e.catalog
+        hashes = [h for h, _ in cat.blocks_without_vectors("m", 100)]
+        old = format_5_blobs(np.random.default_rng(4).standard_normal((len(hashes), 70)).astype(np.float32))
+        with cat.write() as conn:  # format 5: one step per vector
+            conn.executemany("INSERT INTO vectors VALUES (?,?,?)",
+                             [("m", h, b) for h, b in zip(hashes, old, strict=True)])
+            conn.execute("UPDATE meta SET value='5' WHERE key='schema_version'")
+    with Engine(tmp_path / "pg-index", Config(model="none")) as e:
+        assert e.catalog.get_meta("schema_version") == "6"
+        stored = dict((h, bytes(b)) for h, b in e.catalog.conn.execute("SELECT embed_hash, vector FROM vectors"))
+        assert stored == dict(zip(hashes, vector_codes.from_format_5(old), strict=True))
+        assert e.catalog.vector_dim("m") == 70
+        decoded = vector_codes.decode(e.catalog.stored_rows([stored[h] for h in hashes], 70))
+        np.testing.assert_array_equal(decoded, np.stack([format_5_decoded(b) for b in old]))

@@ -61,14 +61,14 @@ def _bm25(folder: Path, query: str) -> list[str]:
         return [h.path for h in e.search(SearchRequest(query=query, lanes=["bm25"], limit=5)).hits]
 
 
-def test_new_catalog_has_format_5_without_terms_and_large_pages(tmp_path):
+def test_new_catalog_has_format_6_without_terms_and_large_pages(tmp_path):
     folder = _index(tmp_path / "idx")
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
     assert "terms" not in _columns(folder / "catalog.sqlite3")
     conn = sqlite3.connect(folder / "catalog.sqlite3")
     try:
         assert conn.execute("PRAGMA page_size").fetchone()[0] == CATALOG_PAGE_BYTES
-        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "5"
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "6"
     finally:
         conn.close()
 
@@ -122,11 +122,11 @@ def test_format_3_catalog_that_cannot_be_written_is_read_as_it_is(tmp_path):
     assert "terms" in _columns(folder / "catalog.sqlite3")  # not migrated
 
 
-@pytest.mark.parametrize("version", ["2", "6"])
+@pytest.mark.parametrize("version", ["2", "7"])
 def test_unknown_format_is_refused_with_a_clear_error(tmp_path, version):
     folder = _index(tmp_path / "idx")
     conn = sqlite3.connect(folder / "catalog.sqlite3", isolation_level=None)
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (version,))
     conn.close()
-    with pytest.raises(IndexFormatError, match=f"index format {version}; this sleuth reads format 5"):
+    with pytest.raises(IndexFormatError, match=f"index format {version}; this sleuth reads format 6"):
         Catalog(folder / "catalog.sqlite3")

@@ -1,7 +1,8 @@
-"""Catalog format 5's vectors: stored once as 8-bit codes with a scale, the vector lane's file the
-same rows; a format-4 catalog (float32 vectors) is migrated on its first writable open and ranks
-exactly as the format-5 catalog of the same vectors, read-only it is read as it is; a lost lane
-file is rebuilt from the catalog with the same bytes and the same results."""
+"""Catalog format 6's vectors: stored once as 8-bit codes with a step per block of dimensions and a
+scale, the vector lane's file the same rows; a format-4 catalog (float32 vectors) is migrated on its
+first writable open and ranks exactly as the format-6 catalog of the same vectors, a format-5 one
+(one step per vector) keeps its codes and decodes to the same vectors, read-only either is read as
+it is; a lost lane file is rebuilt from the catalog with the same bytes and the same results."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from sleuth.store.catalog import SCHEMA_VERSION, Catalog
 from sleuth.store.vector_cache import stem_for
 from sleuth.store.vectors import float32_blobs_to_codes
 from sleuth.types import SearchRequest
-from tests.store.old_formats import as_format_4
+from tests.store.old_formats import as_format_4, as_format_5, format_5_blobs, format_5_decoded
 
 NOTES = {
     "keys.md": "# Signing keys\n\nRotate the signing keys every ninety days; revoke the old key after the switch.\n",
@@ -33,28 +34,54 @@ NOTES = {
 QUERIES = ["feline naps", "brewing green tea", "key rotation", "release to production", "bicycle upkeep"]
 
 
-def test_codes_keep_the_norm_and_stay_within_half_a_step():
+def test_codes_keep_the_norm_and_stay_within_half_a_block_step():
     rng = np.random.default_rng(7)
     v = rng.standard_normal((200, 384)).astype(np.float32)
+    v[:, :64] *= 3.0  # one block of larger components: its step is larger than the others'
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     v[0] = 0.0  # a zero vector stays zero
     rows = vector_codes.encode(v)
-    assert rows.dtype.itemsize == 384 + vector_codes.SCALE_BYTES
+    assert rows.dtype.itemsize == 384 + 2 * 6 + 4 == vector_codes.blob_bytes(384) == 400
     assert int(np.abs(rows["codes"]).max()) == vector_codes.CODE_MAX
     back = vector_codes.decode(rows)
     assert back.dtype == np.float32 and back.shape == v.shape and not back[0].any()
     np.testing.assert_allclose(np.linalg.norm(back[1:], axis=1), 1.0, atol=1e-6)
-    step = np.abs(v[1:]).max(axis=1).astype(np.float64) / vector_codes.CODE_MAX
-    # Half a step of rounding, plus what the norm-keeping scale (scale = ratio * step) moves a code.
-    ratio = rows["scale"][1:] / step
-    assert (np.abs(ratio - 1) < 0.01).all()
-    bound = step * (0.5 + vector_codes.CODE_MAX * np.abs(ratio - 1)) + 1e-7
-    assert (np.abs(back[1:] - v[1:]).max(axis=1) <= bound).all()
+    blocks = np.abs(v[1:].astype(np.float64)).reshape(199, 6, 64).max(axis=2)
+    peak = blocks.max(axis=1, keepdims=True)
+    ratios = rows["ratios"][1:].astype(np.float64)
+    assert (ratios >= blocks / peak).all() and (ratios <= blocks / peak * (1 + 2**-10)).all()
+    assert (ratios[:, 0] == 1.0).all() and (ratios[:, 1:] < 0.7).all()
+    step = ratios * peak / vector_codes.CODE_MAX  # each block's step
+    # Half a step of rounding, plus what the norm-keeping scale (scale = factor * peak / 127) moves a code.
+    factor = rows["scale"][1:, None] / (peak / vector_codes.CODE_MAX)
+    assert (np.abs(factor - 1) < 0.01).all()
+    bound = step * (0.5 + vector_codes.CODE_MAX * np.abs(factor - 1)) + 1e-7
+    assert (np.abs(back[1:] - v[1:]).reshape(199, 6, 64).max(axis=2) <= bound).all()
+    # Closer than one step per vector (format 5) on the same vectors.
+    old = np.stack([format_5_decoded(b) for b in format_5_blobs(v[1:])])
+    assert np.abs(back[1:] - v[1:]).mean() < 0.7 * np.abs(old - v[1:]).mean()
     blobs = vector_codes.encode_blobs(v)
-    assert [len(b) for b in blobs] == [388] * 200
+    assert [len(b) for b in blobs] == [400] * 200
     assert vector_codes.from_blobs(blobs, 384).tobytes() == rows.tobytes()
-    with pytest.raises(ValueError, match="not 388 bytes"):
-        vector_codes.from_blobs([b"\0" * 1536], 384)
+    with pytest.raises(ValueError, match="not 400 bytes"):
+        vector_codes.from_blobs([b"\0" * 388], 384)
+    assert [vector_codes.dim_of_blob(vector_codes.blob_bytes(d)) for d in (1, 8, 63, 64, 65, 384, 768)] == \
+        [1, 8, 63, 64, 65, 384, 768]
+    with pytest.raises(ValueError, match="no stored vector is 401 bytes"):
+        vector_codes.dim_of_blob(401)  # 384 dimensions take 400, 385 take 403
+    with pytest.raises(ValueError, match="not finite"):
+        vector_codes.encode(np.full((1, 4), np.inf, dtype=np.float32))
+
+
+def test_a_format_5_row_decodes_to_the_same_vector_in_format_6():
+    rng = np.random.default_rng(8)
+    v = rng.standard_normal((50, 384)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    old = format_5_blobs(v)
+    new = vector_codes.from_format_5(old)
+    assert [len(b) for b in new] == [400] * 50
+    np.testing.assert_array_equal(vector_codes.decode(vector_codes.from_blobs(new, 384)),
+                                  np.stack([format_5_decoded(b) for b in old]))
 
 
 def _unembedded(tmp_path: Path) -> Path:
@@ -102,7 +129,7 @@ def indexes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[s
     return base, model, vectors
 
 
-def _format_5(base: Path, to: Path, model: str, vectors: dict[str, np.ndarray]) -> Path:
+def _format_6(base: Path, to: Path, model: str, vectors: dict[str, np.ndarray]) -> Path:
     folder = _copy(base, to)
     cat = Catalog(folder / "catalog.sqlite3")
     try:
@@ -128,27 +155,27 @@ def _meta(folder: Path, sql: str) -> list[tuple[object, ...]]:
 
 def test_a_new_catalog_stores_codes_once_in_a_table_without_rowid(indexes, tmp_path):
     base, model, vectors = indexes
-    folder = _format_5(base, tmp_path / "v5", model, vectors)
-    assert SCHEMA_VERSION == 5
+    folder = _format_6(base, tmp_path / "v6", model, vectors)
+    assert SCHEMA_VERSION == 6
     sql = _meta(folder, "SELECT sql FROM sqlite_master WHERE name='vectors'")[0][0]
     assert "WITHOUT ROWID" in sql
     assert _meta(folder, "SELECT name FROM sqlite_master WHERE name LIKE 'sqlite_autoindex_vectors%'") == []
     stored = dict(_meta(folder, "SELECT embed_hash, vector FROM vectors"))
     hashes = list(vectors)
     assert stored == dict(zip(hashes, vector_codes.encode_blobs(np.stack([vectors[h] for h in hashes])), strict=True))
-    assert all(len(b) == 384 + 4 for b in stored.values())
+    assert all(len(b) == 400 for b in stored.values())
 
 
 def test_the_lane_file_holds_the_catalog_rows_and_a_lost_one_is_rebuilt_the_same(indexes, tmp_path):
     base, model, vectors = indexes
-    folder = _format_5(base, tmp_path / "v5", model, vectors)
+    folder = _format_6(base, tmp_path / "v6", model, vectors)
     before = _results(folder)
     assert [r[0][0] for r in before] == ["cats.md", "tea.md", "keys.md", "deploy.md", "bikes.md"]
     files = sorted(folder.glob("vectors.*.q8"))
     assert len(files) == 1 and not list(folder.glob("vectors.*.f32"))
     saved = files[0].read_bytes()
     rows = {h: b for h, b in _meta(folder, "SELECT embed_hash, vector FROM vectors")}
-    assert sorted(saved[i : i + 388] for i in range(0, len(saved), 388)) == sorted(rows.values())
+    assert sorted(saved[i : i + 400] for i in range(0, len(saved), 400)) == sorted(rows.values())
     for path in folder.glob("vectors.*"):  # the lane's files are lost
         path.unlink()
     assert _results(folder) == before
@@ -156,14 +183,14 @@ def test_the_lane_file_holds_the_catalog_rows_and_a_lost_one_is_rebuilt_the_same
     assert len(rebuilt) == 1 and rebuilt[0].read_bytes() == saved
 
 
-def test_a_format_4_catalog_is_migrated_and_ranks_as_format_5(indexes, tmp_path):
+def test_a_format_4_catalog_is_migrated_and_ranks_as_format_6(indexes, tmp_path):
     base, model, vectors = indexes
-    expected = _results(_format_5(base, tmp_path / "v5", model, vectors))
+    expected = _results(_format_6(base, tmp_path / "v6", model, vectors))
     old = _format_4(base, tmp_path / "v4", model, vectors)
     (old / f"{stem_for(model)}.0badc0de.f32").write_bytes(b"\0" * 1536)  # a format-4 lane file: swept
     assert _meta(old, "SELECT value FROM meta WHERE key='schema_version'") == [("4",)]
     assert _results(old) == expected
-    assert _meta(old, "SELECT value FROM meta WHERE key='schema_version'") == [("5",)]
+    assert _meta(old, "SELECT value FROM meta WHERE key='schema_version'") == [("6",)]
     stored = dict(_meta(old, "SELECT embed_hash, vector FROM vectors"))
     assert stored == {h: vector_codes.encode_blobs(v[None, :])[0] for h, v in vectors.items()}
     assert "WITHOUT ROWID" in _meta(old, "SELECT sql FROM sqlite_master WHERE name='vectors'")[0][0]
@@ -185,10 +212,50 @@ def test_vectors_imported_from_a_format_4_catalog_are_encoded(indexes, tmp_path)
     assert stored == dict(zip(vectors, float32_blobs_to_codes([v.tobytes() for v in vectors.values()]), strict=True))
 
 
-def test_a_format_4_catalog_that_cannot_be_written_ranks_as_it_will_once_migrated(indexes, tmp_path):
+def _format_5(base: Path, to: Path, model: str, vectors: dict[str, np.ndarray]) -> Path:
+    folder = _copy(base, to)
+    as_format_5(folder / "catalog.sqlite3", {(model, h): v for h, v in vectors.items()})
+    return folder
+
+
+def test_vectors_imported_from_a_format_5_catalog_keep_their_codes(indexes, tmp_path):
     base, model, vectors = indexes
-    expected = _results(_format_5(base, tmp_path / "v5", model, vectors))
-    _format_4(base, tmp_path / "rw" / "idx", model, vectors)
+    old = _format_5(base, tmp_path / "v5", model, vectors)
+    before = dict(_meta(old, "SELECT embed_hash, vector FROM vectors"))
+    fresh = _copy(base, tmp_path / "new")
+    cat = Catalog(fresh / "catalog.sqlite3")
+    try:
+        assert cat.import_vectors(old / "catalog.sqlite3") == len(vectors)
+        assert cat.vector_dim(model) == 384
+    finally:
+        cat.close()
+    stored = dict(_meta(fresh, "SELECT embed_hash, vector FROM vectors"))
+    assert stored == dict(zip(before, vector_codes.from_format_5(list(before.values())), strict=True))
+
+
+def test_a_format_5_catalog_is_migrated_keeping_its_codes(indexes, tmp_path):
+    base, model, vectors = indexes
+    old = _format_5(base, tmp_path / "v5", model, vectors)
+    before = dict(_meta(old, "SELECT embed_hash, vector FROM vectors"))
+    assert {len(b) for b in before.values()} == {388}
+    (old / f"{stem_for(model)}.0badc0de.q8").write_bytes(b"\0" * 388)  # a format-5 lane file: swept
+    got = _results(old)
+    assert _meta(old, "SELECT value FROM meta WHERE key='schema_version'") == [("6",)]
+    stored = dict(_meta(old, "SELECT embed_hash, vector FROM vectors"))
+    assert stored == dict(zip(before, vector_codes.from_format_5(list(before.values())), strict=True))
+    for h, blob in stored.items():  # each vector decodes as format 5 decoded it
+        np.testing.assert_array_equal(vector_codes.decode(vector_codes.from_blobs([blob], 384))[0],
+                                      format_5_decoded(before[h]))
+    assert [r[0][0] for r in got] == ["cats.md", "tea.md", "keys.md", "deploy.md", "bikes.md"]
+    assert not (old / f"{stem_for(model)}.0badc0de.q8").exists() and len(list(old.glob("vectors.*.q8"))) == 1
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_an_older_catalog_that_cannot_be_written_ranks_as_it_will_once_migrated(indexes, tmp_path, version):
+    base, model, vectors = indexes
+    make = _format_4 if version == 4 else _format_5
+    expected = _results(make(base, tmp_path / "migrated", model, vectors))
+    make(base, tmp_path / "rw" / "idx", model, vectors)
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("a read-only bind mount needs root and mount(8); CI runs as root")
     view = tmp_path / "ro"
@@ -199,10 +266,11 @@ def test_a_format_4_catalog_that_cannot_be_written_ranks_as_it_will_once_migrate
         assert _results(view / "idx") == expected
         cat = Catalog(view / "idx" / "catalog.sqlite3")
         try:
-            assert cat.read_only is not None and cat.old_format and cat.vector_dim(model) == 384
+            assert cat.read_only is not None and cat.vector_format == version and cat.vector_dim(model) == 384
+            assert cat.old_format == (version == 4)
         finally:
             cat.close()
     finally:
         if subprocess.run(["umount", str(view)], capture_output=True, timeout=60).returncode != 0:
             subprocess.run(["umount", "-l", str(view)], capture_output=True, timeout=60)
-    assert _meta(tmp_path / "rw" / "idx", "SELECT value FROM meta WHERE key='schema_version'") == [("4",)]
+    assert _meta(tmp_path / "rw" / "idx", "SELECT value FROM meta WHERE key='schema_version'") == [(str(version),)]

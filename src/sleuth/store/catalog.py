@@ -27,6 +27,7 @@ from sleuth.store.rows import (
     embed_key,
     embedding_text,
 )
+from sleuth.store.vector_codes import from_format_5
 from sleuth.store.vectors import VectorTable, encode_vector_table
 from sleuth.types import Block
 
@@ -40,9 +41,10 @@ __all__ = ["Catalog", "DocumentRow", "FileState", "HitBlock", "IndexedBlock", "e
 #: a quarter of float32's bytes), in a ``WITHOUT ROWID`` table (no separate index of its key); a
 #: document's ``text`` keeps only what its blocks do not hold, ``elided_chars`` code points fewer
 #: (:mod:`sleuth.store.doc_text`; 0: the whole text, as every document of a migrated catalog).
-SCHEMA_VERSION = 5
+#: 6: the 8-bit codes have one step per block of 64 dimensions instead of one per vector.
+SCHEMA_VERSION = 6
 #: Formats this code reads: older ones it can also migrate to ``SCHEMA_VERSION``.
-READABLE_SCHEMA_VERSIONS = (3, 4, 5)
+READABLE_SCHEMA_VERSIONS = (3, 4, 5, 6)
 #: Page size of a new catalog, in bytes. A block vector (384 float32: 1,536 bytes) fills pages of
 #: 4,096 bytes only to 76 % (two a page), of 8,192 bytes to 95 % (five): the Hugo docs' catalog is
 #: 9 % smaller. (An existing catalog keeps its page size.)
@@ -179,6 +181,7 @@ class Catalog(DocumentReads, VectorTable):
         if version in READABLE_SCHEMA_VERSIONS and version != SCHEMA_VERSION and self.read_only is None:
             version = self._migrate(version)
         self.old_format = version is not None and version < 5
+        self.vector_format = 4 if self.old_format else 5 if version == 5 else 6
         if version not in READABLE_SCHEMA_VERSIONS or (version != SCHEMA_VERSION and self.read_only is None):
             raise IndexFormatError(
                 f"{path} has index format {version}; this sleuth reads format {SCHEMA_VERSION}: delete the index"
@@ -189,9 +192,11 @@ class Catalog(DocumentReads, VectorTable):
         """Bring a catalog of an older readable format to ``SCHEMA_VERSION`` in one transaction (a
         process killed meanwhile leaves the old format, migrated again on the next open); returns
         the format the catalog has after. 3 -> 4: the blocks' ``terms`` column is dropped (SQLite
-        rewrites the table). 4 -> 5: the float32 vectors are encoded
+        rewrites the table). 4 -> 6: the float32 vectors are encoded
         (:func:`sleuth.store.vectors.float32_blobs_to_codes`) into a new ``WITHOUT ROWID`` table,
         documents get ``elided_chars`` (0: they keep their whole text until written again).
+        5 -> 6: each vector's codes and scale kept, every block's step that of the whole vector
+        (:func:`sleuth.store.vector_codes.from_format_5`: decoded the same, so it ranks the same).
         The pages freed are reused by later writes (the file keeps its size)."""
         with storage_errors(self.path.parent, "the catalog"):
             conn = self.conn
@@ -204,7 +209,10 @@ class Catalog(DocumentReads, VectorTable):
                 if current == 4:
                     encode_vector_table(conn, _vectors_table_sql())
                     conn.execute("ALTER TABLE documents ADD COLUMN elided_chars INTEGER NOT NULL DEFAULT 0")
-                    current = 5
+                    current = 6
+                if current == 5:
+                    encode_vector_table(conn, _vectors_table_sql(), from_format_5)
+                    current = 6
                 conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(current),))
                 conn.execute("COMMIT")
             except BaseException:

@@ -32,6 +32,7 @@ from sleuth.errors import IndexBusy, IndexFormatError, StorageError
 from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV
 from sleuth.store.catalog import _SCHEMA, SCHEMA_VERSION, Catalog
 from sleuth.store.rows import embedding_text
+from sleuth.store.vector_codes import from_format_5
 from sleuth.store.vectors import float32_blobs_to_codes
 
 #: The environment variable naming the PostgreSQL catalog (a libpq connection URL).
@@ -207,26 +208,29 @@ class PgCatalog(Catalog):
                     conn.execute("ROLLBACK")
                 raise
         version = self._schema_version()
-        if version == 4:
+        if version in (4, 5):
             version = self._migrate_from_4()
         if version != SCHEMA_VERSION:
             raise IndexFormatError(f"{redact_url(url)} holds index format {version}; this sleuth reads format"
                                    f" {SCHEMA_VERSION}: drop its tables and run `sleuth index` again")
 
     def _migrate_from_4(self) -> int:
-        """Format 4 -> 5 in one transaction (as :meth:`Catalog._migrate`): the float32 vectors
-        encoded, documents given ``elided_chars`` (0: their whole text). Returns the format after."""
+        """Format 4 or 5 -> 6 in one transaction (as :meth:`Catalog._migrate`): format 4's float32
+        vectors encoded and documents given ``elided_chars`` (0: their whole text); format 5's rows
+        given their blocks' steps (decoded the same). Returns the format after."""
         conn = self.conn
         conn.execute("BEGIN")
         try:
             conn.execute("SELECT pg_advisory_xact_lock(?)", (_lock_key(self.url, "schema"),))
             version = self._schema_version_or_none(conn)
-            if version == 4:
-                conn.execute("ALTER TABLE documents ADD COLUMN elided_chars BIGINT NOT NULL DEFAULT 0")
+            if version in (4, 5):
+                if version == 4:
+                    conn.execute("ALTER TABLE documents ADD COLUMN elided_chars BIGINT NOT NULL DEFAULT 0")
+                convert = float32_blobs_to_codes if version == 4 else from_format_5
                 rows = conn.execute("SELECT model, embed_hash, vector FROM vectors").fetchall()
                 for size in sorted({len(r[2]) for r in rows}):
                     part = [r for r in rows if len(r[2]) == size]
-                    blobs = float32_blobs_to_codes([bytes(r[2]) for r in part])
+                    blobs = convert([bytes(r[2]) for r in part])
                     for (model, embed_hash, _), blob in zip(part, blobs, strict=True):
                         conn.execute("UPDATE vectors SET vector=? WHERE model=? AND embed_hash=?",
                                      (blob, model, embed_hash))

@@ -34,6 +34,9 @@ class Connected:
     #: True for a catalog of a format before 5 opened read-only (see ``sleuth.store.catalog``):
     #: float32 vector blobs, and documents that keep their whole text (no ``elided_chars`` column).
     old_format = False
+    #: The format of the catalog's vector blobs as opened: 6 (this code's), 5 (a format-5 catalog
+    #: opened read-only: one step per vector) or 4 (float32, with ``old_format``).
+    vector_format = 6
 
 
 def embedding_text(title: str, text: str) -> str:

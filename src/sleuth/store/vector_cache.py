@@ -10,8 +10,8 @@ and adds the new ones (:meth:`VectorMatrix.updated`: the HNSW index is updated, 
 On disk (``<stem>`` = ``vectors.<8 hex of the model name>``):
 - ``<stem>.state.npz``: the key, slot arrays (block ids, projects, embed hashes), pending
   documents, and the names of the two files below;
-- ``<stem>.<token>.q8``: the vectors by slot as the catalog stores them (codes and scale,
-  :mod:`sleuth.store.vector_codes`: ``dim + 4`` bytes a row), memory-mapped when loaded, appended
+- ``<stem>.<token>.q8``: the vectors by slot as the catalog stores them (codes, block steps and
+  scale, :mod:`sleuth.store.vector_codes`: 400 bytes a row at 384 dimensions), memory-mapped when loaded, appended
   to when slots are added (decoded to float32 in memory when an exact search needs them). Rebuilt
   from the catalog it is the same bytes, so a lost file changes no ranking;
 - ``<stem>.<token>.hnsw``: the HNSW index (above the exact-search size), memory-mapped when loaded.
@@ -41,8 +41,9 @@ from sleuth.store.scratch import create, replacing
 FULL_REBUILD_SHARE = 0.5
 #: Documents per ``IN (...)`` query when reading changed documents' blocks.
 DOCS_PER_QUERY = 500
-#: The state file's format (3: the vectors file holds stored rows, ``.q8``; 2 held float32, ``.f32``).
-STATE_FORMAT = "vector-state 3"
+#: The state file's format (4: the vectors file holds catalog format 6's stored rows, ``.q8``; 3 held
+#: format 5's, 2 float32, ``.f32``: a state of another format is rebuilt from the catalog).
+STATE_FORMAT = "vector-state 4"
 
 
 @dataclass

@@ -1,14 +1,15 @@
 """The catalog's block vectors, kept by embedding model and embedding-text hash.
 
-Stored as 8-bit codes with a scale (:mod:`sleuth.store.vector_codes`, catalog format 5); a catalog
-of an older format opened read-only holds float32 blobs, encoded the same way as they are read, so
-that it ranks as it will once migrated.
+Stored as 8-bit codes with a step per block and a scale (:mod:`sleuth.store.vector_codes`, catalog
+format 6); a catalog of an older format opened read-only holds float32 blobs (before format 5) or
+format 5's rows (one step per vector), turned into format 6's rows as they are read, so that it
+ranks as it will once migrated.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,10 +30,12 @@ def float32_blobs_to_codes(blobs: Sequence[bytes]) -> list[bytes]:
 MIGRATE_VECTORS_PER_BATCH = 4096
 
 
-def encode_vector_table(conn: sqlite3.Connection, create_sql: str) -> None:
-    """Replace the float32 ``vectors`` table of a format-4 catalog by format 5's (``create_sql``,
-    its ``CREATE TABLE IF NOT EXISTS vectors`` statement: codes and scale, ``WITHOUT ROWID``),
-    inside the caller's transaction."""
+def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
+                        convert: Callable[[Sequence[bytes]], list[bytes]] = float32_blobs_to_codes) -> None:
+    """Replace the ``vectors`` table of an older catalog by this format's (``create_sql``, its
+    ``CREATE TABLE IF NOT EXISTS vectors`` statement: stored rows, ``WITHOUT ROWID``), inside the
+    caller's transaction; ``convert`` turns equal-sized old blobs into stored rows (default: float32
+    vectors of format 4; :func:`sleuth.store.vector_codes.from_format_5` for format 5's rows)."""
     conn.execute("DROP TABLE IF EXISTS vectors_v5")
     conn.execute(create_sql.replace("IF NOT EXISTS vectors (", "vectors_v5 (", 1))
     last: tuple[str, str] = ("", "")
@@ -44,7 +47,7 @@ def encode_vector_table(conn: sqlite3.Connection, create_sql: str) -> None:
         coded: list[tuple[str, str, bytes]] = []
         for size in sorted({len(r[2]) for r in rows}):  # blobs of one size are encoded together
             part = [r for r in rows if len(r[2]) == size]
-            blobs = float32_blobs_to_codes([r[2] for r in part])
+            blobs = convert([r[2] for r in part])
             coded += [(m, h, b) for (m, h, _), b in zip(part, blobs, strict=True)]
         conn.executemany("INSERT INTO vectors_v5 VALUES (?,?,?)", coded)
         last = (rows[-1][0], rows[-1][1])
@@ -62,10 +65,15 @@ class VectorTable(Connected):
         Raises:
             ValueError: a blob of another size than ``dim`` dimensions take.
         """
-        if self.old_format:
+        if self.vector_format == 4:
             if any(len(b) != 4 * dim for b in blobs):
                 raise ValueError(f"a stored vector is not {4 * dim} bytes ({dim} float32 dimensions)")
             blobs = float32_blobs_to_codes(blobs)
+        elif self.vector_format == 5:
+            width = dim + vector_codes.FORMAT_5_SCALE_BYTES
+            if any(len(b) != width for b in blobs):
+                raise ValueError(f"a stored vector is not {width} bytes ({dim} dimensions, format 5)")
+            blobs = vector_codes.from_format_5(blobs)
         return vector_codes.from_blobs(blobs, dim)
 
     def blocks_without_vectors(self, model: str, limit: int = 10_000) -> list[tuple[str, str]]:
@@ -92,14 +100,16 @@ class VectorTable(Connected):
 
     def import_vectors(self, other: Path) -> int:
         """Copy every cached vector of the catalog file ``other`` (any format that has a ``vectors``
-        table: float32 blobs before format 5 are encoded) into this one; returns how many rows were
+        table: float32 blobs before format 5 are encoded, format 5's rows given their blocks' steps) into
+        this one; returns how many rows were
         copied. Vectors depend only on the model and the embedded text, so they survive a change of
         index format."""
-        rows, float32 = read_vector_rows(other)
+        rows, version = read_vector_rows(other)
+        convert = float32_blobs_to_codes if version < 5 else vector_codes.from_format_5 if version == 5 else list
         coded: list[tuple[str, str, bytes]] = []
         for size in sorted({len(b) for _, _, b in rows}):  # blobs of one size are encoded together
             part = [r for r in rows if len(r[2]) == size]
-            blobs = float32_blobs_to_codes([b for _, _, b in part]) if float32 else [b for _, _, b in part]
+            blobs = convert([b for _, _, b in part])
             coded += [(m, h, c) for (m, h, _), c in zip(part, blobs, strict=True)]
         with self.write() as conn:
             before = int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
@@ -156,17 +166,20 @@ class VectorTable(Connected):
         row = self.conn.execute("SELECT length(vector) FROM vectors WHERE model=? LIMIT 1", (model,)).fetchone()
         if row is None:
             return None
-        return int(row[0]) // 4 if self.old_format else vector_codes.dim_of_blob(int(row[0]))
+        if self.vector_format == 4:
+            return int(row[0]) // 4
+        if self.vector_format == 5:
+            return int(row[0]) - vector_codes.FORMAT_5_SCALE_BYTES
+        return vector_codes.dim_of_blob(int(row[0]))
 
 
-def read_vector_rows(path: Path) -> tuple[list[tuple[str, str, bytes]], bool]:
-    """``([(model, embed_hash, blob)], float32)`` of the SQLite catalog file ``path`` (opened
-    read-only); ``float32``: its format is older than 5 (the blobs are float32 vectors)."""
+def read_vector_rows(path: Path) -> tuple[list[tuple[str, str, bytes]], int]:
+    """``([(model, embed_hash, blob)], format)`` of the SQLite catalog file ``path`` (opened
+    read-only); ``format``: the catalog's (before 5: the blobs are float32 vectors; 5: format 5's rows)."""
     src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     try:
         version = src.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         rows = src.execute("SELECT model, embed_hash, vector FROM vectors").fetchall()
     finally:
         src.close()
-    return rows, version is None or int(version[0]) < 5
-
+    return rows, 4 if version is None else min(int(version[0]), 6)
