@@ -1,0 +1,117 @@
+"""Indexing rate, local vs PostgreSQL catalog + ``milvus-lite server``, on the same records (SciFact
+abstracts cycled, one block each, no embedding model), optionally under cProfile.
+
+    .venv/bin/python bench/scale_index_profile.py --records 3000 [--profile out.prof] [--only scale]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.scale_curve import records
+from tests.scale.servers import MilvusLiteServer, PgServer
+
+
+TIMINGS: dict[str, float] = {}
+
+
+def timed(owner, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Wrap ``owner.name`` to add its wall time to ``TIMINGS``."""
+    inner = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            key = f"{getattr(owner, '__name__', type(owner).__name__)}.{name}"
+            TIMINGS[key] = TIMINGS.get(key, 0.0) + time.perf_counter() - started
+
+    setattr(owner, name, wrapper)
+
+
+def instrument() -> None:
+    from pymilvus import MilvusClient
+
+    from sleuth.lanes.postings import Postings
+    from sleuth.store.catalog import Catalog
+    from sleuth.store.milvus import MilvusIndex
+
+    for name in ("_sync_stats", "_sync_lex", "_insert_lex", "_delete"):
+        if hasattr(MilvusIndex, name):
+            timed(MilvusIndex, name)
+    for name in ("insert", "upsert", "flush", "delete"):
+        timed(MilvusClient, name)
+    timed(Catalog, "write_documents")
+    for name in ("apply", "catch_up"):
+        timed(Postings, name)
+
+
+def run(kind: str, index_dir: Path, config, corpus, n: int, profile: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    from sleuth.engine import Engine
+
+    engine = Engine(index_dir, config)
+    prof = cProfile.Profile() if profile else None
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    if prof is not None:
+        prof.enable()
+    engine.index_records("bench", records(corpus, n))
+    if prof is not None:
+        prof.disable()
+        prof.dump_stats(profile)
+    took = time.perf_counter() - started
+    blocks = engine.catalog.counts()["blocks"]
+    engine.close()
+    out = {"timings_s": {k: round(v, 2) for k, v in sorted(TIMINGS.items())}, "kind": kind, "records": n, "blocks": blocks, "index_s": round(took, 1),
+           "blocks_per_s": round(blocks / took, 1), "load_start": round(load, 1),
+           "load_end": round(os.getloadavg()[0], 1)}
+    print(json.dumps(out), flush=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/data/scifact"))
+    ap.add_argument("--records", type=int, default=3000)
+    ap.add_argument("--profile", default="")
+    ap.add_argument("--only", default="local,scale")
+    ap.add_argument("--timings", action="store_true", help="time the sync's steps (wrappers, no profiler)")
+    args = ap.parse_args()
+    if args.timings:
+        instrument()
+
+    from sleuth.config import Config
+    from sleuth.eval import load_beir
+
+    corpus = list(load_beir(Path(args.data)).corpus)
+    work = Path(tempfile.mkdtemp(prefix="sleuth-idx-"))
+    kinds = args.only.split(",")
+    if "local" in kinds:
+        os.environ.pop("SLEUTH_CATALOG_URL", None)
+        run("local", work / "local", Config(model="none"), corpus, args.records, "")
+        TIMINGS.clear()
+    if "scale" in kinds:
+        pg, milvus = PgServer().start(), MilvusLiteServer().start()
+        try:
+            os.environ["SLEUTH_CATALOG_URL"] = pg.new_database("prof")
+            run("postgresql+milvus", work / "scale",
+                Config(model="none", milvus_uri=milvus.uri, milvus_collection="prof"), corpus, args.records,
+                args.profile)
+        finally:
+            os.environ.pop("SLEUTH_CATALOG_URL", None)
+            milvus.stop()
+            pg.stop()
+
+
+if __name__ == "__main__":
+    main()
