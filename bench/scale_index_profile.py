@@ -2,6 +2,11 @@
 abstracts cycled, one block each, no embedding model), optionally under cProfile.
 
     .venv/bin/python bench/scale_index_profile.py --records 3000 [--profile out.prof] [--only scale]
+        [--timings] [--sample-s 60]
+
+``--timings`` adds up the wall time of the sync's steps (wrappers, no profiler); ``--sample-s``
+prints, every so many seconds, the blocks committed to the catalog, the rows in Milvus, this
+process's RSS and the load average (what a run stopped before its end reached).
 """
 
 from __future__ import annotations
@@ -10,8 +15,10 @@ import argparse
 import cProfile
 import json
 import os
+import resource
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.scale_curve import records
 from tests.scale.servers import MilvusLiteServer, PgServer
-
 
 TIMINGS: dict[str, float] = {}
 
@@ -56,6 +62,34 @@ def instrument() -> None:
         timed(Postings, name)
 
 
+def rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def sampler(url: str, milvus_uri: str, collection: str, every_s: float, stop: threading.Event) -> None:
+    """Print progress every ``every_s`` seconds until ``stop``: catalog blocks, Milvus rows, RSS, load."""
+    import psycopg
+    from pymilvus import MilvusClient
+
+    started = time.perf_counter()
+    client = MilvusClient(milvus_uri, dedicated=True)
+    peak = 0.0
+    while not stop.wait(every_s):
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute("SELECT count(*) FROM blocks").fetchone()
+        name = f"{collection}_lex"
+        rows = int(client.get_collection_stats(name).get("row_count", 0)) if client.has_collection(name) else 0
+        peak = max(peak, rss_mb())
+        print(json.dumps({"t_s": round(time.perf_counter() - started), "catalog_blocks": row[0] if row else 0,
+                          "milvus_rows": rows, "rss_mb": round(rss_mb()), "peak_rss_mb": round(peak),
+                          "load": os.getloadavg()[0]}), flush=True)
+    client.close()
+
+
 def run(kind: str, index_dir: Path, config, corpus, n: int, profile: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
     from sleuth.engine import Engine
 
@@ -72,9 +106,11 @@ def run(kind: str, index_dir: Path, config, corpus, n: int, profile: str) -> dic
     took = time.perf_counter() - started
     blocks = engine.catalog.counts()["blocks"]
     engine.close()
-    out = {"timings_s": {k: round(v, 2) for k, v in sorted(TIMINGS.items())}, "kind": kind, "records": n, "blocks": blocks, "index_s": round(took, 1),
+    out = {"kind": kind, "records": n, "blocks": blocks, "index_s": round(took, 1),
            "blocks_per_s": round(blocks / took, 1), "load_start": round(load, 1),
-           "load_end": round(os.getloadavg()[0], 1)}
+           "load_end": round(os.getloadavg()[0], 1),
+           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+           "timings_s": {k: round(v, 2) for k, v in sorted(TIMINGS.items())}}
     print(json.dumps(out), flush=True)
     return out
 
@@ -85,6 +121,7 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=3000)
     ap.add_argument("--profile", default="")
     ap.add_argument("--only", default="local,scale")
+    ap.add_argument("--sample-s", type=float, default=0)
     ap.add_argument("--timings", action="store_true", help="time the sync's steps (wrappers, no profiler)")
     args = ap.parse_args()
     if args.timings:
@@ -104,10 +141,15 @@ def main() -> None:
         pg, milvus = PgServer().start(), MilvusLiteServer().start()
         try:
             os.environ["SLEUTH_CATALOG_URL"] = pg.new_database("prof")
+            stop = threading.Event()
+            if args.sample_s:
+                threading.Thread(target=sampler, args=(os.environ["SLEUTH_CATALOG_URL"], milvus.uri, "prof",
+                                                       args.sample_s, stop), daemon=True).start()
             run("postgresql+milvus", work / "scale",
                 Config(model="none", milvus_uri=milvus.uri, milvus_collection="prof"), corpus, args.records,
                 args.profile)
         finally:
+            stop.set()
             os.environ.pop("SLEUTH_CATALOG_URL", None)
             milvus.stop()
             pg.stop()

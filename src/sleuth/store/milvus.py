@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -378,10 +379,10 @@ class MilvusIndex:
             n -= doc_stats["n"]
             lengths.subtract(doc_stats["len"])
             df.subtract({int(k): v for k, v in doc_stats["df"].items()})
-        new: dict[str, dict[str, Any]] = {}
+        new: dict[str, str] = {}  # {doc_id: its statistics as JSON}
         for doc_id, blocks in docs.items():
             bn, blen, bdf = sparse.block_stats(f for _, f in blocks)
-            new[doc_id] = {"n": bn, "len": blen, "df": {str(k): v for k, v in bdf.items()}}
+            new[doc_id] = json.dumps({"n": bn, "len": blen, "df": {str(k): v for k, v in bdf.items()}})
             n += bn
             lengths.update(blen)
             df.update(bdf)
@@ -391,15 +392,16 @@ class MilvusIndex:
                 conn.execute("DELETE FROM milvus_doc_stats")
             changes = [(k, v) for k, v in df.items() if v]
             gone = [d for d in old if d not in new]
-            stats_rows = [(d, json.dumps(s)) for d, s in new.items()]
-            if hasattr(conn, "copy_rows"):  # PostgreSQL: COPY, not a statement per row
-                conn.copy_rows("milvus_df", ("term_id", "df"), changes, None if fresh else
-                               "ON CONFLICT (term_id) DO UPDATE SET df = milvus_df.df + excluded.df")
+            stats_rows = list(new.items())
+            copy_rows = getattr(conn, "copy_rows", None)
+            if copy_rows is not None:  # PostgreSQL: COPY, not a statement per row
+                copy_rows("milvus_df", ("term_id", "df"), changes, None if fresh else
+                          "ON CONFLICT (term_id) DO UPDATE SET df = milvus_df.df + excluded.df")
                 conn.execute("DELETE FROM milvus_df WHERE df <= 0")
                 if gone:
                     conn.execute("DELETE FROM milvus_doc_stats WHERE doc_id = ANY(?::text[])", (gone,))
-                conn.copy_rows("milvus_doc_stats", ("doc_id", "stats"), stats_rows, None if fresh else
-                               "ON CONFLICT (doc_id) DO UPDATE SET stats = excluded.stats")
+                copy_rows("milvus_doc_stats", ("doc_id", "stats"), stats_rows, None if fresh else
+                          "ON CONFLICT (doc_id) DO UPDATE SET stats = excluded.stats")
             else:
                 conn.executemany("INSERT INTO milvus_df VALUES (?, ?) ON CONFLICT(term_id) DO UPDATE SET"
                                  " df = milvus_df.df + excluded.df", changes)
@@ -422,7 +424,9 @@ class MilvusIndex:
 
     @staticmethod
     def _doc_fields(blocks: Iterable[Any]) -> dict[str, list[tuple[Any, dict[str, list[str]]]]]:
-        """``{doc_id: [(IndexedBlock, {field: tokens})]}`` in catalog order."""
+        """``{doc_id: [((block_id, project_id), {field: tokens})]}`` in catalog order. Tokens are
+        interned and the block's text is not kept: a sync holds every written block this way (a
+        few KB each instead of about 20)."""
         from sleuth.lanes.postings import analyze_heading
 
         out: dict[str, list[tuple[Any, dict[str, list[str]]]]] = {}
@@ -434,7 +438,8 @@ class MilvusIndex:
                                     analyze(" ; ".join(ib.tags)))}
             title, path, tags = per_doc[doc_id]
             fields = sparse.block_fields(ib.terms, title, analyze_heading(ib.block.heading_path), tags, path)
-            out.setdefault(doc_id, []).append((ib, fields))
+            fields["body"] = [sys.intern(t) for t in fields["body"]]
+            out.setdefault(doc_id, []).append(((ib.block.block_id, ib.block.project_id), fields))
         return out
 
     def _weights(self) -> tuple[int, dict[str, float]]:
@@ -492,10 +497,10 @@ class MilvusIndex:
         df = self.document_frequencies(body_ids)
         with _Inserter(self.client, self.lex) as inserter:
             for doc_id, blocks in by_doc.items():
-                for ib, fields in blocks:
+                for (block_id, project_id), fields in blocks:
                     lex = sparse.bm25_vector(fields, avgdl) or EMPTY_SPARSE
                     tfidf = sparse.tfidf_vector(fields["body"], df, n) or EMPTY_SPARSE
-                    rows.append({**self._scalars(docs, ib.block.block_id, doc_id, ib.block.project_id),
+                    rows.append({**self._scalars(docs, block_id, doc_id, project_id),
                                  "lex": lex, "tfidf": tfidf})
                     count += 1
                     if len(rows) >= MILVUS_INSERT_BATCH_ROWS:

@@ -170,7 +170,7 @@ class PgConnection:
             self.raw.execute(f"CREATE TEMP TABLE {target} (LIKE {table}) ON COMMIT DROP")  # pyright: ignore[reportCallIssue, reportArgumentType] -- constants
         with self.raw.cursor() as cur, cur.copy(f"COPY {target} ({cols}) FROM STDIN") as copy:  # pyright: ignore[reportArgumentType] -- constants
             for row in rows:
-                copy.write_row(_params(row))
+                copy.write_row([_text(a) if isinstance(a, str) else a for a in row])
         if on_conflict is not None:
             self.raw.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {target} {on_conflict}")  # pyright: ignore[reportCallIssue, reportArgumentType] -- constants
             self.raw.execute(f"DROP TABLE {target}")  # pyright: ignore[reportCallIssue, reportArgumentType] -- constants
