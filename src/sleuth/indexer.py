@@ -346,7 +346,7 @@ class Indexer:
         and the lanes' warm-up."""
         started = time.perf_counter()
         run = _Run(pid, _new_report(pid, roots), now_rfc3339(), progress, phases)
-        with self.folder.write_lock.held(), fewer_collections():
+        with self.folder.write_lock.held(), self.folder.postings_writable(), fewer_collections():
             self.postings.catch_up(self.catalog)
             if name is not None:
                 self.catalog.upsert_project(pid, name, roots, run.now)

@@ -3,19 +3,28 @@ hosts use it: a second host with an empty index folder answers the exact and gra
 other) exactly as the first, also after the first writes again; closing an engine leaves no
 PostgreSQL session and no Milvus connection open; a lane query listing many blocks (a common
 quoted phrase) is split over several bounded Milvus expressions, and skipped with a readable
-reason above the bound."""
+reason above the bound; each host's postings have a lock of their own, so a host catches up while
+another host holds the catalog's write lock, and a host building its postings keeps no writer of
+another host waiting."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
+import sleuth
 from sleuth.config import Config
 from sleuth.engine import Engine
 from sleuth.lanes.base import LaneQuery
+from sleuth.lanes.postings import Postings
 from sleuth.store import milvus as milvus_store
 from sleuth.store.milvus import MILVUS_FILTER_IDS_MAX, MILVUS_IDS_PER_EXPRESSION, expressions
 from sleuth.text import parse_query
@@ -101,6 +110,106 @@ def test_a_second_host_with_an_empty_folder_answers_like_the_first(tmp_path: Pat
     expected = answers(first)
     assert all(hit[0] != "holder.md" for hits in expected.values() for hit in hits)
     assert answers(second) == expected
+    first.close()
+    second.close()
+
+
+#: A second process that takes the catalog's write lock (the PostgreSQL advisory lock), says so, and
+#: holds it until its stdin closes: another host in the middle of a write.
+HOLD_CATALOG_LOCK = """
+import sys
+from sleuth.store.pg import PgWriteLock
+lock = PgWriteLock(sys.argv[1], 0)
+if not lock.acquire(blocking=False):
+    sys.exit("the catalog's write lock is taken")
+print("held", flush=True)
+sys.stdin.read()
+lock.release()
+"""
+#: A safety net only (seconds): how long a test waits for a process or thread it started.
+WAIT_S = 120
+
+
+@contextlib.contextmanager
+def catalog_lock_held_elsewhere(url: str) -> Iterator[None]:
+    env = {**os.environ, "PYTHONPATH": str(Path(sleuth.__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_CATALOG_LOCK, url], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"held\n"
+        yield
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=WAIT_S)
+
+
+LEASE = "# Leases\n\nA lease renewal keeps the writer's session alive past the lock timeout.\n"
+
+
+def test_a_host_catches_up_while_another_host_holds_the_catalog_lock(tmp_path: Path, catalog_url: str,
+                                                                     milvus_server) -> None:  # type: ignore[no-untyped-def]
+    write_files(tmp_path / "src")
+    cfg = Config(model="none", milvus_uri=milvus_server.uri, milvus_collection="catchup")
+    first = Engine(tmp_path / "host-a", cfg)
+    first.index([tmp_path / "src"], project="alpha")
+    second = Engine(tmp_path / "host-b", cfg)
+    behind = second.postings.generation()
+    (tmp_path / "src" / "lease.md").write_text(LEASE)
+    first.index([tmp_path / "src"], project="alpha")  # committed: a generation the second host has not seen
+    committed = first.catalog.generation()
+    assert committed > behind == second.postings.generation()
+    with catalog_lock_held_elsewhere(catalog_url):  # a writer of a third host, in the middle of a write
+        assert not first.folder.write_lock.acquire(blocking=False)  # the catalog's lock is really taken
+        resp = second.search(SearchRequest(query='"lease renewal"', limit=5, lanes=["exact"], snippets=False))
+        assert [h.path for h in resp.hits] == ["lease.md"]
+        assert second.postings.generation() == committed
+        assert second.postings_behind is None
+        assert (tmp_path / "host-b" / "postings.lock").exists()
+    first.close()
+    second.close()
+
+
+def test_a_host_building_its_postings_keeps_no_writer_of_another_host_waiting(
+        tmp_path: Path, catalog_url: str, milvus_server, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    write_files(tmp_path / "src")
+    cfg = Config(model="none", milvus_uri=milvus_server.uri, milvus_collection="building")
+    first = Engine(tmp_path / "host-a", cfg)
+    first.index([tmp_path / "src"], project="alpha")
+    building, resume = threading.Event(), threading.Event()
+    apply = Postings.apply
+
+    def paused_apply(self: Postings, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if self.path.parent == tmp_path / "host-b" and not resume.is_set():
+            building.set()  # the second host is building its postings from the catalog: it pauses here
+            assert resume.wait(WAIT_S)
+        return apply(self, *args, **kwargs)
+
+    monkeypatch.setattr(Postings, "apply", paused_apply)
+    opened: list[Engine] = []
+    errors: list[Exception] = []
+
+    def open_second() -> None:
+        try:
+            opened.append(Engine(tmp_path / "host-b", cfg))  # an empty folder: opening builds its postings
+        except Exception as exc:  # noqa: BLE001 -- whatever it is, the test reports it below
+            errors.append(exc)
+
+    builder = threading.Thread(target=open_second)
+    builder.start()
+    try:
+        assert building.wait(WAIT_S)
+        (tmp_path / "src" / "lease.md").write_text(LEASE)
+        report = first.index([tmp_path / "src"], project="alpha")  # the first host writes meanwhile
+        assert report.added == 1
+    finally:
+        resume.set()
+        builder.join(WAIT_S)
+    assert errors == []
+    second = opened[0]
+    assert second.postings.generation() < first.catalog.generation()  # it built the generation it had read
+    assert answers(second) == answers(first)  # and catches up with the write before it answers
+    assert second.postings.generation() == first.catalog.generation()
     first.close()
     second.close()
 

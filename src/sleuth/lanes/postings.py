@@ -334,16 +334,17 @@ class Postings:
 
     def catch_up(self, catalog: Catalog) -> bool:
         """Bring the postings up to the catalog's generation; True when anything was replayed."""
-        target = catalog.generation()
-        current = self.generation()
-        if current > target:
-            # Postings newer than the catalog: the catalog was replaced; start over from it.
-            self._reset()
-            current = 0
-        if current == target:
-            return False
-        written, deleted = catalog.changes_since(current)
-        self.apply(catalog.indexed_blocks(current), deleted, written, target)
+        with catalog.read():  # one snapshot: the changes up to ``target``, whatever commits meanwhile
+            target = catalog.generation()
+            current = self.generation()
+            if current > target:
+                # Postings newer than the catalog: the catalog was replaced; start over from it.
+                self._reset()
+                current = 0
+            if current == target:
+                return False
+            written, deleted = catalog.changes_since(current)
+            self.apply(catalog.indexed_blocks(current), deleted, written, target)
         return True
 
     # ------------------------------------------------------------------ reading

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 CATALOG_FILE = "catalog.sqlite3"
 POSTINGS_DIR = "postings"
 WRITE_LOCK_FILE = "write.lock"
+#: With a shared catalog (PostgreSQL), the ``flock`` of this folder's own postings: taken by their
+#: catch-up and by this host's indexer, so that neither waits for the catalog's lock of another host.
+POSTINGS_LOCK_FILE = "postings.lock"
 #: At most this many blocks are considered when a quoted phrase restricts a lane that cannot check
 #: phrases itself (tfidf, vector).
 PHRASE_FILTER_MAX_BLOCKS = 100_000
@@ -72,6 +75,10 @@ class IndexFolder:
         with storage_errors(self.index_dir, "the index folder"):
             self.index_dir.mkdir(parents=True, exist_ok=True)
         self.catalog, self.write_lock = open_catalog(self.index_dir)
+        #: The lock of this folder's postings: the write lock itself with a local catalog (one
+        #: folder, one lock), a ``flock`` of its own when the catalog is shared (see ``POSTINGS_LOCK_FILE``).
+        self.postings_lock = (self.write_lock if isinstance(self.write_lock, WriteLock) else
+                              WriteLock(self.index_dir / POSTINGS_LOCK_FILE, write_lock_timeout_s()))
         self.postings = Postings(self.index_dir / POSTINGS_DIR)
         #: Why the postings lag behind the catalog when a catch-up could not write, else None.
         self.postings_behind: str | None = None
@@ -107,8 +114,11 @@ class IndexFolder:
     def catch_up(self, blocking: bool = False) -> None:
         """Replay catalog changes the postings have not seen (after a crash or another writer).
 
-        Without ``blocking``, does nothing while another process holds the write lock: that
-        writer brings the postings up to date itself. When it cannot write (a full disk, a
+        Takes the postings' lock (:attr:`postings_lock`), not the catalog's: with a shared
+        catalog a host catches up with generations other hosts committed while one of them is
+        writing, and a host building its postings from scratch keeps no writer waiting. Without
+        ``blocking``, does nothing while another process of this folder holds the postings' lock:
+        that writer brings the postings up to date itself. When it cannot write (a full disk, a
         read-only folder), the postings stay as they are (the lanes answer from them;
         :attr:`postings_behind` says why) and it is tried again after ``CATCH_UP_RETRY_S`` or
         once the catalog moves on.
@@ -121,7 +131,7 @@ class IndexFolder:
         if skipped and skipped[:2] == (target, current) and time.monotonic() - skipped[2] < CATCH_UP_RETRY_S:
             return
         try:
-            if not self.write_lock.acquire(blocking=blocking):
+            if not self.postings_lock.acquire(blocking=blocking):
                 return  # another process is writing; it brings the postings up to date itself
         except OSError:  # the lock file cannot be made: a read-only folder
             self._skip_catch_up(target, current, f"{self.index_dir} cannot be written")
@@ -136,7 +146,21 @@ class IndexFolder:
         except IndexWriteError as exc:
             self._skip_catch_up(target, current, str(exc))
         finally:
-            self.write_lock.release()
+            self.postings_lock.release()
+
+    @contextlib.contextmanager
+    def postings_writable(self) -> Iterator[None]:
+        """Hold the postings' lock for the block (an indexing run, which holds the write lock
+        already, around its postings writes). With a local catalog the write lock is that lock.
+
+        Raises:
+            IndexBusy: another process of this folder held the postings' lock for the timeout.
+        """
+        if self.postings_lock is self.write_lock:
+            yield
+            return
+        with self.postings_lock.held():
+            yield
 
     def _skip_catch_up(self, target: int, current: int, why: str) -> None:
         self.postings_behind = why

@@ -17,10 +17,13 @@ a process killed during a sync leaves the state behind, and the next sync replay
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -174,6 +177,40 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[i : i + size]
 
 
+class _Inserter:
+    """Milvus inserts into one collection, one batch in flight on a thread of its own while the
+    caller builds the next (the server works while sleuth weighs), in order. :meth:`wait` returns
+    once every batch put is in Milvus (raising the first insert's error); leaving the ``with``
+    block waits too, so no insert outlives the sync that started it."""
+
+    def __init__(self, client: Any, collection: str) -> None:
+        self.client, self.collection = client, collection
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleuth-milvus-insert")
+        self._pending: Future[Any] | None = None
+
+    def put(self, rows: list[dict[str, Any]]) -> None:
+        self.wait()
+        self._pending = self._pool.submit(self.client.insert, self.collection, rows)
+
+    def wait(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def __enter__(self) -> _Inserter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                self.wait()
+            else:  # the caller failed: let the batch in flight end, its error is not the news
+                with contextlib.suppress(Exception):
+                    self.wait()
+        finally:
+            self._pool.shutdown(wait=True)
+
+
 class MilvusIndex:
     """The Milvus side of one index: a client, the two collections, the statistics and the sync.
 
@@ -200,6 +237,9 @@ class MilvusIndex:
         self.lex = f"{settings.collection}_lex"
         self.dense = f"{settings.collection}_dense"
         self._lock = threading.RLock()
+        #: ``{since: _doc_fields(indexed_blocks(since))}`` during one :meth:`sync` (under the write
+        #: lock, so the catalog does not move): the statistics and the rows analyse blocks once.
+        self._fields: dict[int, dict[str, list[tuple[Any, dict[str, list[str]]]]]] = {}
         with catalog.write() as conn:
             for ddl in _STATS_DDL:
                 conn.execute(ddl)
@@ -225,6 +265,13 @@ class MilvusIndex:
         """``{term_id: df}`` of the ids some block has."""
         ids = sorted(set(term_ids))
         out: dict[int, int] = {}
+        conn = self.catalog.conn
+        if hasattr(conn, "copy_rows"):  # PostgreSQL: the ids as arrays, not 500 per statement
+            for part in _chunks(ids, 50_000):
+                for tid, df in conn.execute("SELECT term_id, df FROM milvus_df WHERE term_id = ANY(?::bigint[])",
+                                            [list(part)]):
+                    out[int(tid)] = int(df)
+            return out
         for part in _chunks(ids, 500):
             marks = ",".join("?" * len(part))
             for tid, df in self.catalog.conn.execute(f"SELECT term_id, df FROM milvus_df WHERE term_id IN ({marks})",
@@ -293,12 +340,22 @@ class MilvusIndex:
         True when anything changed. ``model``/``dim``: the embedding model whose vectors go to the
         dense collection (None: no dense collection)."""
         with self._lock:
-            gen = self.catalog.generation()
-            changed = self._sync_stats(gen)
-            changed |= self._sync_lex(gen)
-            if model is not None and dim > 0:
-                changed |= self._sync_dense(gen, model, dim)
-            return changed
+            self._fields = {}
+            try:
+                gen = self.catalog.generation()
+                changed = self._sync_stats(gen)
+                changed |= self._sync_lex(gen)
+                if model is not None and dim > 0:
+                    changed |= self._sync_dense(gen, model, dim)
+                return changed
+            finally:
+                self._fields = {}
+
+    def _fields_since(self, since: int) -> dict[str, list[tuple[Any, dict[str, list[str]]]]]:
+        """:meth:`_doc_fields` of the blocks of documents written after ``since`` (read once per sync)."""
+        if since not in self._fields:
+            self._fields[since] = self._doc_fields(self.catalog.indexed_blocks(since))
+        return self._fields[since]
 
     def _sync_stats(self, gen: int) -> bool:
         stats = self.stats()
@@ -313,7 +370,7 @@ class MilvusIndex:
             else:
                 written, deleted = catalog.changes_since(since)
                 fresh = False
-            docs = self._doc_fields(catalog.indexed_blocks(since))
+            docs = self._fields_since(since)
             old = {} if fresh else self._doc_stats(sorted({*written, *deleted}))
         n = 0 if fresh else int(stats.get("n", 0))
         lengths: Counter[str] = Counter() if fresh else Counter(stats.get("lengths", {}))
@@ -322,10 +379,10 @@ class MilvusIndex:
             n -= doc_stats["n"]
             lengths.subtract(doc_stats["len"])
             df.subtract({int(k): v for k, v in doc_stats["df"].items()})
-        new: dict[str, dict[str, Any]] = {}
+        new: dict[str, str] = {}  # {doc_id: its statistics as JSON}
         for doc_id, blocks in docs.items():
             bn, blen, bdf = sparse.block_stats(f for _, f in blocks)
-            new[doc_id] = {"n": bn, "len": blen, "df": {str(k): v for k, v in bdf.items()}}
+            new[doc_id] = json.dumps({"n": bn, "len": blen, "df": {str(k): v for k, v in bdf.items()}})
             n += bn
             lengths.update(blen)
             df.update(bdf)
@@ -333,13 +390,24 @@ class MilvusIndex:
             if fresh:
                 conn.execute("DELETE FROM milvus_df")
                 conn.execute("DELETE FROM milvus_doc_stats")
-            conn.executemany("INSERT INTO milvus_df VALUES (?, ?) ON CONFLICT(term_id) DO UPDATE SET"
-                             " df = milvus_df.df + excluded.df", [(k, v) for k, v in df.items() if v])
-            conn.execute("DELETE FROM milvus_df WHERE df <= 0")
+            changes = [(k, v) for k, v in df.items() if v]
             gone = [d for d in old if d not in new]
-            conn.executemany("DELETE FROM milvus_doc_stats WHERE doc_id = ?", [(d,) for d in gone])
-            conn.executemany("INSERT OR REPLACE INTO milvus_doc_stats VALUES (?, ?)",
-                             [(d, json.dumps(s)) for d, s in new.items()])
+            stats_rows = list(new.items())
+            copy_rows = getattr(conn, "copy_rows", None)
+            if copy_rows is not None:  # PostgreSQL: COPY, not a statement per row
+                copy_rows("milvus_df", ("term_id", "df"), changes, None if fresh else
+                          "ON CONFLICT (term_id) DO UPDATE SET df = milvus_df.df + excluded.df")
+                conn.execute("DELETE FROM milvus_df WHERE df <= 0")
+                if gone:
+                    conn.execute("DELETE FROM milvus_doc_stats WHERE doc_id = ANY(?::text[])", (gone,))
+                copy_rows("milvus_doc_stats", ("doc_id", "stats"), stats_rows, None if fresh else
+                          "ON CONFLICT (doc_id) DO UPDATE SET stats = excluded.stats")
+            else:
+                conn.executemany("INSERT INTO milvus_df VALUES (?, ?) ON CONFLICT(term_id) DO UPDATE SET"
+                                 " df = milvus_df.df + excluded.df", changes)
+                conn.execute("DELETE FROM milvus_df WHERE df <= 0")
+                conn.executemany("DELETE FROM milvus_doc_stats WHERE doc_id = ?", [(d,) for d in gone])
+                conn.executemany("INSERT OR REPLACE INTO milvus_doc_stats VALUES (?, ?)", stats_rows)
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('milvus:stats', ?)",
                          (json.dumps({"generation": gen, "n": n, "lengths": dict(lengths)}),))
         kill_point("milvus:stats-committed")
@@ -356,7 +424,9 @@ class MilvusIndex:
 
     @staticmethod
     def _doc_fields(blocks: Iterable[Any]) -> dict[str, list[tuple[Any, dict[str, list[str]]]]]:
-        """``{doc_id: [(IndexedBlock, {field: tokens})]}`` in catalog order."""
+        """``{doc_id: [((block_id, project_id), {field: tokens})]}`` in catalog order. Tokens are
+        interned and the block's text is not kept: a sync holds every written block this way (a
+        few KB each instead of about 20)."""
         from sleuth.lanes.postings import analyze_heading
 
         out: dict[str, list[tuple[Any, dict[str, list[str]]]]] = {}
@@ -368,7 +438,8 @@ class MilvusIndex:
                                     analyze(" ; ".join(ib.tags)))}
             title, path, tags = per_doc[doc_id]
             fields = sparse.block_fields(ib.terms, title, analyze_heading(ib.block.heading_path), tags, path)
-            out.setdefault(doc_id, []).append((ib, fields))
+            fields["body"] = [sys.intern(t) for t in fields["body"]]
+            out.setdefault(doc_id, []).append(((ib.block.block_id, ib.block.project_id), fields))
         return out
 
     def _weights(self) -> tuple[int, dict[str, float]]:
@@ -420,22 +491,23 @@ class MilvusIndex:
         rows: list[dict[str, Any]] = []
         count = 0
         with catalog.read():
-            by_doc = self._doc_fields(catalog.indexed_blocks(since))
+            by_doc = self._fields_since(since)
             docs = catalog.documents(list(by_doc))
         body_ids = {sparse.term_id("body", t) for blocks in by_doc.values() for _, f in blocks for t in f["body"]}
         df = self.document_frequencies(body_ids)
-        for doc_id, blocks in by_doc.items():
-            for ib, fields in blocks:
-                lex = sparse.bm25_vector(fields, avgdl) or EMPTY_SPARSE
-                tfidf = sparse.tfidf_vector(fields["body"], df, n) or EMPTY_SPARSE
-                rows.append({**self._scalars(docs, ib.block.block_id, doc_id, ib.block.project_id),
-                             "lex": lex, "tfidf": tfidf})
-                count += 1
-                if len(rows) >= MILVUS_INSERT_BATCH_ROWS:
-                    self.client.insert(self.lex, rows)
-                    rows = []
-        if rows:
-            self.client.insert(self.lex, rows)
+        with _Inserter(self.client, self.lex) as inserter:
+            for doc_id, blocks in by_doc.items():
+                for (block_id, project_id), fields in blocks:
+                    lex = sparse.bm25_vector(fields, avgdl) or EMPTY_SPARSE
+                    tfidf = sparse.tfidf_vector(fields["body"], df, n) or EMPTY_SPARSE
+                    rows.append({**self._scalars(docs, block_id, doc_id, project_id),
+                                 "lex": lex, "tfidf": tfidf})
+                    count += 1
+                    if len(rows) >= MILVUS_INSERT_BATCH_ROWS:
+                        inserter.put(rows)
+                        rows = []
+            if rows:
+                inserter.put(rows)
         return count
 
     def _sync_dense(self, gen: int, model: str, dim: int) -> bool:

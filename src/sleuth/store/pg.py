@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -157,6 +157,24 @@ class PgConnection:
         if rows:
             with self.raw.cursor() as cur:
                 cur.executemany(pg_sql(sql), [_params(r) for r in rows])  # pyright: ignore[reportArgumentType] -- as execute
+
+    def copy_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[object]],
+                  on_conflict: str | None = None) -> None:
+        """``rows`` into ``table`` by ``COPY`` (one stream instead of a statement per row), inside
+        the caller's transaction. With ``on_conflict`` (``ON CONFLICT (...) DO ...``) they go to a
+        temporary table first and then in with one ``INSERT ... SELECT``. ``table``, ``columns``
+        and ``on_conflict`` are the catalog's own constants, never user text."""
+        cols = ", ".join(columns)
+        target = table
+        if on_conflict is not None:
+            target = f"sleuth_copy_{table}"
+            self.raw.execute(f"CREATE TEMP TABLE {target} (LIKE {table}) ON COMMIT DROP")  # pyright: ignore[reportCallIssue, reportArgumentType] -- constants
+        with self.raw.cursor() as cur, cur.copy(f"COPY {target} ({cols}) FROM STDIN") as copy:  # pyright: ignore[reportArgumentType] -- constants
+            for row in rows:
+                copy.write_row([_text(a) if isinstance(a, str) else a for a in row])
+        if on_conflict is not None:
+            self.raw.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {target} {on_conflict}")  # pyright: ignore[reportCallIssue, reportArgumentType] -- constants
+            self.raw.execute(f"DROP TABLE {target}")  # pyright: ignore[reportCallIssue, reportArgumentType] -- constants
 
     def close(self) -> None:
         self.raw.close()

@@ -1,0 +1,159 @@
+"""Indexing rate, local vs PostgreSQL catalog + ``milvus-lite server``, on the same records (SciFact
+abstracts cycled, one block each, no embedding model), optionally under cProfile.
+
+    .venv/bin/python bench/scale_index_profile.py --records 3000 [--profile out.prof] [--only scale]
+        [--timings] [--sample-s 60]
+
+``--timings`` adds up the wall time of the sync's steps (wrappers, no profiler); ``--sample-s``
+prints, every so many seconds, the blocks committed to the catalog, the rows in Milvus, this
+process's RSS and the load average (what a run stopped before its end reached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import resource
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.scale_curve import records
+from tests.scale.servers import MilvusLiteServer, PgServer
+
+TIMINGS: dict[str, float] = {}
+
+
+def timed(owner, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Wrap ``owner.name`` to add its wall time to ``TIMINGS``."""
+    inner = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            key = f"{getattr(owner, '__name__', type(owner).__name__)}.{name}"
+            TIMINGS[key] = TIMINGS.get(key, 0.0) + time.perf_counter() - started
+
+    setattr(owner, name, wrapper)
+
+
+def instrument() -> None:
+    from pymilvus import MilvusClient
+
+    from sleuth.lanes.postings import Postings
+    from sleuth.store.catalog import Catalog
+    from sleuth.store.milvus import MilvusIndex
+
+    for name in ("_sync_stats", "_sync_lex", "_insert_lex", "_delete"):
+        if hasattr(MilvusIndex, name):
+            timed(MilvusIndex, name)
+    for name in ("insert", "upsert", "flush", "delete"):
+        timed(MilvusClient, name)
+    timed(Catalog, "write_documents")
+    for name in ("apply", "catch_up"):
+        timed(Postings, name)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def sampler(url: str, milvus_uri: str, collection: str, every_s: float, stop: threading.Event) -> None:
+    """Print progress every ``every_s`` seconds until ``stop``: catalog blocks, Milvus rows, RSS, load."""
+    import psycopg
+    from pymilvus import MilvusClient
+
+    started = time.perf_counter()
+    client = MilvusClient(milvus_uri, dedicated=True)
+    peak = 0.0
+    while not stop.wait(every_s):
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute("SELECT count(*) FROM blocks").fetchone()
+        name = f"{collection}_lex"
+        rows = int(client.get_collection_stats(name).get("row_count", 0)) if client.has_collection(name) else 0
+        peak = max(peak, rss_mb())
+        print(json.dumps({"t_s": round(time.perf_counter() - started), "catalog_blocks": row[0] if row else 0,
+                          "milvus_rows": rows, "rss_mb": round(rss_mb()), "peak_rss_mb": round(peak),
+                          "load": os.getloadavg()[0]}), flush=True)
+    client.close()
+
+
+def run(kind: str, index_dir: Path, config, corpus, n: int, profile: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    from sleuth.engine import Engine
+
+    engine = Engine(index_dir, config)
+    prof = cProfile.Profile() if profile else None
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    if prof is not None:
+        prof.enable()
+    engine.index_records("bench", records(corpus, n))
+    if prof is not None:
+        prof.disable()
+        prof.dump_stats(profile)
+    took = time.perf_counter() - started
+    blocks = engine.catalog.counts()["blocks"]
+    engine.close()
+    out = {"kind": kind, "records": n, "blocks": blocks, "index_s": round(took, 1),
+           "blocks_per_s": round(blocks / took, 1), "load_start": round(load, 1),
+           "load_end": round(os.getloadavg()[0], 1),
+           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+           "timings_s": {k: round(v, 2) for k, v in sorted(TIMINGS.items())}}
+    print(json.dumps(out), flush=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/data/scifact"))
+    ap.add_argument("--records", type=int, default=3000)
+    ap.add_argument("--profile", default="")
+    ap.add_argument("--only", default="local,scale")
+    ap.add_argument("--sample-s", type=float, default=0)
+    ap.add_argument("--timings", action="store_true", help="time the sync's steps (wrappers, no profiler)")
+    args = ap.parse_args()
+    if args.timings:
+        instrument()
+
+    from sleuth.config import Config
+    from sleuth.eval import load_beir
+
+    corpus = list(load_beir(Path(args.data)).corpus)
+    work = Path(tempfile.mkdtemp(prefix="sleuth-idx-"))
+    kinds = args.only.split(",")
+    if "local" in kinds:
+        os.environ.pop("SLEUTH_CATALOG_URL", None)
+        run("local", work / "local", Config(model="none"), corpus, args.records, "")
+        TIMINGS.clear()
+    if "scale" in kinds:
+        pg, milvus = PgServer().start(), MilvusLiteServer().start()
+        try:
+            os.environ["SLEUTH_CATALOG_URL"] = pg.new_database("prof")
+            stop = threading.Event()
+            if args.sample_s:
+                threading.Thread(target=sampler, args=(os.environ["SLEUTH_CATALOG_URL"], milvus.uri, "prof",
+                                                       args.sample_s, stop), daemon=True).start()
+            run("postgresql+milvus", work / "scale",
+                Config(model="none", milvus_uri=milvus.uri, milvus_collection="prof"), corpus, args.records,
+                args.profile)
+        finally:
+            stop.set()
+            os.environ.pop("SLEUTH_CATALOG_URL", None)
+            milvus.stop()
+            pg.stop()
+
+
+if __name__ == "__main__":
+    main()
