@@ -129,16 +129,83 @@ def _config(model: str):
     return Config(model="none") if model == "none" else Config(model_int8=(model == "int8"))
 
 
+def _streamed_records(corpus_file: str, marks: dict):
+    """The corpus's records read one line at a time (as files are: the corpus is never in memory
+    at once); ``marks["read"]`` is set when the last one was handed out."""
+    from sleuth.engine import Record
+
+    with open(corpus_file, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                d = json.loads(line)
+                yield Record(rel_path=d["id"], text=d["text"], title=d.get("title", ""))
+    marks["read"] = True
+
+
+class MemorySampler:
+    """Peak resident memory of this process from /proc/self/status every ``every_s`` seconds, split
+    into anonymous memory (the heap: Python objects, tantivy's buffers) and file-backed pages (the
+    memory-mapped catalog and postings: page cache the kernel can drop), by phase (``phase`` is
+    read at each sample)."""
+
+    def __init__(self, every_s: float = 0.25) -> None:
+        import threading
+
+        self.phase = "start"
+        self.peaks: dict[str, dict[str, int]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def sample() -> dict[str, int]:
+        out: dict[str, int] = {}
+        try:
+            with open("/proc/self/status", encoding="ascii") as fh:
+                for line in fh:
+                    key, _, value = line.partition(":")
+                    if key in ("VmRSS", "RssAnon", "RssFile"):
+                        out[key] = int(value.split()[0]) // 1024
+        except OSError:
+            pass
+        return out
+
+    def _run(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            peak = self.peaks.setdefault(self.phase, {})
+            for key, mb in self.sample().items():
+                peak[key] = max(peak.get(key, 0), mb)
+
+    def stop(self) -> dict[str, dict[str, int]]:
+        self._stop.set()
+        self._thread.join()
+        return self.peaks
+
+
 def job_index_records(p: dict) -> dict:
-    """Index a JSONL corpus with Engine.index_records (records loaded before the clock starts)."""
+    """Index a JSONL corpus with Engine.index_records (records loaded before the clock starts, or
+    with ``stream`` read line by line during the run, as files are), with the peak resident memory
+    (MB: ``VmRSS``, ``RssAnon``, ``RssFile``) while records were read and after (last batch,
+    tantivy's commit and merges, the lanes' warm-up)."""
     from sleuth.engine import Engine
 
-    records = _records(p["corpus"])
+    marks: dict = {}
+    records = _streamed_records(p["corpus"], marks) if p.get("stream") else _records(p["corpus"])
+    sampler = MemorySampler()
+    sampler.phase = "records"
     started = time.perf_counter()
     with Engine(p["index"], _config(p["model"])) as e:
+        if p.get("stream"):
+            records = _phase_after(records, sampler, "after records")
         report = e.index_records(p["project"], records)
     took = time.perf_counter() - started
-    return {"took_s": took, "docs": report.added, "blocks": report.blocks, "embedded": report.embedded}
+    return {"took_s": took, "docs": report.added, "blocks": report.blocks, "embedded": report.embedded,
+            "memory_mb": sampler.stop()}
+
+
+def _phase_after(items, sampler: MemorySampler, phase: str):
+    yield from items
+    sampler.phase = phase
 
 
 def job_index_folder(p: dict) -> dict:
@@ -178,12 +245,14 @@ def job_vector_lane(p: dict) -> dict:
     write lock), so that query processes memory-map them instead of building them."""
     from sleuth.engine import Engine
 
+    sampler = MemorySampler()
     with Engine(p["index"]) as e:
         started = time.perf_counter()  # before the check: it loads the model and starts the build
         if e.vector_unavailable is not None:
             return {"error": e.vector_unavailable}
         m = e.lanes["vector"].matrix()
-        return {"took_s": time.perf_counter() - started, "blocks": len(m), "hnsw": m.ann is not None}
+        return {"took_s": time.perf_counter() - started, "blocks": len(m), "hnsw": m.ann is not None,
+                "memory_mb": sampler.stop()}
 
 
 def job_embed_throughput(p: dict) -> dict:

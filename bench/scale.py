@@ -52,18 +52,19 @@ def measure(n: int, sources: list[str], queries: list[str], workdir: Path, warmu
     index = workdir / f"idx-{n}"
     row: dict = {"blocks": n, "load_before": bench.loadavg()}
     lex = bench.run_child("index_records", {"index": str(index), "corpus": str(corpus), "model": "none",
-                                            "project": "scale"}, workdir)
+                                            "project": "scale", "stream": True}, workdir)
     row.update(index_s=lex.get("took_s"), index_rss_mb=lex.get("rss_mb"), error=lex.get("error"))
     row["lexical_bytes"] = folder_bytes(index)
     print(f"<!-- {n:,} blocks: indexed in {lex.get('took_s') or 0:.1f} s, peak RSS {lex.get('rss_mb')} MB,"
-          f" {row['lexical_bytes'] / 2**20:,.1f} MB; load {bench.loadavg()} -->", flush=True)
+          f" {row['lexical_bytes'] / 2**20:,.1f} MB; load {bench.loadavg()};"
+          f" peaks by phase {lex.get('memory_mb')} -->", flush=True)
     vec = bench.run_child("random_vectors", {"index": str(index), "seed": bench.SEED}, workdir)
     row.update(vectors_s=vec.get("took_s"), vectors_rss_mb=vec.get("rss_mb"))
     lane = bench.run_child("vector_lane", {"index": str(index)}, workdir)
     row.update(lane_s=lane.get("took_s"), lane_rss_mb=lane.get("rss_mb"), error=row["error"] or lane.get("error"))
     print(f"<!-- {n:,} blocks: random vectors {vec.get('took_s') or 0:.1f} s; vector lane built and saved in"
           f" {lane.get('took_s') or 0:.1f} s (HNSW {lane.get('hnsw')}), peak RSS {lane.get('rss_mb')} MB;"
-          f" load {bench.loadavg()} -->", flush=True)
+          f" load {bench.loadavg()}; peaks {lane.get('memory_mb')} -->", flush=True)
     q = bench.run_child("queries", {"index": str(index), "queries": str(qfile), "warmup": warmup, "sets": SETS},
                         workdir)
     row.update(vector_ready_s=q.get("vector_matrix_s"), query_rss_mb=q.get("rss_mb"))

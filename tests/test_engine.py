@@ -310,6 +310,51 @@ def test_a_record_given_twice_in_one_run_is_indexed_once_with_its_last_text(tmp_
         assert [h.path for h in exact] == ["a"]
 
 
+def test_a_record_given_again_in_a_later_batch_of_the_run_leaves_only_its_last_version(tmp_path, monkeypatch):
+    # Only documents the catalog held before a batch get a postings delete (a new one has none to
+    # delete); a document written by an earlier batch of the same run is one of them.
+    from sleuth import indexer
+    from sleuth.engine import Record
+    from sleuth.types import SearchRequest
+
+    monkeypatch.setattr(indexer, "FLUSH_DOCUMENTS", 2)
+    records = [Record("a", "a first draft about zebras", title="A"), Record("b", "other text", title="B"),
+               Record("c", "more text", title="C"), Record("a", "the final text about giraffes", title="A")]
+    with Engine(tmp_path / "idx", Config(model="none")) as eng:
+        eng.index_records("p", records)
+        assert eng.postings.searcher().num_docs == 3 == len(list(eng.catalog.indexed_blocks(0)))
+        assert [h.path for h in eng.search(SearchRequest(query="giraffes", lanes=["bm25"], limit=5)).hits] == ["a"]
+        assert eng.search(SearchRequest(query="zebras", lanes=["bm25"], limit=5)).hits == []
+
+
+def test_a_run_rewriting_many_documents_commits_its_staged_deletes_in_bounded_batches(tmp_path, monkeypatch):
+    # tantivy holds every staged delete until a commit: a run commits once BULK_COMMIT_DELETES are
+    # staged, and the postings end up as if each document had been rewritten alone.
+    from sleuth import indexer
+    from sleuth.engine import Record
+    from sleuth.lanes import postings
+    from sleuth.types import SearchRequest
+
+    monkeypatch.setattr(indexer, "FLUSH_DOCUMENTS", 2)
+    commits: list[int] = []
+    real = postings.Postings._bulk_commit
+
+    def counting(self: postings.Postings) -> None:
+        if self._bulk is not None and self._bulk.generation is not None:
+            commits.append(self._bulk.deletes)
+        real(self)
+
+    with Engine(tmp_path / "idx", Config(model="none")) as eng:
+        eng.index_records("p", [Record(f"d{i}", f"old text number {i} about zebras") for i in range(10)])
+        monkeypatch.setattr(postings, "BULK_COMMIT_DELETES", 4)
+        monkeypatch.setattr(postings.Postings, "_bulk_commit", counting)
+        eng.index_records("p", [Record(f"d{i}", f"new text number {i} about giraffes") for i in range(10)])
+        assert commits == [4, 4, 2]  # two batches of two rewritten documents between commits, the rest at the end
+        assert eng.postings.searcher().num_docs == 10
+        assert eng.search(SearchRequest(query="zebras", lanes=["bm25"], limit=20)).hits == []
+        assert len(eng.search(SearchRequest(query="giraffes", lanes=["bm25"], limit=20)).hits) == 10
+
+
 def test_indexing_raises_the_gc_threshold_for_the_run_and_restores_it():
     import gc
 

@@ -395,10 +395,15 @@ class Indexer:
         if len({doc.doc_id for doc, _ in batch}) < len(batch):  # a document twice: its last version
             last = {doc.doc_id: i for i, (doc, _) in enumerate(batch)}
             batch = [entry for i, entry in enumerate(batch) if last[entry[0].doc_id] == i]
+        # Only a document the catalog holds can have postings (the catalog is written first and a
+        # run starts caught up): a new document needs no delete, which tantivy would keep queued
+        # until the next commit and test against every segment it flushes (one a document).
+        ids = [doc.doc_id for doc, _ in batch]
+        known = self.catalog.existing_doc_ids(ids)
         gen = self.catalog.write_documents(batch, now)
         blocks = [IndexedBlock(block, terms, doc.title, doc.tags, doc.rel_path, exact)
                   for doc, entries in batch for block, terms, exact in entries]
-        self.postings.apply(blocks, [], [doc.doc_id for doc, _ in batch], gen)
+        self.postings.apply(blocks, [], [d for d in ids if d in known], gen)
         return len(blocks)
 
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:

@@ -43,6 +43,28 @@ def test_hnsw_recall_against_exact() -> None:
     assert len(rows) == 5 and set(rows) <= set(range(4_990, 5_000))
 
 
+def test_hnsw_built_in_chunks_from_stored_rows_never_decodes_the_whole_matrix(monkeypatch) -> None:
+    from sleuth.lanes import vector as vector_module
+    from sleuth.store import vector_codes
+
+    monkeypatch.setattr(vector_module, "HNSW_ADD_CHUNK_BLOCKS", 300)  # 4 chunks, the last one short
+    stored = vector_codes.encode(unit_rows(1_000, 32, seed=8))
+    ids = [f"b{i:04d}" for i in range(1_000)]
+    m = VectorMatrix(ids, ["p"] * 1_000, stored=stored, exact_max_blocks=100)
+    assert m.ann is not None and len(m.ann) == 1_000
+    decoded = vector_codes.decode(stored)
+    exact = VectorMatrix(ids, ["p"] * 1_000, decoded, exact_max_blocks=10**9)
+    hits = 0
+    for q in unit_rows(20, 32, seed=9):
+        rows, scores = m.search(q, 10, None)
+        # The candidates are rescored with the exact cosine of their decoded rows (to float32
+        # rounding: the product's summation order depends on how many candidates there are).
+        np.testing.assert_allclose(scores, decoded[rows] @ q, rtol=0, atol=1e-6)
+        hits += len(set(rows) & set(exact.search(q, 10, None)[0]))
+    assert hits / 200 >= 0.95
+    assert m._vectors is None  # neither the build nor the searches decoded the whole matrix
+
+
 def test_hnsw_index_is_saved_and_reused(tmp_path) -> None:
     vectors = unit_rows(1_000, 32, seed=3)
     ids = [f"b{i}" for i in range(1_000)]

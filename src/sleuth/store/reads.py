@@ -54,6 +54,15 @@ class DocumentReads(Connected):
                 out[doc.doc_id] = doc
         return out
 
+    def existing_doc_ids(self, doc_ids: Sequence[str]) -> set[str]:
+        """The ids of ``doc_ids`` that the catalog holds a document of."""
+        out: set[str] = set()
+        for i in range(0, len(doc_ids), 500):
+            part = doc_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            out.update(r[0] for r in self.conn.execute(f"SELECT doc_id FROM documents WHERE doc_id IN ({marks})", part))
+        return out
+
     def filter_documents(self, projects: Sequence[str] | None, labels: Sequence[str] = (),
                          roles: Sequence[str] = (), families: Sequence[str] = (),
                          recorded_after_ns: int | None = None, recorded_before_ns: int | None = None,

@@ -124,6 +124,14 @@ class VectorTable(Connected):
             (model,),
         ))
 
+    def count_block_vectors(self, model: str) -> int:
+        """How many rows :meth:`block_vectors_with_keys` gives (in the same read transaction: as many)."""
+        return int(self.conn.execute(
+            "SELECT COUNT(*) FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+            " JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash",
+            (model,),
+        ).fetchone()[0])
+
     def doc_block_vectors(self, model: str, doc_ids: Sequence[str]) -> list[tuple[str, str, str, str, bytes | None]]:
         """``(block_id, doc_id, project_id, embed_hash, vector bytes or None)`` of every block of ``doc_ids``."""
         marks = ",".join("?" * len(doc_ids))
