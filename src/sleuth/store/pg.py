@@ -33,7 +33,7 @@ from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV
 from sleuth.store.catalog import _SCHEMA, SCHEMA_VERSION, Catalog
 from sleuth.store.rows import embedding_text
 from sleuth.store.vector_codes import from_format_5
-from sleuth.store.vectors import float32_blobs_to_codes
+from sleuth.store.vectors import convert_rows, float32_blobs_to_codes, report_dropped
 
 #: The environment variable naming the PostgreSQL catalog (a libpq connection URL).
 CATALOG_URL_ENV = "SLEUTH_CATALOG_URL"
@@ -246,12 +246,13 @@ class PgCatalog(Catalog):
                     conn.execute("ALTER TABLE documents ADD COLUMN elided_chars BIGINT NOT NULL DEFAULT 0")
                 convert = float32_blobs_to_codes if version == 4 else from_format_5
                 rows = conn.execute("SELECT model, embed_hash, vector FROM vectors").fetchall()
-                for size in sorted({len(r[2]) for r in rows}):
-                    part = [r for r in rows if len(r[2]) == size]
-                    blobs = convert([bytes(r[2]) for r in part])
-                    for (model, embed_hash, _), blob in zip(part, blobs, strict=True):
-                        conn.execute("UPDATE vectors SET vector=? WHERE model=? AND embed_hash=?",
-                                     (blob, model, embed_hash))
+                coded, bad = convert_rows(rows, convert)
+                for model, embed_hash, blob in coded:
+                    conn.execute("UPDATE vectors SET vector=? WHERE model=? AND embed_hash=?",
+                                 (blob, model, embed_hash))
+                for model, embed_hash in bad:  # embedded again, rather than the catalog never opening
+                    conn.execute("DELETE FROM vectors WHERE model=? AND embed_hash=?", (model, embed_hash))
+                report_dropped(len(bad), "catalog migration")
                 conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
                 version = SCHEMA_VERSION
             conn.execute("COMMIT")

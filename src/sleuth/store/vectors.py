@@ -8,14 +8,18 @@ ranks as it will once migrated.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from sleuth.store import vector_codes
 from sleuth.store.rows import Connected, embedding_text
+
+log = logging.getLogger(__name__)
 
 
 def float32_blobs_to_codes(blobs: Sequence[bytes]) -> list[bytes]:
@@ -30,29 +34,86 @@ def float32_blobs_to_codes(blobs: Sequence[bytes]) -> list[bytes]:
 MIGRATE_VECTORS_PER_BATCH = 4096
 
 
+def convert_rows(rows: Iterable[tuple[str, str, object]], convert: Callable[[Sequence[bytes]], list[bytes]],
+                 ) -> tuple[list[tuple[str, str, bytes]], list[tuple[str, str]]]:
+    """``(model, embed_hash, stored blob)`` of old-format rows ``(model, embed_hash, vector)``, and the
+    keys of the rows that could not be converted (a value that is not bytes, a blob of another size
+    than most of its model's, or too short to hold a vector, a float32 vector with a value that is
+    not finite): those are left out, so that their
+    blocks are embedded again, instead of one hostile row keeping the whole catalog from opening.
+    Blobs of one size are converted together; a group that fails is converted row by row."""
+    good: list[tuple[str, str, bytes]] = []
+    bad: list[tuple[str, str]] = []
+    sizes: dict[str, Counter[int]] = {}
+    kept: list[tuple[str, str, bytes]] = []
+    for model, embed_hash, value in rows:
+        if isinstance(value, bytes | bytearray | memoryview):
+            blob = bytes(value)
+            kept.append((model, embed_hash, blob))
+            sizes.setdefault(model, Counter())[len(blob)] += 1
+        else:
+            bad.append((model, embed_hash))
+    width = {model: counts.most_common(1)[0][0] for model, counts in sizes.items()}  # a model's vectors: one size
+    by_size: dict[int, list[tuple[str, str, bytes]]] = {}
+    for model, embed_hash, blob in kept:
+        if len(blob) == width[model] and len(blob) > vector_codes.FORMAT_5_SCALE_BYTES:
+            by_size.setdefault(len(blob), []).append((model, embed_hash, blob))
+        else:
+            bad.append((model, embed_hash))
+    for size in sorted(by_size):
+        part = by_size[size]
+        try:
+            blobs = convert([b for _, _, b in part])
+        except (ValueError, TypeError):
+            blobs = []
+            for _model, _hash, blob in part:
+                try:
+                    blobs.append(convert([blob])[0])
+                except (ValueError, TypeError):
+                    blobs.append(b"")
+        for (model, embed_hash, _), coded in zip(part, blobs, strict=True):
+            if coded:
+                good.append((model, embed_hash, coded))
+            else:
+                bad.append((model, embed_hash))
+    return good, bad
+
+
+def report_dropped(dropped: int, where: str) -> None:
+    """Log (stderr, never stdout) how many old vector rows a migration or an import left out."""
+    if dropped:
+        log.warning("%s: %d stored vector(s) could not be read (wrong size, not bytes, or not finite) and "
+                    "were left out; their blocks are embedded again", where, dropped)
+
+
+#: Float32 vectors encoded per statement while a format-4 catalog is migrated.
+MIGRATE_VECTORS_PER_BATCH = 4096
+
+
 def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
-                        convert: Callable[[Sequence[bytes]], list[bytes]] = float32_blobs_to_codes) -> None:
+                        convert: Callable[[Sequence[bytes]], list[bytes]] = float32_blobs_to_codes) -> int:
     """Replace the ``vectors`` table of an older catalog by this format's (``create_sql``, its
     ``CREATE TABLE IF NOT EXISTS vectors`` statement: stored rows, ``WITHOUT ROWID``), inside the
     caller's transaction; ``convert`` turns equal-sized old blobs into stored rows (default: float32
-    vectors of format 4; :func:`sleuth.store.vector_codes.from_format_5` for format 5's rows)."""
+    vectors of format 4; :func:`sleuth.store.vector_codes.from_format_5` for format 5's rows).
+    Returns how many rows could not be converted and were left out (:func:`convert_rows`)."""
     conn.execute("DROP TABLE IF EXISTS vectors_v5")
     conn.execute(create_sql.replace("IF NOT EXISTS vectors (", "vectors_v5 (", 1))
     last: tuple[str, str] = ("", "")
+    dropped = 0
     while True:
         rows = conn.execute("SELECT model, embed_hash, vector FROM vectors WHERE (model, embed_hash) > (?, ?)"
                             " ORDER BY model, embed_hash LIMIT ?", (*last, MIGRATE_VECTORS_PER_BATCH)).fetchall()
         if not rows:
             break
-        coded: list[tuple[str, str, bytes]] = []
-        for size in sorted({len(r[2]) for r in rows}):  # blobs of one size are encoded together
-            part = [r for r in rows if len(r[2]) == size]
-            blobs = convert([r[2] for r in part])
-            coded += [(m, h, b) for (m, h, _), b in zip(part, blobs, strict=True)]
+        coded, bad = convert_rows(rows, convert)
+        dropped += len(bad)
         conn.executemany("INSERT INTO vectors_v5 VALUES (?,?,?)", coded)
         last = (rows[-1][0], rows[-1][1])
     conn.execute("DROP TABLE vectors")
     conn.execute("ALTER TABLE vectors_v5 RENAME TO vectors")
+    report_dropped(dropped, "catalog migration")
+    return dropped
 
 
 class VectorTable(Connected):
@@ -106,11 +167,8 @@ class VectorTable(Connected):
         index format."""
         rows, version = read_vector_rows(other)
         convert = float32_blobs_to_codes if version < 5 else vector_codes.from_format_5 if version == 5 else list
-        coded: list[tuple[str, str, bytes]] = []
-        for size in sorted({len(b) for _, _, b in rows}):  # blobs of one size are encoded together
-            part = [r for r in rows if len(r[2]) == size]
-            blobs = convert([b for _, _, b in part])
-            coded += [(m, h, c) for (m, h, _), c in zip(part, blobs, strict=True)]
+        coded, bad = convert_rows(rows, convert)
+        report_dropped(len(bad), f"importing vectors from {other}")
         with self.write() as conn:
             before = int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
             conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?)", coded)
