@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -23,9 +25,11 @@ def lock_exclusive(path: Path, timeout_s: float, poll_s: float = LOCK_POLL_S) ->
         The open descriptor holding the lock (closing it, or the process ending, releases it), or
         None when another process held the lock the whole time.
     Raises:
-        OSError: the file cannot be opened.
+        OSError: the file cannot be opened, or it is not a regular file: a symbolic link (which could
+            point anywhere: the holder writes into its lock file), a folder, a FIFO or a device,
+            which a cloned repository could plant in its index folder.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_lock_file(path)
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -36,6 +40,31 @@ def lock_exclusive(path: Path, timeout_s: float, poll_s: float = LOCK_POLL_S) ->
                 os.close(fd)
                 return None
             time.sleep(poll_s)
+
+
+def open_lock_file(path: Path) -> int:
+    """``path`` opened read-write (created with mode 0600 when missing), never through a symbolic
+    link and only when it is a regular file.
+
+    Raises:
+        OSError: it cannot be opened, or it is not a regular file (the message names it and says
+            to remove it).
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.ENODEV):
+            raise _not_a_lock_file(path) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_a_lock_file(path)
+    return fd
+
+
+def _not_a_lock_file(path: Path) -> OSError:
+    return OSError(errno.EINVAL, f"{path.name} is not a regular file (a symbolic link, a folder, a FIFO or a "
+                                 f"device): sleuth will not use it as a lock; remove it", str(path))
 
 
 #: How long a writer waits for another to release an index, in seconds (overridden by the
@@ -95,9 +124,17 @@ class WriteLock:
     def holder(self) -> str:
         """Who took the lock last (``process PID (command)``), or ``""``."""
         try:
-            return self.path.read_text(encoding="utf-8", errors="replace").strip()
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             return ""
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return ""
+            return os.pread(fd, 4096, 0).decode("utf-8", errors="replace").strip()
+        except OSError:
+            return ""
+        finally:
+            os.close(fd)
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:

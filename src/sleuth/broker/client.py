@@ -349,7 +349,7 @@ def serve_via_broker(index: str | Path | None, tools: str | None, projects: Sequ
 def _lock_free(path: Path) -> bool:
     """True when no process holds ``flock`` on ``path`` (checked without keeping it)."""
     try:
-        fd = os.open(path, os.O_RDWR)
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return True
     try:

@@ -242,7 +242,7 @@ def writer_running(engine: Engine) -> str | None:
     write lock. Probes the lock with a shared, non-blocking ``flock`` released at once."""
     path = engine.index_dir / WRITE_LOCK_FILE
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)  # never a planted link or FIFO
     except OSError:
         return None
     try:
