@@ -192,11 +192,11 @@ TRICKY_PATHS = (
 def test_path_parts_are_those_of_pathlib() -> None:
     from pathlib import PurePosixPath
 
-    from sleuth.ingest.roles import _split_path
+    from sleuth.ingest.roles import split_rel_path
 
     for rel in TRICKY_PATHS:
         path = PurePosixPath(rel)
-        assert _split_path(rel) == (path.name, path.suffix, path.parts[:-1]), rel
+        assert split_rel_path(rel) == (path.name, path.suffix, path.parts[:-1]), rel
 
 
 def test_the_fast_path_category_is_that_of_every_rule() -> None:

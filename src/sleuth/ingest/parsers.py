@@ -35,6 +35,7 @@ from sleuth.ingest.chunk import (
 from sleuth.ingest.decisions import decision_metadata
 from sleuth.ingest.front_matter import BoundedYAMLHandler, FrontMatterLimit, TomlHandler
 from sleuth.ingest.links import declared_entities, extract_links, markdown_tokens
+from sleuth.ingest.roles import split_rel_path
 from sleuth.locations import cell_heading
 
 MARKDOWN_EXTENSIONS: frozenset[str] = frozenset({".md", ".markdown", ".mdx", ".mdown", ".mkd", ".mkdn"})
@@ -85,12 +86,7 @@ def kind_for_path(rel_path: str) -> DocumentKind | None:
 
     Returns None for formats that are not indexed.
     """
-    name = rel_path.rpartition("/")[2]
-    if name in ("", "."):  # "a/", "a/.": PurePosixPath's name is the folder's
-        name = PurePosixPath(rel_path).name
-    name = name.lower()
-    dot = name.rfind(".")  # PurePosixPath(name).suffix and .stem, without making the object
-    suffix = name[dot:] if 0 < dot < len(name) - 1 else ""
+    name, suffix, _folders = split_rel_path(rel_path.lower())
     if suffix in MARKDOWN_EXTENSIONS:
         return "markdown"
     if suffix in PDF_EXTENSIONS:
@@ -104,7 +100,7 @@ def kind_for_path(rel_path: str) -> DocumentKind | None:
         return "code"
     if suffix in TEXT_EXTENSIONS or name in TEXT_FILENAMES:
         return "text"
-    stem = name[:dot] if suffix else name
+    stem = name[: -len(suffix)] if suffix else name
     if suffix and stem in TEXT_FILENAMES and suffix not in CODE_EXTENSIONS:  # e.g. LICENSE.MIT
         return "text"
     return None

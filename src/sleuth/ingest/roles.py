@@ -173,7 +173,7 @@ def _normalize(value: str) -> str:
     return re.sub(r"[\s-]+", "_", value.strip().lower())
 
 
-def _split_path(rel_path: str) -> tuple[str, str, tuple[str, ...]]:
+def split_rel_path(rel_path: str) -> tuple[str, str, tuple[str, ...]]:
     """``(name, suffix, folders)`` of a relative path as :class:`pathlib.PurePosixPath` gives them
     (``name``, ``suffix``, ``parts[:-1]``), by string operations when the path is plain (no empty,
     ``.`` or leading ``/`` part), which is what the walker and the archive reader give."""
@@ -194,7 +194,7 @@ _NAME_RULE_INFIX = "roadmap"
 
 def _format_first(rel_path: str, kind: str) -> str | None:
     """The role decided by format alone (PDF, code, ``.log``), else None."""
-    suffix = _split_path(rel_path)[1].lower()
+    suffix = split_rel_path(rel_path)[1].lower()
     for what, value, role in _FORMAT_FIRST:
         if (what == "kind" and kind == value) or (what == "suffix" and suffix == value):
             return role
@@ -203,7 +203,7 @@ def _format_first(rel_path: str, kind: str) -> str | None:
 
 def _path_category(rel_path: str) -> str | None:
     """The category a path's file name, else its deepest matching folder, names; None if none does."""
-    name, suffix, folders = _split_path(rel_path.lower())
+    name, suffix, folders = split_rel_path(rel_path.lower())
     stem = name[: -len(suffix)] if suffix else name
     if stem.startswith(_NAME_RULE_PREFIXES) or _NAME_RULE_INFIX in stem:  # else no rule can match
         for pattern, category in _NAME_RULES:
