@@ -174,7 +174,12 @@ def test_a_format_4_catalog_is_migrated_to_format_6(tmp_path: Path, catalog_url:
         assert e.catalog.vector_dim("m") == 8
 
 
-def test_a_format_5_catalog_is_migrated_to_format_6_keeping_its_codes(tmp_path: Path, catalog_url: str) -> None:
+@pytest.mark.parametrize("hostile", [(), (("short", b"abc"), ("wide", b"\0" * 300))], ids=["clean", "hostile rows"])
+def test_a_format_5_catalog_is_migrated_to_format_6_keeping_its_codes(tmp_path: Path, catalog_url: str,
+                                                                      hostile: tuple[tuple[str, bytes], ...]) -> None:
+    """Format 5's rows keep their codes; rows no format-5 vector can be (too short, another size than
+    the model's) are left out by the migration, so that their blocks are embedded again, instead of
+    the catalog never opening."""
     import numpy as np
 
     from sleuth.config import Config
@@ -190,6 +195,7 @@ def test_a_format_5_catalog_is_migrated_to_format_6_keeping_its_codes(tmp_path: 
         with cat.write() as conn:  # format 5: one step per vector
             conn.executemany("INSERT INTO vectors VALUES (?,?,?)",
                              [("m", h, b) for h, b in zip(hashes, old, strict=True)])
+            conn.executemany("INSERT INTO vectors VALUES (?,?,?)", [("m", h, b) for h, b in hostile])
             conn.execute("UPDATE meta SET value='5' WHERE key='schema_version'")
     with Engine(tmp_path / "pg-index", Config(model="none")) as e:
         assert e.catalog.get_meta("schema_version") == "6"
@@ -198,29 +204,3 @@ def test_a_format_5_catalog_is_migrated_to_format_6_keeping_its_codes(tmp_path: 
         assert e.catalog.vector_dim("m") == 70
         decoded = vector_codes.decode(e.catalog.stored_rows([stored[h] for h in hashes], 70))
         np.testing.assert_array_equal(decoded, np.stack([format_5_decoded(b) for b in old]))
-
-
-def test_a_format_5_catalog_with_hostile_vector_rows_migrates_without_them(tmp_path: Path, catalog_url: str) -> None:
-    """Rows no format-5 vector can be (too short, another size than the model's) are left out by the
-    migration, so that their blocks are embedded again, instead of the catalog never opening."""
-    import numpy as np
-
-    from sleuth.config import Config
-    from sleuth.store import vector_codes
-    from tests.store.old_formats import format_5_blobs
-
-    write_corpus(tmp_path / "src")
-    with Engine(tmp_path / "pg-index", Config(model="none")) as e:
-        e.index([tmp_path / "src"], project="p")
-        cat = e.catalog
-        hashes = [h for h, _ in cat.blocks_without_vectors("m", 100)]
-        old = format_5_blobs(np.random.default_rng(5).standard_normal((len(hashes), 70)).astype(np.float32))
-        with cat.write() as conn:
-            conn.executemany("INSERT INTO vectors VALUES (?,?,?)",
-                             [("m", h, b) for h, b in zip(hashes, old, strict=True)])
-            conn.executemany("INSERT INTO vectors VALUES (?,?,?)", [("m", "short", b"abc"), ("m", "wide", b"\0" * 300)])
-            conn.execute("UPDATE meta SET value='5' WHERE key='schema_version'")
-    with Engine(tmp_path / "pg-index", Config(model="none")) as e:
-        assert e.catalog.get_meta("schema_version") == "6"
-        stored = dict((h, bytes(b)) for h, b in e.catalog.conn.execute("SELECT embed_hash, vector FROM vectors"))
-        assert stored == dict(zip(hashes, vector_codes.from_format_5(old), strict=True))
