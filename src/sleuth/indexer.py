@@ -407,7 +407,8 @@ class Indexer:
         return len(blocks)
 
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Embed every block that has no vector for the configured model; returns how many.
+        """Embed every block that has no vector for the configured model (or one of the wrong size,
+        which the vector lane skips: it is replaced); returns how many.
 
         Vectors are cached by the block's embedding text, so unchanged blocks are never embedded
         again. ``progress(done, total)`` is called after each batch. Without a model, does nothing.
@@ -419,7 +420,7 @@ class Indexer:
         todo_estimate = total - have
         done = 0
         while True:
-            pending = self.catalog.blocks_without_vectors(embedder.name, EMBED_COMMIT_BLOCKS)
+            pending = self.catalog.blocks_without_vectors(embedder.name, EMBED_COMMIT_BLOCKS, embedder.dim)
             if not pending:
                 return done
             vectors = embedder.embed([text for _, text in pending])

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import logging
 import os
 import secrets
 from collections.abc import Sequence
@@ -38,6 +39,8 @@ from sleuth.store.catalog import Catalog
 from sleuth.store.lane_cache import load_arrays, save_arrays
 from sleuth.store.scratch import create, replacing
 
+log = logging.getLogger(__name__)
+
 #: Above this share of the live blocks changed at once, the matrix is rebuilt from the catalog.
 FULL_REBUILD_SHARE = 0.5
 #: Documents per ``IN (...)`` query when reading changed documents' blocks.
@@ -45,6 +48,8 @@ DOCS_PER_QUERY = 500
 #: Block vectors read from the catalog per step of a full build (:func:`build`): its memory beyond
 #: the result (at 400 bytes a stored row and about 500 of Python objects a row, about 45 MB).
 BUILD_CHUNK_BLOCKS = 50_000
+#: Documents named in the log line about skipped stored vectors (:func:`_report_skipped`).
+SKIPPED_DOCS_NAMED = 5
 #: The state file's format (4: the vectors file holds catalog format 6's stored rows, ``.q8``; 3 held
 #: format 5's, 2 float32, ``.f32``: a state of another format is rebuilt from the catalog).
 STATE_FORMAT = "vector-state 4"
@@ -64,6 +69,7 @@ class VectorState:
     ann_file: str = ""
     saved_rows: int = 0  # rows of ``vectors_file`` on disk
     saved_key: tuple[int, str | None] | None = None  # the key of the state on disk (None: not saved)
+    skipped_docs: set[str] = field(default_factory=set)  # documents with a stored vector skipped (reported)
 
     @property
     def key(self) -> tuple[int, str | None]:
@@ -99,16 +105,25 @@ def build(catalog: Catalog, model: str, dim: int) -> VectorState:
         codes = np.empty(n, dtype=np.int32)
         project_index: dict[str, int] = {}
         rows = iter(catalog.block_vectors_with_keys(model))
-        filled = 0
-        while chunk := list(itertools.islice(rows, min(BUILD_CHUNK_BLOCKS, n - filled))):
+        filled = read = 0
+        skipped: list[tuple[str, object]] = []  # (block, stored value) that cannot be read (readable_rows)
+        while chunk := list(itertools.islice(rows, min(BUILD_CHUNK_BLOCKS, n - read))):
+            read += len(chunk)
             block_ids, projects, embed_hashes, blobs = zip(*chunk, strict=True)
             del chunk
-            stored[filled : filled + len(blobs)] = catalog.stored_rows(blobs, dim)
+            good, readable = catalog.readable_rows(blobs, dim)
+            if not readable.all():
+                keep = readable.tolist()
+                skipped += [(b, v) for b, v, ok in zip(block_ids, blobs, keep, strict=True) if not ok]
+                block_ids, projects, embed_hashes = ([x for x, ok in zip(column, keep, strict=True) if ok]
+                                                     for column in (block_ids, projects, embed_hashes))
+            stored[filled : filled + len(good)] = good
             ids.append(np.asarray(block_ids, dtype=str))
             hashes.append(np.asarray(embed_hashes, dtype="S"))
-            codes[filled : filled + len(blobs)] = [project_index.setdefault(p, len(project_index)) for p in projects]
-            filled += len(blobs)
-        pending = catalog.docs_without_vectors(model)
+            codes[filled : filled + len(good)] = [project_index.setdefault(p, len(project_index)) for p in projects]
+            filled += len(good)
+        pending = set(catalog.docs_without_vectors(model))
+        skipped_docs = _report_skipped(catalog, model, dim, skipped, set())
     names = sorted(project_index)
     renumber = np.zeros(len(project_index), dtype=np.int32)
     for i, p in enumerate(names):
@@ -116,7 +131,8 @@ def build(catalog: Catalog, model: str, dim: int) -> VectorState:
     block_ids = np.concatenate(ids) if ids else np.zeros(0, dtype="U1")
     matrix = VectorMatrix(block_ids, [], project_codes=(names, renumber[codes[:filled]]), stored=stored[:filled])
     embed_hashes = np.concatenate(hashes) if hashes else np.zeros(0, dtype="S1")
-    return VectorState(model, generation, counter, matrix, embed_hashes, set(pending))
+    return VectorState(model, generation, counter, matrix, embed_hashes, pending | skipped_docs,
+                       skipped_docs=skipped_docs)
 
 
 def refresh(catalog: Catalog, state: VectorState, dim: int) -> VectorState:
@@ -135,7 +151,16 @@ def refresh(catalog: Catalog, state: VectorState, dim: int) -> VectorState:
     removed = [b for b in had if b not in current or current[b][1] != old_hashes[slot_of[b]]]
     kept = set(had) - set(removed)
     added = [b for b in current if b not in kept]
-    stored = catalog.stored_rows([current[b][2] for b in added], dim)
+    stored, readable = catalog.readable_rows([current[b][2] for b in added], dim)
+    if not readable.all():  # stored vectors that cannot be read: skipped, their documents embedded again
+        keep = readable.tolist()
+        skipped = [(b, current[b][2]) for b, ok in zip(added, keep, strict=True) if not ok]
+        added = [b for b, ok in zip(added, keep, strict=True) if ok]
+        bad_docs = _report_skipped(catalog, state.model, dim, skipped, state.skipped_docs)
+        pending = pending | bad_docs
+    else:
+        bad_docs = set()
+    skipped_docs = (state.skipped_docs - touched) | bad_docs  # a touched document was read again
     matrix = m.updated(removed, added, [current[b][0] for b in added], stored=stored)
     if len(matrix.block_ids) == len(m.block_ids) + len(added):
         hashes = np.concatenate([old_hashes, np.asarray([current[b][1] for b in added], dtype=object)])
@@ -146,7 +171,29 @@ def refresh(catalog: Catalog, state: VectorState, dim: int) -> VectorState:
         saved_rows, vectors_file = 0, ""
     return VectorState(state.model, generation, counter, matrix, hashes, pending, vectors_file=vectors_file,
                        ann_file=state.ann_file if matrix.ann is m.ann else "", saved_rows=saved_rows,
-                       saved_key=state.saved_key)
+                       saved_key=state.saved_key, skipped_docs=skipped_docs)
+
+
+def _report_skipped(catalog: Catalog, model: str, dim: int, skipped: Sequence[tuple[str, object]],
+                    reported: set[str]) -> set[str]:
+    """The documents of the ``(block_id, stored value)`` of ``skipped`` (stored vectors that could
+    not be read, left out of the matrix); logs them (stderr, never stdout) unless every one is in
+    ``reported`` already. A value of the wrong size is embedded again by the next embedding run
+    (:meth:`~sleuth.store.vectors.VectorTable.blocks_without_vectors`); one of the right size
+    with values that are not finite (written by no version of sleuth) only when its text changes."""
+    docs = {b.partition(":")[0] for b, _ in skipped}
+    if docs - reported:
+        width = catalog.vector_bytes(dim)
+        sized = sum(isinstance(v, bytes | bytearray | memoryview) and len(v) == width for _, v in skipped)
+        found = catalog.documents(sorted(docs)[:SKIPPED_DOCS_NAMED])
+        named = ", ".join(sorted(f"{d.project_id}:{d.rel_path}" for d in found.values()))
+        more = f" and {len(docs) - len(found)} more" if len(docs) > len(found) else ""
+        log.warning("vector lane (%s): %d stored vector(s) are not %d-dimension vectors of this catalog and were"
+                    " skipped (%d of another size or not bytes: the next `sleuth index` or `sleuth embed` embeds"
+                    " their blocks again; %d not finite: embedded again when their text changes); the lane serves"
+                    " the other vectors. Documents: %s%s",
+                    model, len(skipped), dim, len(skipped) - sized, sized, named, more)
+    return docs
 
 
 def _changes(catalog: Catalog, state: VectorState) -> tuple[

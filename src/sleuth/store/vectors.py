@@ -30,10 +30,6 @@ def float32_blobs_to_codes(blobs: Sequence[bytes]) -> list[bytes]:
     return vector_codes.encode_blobs(vectors)
 
 
-#: Float32 vectors encoded per statement while a format-4 catalog is migrated.
-MIGRATE_VECTORS_PER_BATCH = 4096
-
-
 def convert_rows(rows: Iterable[tuple[str, str, object]], convert: Callable[[Sequence[bytes]], list[bytes]],
                  ) -> tuple[list[tuple[str, str, bytes]], list[tuple[str, str]]]:
     """``(model, embed_hash, stored blob)`` of old-format rows ``(model, embed_hash, vector)``, and the
@@ -116,34 +112,69 @@ def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
     return dropped
 
 
+#: Rows of a model whose sizes decide its vectors' dimensions (:meth:`VectorTable.vector_dim`).
+VECTOR_DIM_SAMPLE_ROWS = 64
+
+
 class VectorTable(Connected):
     """Block vectors by model (a part of :class:`sleuth.store.catalog.Catalog`)."""
 
+    def vector_bytes(self, dim: int) -> int:
+        """Bytes of one stored vector of ``dim`` dimensions in this catalog's format (before 5:
+        float32; 5: codes and a scale; 6: :func:`sleuth.store.vector_codes.blob_bytes`)."""
+        if self.vector_format == 4:
+            return 4 * dim
+        if self.vector_format == 5:
+            return dim + vector_codes.FORMAT_5_SCALE_BYTES
+        return vector_codes.blob_bytes(dim)
+
+    def readable_rows(self, values: Sequence[object], dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, readable)`` of vector values as read from this catalog: ``readable`` (bool,
+        shape (n,)) says which are vectors of ``dim`` dimensions (bytes of :meth:`vector_bytes`
+        each, with finite values: format 4's floats, the steps and scale of 5 and 6); ``rows``
+        (shape (readable.sum(),), :func:`sleuth.store.vector_codes.row_dtype`) are their stored
+        rows, in order. An unreadable value (a hostile or damaged row) is left for the caller to
+        skip: its block is then embedded again (:meth:`blocks_without_vectors` with ``dim``)."""
+        width = self.vector_bytes(dim)
+        blobs = [bytes(v) if isinstance(v, bytes | bytearray | memoryview) else b"" for v in values]
+        readable = np.fromiter((len(b) == width for b in blobs), dtype=bool, count=len(blobs))
+        good = [b for b, ok in zip(blobs, readable.tolist(), strict=True) if ok]
+        if self.vector_format == 4:
+            vectors = np.frombuffer(b"".join(good), dtype=np.float32).reshape(len(good), dim)
+            finite = np.isfinite(vectors).all(axis=1)
+            rows = vector_codes.encode(vectors[finite] if not finite.all() else vectors)
+        else:
+            rows = vector_codes.from_blobs(vector_codes.from_format_5(good) if self.vector_format == 5 else good, dim)
+            finite = np.isfinite(rows["scale"]) & np.isfinite(rows["ratios"]).all(axis=1)
+            if not finite.all():
+                rows = rows[finite]
+        readable[np.flatnonzero(readable)[~finite]] = False
+        return rows, readable
+
     def stored_rows(self, blobs: Sequence[bytes], dim: int) -> np.ndarray:
         """The stored rows (shape (n,), :func:`sleuth.store.vector_codes.row_dtype`) of vector blobs
-        read from this catalog.
+        read from this catalog (:meth:`readable_rows`, every one readable).
 
         Raises:
-            ValueError: a blob of another size than ``dim`` dimensions take.
+            ValueError: a blob that is not a vector of ``dim`` dimensions of this format.
         """
-        if self.vector_format == 4:
-            if any(len(b) != 4 * dim for b in blobs):
-                raise ValueError(f"a stored vector is not {4 * dim} bytes ({dim} float32 dimensions)")
-            blobs = float32_blobs_to_codes(blobs)
-        elif self.vector_format == 5:
-            width = dim + vector_codes.FORMAT_5_SCALE_BYTES
-            if any(len(b) != width for b in blobs):
-                raise ValueError(f"a stored vector is not {width} bytes ({dim} dimensions, format 5)")
-            blobs = vector_codes.from_format_5(blobs)
-        return vector_codes.from_blobs(blobs, dim)
+        rows, readable = self.readable_rows(blobs, dim)
+        if not readable.all():
+            raise ValueError(f"a stored vector is not {self.vector_bytes(dim)} bytes of finite values ({dim}"
+                             f" dimensions, format {self.vector_format})")
+        return rows
 
-    def blocks_without_vectors(self, model: str, limit: int = 10_000) -> list[tuple[str, str]]:
-        """Up to ``limit`` ``(embed_hash, embedding text)`` of blocks with no vector for ``model``."""
+    def blocks_without_vectors(self, model: str, limit: int = 10_000, dim: int | None = None) -> list[tuple[str, str]]:
+        """Up to ``limit`` ``(embed_hash, embedding text)`` of blocks with no vector for ``model``;
+        with ``dim``, also those whose stored vector is not a blob of this format's size for
+        ``dim`` dimensions (a hostile or damaged row, which the vector lane skips): embedding
+        them again replaces the row."""
+        sized = "" if dim is None else " AND typeof(v.vector)='blob' AND length(v.vector)=?"
         rows = self.conn.execute(
             "SELECT b.embed_hash, d.title, b.text FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
-            " WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)"
+            f" WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash{sized})"
             " GROUP BY b.embed_hash LIMIT ?",
-            (model, limit),
+            (model, limit) if dim is None else (model, self.vector_bytes(dim), limit),
         ).fetchall()
         return [(h, embedding_text(title, text)) for h, title, text in rows]
 
@@ -228,15 +259,26 @@ class VectorTable(Connected):
         return int(with_vec), int(total)
 
     def vector_dim(self, model: str) -> int | None:
-        """Dimensions of the vectors stored for ``model`` (None when it has none)."""
-        row = self.conn.execute("SELECT length(vector) FROM vectors WHERE model=? LIMIT 1", (model,)).fetchone()
-        if row is None:
-            return None
+        """Dimensions of the vectors stored for ``model`` (None when it has none): the most common
+        of the sizes of up to ``VECTOR_DIM_SAMPLE_ROWS`` of its rows that are a vector's size in
+        this format, so that one hostile row does not decide it."""
+        found: Counter[int] = Counter()
+        for (nbytes,) in self.conn.execute("SELECT length(vector) FROM vectors WHERE model=? LIMIT ?",
+                                           (model, VECTOR_DIM_SAMPLE_ROWS)):
+            dim = self._dim_of_bytes(int(nbytes or 0))
+            if dim:
+                found[dim] += 1
+        return found.most_common(1)[0][0] if found else None
+
+    def _dim_of_bytes(self, nbytes: int) -> int | None:
         if self.vector_format == 4:
-            return int(row[0]) // 4
+            return nbytes // 4 if nbytes % 4 == 0 else None
         if self.vector_format == 5:
-            return int(row[0]) - vector_codes.FORMAT_5_SCALE_BYTES
-        return vector_codes.dim_of_blob(int(row[0]))
+            return nbytes - vector_codes.FORMAT_5_SCALE_BYTES if nbytes > vector_codes.FORMAT_5_SCALE_BYTES else None
+        try:
+            return vector_codes.dim_of_blob(nbytes)
+        except ValueError:
+            return None
 
 
 def read_vector_rows(path: Path) -> tuple[list[tuple[str, str, bytes]], int]:
