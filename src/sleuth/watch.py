@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from sleuth.engine import Engine
 from sleuth.errors import IndexBusy, SleuthError
 from sleuth.ingest.names import index_name, printable
-from sleuth.ingest.walk import DEFAULT_EXCLUDES
+from sleuth.ingest.walk import excluded_folder_name
 from sleuth.types import IndexReport
 
 if TYPE_CHECKING:
@@ -45,9 +45,6 @@ RESCAN_EVERY_S = 2.0
 #: Above this many changed paths in one root, the whole root is re-indexed (incrementally).
 FULL_ROOT_PATHS = 2_000
 
-#: Folder names whose changes never matter (the walker excludes them anyway): events under them
-#: are dropped before they wake the indexer.
-_IGNORED_DIR_NAMES = frozenset(p.rstrip("/") for p in DEFAULT_EXCLUDES if p.endswith("/") and "*" not in p)
 
 
 @dataclass(frozen=True)
@@ -127,7 +124,7 @@ def changed_paths(changes: Iterable[str], roots: Sequence[WatchedRoot],
                 continue
             rel = index_name(path[len(base) + 1 :].replace(os.sep, "/"))  # names as the index keeps them
             parts = rel.split("/")
-            if any(part in _IGNORED_DIR_NAMES for part in parts[:-1]) or parts[-1] in _IGNORED_DIR_NAMES:
+            if any(map(excluded_folder_name, parts)):  # the walker excludes them: events dropped
                 continue
             if parts[-1] == ".gitignore":
                 rel = "/".join(parts[:-1])

@@ -83,6 +83,30 @@ def test_default_and_extra_excludes(tmp_path: Path) -> None:
     assert skipped == {}
 
 
+def test_version_control_and_metadata_excludes_match_any_case(tmp_path: Path) -> None:
+    """``.GIT/`` is the repository's ``.git`` on macOS and Windows (git refuses such a path on every
+    system): it and the other version-control, index and file-manager names are excluded in any
+    case; the other defaults and a project's .gitignore match as written (git's rules on Linux)."""
+    from sleuth.ingest.walk import walk_paths
+    from sleuth.watch import WatchedRoot, changed_paths
+
+    for rel in [
+        ".GIT/config", ".Git/hooks/post-checkout", "sub/.gIt/HEAD", ".HG/store/data.txt", ".Svn/entries",
+        ".JJ/repo.txt", ".SLEUTH/catalog.txt", ".ds_store", "sub/THUMBS.DB", "sub/thumbs.db",
+        "NODE_MODULES/x.js", "Build/out.txt", "Secret.md", "secret.md", "src/main.py", ".gitish/notes.md",
+    ]:
+        write(tmp_path, rel)
+    write(tmp_path, ".gitignore", "secret.md\n")
+    found, skipped = collect([tmp_path])
+    assert found == [".gitignore", ".gitish/notes.md", "Build/out.txt", "NODE_MODULES/x.js", "Secret.md",
+                     "src/main.py"]
+    assert skipped == {}
+    assert [f.rel_path for f in walk_paths(tmp_path, [".GIT/config", ".Git", "sub", "Secret.md"])] == ["Secret.md"]
+    root = WatchedRoot("p", tmp_path, False)
+    events = [str(tmp_path / rel) for rel in (".GIT/config", "sub/.gIt/HEAD", ".Hg", "NODE_MODULES/y.js", "a.md")]
+    assert changed_paths(events, [root], tmp_path / "idx") == {root: {"NODE_MODULES/y.js", "a.md"}}
+
+
 def test_binary_and_size_skips(tmp_path: Path) -> None:
     write(tmp_path, "nul.txt", b"hello\x00world")
     write(tmp_path, "pic.png", b"not even read")

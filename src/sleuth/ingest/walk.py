@@ -30,7 +30,38 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".idea/", ".vscode/", ".DS_Store", "Thumbs.db",
 )
 """Gitignore-style patterns never walked, on top of .gitignore files. Directories holding a
-``pyvenv.cfg`` (virtual environments under any name) are skipped too."""
+``pyvenv.cfg`` (virtual environments under any name) are skipped too. Those of
+``ANY_CASE_EXCLUDES`` match whatever the case of their letters; the others as written (as git's
+own rules do on a case-sensitive file system)."""
+
+ANY_CASE_EXCLUDES: frozenset[str] = frozenset({".git/", ".hg/", ".svn/", ".jj/", ".sleuth/", ".DS_Store", "Thumbs.db"})
+"""The default excludes matched regardless of case (``.GIT/``, ``.Hg/``, ``THUMBS.DB``): version
+control and index folders and the files the file managers of case-insensitive systems leave. On
+macOS and Windows ``.GIT`` *is* the repository's ``.git``; git and Mercurial refuse to check out a
+path with ``.git`` or ``.hg`` in any case on every system for that reason, so such a folder on a
+case-sensitive one came from elsewhere. A project's own ``.gitignore`` keeps git's semantics
+(case-sensitive, as with ``core.ignorecase`` false)."""
+
+
+def _any_case(pattern: str) -> str:
+    """``pattern`` with each letter a choice of both cases (``.git/`` -> ``.[gG][iI][tT]/``)."""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in pattern)
+
+
+def default_exclude_lines(extra_excludes: Sequence[str] = ()) -> list[str]:
+    """The gitignore lines a walk applies before any ``.gitignore``: ``DEFAULT_EXCLUDES`` (those of
+    ``ANY_CASE_EXCLUDES`` matching any case), then ``extra_excludes`` as given."""
+    return [_any_case(p) if p in ANY_CASE_EXCLUDES else p for p in DEFAULT_EXCLUDES] + list(extra_excludes)
+
+
+def excluded_folder_name(name: str) -> bool:
+    """Whether a folder called ``name`` is never walked whatever its place (a default exclude
+    ``name/`` without a wildcard; :data:`ANY_CASE_EXCLUDES` in any case)."""
+    return name in _EXCLUDED_FOLDER_NAMES or name.lower() in _ANY_CASE_FOLDER_NAMES
+
+
+_EXCLUDED_FOLDER_NAMES = frozenset(p[:-1] for p in DEFAULT_EXCLUDES if p.endswith("/") and "*" not in p)
+_ANY_CASE_FOLDER_NAMES = frozenset(p[:-1].lower() for p in ANY_CASE_EXCLUDES if p.endswith("/"))
 
 FILE_MAX_BYTES: int = 5 * 1024 * 1024
 """Files larger than this many bytes are skipped with a reason (PDFs: ``PDF_MAX_BYTES``)."""
@@ -227,17 +258,17 @@ def walk_roots(
 ) -> Iterator[SourceFile | SkippedFile]:
     """Find candidate files under each root, in a deterministic (name-sorted, depth-first) order.
 
-    A root may be a directory (walked recursively) or a single file (yielded with ``root`` = its
-    parent and ``rel_path`` = its name, without applying ignore rules). Paths matched by
-    ``DEFAULT_EXCLUDES``, ``extra_excludes`` (gitignore syntax, relative to each root) or any
-    ``.gitignore`` (each applying to its own subtree, deeper files overriding shallower ones; a
-    symlinked ``.gitignore`` is not read) are silently left out; excluded directories and symlinked
-    directories are not descended into. Other files that cannot be indexed come out as
+    A root may be a directory (walked recursively) or a single file (yielded with ``root`` = its parent
+    and ``rel_path`` = its name, without applying ignore rules). Paths matched by ``DEFAULT_EXCLUDES``
+    (:func:`default_exclude_lines`: some in any case), ``extra_excludes`` (gitignore syntax, relative to
+    each root) or any ``.gitignore`` (each applying to its own subtree, deeper files overriding
+    shallower ones; a symlinked ``.gitignore`` is not read) are silently left out; excluded directories
+    and symlinked directories are not descended into. Other files that cannot be indexed come out as
     :class:`SkippedFile` with a reason: a binary or unsupported extension, larger than
-    ``FILE_MAX_BYTES`` (PDFs: ``PDF_MAX_BYTES``; PDFs are not sniffed for binary content),
-    unreadable, binary content, a broken symlink, a symlinked directory, not a regular file, or a
-    symlinked file (never followed: :func:`sleuth.ingest.confine.link_reason` says whether it points
-    outside ``confine`` or to another file inside, indexed under its own path).
+    ``FILE_MAX_BYTES`` (PDFs: ``PDF_MAX_BYTES``; PDFs are not sniffed for binary content), unreadable,
+    binary content, a broken symlink, a symlinked directory, not a regular file, or a symlinked file
+    (never followed: :func:`sleuth.ingest.confine.link_reason` says whether it points outside
+    ``confine`` or to another file inside, indexed under its own path).
 
     ``confine``: every root of the project (default: ``roots``), inside which symlink targets are
     judged. ``rel_path`` is in index form (:func:`sleuth.ingest.names.index_name`: names that are not
@@ -255,7 +286,7 @@ def walk_roots(
         if not (root.is_dir() or root.is_file()):
             raise NotADirectoryError(f"root is neither a directory nor a regular file: {root}")
         checked.append(root)
-    defaults = _Defaults([*DEFAULT_EXCLUDES, *extra_excludes])
+    defaults = _Defaults(default_exclude_lines(extra_excludes))
     return _walk(checked, defaults, Roots(checked if confine is None else confine))
 
 
@@ -283,7 +314,7 @@ def walk_paths(
     ``.gitignore`` between ``root`` and the path. Paths that do not exist (any more) or that are
     ignored yield nothing; ``..`` is not allowed. Used to re-index only what changed.
     """
-    defaults = _Defaults([*DEFAULT_EXCLUDES, *extra_excludes])
+    defaults = _Defaults(default_exclude_lines(extra_excludes))
     roots = Roots([root] if confine is None else confine)
     top = _Ignores(defaults, ()).entering("", root)
     for rel in normalize_rel_paths(rel_paths):
