@@ -47,8 +47,8 @@ def open_lock_file(path: Path) -> int:
     link and only when it is a regular file.
 
     Raises:
-        OSError: it cannot be opened, or it is not a regular file (the message names it and says
-            to remove it).
+        NotALockFile: it is not a regular file (the message names it and says to remove it).
+        OSError: it cannot be opened.
     """
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
@@ -62,9 +62,14 @@ def open_lock_file(path: Path) -> int:
     return fd
 
 
-def _not_a_lock_file(path: Path) -> OSError:
-    return OSError(errno.EINVAL, f"{path.name} is not a regular file (a symbolic link, a folder, a FIFO or a "
-                                 f"device): sleuth will not use it as a lock; remove it", str(path))
+class NotALockFile(OSError):
+    """A lock file that is not a regular file (a symbolic link, a folder, a FIFO, a device):
+    ``strerror`` names it and says to remove it, ``filename`` is its path (errno EINVAL)."""
+
+
+def _not_a_lock_file(path: Path) -> NotALockFile:
+    return NotALockFile(errno.EINVAL, f"{path.name} is not a regular file (a symbolic link, a folder, a FIFO or a "
+                                      f"device): sleuth will not use it as a lock; remove it", str(path))
 
 
 #: How long a writer waits for another to release an index, in seconds (overridden by the

@@ -204,3 +204,37 @@ def test_a_format_5_catalog_is_migrated_to_format_6_keeping_its_codes(tmp_path: 
         assert e.catalog.vector_dim("m") == 70
         decoded = vector_codes.decode(e.catalog.stored_rows([stored[h] for h in hashes], 70))
         np.testing.assert_array_equal(decoded, np.stack([format_5_decoded(b) for b in old]))
+
+
+@pytest.mark.parametrize("planted", ["folder", "symlink", "fifo"])
+def test_a_planted_postings_lock_of_a_host_is_named_with_what_to_do(tmp_path: Path, catalog_url: str,
+                                                                    planted: str) -> None:
+    """With a shared catalog a host's postings have a lock file of their own (postings.lock); one
+    that is not a regular file is reported by name with what to do, as write.lock is with a local
+    catalog (found by an attack session: "<folder> cannot be written"), and its target is untouched."""
+    from sleuth.config import Config
+
+    write_corpus(tmp_path / "src")
+    with Engine(tmp_path / "host-a", Config(model="none")) as first:
+        first.index([tmp_path / "src"], project="p")
+    host = tmp_path / "host-b"
+    host.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n", encoding="utf-8")
+    lock = host / "postings.lock"
+    if planted == "folder":
+        lock.mkdir()
+    elif planted == "symlink":
+        lock.symlink_to(victim)
+    else:
+        os.mkfifo(lock)
+    told = ("postings.lock is not a regular file (a symbolic link, a folder, a FIFO or a device): sleuth will not"
+            f" use it as a lock; remove it ({lock})")
+    with Engine(host, Config(model="none")) as second:  # its postings are empty: opening catches up, or tries
+        assert second.postings_behind == told
+        resp = second.search("advisory lock", lanes=["bm25"])
+        assert resp.notice is not None and resp.notice.endswith(f"whose postings could not be written: {told}")
+        with pytest.raises(OSError, match="postings.lock is not a regular file .*: sleuth will not use it as a"
+                                          " lock; remove it"):
+            second.index([tmp_path / "src"], project="p")
+    assert victim.read_text(encoding="utf-8") == "precious\n"

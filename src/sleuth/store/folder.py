@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from sleuth.errors import IndexWriteError, storage_errors
 from sleuth.lanes.postings import Postings
 from sleuth.locate import catalog_url
-from sleuth.locks import WriteLock, write_lock_timeout_s
+from sleuth.locks import NotALockFile, WriteLock, write_lock_timeout_s
 from sleuth.store import scratch
 from sleuth.store.catalog import Catalog
 
@@ -133,6 +133,9 @@ class IndexFolder:
         try:
             if not self.postings_lock.acquire(blocking=blocking):
                 return  # another process is writing; it brings the postings up to date itself
+        except NotALockFile as exc:  # planted (a folder, a link): named, with what to do, as write.lock is
+            self._skip_catch_up(target, current, f"{exc.strerror} ({exc.filename})")
+            return
         except OSError:  # the lock file cannot be made: a read-only folder
             self._skip_catch_up(target, current, f"{self.index_dir} cannot be written")
             return
