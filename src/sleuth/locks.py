@@ -10,11 +10,25 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 #: How often a waiting process tries the lock again, in seconds.
 LOCK_POLL_S = 0.05
+
+
+def retry_until(attempt: Callable[[], bool], timeout_s: float, poll_s: float = LOCK_POLL_S) -> bool:
+    """Call ``attempt`` until it returns True, for at most ``timeout_s`` seconds (0: once), sleeping
+    ``poll_s`` seconds between tries; whether it did. What ``attempt`` raises is raised. The wait of
+    every lock of sleuth: a file's ``flock`` (:func:`lock_exclusive`), PostgreSQL's advisory lock
+    (:class:`sleuth.store.pg.PgWriteLock`)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if attempt():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
 
 
 def lock_exclusive(path: Path, timeout_s: float, poll_s: float = LOCK_POLL_S) -> int | None:
@@ -25,21 +39,28 @@ def lock_exclusive(path: Path, timeout_s: float, poll_s: float = LOCK_POLL_S) ->
         The open descriptor holding the lock (closing it, or the process ending, releases it), or
         None when another process held the lock the whole time.
     Raises:
-        OSError: the file cannot be opened, or it is not a regular file: a symbolic link (which could
-            point anywhere: the holder writes into its lock file), a folder, a FIFO or a device,
-            which a cloned repository could plant in its index folder.
+        NotALockFile: it is not a regular file: a symbolic link (which could point anywhere: the
+            holder writes into its lock file), a folder, a FIFO or a device, which a cloned
+            repository could plant in its index folder.
+        OSError: the file cannot be opened or locked.
     """
     fd = open_lock_file(path)
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def take() -> bool:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
         except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                return None
-            time.sleep(poll_s)
+            return False
+        return True
+
+    try:
+        if retry_until(take, timeout_s, poll_s):
+            return fd
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)
+    return None
 
 
 def open_lock_file(path: Path) -> int:

@@ -21,7 +21,6 @@ import os
 import re
 import sys
 import threading
-import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.errors import IndexBusy, IndexFormatError, StorageError
-from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV
+from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV, retry_until
 from sleuth.store.catalog import _SCHEMA, SCHEMA_VERSION, Catalog
 from sleuth.store.rows import embedding_text
 from sleuth.store.vector_codes import from_format_5
@@ -365,16 +364,20 @@ class PgWriteLock:
                                    application_name=_application_name())
         except psycopg.OperationalError as exc:
             raise OSError(f"cannot reach the catalog at {redact_url(self.url)}: {str(exc).strip()}") from exc
-        deadline = time.monotonic() + (self.timeout_s if blocking else 0)
-        while True:
+
+        def take() -> bool:
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
-            if row and row[0]:
+            return bool(row and row[0])
+
+        try:
+            if retry_until(take, self.timeout_s if blocking else 0, LOCK_POLL_S):
                 self._conn = conn
                 return True
-            if time.monotonic() >= deadline:
-                conn.close()
-                return False
-            time.sleep(LOCK_POLL_S)
+        except BaseException:
+            conn.close()
+            raise
+        conn.close()
+        return False
 
     def release(self) -> None:
         if self._conn is not None:

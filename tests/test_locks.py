@@ -1,0 +1,52 @@
+"""The one wait of sleuth's locks (``retry_until``: a file's flock, PostgreSQL's advisory lock)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+import pytest
+
+from sleuth.locks import NotALockFile, lock_exclusive, retry_until
+
+
+def test_retry_until_tries_again_until_the_attempt_succeeds() -> None:
+    calls: list[int] = []
+
+    def third_time() -> bool:
+        calls.append(1)
+        return len(calls) == 3
+
+    assert retry_until(third_time, timeout_s=600, poll_s=0)
+    assert len(calls) == 3
+
+
+def test_retry_until_with_no_time_tries_once_and_passes_errors_on() -> None:
+    calls: list[int] = []
+    assert not retry_until(lambda: bool(calls.append(1)), timeout_s=0, poll_s=0)
+    assert calls == [1]
+
+    def broken() -> bool:
+        raise OSError("the server went away")
+
+    with pytest.raises(OSError, match="the server went away"):
+        retry_until(broken, timeout_s=600, poll_s=0)
+
+
+def test_lock_exclusive_returns_none_while_another_descriptor_holds_it_and_refuses_a_folder(tmp_path: Path) -> None:
+    path = tmp_path / "write.lock"
+    holder = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # flock locks belong to the open file: another open waits
+        before = len(os.listdir("/proc/self/fd"))
+        assert lock_exclusive(path, 0) is None
+        assert len(os.listdir("/proc/self/fd")) == before  # the descriptor it opened is closed again
+    finally:
+        os.close(holder)
+    fd = lock_exclusive(path, 0)
+    assert fd is not None
+    os.close(fd)
+    (tmp_path / "planted.lock").mkdir()
+    with pytest.raises(NotALockFile, match="planted.lock is not a regular file .*remove it"):
+        lock_exclusive(tmp_path / "planted.lock", 0)
