@@ -82,7 +82,27 @@ class PgServer:
                               "-c", "shared_buffers=128MB"]),
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         _wait_for_port(self.port, self.proc, "postgres", log)
+        self._wait_for_connections(log)
         return self
+
+    def _wait_for_connections(self, log: Path) -> None:
+        """Listening is not ready: until recovery ends postgres refuses connections ("the database
+        system is starting up"); wait (at most ``SERVER_START_TIMEOUT_S``) until one is accepted."""
+        import psycopg
+
+        from sleuth.locks import retry_until
+
+        def accepted() -> bool:
+            try:
+                psycopg.connect(self.url(), connect_timeout=10).close()
+            except psycopg.OperationalError:
+                if self.proc is not None and self.proc.poll() is not None:
+                    raise RuntimeError(f"postgres ended: {log.read_text(errors='replace')[-2000:]}") from None
+                return False
+            return True
+
+        if not retry_until(accepted, SERVER_START_TIMEOUT_S, 0.1):
+            raise RuntimeError(f"postgres accepted no connection in {SERVER_START_TIMEOUT_S:g} s")
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
