@@ -533,13 +533,14 @@ class MilvusIndex:
             docs = catalog.documents(list(part))
             rows = []
             for block_id, doc_id, project_id, _, vector in catalog.doc_block_vectors(model, list(part)):
-                if vector is None:
+                stored, readable = catalog.readable_rows([vector], dim)
+                if not readable[0]:  # none yet, or one that cannot be read (left out, as the vector lane does)
                     still_pending.add(doc_id)
                     continue
                 from sleuth.store.vector_codes import decode
 
                 rows.append({**self._scalars(docs, block_id, doc_id, project_id),
-                             "dense": decode(catalog.stored_rows([vector], dim))[0].tolist()})
+                             "dense": decode(stored)[0].tolist()})
             for batch in _chunks(rows, MILVUS_INSERT_BATCH_ROWS):
                 self.client.insert(self.dense, list(batch))
         self.client.flush(self.dense)
