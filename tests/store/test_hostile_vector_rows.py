@@ -141,3 +141,52 @@ def test_a_stored_vector_that_is_not_finite_is_skipped_by_the_build(tmp_path: Pa
         with pytest.raises(ValueError, match="not 78 bytes of finite values"):
             e.catalog.stored_rows([e.catalog.conn.execute("SELECT vector FROM vectors WHERE embed_hash=?",
                                                           (h0,)).fetchone()[0]], dim)
+
+
+def test_a_format_5_catalog_that_cannot_be_written_skips_its_hostile_row(tmp_path: Path,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """Read-only, a format-5 catalog is not migrated (the migration would leave the row out): its
+    rows are read as format 5's, and the one of the wrong size is skipped the same way."""
+    import os
+    import shutil
+    import subprocess
+
+    from sleuth.store.catalog import Catalog
+    from tests.store.old_formats import as_format_5
+
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a read-only bind mount needs root and mount(8); CI runs as root")
+    model = "hostile-model"
+    index = tmp_path / "rw" / "idx"
+    with Engine(index, Config(model="none")) as e:
+        e.index([notes(tmp_path / "notes")], project="notes")
+    with sqlite3.connect(index / "catalog.sqlite3") as conn:
+        hashes = dict(conn.execute("SELECT d.rel_path, b.embed_hash FROM blocks b JOIN documents d"
+                                   " ON b.doc_id=d.doc_id").fetchall())
+    conn.close()
+    rng = np.random.default_rng(11)
+    as_format_5(index / "catalog.sqlite3", {(model, hashes[p]): rng.standard_normal(DIM).astype(np.float32)
+                                            for p in ("keys.md", "deploy.md")})
+    with sqlite3.connect(index / "catalog.sqlite3") as conn:
+        conn.execute("INSERT INTO vectors VALUES (?,?,?)", (model, hashes["cats.md"], b"\x00" * (DIM + 3)))
+    conn.close()
+    view = tmp_path / "ro"
+    view.mkdir()
+    subprocess.run(["mount", "--bind", str(tmp_path / "rw"), str(view)], check=True, timeout=60)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(view)], check=True, timeout=60)
+        cat = Catalog(view / "idx" / "catalog.sqlite3")
+        try:
+            assert cat.read_only is not None and cat.vector_format == 5 and cat.vector_dim(model) == DIM
+            with caplog.at_level(logging.WARNING, logger="sleuth.store.vector_cache"):
+                state = vector_cache.build(cat, model, DIM)
+            assert sorted(state.hash_texts().tolist()) == sorted([hashes["keys.md"], hashes["deploy.md"]])
+            assert [d.rel_path for d in cat.documents(sorted(state.pending_docs)).values()] == ["cats.md"]
+            assert "1 stored vector(s) are not 384-dimension vectors" in caplog.text
+            assert caplog.text.rstrip().endswith("Documents: notes:cats.md")
+            assert [h for h, _ in cat.blocks_without_vectors(model, 10, DIM)] == [hashes["cats.md"]]
+        finally:
+            cat.close()
+    finally:
+        if subprocess.run(["umount", str(view)], capture_output=True, timeout=60).returncode != 0:
+            subprocess.run(["umount", "-l", str(view)], capture_output=True, timeout=60)
