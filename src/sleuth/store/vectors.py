@@ -13,6 +13,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -136,15 +137,23 @@ class VectorTable(Connected):
         rows, in order. An unreadable value (a hostile or damaged row) is left for the caller to
         skip: its block is then embedded again (:meth:`blocks_without_vectors` with ``dim``)."""
         width = self.vector_bytes(dim)
-        blobs = [bytes(v) if isinstance(v, bytes | bytearray | memoryview) else b"" for v in values]
-        readable = np.fromiter((len(b) == width for b in blobs), dtype=bool, count=len(blobs))
-        good = [b for b, ok in zip(blobs, readable.tolist(), strict=True) if ok]
+        n = len(values)
+        as_bytes = cast("Sequence[bytes]", values)  # when every one is bytes (tested first)
+        good: Sequence[bytes]
+        if set(map(type, values)) <= {bytes} and set(map(len, as_bytes)) <= {width}:  # every row as written
+            good = as_bytes
+            readable = np.ones(n, dtype=bool)
+        else:
+            blobs = [bytes(v) if isinstance(v, bytes | bytearray | memoryview) else b"" for v in values]
+            readable = np.fromiter((len(b) == width for b in blobs), dtype=bool, count=n)
+            good = [b for b, ok in zip(blobs, readable.tolist(), strict=True) if ok]
         if self.vector_format == 4:
             vectors = np.frombuffer(b"".join(good), dtype=np.float32).reshape(len(good), dim)
             finite = np.isfinite(vectors).all(axis=1)
-            rows = vector_codes.encode(vectors[finite] if not finite.all() else vectors)
+            rows = vector_codes.encode(vectors if finite.all() else vectors[finite])
         else:
-            rows = vector_codes.from_blobs(vector_codes.from_format_5(good) if self.vector_format == 5 else good, dim)
+            blobs6 = vector_codes.from_format_5(good) if self.vector_format == 5 else good
+            rows = np.frombuffer(b"".join(blobs6), dtype=vector_codes.row_dtype(dim))
             finite = np.isfinite(rows["scale"]) & np.isfinite(rows["ratios"]).all(axis=1)
             if not finite.all():
                 rows = rows[finite]
