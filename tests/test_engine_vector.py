@@ -37,7 +37,7 @@ def test_paraphrase_without_shared_terms_is_found_by_the_vector_lane(engine: Eng
     assert engine.search(SearchRequest(query="feline naps", lanes=["bm25"])).hits == []
     hybrid = engine.search(SearchRequest(query="how often do we rotate cryptographic credentials", limit=3))
     assert hybrid.hits[0].path == "keys.md" and "vector" in hybrid.hits[0].sources
-    assert hybrid.lanes == ["bm25", "index", "vector"] and hybrid.unavailable_lanes == {}
+    assert hybrid.lanes == ["bm25", "index", "rm3", "vector"] and hybrid.unavailable_lanes == {}
 
 
 def test_vectors_are_cached_by_content(engine: Engine, tmp_path: Path) -> None:
@@ -59,7 +59,7 @@ def test_without_a_model_the_vector_lane_is_reported_unavailable(tmp_path: Path)
     assert report.embedded == 0
     resp = e.search("signing keys")
     assert resp.hits[0].path == "keys.md"
-    assert resp.lanes == ["bm25", "index"]
+    assert resp.lanes == ["bm25", "index", "rm3"]
     assert resp.unavailable_lanes == {"vector": "no embedding model configured (model = 'none')"}
     assert e.status().model_dump()["vector_lane"] == {"available": False,
                                                       "reason": "no embedding model configured (model = 'none')"}
@@ -159,6 +159,7 @@ def test_semantic_only_matches_are_marked_or_dropped_on_every_surface(engine: En
     from sleuth.memory.search import MemorySearch
 
     strong = engine.search(SearchRequest(query="feline naps"))  # cats.md at cosine 0.61, no shared word
+    assert strong.lanes == ["bm25", "index", "rm3", "vector"]  # rm3 ran too: it finds no block without a query word
     assert [(h.path, h.semantic_only) for h in strong.hits] == [("cats.md", True)]
     assert strong.notice and strong.notice.startswith("no word of the query occurs in the searched documents")
     assert strong.model_dump(mode="json")["hits"][0]["semantic_only"] is True
@@ -170,6 +171,7 @@ def test_semantic_only_matches_are_marked_or_dropped_on_every_surface(engine: En
     assert engine.search(SearchRequest(query="change cryptographic credentials", lanes=["vector"])).hits
     lexical = engine.search(SearchRequest(query="warm felines"))  # "warm" is in cats.md
     assert [(h.path, h.semantic_only) for h in lexical.hits] == [("cats.md", False)] and lexical.notice is None
+    assert "rm3" in lexical.hits[0].sources
 
     tools = ProjectTools(engine)
     out = anyio.run(lambda: tools.search_project(project_id="notes", query="feline naps"))
@@ -207,3 +209,23 @@ def test_another_arithmetic_path_re_embeds_instead_of_mixing_vectors(tmp_path: P
     assert int8.embed_pending() == 3
     assert int8.catalog.vector_counts("all-MiniLM-L6-v2") == (3, 3)  # the fp32 vectors are kept, apart
     assert int8.search("signing keys").hits[0].path == "keys.md"
+
+
+def test_project_memory_search_leaves_the_rm3_lane_out_of_the_default_lanes(tmp_path: Path) -> None:
+    """With the registry's default lanes the tool's bm25 family is bm25 and index (rm3 lowered it on
+    SciFact, docs/EVAL.md); lanes set in the configuration are used as they are."""
+    from sleuth.memory.arguments import parse_memory_request
+    from sleuth.memory.search import MemorySearch
+
+    req = parse_memory_request({"query": "signing keys", "project_id": "notes"})
+    custom = Config(model="none", lanes=("bm25", "rm3", "vector"))
+    for cfg, want in ((Config(model="none"), ["bm25", "index", "exact", "vector", "graph"]),
+                      (custom, ["bm25", "rm3", "exact", "vector", "graph"])):
+        e = Engine(tmp_path / f"idx-{len(cfg.lanes)}", cfg)
+        memory = MemorySearch(e)
+        try:
+            assert e.config.lanes == cfg.lanes and "rm3" in cfg.lanes
+            assert memory.request(req, ("notes",), "r1").lanes == want
+        finally:
+            memory.close()
+            e.close()

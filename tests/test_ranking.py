@@ -69,13 +69,17 @@ def ranked(lists: list[RankedList], cfg: Config, limit: int = 10) -> tuple[list[
 
 def test_weak_noise_is_dropped_when_no_word_matched():
     vector = RankedList("vector", ("a:1", "b:1", "c:1", "d:1"), (0.55, 0.45, 0.40, 0.35))
-    cfg = Config(lanes=("bm25", "index", "vector"))
-    fused, dropped = ranked([RankedList("bm25", (), ()), RankedList("index", (), ()), vector], cfg)
+    cfg = Config()  # the default lanes: bm25, index, rm3, vector
+    assert cfg.lanes == ("bm25", "index", "rm3", "vector")
+    empty = [RankedList(lane, (), ()) for lane in ("bm25", "index", "rm3")]
+    fused, dropped = ranked([*empty, vector], cfg)
     assert [(d.doc_id, d.semantic_only) for d in fused] == [("a", True)] and dropped == 3
     assert semantic_notice(True, False, len(fused), dropped).startswith("no word of the query occurs")
-    # a word matched: semantic-only documents are kept (and marked)
-    bm25 = RankedList("bm25", ("e:1",), (4.0,))
-    fused, dropped = ranked([bm25, RankedList("index", ("e:1",), (4.0,)), vector], cfg)
+    # a word matched: semantic-only documents are kept (and marked). The lone lexical match e is first:
+    # the index and rm3 lanes repeat bm25's list, so bm25 carries the lexical 0.696 (z flat: 2 x 0.696)
+    # against the vector lane's clear best a (z 2.70 x 0.5)
+    lexical = [RankedList(lane, ("e:1",), (4.0,)) for lane in ("bm25", "index", "rm3")]
+    fused, dropped = ranked([*lexical, vector], cfg)
     assert [(d.doc_id, d.semantic_only) for d in fused][:3] == [("e", False), ("a", True), ("b", True)]
     assert dropped == 0
     # vector lane alone: meaning matches were asked for; nothing dropped

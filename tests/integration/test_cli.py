@@ -34,7 +34,7 @@ def test_relevant_page_first(hugo_index: Path, query: str, expected_first: str) 
 def test_json_hit_shape_and_highlights(hugo_index: Path) -> None:
     hit = search_json(hugo_index, "environment variable", "--limit", "1")["hits"][0]
     assert hit["project"] == "hugo"
-    assert set(hit["sources"]) <= {"bm25", "tfidf", "index", "vector"}
+    assert set(hit["sources"]) <= {"bm25", "tfidf", "index", "rm3", "vector"}
     assert hit["best_block_id"] == hit["block_ids"][0]
     assert hit["best_block_id"].startswith(hit["doc_id"] + ":")
     words = [hit["snippet"][s:e].lower() for s, e in hit["highlights"]]

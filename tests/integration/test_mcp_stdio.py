@@ -82,7 +82,7 @@ def test_search_project_envelope_and_items(hugo_index: Path) -> None:
     assert len(first["block_ids"]) <= BLOCK_IDS_MAX and first["block_count"] >= len(first["block_ids"])
     assert first["rank"] == 1 and first["item"]["path"] == "functions/os/Getenv.md"
     assert first["markdown_item_id"] == first["item"]["item_id"]
-    assert set(first["sources"]) <= {"bm25", "tfidf", "index", "vector"}
+    assert set(first["sources"]) <= {"bm25", "tfidf", "index", "rm3", "vector"}
     assert [i["score"] for i in env["items"]] == sorted((i["score"] for i in env["items"]), reverse=True)
     assert five["result_count"] == 5 and two["result_count"] == 2
     assert five["items"][0]["item"]["path"] == "render-hooks/_index.md"

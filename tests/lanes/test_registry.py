@@ -95,11 +95,11 @@ def test_a_lane_registered_here_runs_on_every_surface(toy_lane: None, notes: Pat
 
 def test_the_built_in_lanes_and_their_families() -> None:
     assert registry.lane_names() == ("bm25", "tfidf", "index", "rm3", "exact", "vector", "graph")
-    assert registry.default_lanes() == ("bm25", "index", "vector")
+    assert registry.default_lanes() == ("bm25", "index", "rm3", "vector")
     assert registry.lanes_of_family("bm25") == ("bm25", "tfidf", "index", "rm3")
     # seed 004's families: the default lanes of a family, every lane of a family without one
     assert registry.lanes_for_families(["exact", "bm25", "graph"], registry.default_lanes()) == (
-        "bm25", "index", "exact", "graph")
+        "bm25", "index", "rm3", "exact", "graph")
     assert registry.lanes_matching(*registry.LEXICAL_MATCHES) == {"bm25", "tfidf", "index", "rm3", "exact"}
     assert registry.match_group("exact") == registry.match_group("tfidf") == "lexical"
     with pytest.raises(ValueError, match="a lane name is letters"):

@@ -32,7 +32,7 @@ def test_search_goes_through_the_engine_with_lane_contributions(ui_server: UiSer
     assert status == 200
     assert paths(body) == [("other", "secret.md"), ("notes", "notes/lanes.md"), ("notes", "fusion.md")]
     first = body["hits"][0]
-    assert sorted(c["lane"] for c in first["explain"]) == ["bm25", "index", "vector"]
+    assert sorted(c["lane"] for c in first["explain"]) == ["bm25", "index", "rm3", "vector"]
     assert sum(c["contribution"] for c in first["explain"]) == pytest.approx(first["score"])
     assert first["location"] == {"page": None, "cell": None, "label": "§ Other project · lines 1-3"}
     passage = body["hits"][1]["passages"][0]
