@@ -35,8 +35,9 @@ VECTOR_MIN_SIMILARITY = 0.3
 VECTOR_EXACT_MAX_BLOCKS = 50_000
 #: HNSW settings (usearch): graph degree, build breadth and search breadth. Measured on 60,371 real
 #: MiniLM block vectors with 400 real queries (docs/BENCH.md, item 6): building with a breadth of 64
-#: instead of 128 halves the build's CPU (0.40 against 0.81 ms a vector), and searching with 256
-#: instead of 128 more than makes up its recall@10 (0.986 against 0.978) for about 0.5 ms a query.
+#: instead of 128 halves the build's CPU (0.32-0.40 against 0.63-0.81 ms a vector, two runs), and
+#: searching with 256 instead of 128 more than makes up its recall@10 (0.986 against 0.976) for
+#: about 0.5 ms more a query.
 HNSW_CONNECTIVITY = 16
 HNSW_EXPANSION_ADD = 64
 HNSW_EXPANSION_SEARCH = 256
