@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sleuth.lanes.graph import EDGE_WEIGHT, SHARED_ENTITY_WEIGHT, GraphDocument, LinkGraph, entity_node_id
@@ -70,3 +72,80 @@ def test_dead_file_links_are_not_entities() -> None:
                                                   ("Kafka", "wikilink", "")))]
     graph = LinkGraph(docs, lambda project, target, source: None)
     assert [n.name for n in graph.entities.values()] == ["Kafka"]
+
+
+def _reference_graph(index: Path) -> LinkGraph:
+    """The link graph as built before the shortcuts: every document (read here with SQL), every
+    project's resolver."""
+    import sqlite3
+
+    from sleuth.ingest.links import LinkResolver
+
+    con = sqlite3.connect(f"file:{index / 'catalog.sqlite3'}?mode=ro", uri=True)
+    links: dict[str, list[tuple[str, str, str]]] = {}
+    for doc, target, relation, label in con.execute("SELECT doc_id, target, relation, label FROM links"):
+        links.setdefault(doc, []).append((target, relation, label))
+    ents: dict[str, list[str]] = {}
+    for doc, entity in con.execute("SELECT doc_id, entity FROM entities"):
+        ents.setdefault(doc, []).append(entity)
+    rows = [(d, p, r, t, links.get(d, []), ents.get(d, []))
+            for d, p, r, t in con.execute("SELECT doc_id, project_id, rel_path, title FROM documents")]
+    con.close()
+    titles: dict[str, dict[str, str]] = {}
+    for _doc, project, rel, title, _links, _ents in rows:
+        titles.setdefault(project, {})[rel] = title
+    resolvers = {p: LinkResolver(list(t), t) for p, t in titles.items()}
+    docs = [GraphDocument(d, p, r, t, tuple(links), tuple(ents)) for d, p, r, t, links, ents in rows]
+    return LinkGraph(docs, lambda project, target, source: resolvers[project].resolve(target, source))
+
+
+def _shape(graph: LinkGraph) -> tuple:
+    return ({k: dict(v) for k, v in graph.neighbours.items() if v},
+            {k: (n.project_id, n.name, list(n.mentioned_by)) for k, n in graph.entities.items()},
+            {k: set(v) for k, v in graph.superseded_by.items() if v})
+
+
+@pytest.mark.parametrize("linked", [True, False])
+def test_the_lane_builds_the_same_graph_and_only_the_resolvers_links_need(tmp_path, monkeypatch, linked) -> None:
+    """A project without links gets no resolver (its tables cost O(paths)), and an index where nothing
+    links reads only the documents that declare entities; the graph is the one built from every document."""
+    import sleuth.ingest.links as links_module
+    from sleuth.engine import Engine
+
+    files = {"q/d.md": "---\nentities: [Kafka]\n---\n# D\n\nStreams.\n",
+             "q/e.md": "---\nentities: [kafka, Zed]\n---\n# E\n\nMore streams.\n",
+             "q/f.md": "# F\n\nNothing declared.\n"}
+    if linked:
+        files.update({"p/a.md": "---\nentities: [Kafka]\nsupersedes: c.md\n---\n# A\n\n"
+                                "See [b](b.md) and [[Nowhere]].\n",
+                      "p/b.md": "# B\n\nPlain.\n", "p/c.md": "# C\n\nOld.\n"})
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    built: list[int] = []
+
+    class Counting(links_module.LinkResolver):
+        def __init__(self, known_paths, titles) -> None:
+            built.append(len(known_paths))
+            super().__init__(known_paths, titles)
+
+    with Engine(tmp_path / "idx") as e:
+        for project in ("p", "q") if linked else ("q",):
+            e.index([tmp_path / project], project=project)
+    with Engine(tmp_path / "idx") as e:  # a new reader: its graph is built on first use, here
+        monkeypatch.setattr(links_module, "LinkResolver", Counting)
+        graph = e.lanes["graph"].graph()
+        assert built == ([3] if linked else [])  # project p's three paths only
+        monkeypatch.undo()
+        assert _shape(graph) == _shape(_reference_graph(tmp_path / "idx"))
+        kafka_q = entity_node_id("q", "Kafka")
+        assert set(graph.entities[kafka_q].mentioned_by) == {e.catalog.documents_at("d.md")[0][0],
+                                                            e.catalog.documents_at("e.md")[0][0]}
+        if linked:
+            (a,), (b,), (c,) = (e.catalog.documents_at(f"{n}.md") for n in "abc")
+            assert graph.superseded_by == {c[0]: {a[0]}}
+            assert graph.neighbours[a[0]][b[0]] == EDGE_WEIGHT["link"]
+            assert entity_node_id("p", "Nowhere") in graph.entities
+        else:
+            assert graph.superseded_by == {}
+            assert sorted(r[2] for r in e.catalog.graph_rows()) == ["d.md", "e.md"]  # f.md declares nothing
