@@ -129,10 +129,21 @@ def test_parts_of_a_few_blocks_give_the_rows_and_ranks_of_one_part_holding_two_p
         write_files(src, project)
     parts, whole = scale("parts", PART_BLOCKS), scale("whole", 1_000_000)
     hook = watch(parts)
+    read: list[int] = []  # blocks each catalog page had
+    page = parts.catalog.indexed_blocks_page
+
+    def counted_page(*args: Any) -> Any:
+        out = page(*args)
+        read.append(len(out))
+        return out
+
+    parts.catalog.indexed_blocks_page = counted_page  # type: ignore[method-assign]
     for project in PROJECTS:
         mark = len(hook.parts)
         for engine in (parts, whole):
             engine.index([src / project], project=project)
+        if project == "alpha":  # the first sync: its rows pass weighs the statistics pass's parts
+            assert sum(read) == FILES_PER_PROJECT and hook.blocks("lex") == FILES_PER_PROJECT
     blocks = parts.catalog.counts()["blocks"]
     assert blocks == len(PROJECTS) * FILES_PER_PROJECT == whole.catalog.counts()["blocks"]
     rows = milvus_rows(parts)

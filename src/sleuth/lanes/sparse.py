@@ -176,6 +176,14 @@ def drifted(old: float, new: float) -> bool:
     return abs(new - old) / old > AVGDL_DRIFT_MAX
 
 
+def block_term_ids(fields: Mapping[str, Sequence[str]]) -> set[int]:
+    """The term ids one block holds, over every field (each block counts once in a term's df)."""
+    ids: set[int] = set()
+    for field, tokens in fields.items():
+        ids.update(term_id(field, t) for t in set(tokens))
+    return ids
+
+
 def block_stats(fields: Iterable[Mapping[str, Sequence[str]]]) -> tuple[int, dict[str, int], Counter[int]]:
     """``(blocks, {field: tokens}, {term_id: blocks holding it})`` of a document's blocks: what
     it adds to the collection statistics (N, the fields' total lengths, document frequencies)."""
@@ -184,5 +192,5 @@ def block_stats(fields: Iterable[Mapping[str, Sequence[str]]]) -> tuple[int, dic
         n += 1
         for field, tokens in block.items():
             lengths[field] = lengths.get(field, 0) + len(tokens)
-            df.update({term_id(field, t) for t in tokens})
+        df.update(block_term_ids(block))
     return n, lengths, df
