@@ -17,9 +17,12 @@ from typing import Any
 
 import pytest
 
+from sleuth.config import load_config
 from sleuth.engine import Engine
+from sleuth.errors import ConfigError
 from sleuth.lanes.base import LaneQuery
-from sleuth.store.milvus_sync import SyncBlock
+from sleuth.store.milvus import MilvusSettings
+from sleuth.store.milvus_sync import MILVUS_SYNC_PART_BLOCKS, SyncBlock
 from sleuth.text import parse_query
 
 PART_BLOCKS = 3
@@ -222,3 +225,14 @@ def test_a_sync_killed_between_parts_is_finished_by_the_next_one(tmp_path: Path,
     assert len(rows) == len(PROJECTS) * FILES_PER_PROJECT
     assert catalog_stats(engine) == catalog_stats(fresh)
     assert "lex_sync" not in engine.lanes["bm25"].shared.index.state()  # type: ignore[attr-defined]
+
+
+def test_the_part_size_is_a_checked_setting(tmp_path: Path) -> None:
+    assert load_config(None).milvus_sync_part_blocks is None  # MILVUS_SYNC_PART_BLOCKS
+    assert MilvusSettings("x.db").sync_part_blocks == MILVUS_SYNC_PART_BLOCKS
+    (tmp_path / "config.toml").write_text("milvus_sync_part_blocks = 5\n")
+    assert load_config(tmp_path).milvus_sync_part_blocks == 5
+    for bad in ("0", "true", '"5"', "1000001"):
+        (tmp_path / "config.toml").write_text(f"milvus_sync_part_blocks = {bad}\n")
+        with pytest.raises(ConfigError, match="milvus_sync_part_blocks must be an integer from 1 to 1000000"):
+            load_config(tmp_path)

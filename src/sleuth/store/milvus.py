@@ -11,8 +11,9 @@ live in the catalog (tables ``milvus_df`` and ``milvus_doc_stats``, meta ``milvu
 in one catalog transaction per sync, idempotently (each document's last contribution is kept, so a
 replay subtracts what it added). Which generation Milvus reflects, and with which mean lengths its
 rows were weighted, is in the catalog's meta ``milvus:state``, written after Milvus has flushed:
-a process killed during a sync leaves the state behind, and the next sync replays the changes
-(deletes by document and inserts are idempotent). Syncs run under the index's write lock.
+a process killed during a sync leaves the state behind, and the next sync finishes or replays it
+(deletes by document, inserts and upserts are idempotent). Syncs run under the index's write lock,
+in bounded parts: :mod:`sleuth.store.milvus_sync`.
 """
 
 from __future__ import annotations
