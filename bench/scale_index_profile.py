@@ -4,7 +4,9 @@ abstracts cycled, one block each, no embedding model), optionally under cProfile
     .venv/bin/python bench/scale_index_profile.py --records 3000 [--profile out.prof] [--only scale]
         [--timings] [--sample-s 60]
 
-``--timings`` adds up the wall time of the sync's steps (wrappers, no profiler); ``--sample-s``
+Each run reports the CPU seconds of sleuth's process and, scaled out, of the PostgreSQL server
+(with its backends) and the ``milvus-lite server`` process (``cpu_s``), to tell whose work the
+wall time is. ``--timings`` adds up the wall time of the sync's steps (wrappers, no profiler); ``--sample-s``
 prints, every so many seconds, the blocks committed to the catalog, the rows in Milvus, this
 process's RSS and the load average (what a run stopped before its end reached).
 """
@@ -12,6 +14,7 @@ process's RSS and the load average (what a run stopped before its end reached).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import json
 import os
@@ -70,8 +73,11 @@ def rss_mb() -> float:
     return 0.0
 
 
-def sampler(url: str, milvus_uri: str, collection: str, every_s: float, stop: threading.Event) -> None:
-    """Print progress every ``every_s`` seconds until ``stop``: catalog blocks, Milvus rows, RSS, load."""
+def sampler(url: str, milvus_uri: str, collection: str, every_s: float, stop: threading.Event,  # type: ignore[no-untyped-def]
+            servers: dict[str, int] | None = None) -> None:
+    """Print progress every ``every_s`` seconds until ``stop``: catalog blocks, Milvus rows, this
+    process's RSS, the servers' (PostgreSQL: every backend's, summed; shared buffers counted in
+    each), load."""
     import psycopg
     from pymilvus import MilvusClient
 
@@ -86,16 +92,59 @@ def sampler(url: str, milvus_uri: str, collection: str, every_s: float, stop: th
         peak = max(peak, rss_mb())
         print(json.dumps({"t_s": round(time.perf_counter() - started), "catalog_blocks": row[0] if row else 0,
                           "milvus_rows": rows, "rss_mb": round(rss_mb()), "peak_rss_mb": round(peak),
+                          "servers_rss_mb": {k: round(tree_rss_mb(p)) for k, p in (servers or {}).items()},
                           "load": os.getloadavg()[0]}), flush=True)
     client.close()
 
 
-def run(kind: str, index_dir: Path, config, corpus, n: int, profile: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it, from /proc."""
+    pids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as fh:
+                    todo += [int(c) for c in fh.read().split()]
+    return pids
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of ``pid`` and its descendants, summed, in MB."""
+    total = 0
+    for p in descendants(pid):
+        with contextlib.suppress(OSError), open(f"/proc/{p}/status") as fh:
+            total += next((int(line.split()[1]) for line in fh if line.startswith("VmRSS:")), 0)
+    return total / 1024
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and of its descendants alive now or reaped by
+    them (PostgreSQL's backends), from /proc (0 for a process gone)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for p in descendants(pid):
+        with contextlib.suppress(OSError), open(f"/proc/{p}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / tick
+    return total
+
+
+def server_pids(*servers) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    return {name: s.proc.pid for name, s in zip(("postgresql", "milvus-lite"), servers, strict=True)
+            if s.proc is not None}
+
+
+def run(kind: str, index_dir: Path, config, corpus, n: int, profile: str,  # type: ignore[no-untyped-def]
+        servers: dict[str, int] | None = None) -> dict[str, object]:
     from sleuth.engine import Engine
 
     engine = Engine(index_dir, config)
     prof = cProfile.Profile() if profile else None
     load = os.getloadavg()[0]
+    cpu_before = {name: cpu_s(pid) for name, pid in (servers or {}).items()}
+    own_before = time.process_time()
     started = time.perf_counter()
     if prof is not None:
         prof.enable()
@@ -104,12 +153,14 @@ def run(kind: str, index_dir: Path, config, corpus, n: int, profile: str) -> dic
         prof.disable()
         prof.dump_stats(profile)
     took = time.perf_counter() - started
+    cpu = {"sleuth": round(time.process_time() - own_before, 1),
+           **{name: round(cpu_s(pid) - cpu_before[name], 1) for name, pid in (servers or {}).items()}}
     blocks = engine.catalog.counts()["blocks"]
     engine.close()
     out = {"kind": kind, "records": n, "blocks": blocks, "index_s": round(took, 1),
            "blocks_per_s": round(blocks / took, 1), "load_start": round(load, 1),
            "load_end": round(os.getloadavg()[0], 1),
-           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024), "cpu_s": cpu,
            "timings_s": {k: round(v, 2) for k, v in sorted(TIMINGS.items())}}
     print(json.dumps(out), flush=True)
     return out
@@ -144,10 +195,11 @@ def main() -> None:
             stop = threading.Event()
             if args.sample_s:
                 threading.Thread(target=sampler, args=(os.environ["SLEUTH_CATALOG_URL"], milvus.uri, "prof",
-                                                       args.sample_s, stop), daemon=True).start()
+                                                       args.sample_s, stop, server_pids(pg, milvus)),
+                                 daemon=True).start()
             run("postgresql+milvus", work / "scale",
                 Config(model="none", milvus_uri=milvus.uri, milvus_collection="prof"), corpus, args.records,
-                args.profile)
+                args.profile, server_pids(pg, milvus))
         finally:
             stop.set()
             os.environ.pop("SLEUTH_CATALOG_URL", None)

@@ -56,6 +56,9 @@ class Config:
     milvus_dense_index: str = "FLAT"
     milvus_consistency: str = "Strong"
     milvus_partitions: int | None = None
+    #: Blocks a Milvus sync reads, analyses and sends at a time (None: ``MILVUS_SYNC_PART_BLOCKS``
+    #: of sleuth.store.milvus_sync); a sync's memory is about two parts.
+    milvus_sync_part_blocks: int | None = None
 
     def fusion_weights(self) -> dict[str, float]:
         """The lane weights of the configured fusion."""
@@ -253,4 +256,9 @@ def _milvus_settings(cfg: Config, values: dict[str, object], index_dir: Path | N
         if not isinstance(raw, int) or isinstance(raw, bool) or not 1 <= raw <= 4096:
             raise ConfigError(f"milvus_partitions must be an integer from 1 to 4096, got {raw!r}")
         changes["milvus_partitions"] = raw
+    if "milvus_sync_part_blocks" in values:
+        raw = values["milvus_sync_part_blocks"]
+        if not isinstance(raw, int) or isinstance(raw, bool) or not 1 <= raw <= 1_000_000:
+            raise ConfigError(f"milvus_sync_part_blocks must be an integer from 1 to 1000000, got {raw!r}")
+        changes["milvus_sync_part_blocks"] = raw
     return replace(cfg, **changes) if changes else cfg  # type: ignore[arg-type]

@@ -41,8 +41,11 @@ class MilvusShared:
         cfg = context.config
         assert cfg.milvus_uri is not None
         self.context = context
-        self.settings = MilvusSettings(cfg.milvus_uri, cfg.milvus_collection, cfg.milvus_dense_index,
-                                       cfg.milvus_consistency, cfg.milvus_partitions)
+        settings = MilvusSettings(cfg.milvus_uri, cfg.milvus_collection, cfg.milvus_dense_index,
+                                  cfg.milvus_consistency, cfg.milvus_partitions)
+        if cfg.milvus_sync_part_blocks is not None:
+            settings = dataclasses.replace(settings, sync_part_blocks=cfg.milvus_sync_part_blocks)
+        self.settings = settings
         self._index: MilvusIndex | None = None
         self._lock = threading.Lock()
         self._synced: tuple[int, str | None] | None = None

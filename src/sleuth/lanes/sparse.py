@@ -132,6 +132,30 @@ def tfidf_vector(tokens: Sequence[str], df: Mapping[int, int], n_blocks: int) ->
     return {tid: w / norm for tid, w in weights.items()}
 
 
+def block_vectors(fields: Mapping[str, Sequence[str]], avgdl: Mapping[str, float], idf: Mapping[int, float],
+                  missing_idf: float) -> tuple[dict[int, float], dict[int, float]]:
+    """``(bm25_vector(fields, avgdl), tfidf_vector(fields["body"], df, n))`` in one pass over the
+    block's terms, with ``idf`` the tfidf idf of each body term id (``tfidf_idf(df, n)``) and
+    ``missing_idf`` that of an id not in it (``tfidf_idf(1, n)``): the same numbers, each term
+    counted and hashed once (a sync weighs every block this way)."""
+    lex: dict[int, float] = {}
+    tfidf: dict[int, float] = {}
+    k1p1 = BM25_K1 + 1
+    for field, tokens in fields.items():
+        if not tokens:
+            continue
+        mean = avgdl.get(field) or 1.0
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * fieldnorm(len(tokens)) / mean)
+        body = field == "body"
+        for term, tf in Counter(tokens).items():
+            tid = term_id(field, term)
+            lex[tid] = tf * k1p1 / (tf + norm)
+            if body:
+                tfidf[tid] = (1.0 + math.log(tf)) * idf.get(tid, missing_idf)
+    norm2 = math.sqrt(sum(w * w for w in tfidf.values())) or 1.0
+    return lex, {tid: w / norm2 for tid, w in tfidf.items()}
+
+
 def tfidf_query(weighted_terms: Sequence[tuple[str, int]], df: Mapping[int, int], n_blocks: int) -> dict[int, float]:
     """The query side of the tfidf lane: the unit vector of ``(1 + ln qtf) idf`` over the query's
     terms that some block has."""
@@ -152,6 +176,14 @@ def drifted(old: float, new: float) -> bool:
     return abs(new - old) / old > AVGDL_DRIFT_MAX
 
 
+def block_term_ids(fields: Mapping[str, Sequence[str]]) -> set[int]:
+    """The term ids one block holds, over every field (each block counts once in a term's df)."""
+    ids: set[int] = set()
+    for field, tokens in fields.items():
+        ids.update(term_id(field, t) for t in set(tokens))
+    return ids
+
+
 def block_stats(fields: Iterable[Mapping[str, Sequence[str]]]) -> tuple[int, dict[str, int], Counter[int]]:
     """``(blocks, {field: tokens}, {term_id: blocks holding it})`` of a document's blocks: what
     it adds to the collection statistics (N, the fields' total lengths, document frequencies)."""
@@ -160,5 +192,5 @@ def block_stats(fields: Iterable[Mapping[str, Sequence[str]]]) -> tuple[int, dic
         n += 1
         for field, tokens in block.items():
             lengths[field] = lengths.get(field, 0) + len(tokens)
-            df.update({term_id(field, t) for t in tokens})
+        df.update(block_term_ids(block))
     return n, lengths, df

@@ -11,35 +11,28 @@ live in the catalog (tables ``milvus_df`` and ``milvus_doc_stats``, meta ``milvu
 in one catalog transaction per sync, idempotently (each document's last contribution is kept, so a
 replay subtracts what it added). Which generation Milvus reflects, and with which mean lengths its
 rows were weighted, is in the catalog's meta ``milvus:state``, written after Milvus has flushed:
-a process killed during a sync leaves the state behind, and the next sync replays the changes
-(deletes by document and inserts are idempotent). Syncs run under the index's write lock.
+a process killed during a sync leaves the state behind, and the next sync finishes or replays it
+(deletes by document, inserts and upserts are idempotent). Syncs run under the index's write lock,
+in bounded parts: :mod:`sleuth.store.milvus_sync`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
 import threading
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ConfigError, StorageError
-from sleuth.faults import kill_point
-from sleuth.lanes import sparse
 from sleuth.lanes.base import DocFilter
-from sleuth.text import analyze
+from sleuth.store.milvus_sync import MILVUS_SYNC_PART_BLOCKS, MilvusSync, chunks, in_list
+from sleuth.store.milvus_sync import literal as literal  # re-exported: the lanes' filters use it
 
 if TYPE_CHECKING:
     from sleuth.store.catalog import Catalog
 
-#: Rows sent to Milvus per insert call.
-MILVUS_INSERT_BATCH_ROWS = 2_000
-#: Ids per ``in [...]`` list of a delete expression, and of a search filter.
-MILVUS_DELETE_IDS_PER_EXPRESSION = 1_000
+#: Ids per ``in [...]`` list of a search filter.
 MILVUS_IDS_PER_EXPRESSION = 1_000
 #: Most ids a lane query lists in its filter (quoted phrases' blocks, or documents), over several
 #: expressions of ``MILVUS_IDS_PER_EXPRESSION`` ids, one search each; above it the Milvus lane is
@@ -47,8 +40,6 @@ MILVUS_IDS_PER_EXPRESSION = 1_000
 MILVUS_FILTER_IDS_MAX = 20_000
 #: Milvus returns at most this many hits per search (its topk limit).
 MILVUS_TOPK_MAX = 16_384
-#: Placeholder key of a block without terms (Milvus refuses an empty sparse vector); no query has it.
-EMPTY_SPARSE = {sparse.TERM_ID_LIMIT - 1: 1e-30}
 #: Dense index types by backend: what the backend builds (milvus-lite 3.2 accepts IVF_RABITQ and
 #: then fails at search; other types it accepts were not checked, so they are refused).
 DENSE_INDEXES_LITE = ("FLAT", "HNSW", "IVF_FLAT")
@@ -68,6 +59,7 @@ class MilvusSettings:
         dense_index: the dense index type (``FLAT``: exact, as the local lane up to 50k blocks).
         consistency: the collections' consistency level.
         partitions: partitions of the partition key (None: the backend's default).
+        sync_part_blocks: blocks a sync reads, analyses and sends at a time (its memory bound).
     """
 
     uri: str
@@ -75,6 +67,7 @@ class MilvusSettings:
     dense_index: str = "FLAT"
     consistency: str = "Strong"
     partitions: int | None = None
+    sync_part_blocks: int = MILVUS_SYNC_PART_BLOCKS
 
 
 def check_capabilities(settings: MilvusSettings, server_version: str) -> None:
@@ -101,15 +94,6 @@ def check_capabilities(settings: MilvusSettings, server_version: str) -> None:
     if lite and settings.partitions is not None:
         raise ConfigError(f"milvus_partitions: {server_version} ignores partition counts (it always uses 16);"
                           " leave it unset or use a Milvus server")
-
-
-def literal(value: str) -> str:
-    """``value`` as a Milvus expression string literal (double-quoted, ``\\`` and ``"`` escaped)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
-
-
-def in_list(field: str, values: Iterable[str]) -> str:
-    return f"{field} in [{', '.join(literal(v) for v in values)}]"
 
 
 def expression(projects: Sequence[str] | None, doc_filter: DocFilter | None, doc_ids: Iterable[str] | None,
@@ -163,7 +147,7 @@ def expressions(projects: Sequence[str] | None, doc_filter: DocFilter | None, do
         raise ValueError(f"{len(ids):,} {'blocks' if block_ids is not None else 'documents'} to list,"
                          f" at most {ids_max:,}")
     return [expression(projects, doc_filter, chunk, None) if block_ids is None else
-            expression(projects, doc_filter, None, chunk) for chunk in _chunks(ids, ids_per_expression)]
+            expression(projects, doc_filter, None, chunk) for chunk in chunks(ids, ids_per_expression)]
 
 
 _STATS_DDL = (
@@ -172,46 +156,7 @@ _STATS_DDL = (
 )
 
 
-def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-class _Inserter:
-    """Milvus inserts into one collection, one batch in flight on a thread of its own while the
-    caller builds the next (the server works while sleuth weighs), in order. :meth:`wait` returns
-    once every batch put is in Milvus (raising the first insert's error); leaving the ``with``
-    block waits too, so no insert outlives the sync that started it."""
-
-    def __init__(self, client: Any, collection: str) -> None:
-        self.client, self.collection = client, collection
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleuth-milvus-insert")
-        self._pending: Future[Any] | None = None
-
-    def put(self, rows: list[dict[str, Any]]) -> None:
-        self.wait()
-        self._pending = self._pool.submit(self.client.insert, self.collection, rows)
-
-    def wait(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
-
-    def __enter__(self) -> _Inserter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            if exc[0] is None:
-                self.wait()
-            else:  # the caller failed: let the batch in flight end, its error is not the news
-                with contextlib.suppress(Exception):
-                    self.wait()
-        finally:
-            self._pool.shutdown(wait=True)
-
-
-class MilvusIndex:
+class MilvusIndex(MilvusSync):
     """The Milvus side of one index: a client, the two collections, the statistics and the sync.
 
     Args:
@@ -237,9 +182,7 @@ class MilvusIndex:
         self.lex = f"{settings.collection}_lex"
         self.dense = f"{settings.collection}_dense"
         self._lock = threading.RLock()
-        #: ``{since: _doc_fields(indexed_blocks(since))}`` during one :meth:`sync` (under the write
-        #: lock, so the catalog does not move): the statistics and the rows analyse blocks once.
-        self._fields: dict[int, dict[str, list[tuple[Any, dict[str, list[str]]]]]] = {}
+        self.part_blocks = settings.sync_part_blocks
         with catalog.write() as conn:
             for ddl in _STATS_DDL:
                 conn.execute(ddl)
@@ -267,12 +210,12 @@ class MilvusIndex:
         out: dict[int, int] = {}
         conn = self.catalog.conn
         if hasattr(conn, "copy_rows"):  # PostgreSQL: the ids as arrays, not 500 per statement
-            for part in _chunks(ids, 50_000):
+            for part in chunks(ids, 50_000):
                 for tid, df in conn.execute("SELECT term_id, df FROM milvus_df WHERE term_id = ANY(?::bigint[])",
                                             [list(part)]):
                     out[int(tid)] = int(df)
             return out
-        for part in _chunks(ids, 500):
+        for part in chunks(ids, 500):
             marks = ",".join("?" * len(part))
             for tid, df in self.catalog.conn.execute(f"SELECT term_id, df FROM milvus_df WHERE term_id IN ({marks})",
                                                      list(part)):
@@ -324,231 +267,6 @@ class MilvusIndex:
         params = {"M": 16, "efConstruction": 128} if self.settings.dense_index.startswith("HNSW") else {}
         index.add_index("dense", index_type=self.settings.dense_index, metric_type="IP", params=params)
         self.client.create_collection(self.dense, schema=schema, index_params=index, **self._create_kwargs())
-
-    # -------------------------------------------------------------- sync
-
-    def behind(self, model: str | None = None) -> bool:
-        """Whether Milvus lags the catalog (its generation, or the vectors of ``model``)."""
-        state = self.state()
-        if state.get("generation") != self.catalog.generation():
-            return True
-        return model is not None and (state.get("dense_generation") != state.get("generation")
-                                      or state.get("dense_vectors") != self.catalog.get_meta(f"vectors:{model}"))
-
-    def sync(self, model: str | None = None, dim: int = 0) -> bool:
-        """Bring statistics and collections up to the catalog (the caller holds the write lock);
-        True when anything changed. ``model``/``dim``: the embedding model whose vectors go to the
-        dense collection (None: no dense collection)."""
-        with self._lock:
-            self._fields = {}
-            try:
-                gen = self.catalog.generation()
-                changed = self._sync_stats(gen)
-                changed |= self._sync_lex(gen)
-                if model is not None and dim > 0:
-                    changed |= self._sync_dense(gen, model, dim)
-                return changed
-            finally:
-                self._fields = {}
-
-    def _fields_since(self, since: int) -> dict[str, list[tuple[Any, dict[str, list[str]]]]]:
-        """:meth:`_doc_fields` of the blocks of documents written after ``since`` (read once per sync)."""
-        if since not in self._fields:
-            self._fields[since] = self._doc_fields(self.catalog.indexed_blocks(since))
-        return self._fields[since]
-
-    def _sync_stats(self, gen: int) -> bool:
-        stats = self.stats()
-        since = int(stats.get("generation", 0))
-        if since == gen and stats:
-            return False
-        catalog = self.catalog
-        with catalog.read():
-            if since > gen or not stats:  # a new catalog (or none yet): count everything again
-                written, deleted, since = [], [], 0
-                fresh = True
-            else:
-                written, deleted = catalog.changes_since(since)
-                fresh = False
-            docs = self._fields_since(since)
-            old = {} if fresh else self._doc_stats(sorted({*written, *deleted}))
-        n = 0 if fresh else int(stats.get("n", 0))
-        lengths: Counter[str] = Counter() if fresh else Counter(stats.get("lengths", {}))
-        df: Counter[int] = Counter()
-        for doc_stats in old.values():
-            n -= doc_stats["n"]
-            lengths.subtract(doc_stats["len"])
-            df.subtract({int(k): v for k, v in doc_stats["df"].items()})
-        new: dict[str, str] = {}  # {doc_id: its statistics as JSON}
-        for doc_id, blocks in docs.items():
-            bn, blen, bdf = sparse.block_stats(f for _, f in blocks)
-            new[doc_id] = json.dumps({"n": bn, "len": blen, "df": {str(k): v for k, v in bdf.items()}})
-            n += bn
-            lengths.update(blen)
-            df.update(bdf)
-        with catalog.write() as conn:
-            if fresh:
-                conn.execute("DELETE FROM milvus_df")
-                conn.execute("DELETE FROM milvus_doc_stats")
-            changes = [(k, v) for k, v in df.items() if v]
-            gone = [d for d in old if d not in new]
-            stats_rows = list(new.items())
-            copy_rows = getattr(conn, "copy_rows", None)
-            if copy_rows is not None:  # PostgreSQL: COPY, not a statement per row
-                copy_rows("milvus_df", ("term_id", "df"), changes, None if fresh else
-                          "ON CONFLICT (term_id) DO UPDATE SET df = milvus_df.df + excluded.df")
-                conn.execute("DELETE FROM milvus_df WHERE df <= 0")
-                if gone:
-                    conn.execute("DELETE FROM milvus_doc_stats WHERE doc_id = ANY(?::text[])", (gone,))
-                copy_rows("milvus_doc_stats", ("doc_id", "stats"), stats_rows, None if fresh else
-                          "ON CONFLICT (doc_id) DO UPDATE SET stats = excluded.stats")
-            else:
-                conn.executemany("INSERT INTO milvus_df VALUES (?, ?) ON CONFLICT(term_id) DO UPDATE SET"
-                                 " df = milvus_df.df + excluded.df", changes)
-                conn.execute("DELETE FROM milvus_df WHERE df <= 0")
-                conn.executemany("DELETE FROM milvus_doc_stats WHERE doc_id = ?", [(d,) for d in gone])
-                conn.executemany("INSERT OR REPLACE INTO milvus_doc_stats VALUES (?, ?)", stats_rows)
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('milvus:stats', ?)",
-                         (json.dumps({"generation": gen, "n": n, "lengths": dict(lengths)}),))
-        kill_point("milvus:stats-committed")
-        return True
-
-    def _doc_stats(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for part in _chunks(list(doc_ids), 500):
-            marks = ",".join("?" * len(part))
-            for doc_id, raw in self.catalog.conn.execute(
-                    f"SELECT doc_id, stats FROM milvus_doc_stats WHERE doc_id IN ({marks})", list(part)):
-                out[doc_id] = json.loads(raw)
-        return out
-
-    @staticmethod
-    def _doc_fields(blocks: Iterable[Any]) -> dict[str, list[tuple[Any, dict[str, list[str]]]]]:
-        """``{doc_id: [((block_id, project_id), {field: tokens})]}`` in catalog order. Tokens are
-        interned and the block's text is not kept: a sync holds every written block this way (a
-        few KB each instead of about 20)."""
-        from sleuth.lanes.postings import analyze_heading
-
-        out: dict[str, list[tuple[Any, dict[str, list[str]]]]] = {}
-        per_doc: dict[str, tuple[list[str], list[str], list[str]]] = {}
-        for ib in blocks:
-            doc_id = ib.block.doc_id
-            if doc_id not in per_doc:
-                per_doc = {doc_id: (analyze(ib.title), analyze(ib.rel_path.replace("/", " / ")),
-                                    analyze(" ; ".join(ib.tags)))}
-            title, path, tags = per_doc[doc_id]
-            fields = sparse.block_fields(ib.terms, title, analyze_heading(ib.block.heading_path), tags, path)
-            fields["body"] = [sys.intern(t) for t in fields["body"]]
-            out.setdefault(doc_id, []).append(((ib.block.block_id, ib.block.project_id), fields))
-        return out
-
-    def _weights(self) -> tuple[int, dict[str, float]]:
-        stats = self.stats()
-        n = int(stats.get("n", 0))
-        lengths = stats.get("lengths", {})
-        return n, {f: (lengths.get(f, 0) / n if n else 0.0) for f in sparse.FIELDS}
-
-    def _sync_lex(self, gen: int) -> bool:
-        state = self.state()
-        n, avgdl = self._weights()
-        since = state.get("generation")
-        if since == gen and self.client.has_collection(self.lex):
-            return False
-        catalog = self.catalog
-        old_avgdl = state.get("avgdl", {})
-        written, deleted = catalog.changes_since(since) if since is not None and since <= gen else ([], [])
-        # Documents written or deleted since the rows were weighted, counting these: once more
-        # than AVGDL_DRIFT_MAX of the collection, every row is weighted again (tfidf's idf).
-        changed = int(state.get("changed", 0)) + len({*written, *deleted})
-        rebuild = (since is None or since > gen or not self.client.has_collection(self.lex)
-                   or sparse.drifted(float(state.get("n", 0)), float(n)) or changed > sparse.AVGDL_DRIFT_MAX * n
-                   or any(sparse.drifted(float(old_avgdl.get(f, 0.0)), avgdl[f]) for f in sparse.FIELDS))
-        if rebuild:
-            self._create_lex()
-            since, changed = 0, 0
-        else:
-            assert since is not None  # no rebuild: the rows were weighted at a generation
-            self._delete(self.lex, sorted({*written, *deleted}))
-        self._insert_lex(since, n, avgdl)
-        self.client.flush(self.lex)
-        kill_point("milvus:lex-flushed")
-        state.update(generation=gen, n=n, avgdl=avgdl, changed=changed)
-        self.catalog.set_meta("milvus:state", json.dumps(state))
-        return True
-
-    def _delete(self, collection: str, doc_ids: Sequence[str]) -> None:
-        for part in _chunks(list(doc_ids), MILVUS_DELETE_IDS_PER_EXPRESSION):
-            self.client.delete(collection, filter=in_list("doc_id", part))
-
-    def _scalars(self, docs: dict[str, Any], block_id: str, doc_id: str, project_id: str) -> dict[str, Any]:
-        doc = docs[doc_id]
-        return {"block_id": block_id, "project_id": project_id, "doc_id": doc_id, "label": doc.label,
-                "role": doc.role, "family": doc.family, "recorded_ns": int(doc.recorded_ns)}
-
-    def _insert_lex(self, since: int, n: int, avgdl: dict[str, float]) -> int:
-        """Insert the rows of the blocks of documents written after ``since``; returns how many."""
-        catalog = self.catalog
-        rows: list[dict[str, Any]] = []
-        count = 0
-        with catalog.read():
-            by_doc = self._fields_since(since)
-            docs = catalog.documents(list(by_doc))
-        body_ids = {sparse.term_id("body", t) for blocks in by_doc.values() for _, f in blocks for t in f["body"]}
-        df = self.document_frequencies(body_ids)
-        with _Inserter(self.client, self.lex) as inserter:
-            for doc_id, blocks in by_doc.items():
-                for (block_id, project_id), fields in blocks:
-                    lex = sparse.bm25_vector(fields, avgdl) or EMPTY_SPARSE
-                    tfidf = sparse.tfidf_vector(fields["body"], df, n) or EMPTY_SPARSE
-                    rows.append({**self._scalars(docs, block_id, doc_id, project_id),
-                                 "lex": lex, "tfidf": tfidf})
-                    count += 1
-                    if len(rows) >= MILVUS_INSERT_BATCH_ROWS:
-                        inserter.put(rows)
-                        rows = []
-            if rows:
-                inserter.put(rows)
-        return count
-
-    def _sync_dense(self, gen: int, model: str, dim: int) -> bool:
-        state = self.state()
-        vectors = self.catalog.get_meta(f"vectors:{model}")
-        since = state.get("dense_generation")
-        rebuild = (since is None or since > gen or state.get("dense_model") != [model, dim]
-                   or not self.client.has_collection(self.dense))
-        if not rebuild and since == gen and state.get("dense_vectors") == vectors:
-            return False
-        catalog = self.catalog
-        if rebuild:
-            self._create_dense(dim)
-            docs_to_write = [d.doc_id for p in catalog.roots() for d in catalog.documents_for_projects([p])]
-        else:
-            assert since is not None  # no rebuild: the vectors were written at a generation
-            written, deleted = catalog.changes_since(since)
-            pending = [d for d in state.get("pending", []) if d not in set(deleted)]
-            docs_to_write = sorted({*written, *pending})
-            self._delete(self.dense, sorted({*written, *deleted, *pending}))
-        still_pending: set[str] = set()
-        for part in _chunks(docs_to_write, 500):
-            docs = catalog.documents(list(part))
-            rows = []
-            for block_id, doc_id, project_id, _, vector in catalog.doc_block_vectors(model, list(part)):
-                stored, readable = catalog.readable_rows([vector], dim)
-                if not readable[0]:  # none yet, or one that cannot be read (left out, as the vector lane does)
-                    still_pending.add(doc_id)
-                    continue
-                from sleuth.store.vector_codes import decode
-
-                rows.append({**self._scalars(docs, block_id, doc_id, project_id),
-                             "dense": decode(stored)[0].tolist()})
-            for batch in _chunks(rows, MILVUS_INSERT_BATCH_ROWS):
-                self.client.insert(self.dense, list(batch))
-        self.client.flush(self.dense)
-        state = self.state()
-        state.update(dense_generation=gen, dense_vectors=vectors, dense_model=[model, dim],
-                     pending=sorted(still_pending))
-        self.catalog.set_meta("milvus:state", json.dumps(state))
-        return True
 
     # -------------------------------------------------------------- search
 

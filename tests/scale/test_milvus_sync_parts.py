@@ -1,0 +1,238 @@
+"""The Milvus sync in bounded parts (``milvus_sync_part_blocks``), on real PostgreSQL and a real
+``milvus-lite server``: parts of a few blocks give the rows, statistics and ranks of one part;
+at most two parts of analysed blocks are alive at once; a sync killed between parts is finished
+by the next one (which starts where it stopped), and one the catalog has moved past is redone."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import random
+import subprocess
+import sys
+import weakref
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sleuth.config import load_config
+from sleuth.engine import Engine
+from sleuth.errors import ConfigError
+from sleuth.lanes.base import LaneQuery
+from sleuth.store.milvus import MilvusSettings
+from sleuth.store.milvus_sync import MILVUS_SYNC_PART_BLOCKS, SyncBlock
+from sleuth.text import parse_query
+
+PART_BLOCKS = 3
+FILES_PER_PROJECT = 80
+PROJECTS = ("alpha", "beta", "gamma")
+LANES = ("bm25", "index", "tfidf")
+WORDS = [a + b for a in ("ba", "ko", "ti", "ru", "me", "sa", "lo", "ve", "di", "nu") for b in
+         ("ran", "mek", "sol", "tiv", "pur", "gal", "dox", "fen")]
+QUERIES = ("baran komek", "tisol rupur meran", "sagal lodox", "vefen dinu", "nutiv kosol")
+
+
+def text_of(project: str, i: int, variant: int = 0) -> str:
+    """A small markdown file (one block); ``variant`` changes its words, not how many there are."""
+    rng = random.Random(f"{project}/{i}/{variant}")
+    title = " ".join(rng.choice(WORDS) for _ in range(2))
+    body = " ".join(rng.choice(WORDS) for _ in range(12 + i % 7))
+    return f"# {title}\n\n{body}\n"
+
+
+def write_files(root: Path, project: str, variants: dict[int, int] | None = None) -> None:
+    for i in range(FILES_PER_PROJECT):
+        path = root / project / f"f{i:03d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text_of(project, i, (variants or {}).get(i, 0)))
+
+
+def make_index(folder: Path, milvus_uri: str, collection: str, part_blocks: int) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "config.toml").write_text(f'model = "none"\nmilvus_uri = "{milvus_uri}"\nmilvus_collection ='
+                                        f' "{collection}"\nmilvus_sync_part_blocks = {part_blocks}\n')
+    return folder
+
+
+def milvus_rows(engine: Engine) -> list[dict[str, Any]]:
+    index = engine.lanes["bm25"].shared.index  # type: ignore[attr-defined]
+    rows = index.client.query(index.lex, filter='block_id != ""', output_fields=["*"], limit=16_384)
+    return sorted((dict(r) for r in rows), key=lambda r: r["block_id"])
+
+
+def catalog_stats(engine: Engine) -> tuple[Any, ...]:
+    conn = engine.catalog.conn
+    doc_stats = conn.execute("SELECT doc_id, stats FROM milvus_doc_stats").fetchall()
+    return (sorted(conn.execute("SELECT term_id, df FROM milvus_df").fetchall()),
+            sorted((d, json.loads(s)) for d, s in doc_stats),
+            {k: v for k, v in json.loads(engine.catalog.get_meta("milvus:stats") or "{}").items()
+             if k != "generation"})  # the catalogs' generations differ when their histories do
+
+
+def answers(engine: Engine) -> dict[tuple[str, str], list[tuple[str, float]]]:
+    out = {}
+    for lane in LANES:
+        for q in QUERIES:
+            ranked = engine.lanes[lane].search(LaneQuery(parse_query(q), 20, None, None))
+            out[(lane, q)] = [(b, round(s, 5)) for b, s in zip(ranked.block_ids, ranked.scores, strict=True)]
+    return out
+
+
+class PartWatch:
+    """``on_part`` of a sync: how many blocks each part had, and how many :class:`SyncBlock`
+    were alive (after a collection) each time a part was read, this one included."""
+
+    def __init__(self) -> None:
+        self.alive: weakref.WeakSet[SyncBlock] = weakref.WeakSet()
+        self.parts: list[tuple[str, int, int]] = []  # (phase, blocks in the part, blocks alive)
+
+    def __call__(self, phase: str, part: list[SyncBlock]) -> None:
+        gc.collect()
+        self.alive.update(part)
+        self.parts.append((phase, len(part), len(self.alive)))
+
+    def blocks(self, phase: str) -> int:
+        return sum(n for p, n, _ in self.parts if p == phase)
+
+
+def watch(engine: Engine) -> PartWatch:
+    hook = PartWatch()
+    engine.lanes["bm25"].shared.index.on_part = hook  # type: ignore[attr-defined]
+    return hook
+
+
+@pytest.fixture
+def scale(tmp_path: Path, pg_server, milvus_server, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """``open(name, part_blocks)``: an engine on a PostgreSQL catalog of its own (database
+    ``name``) and the collections ``name_*`` of the shared milvus-lite server."""
+    engines: list[Engine] = []
+    urls: dict[str, str] = {}
+
+    def open_engine(name: str, part_blocks: int) -> Engine:
+        if name not in urls:
+            urls[name] = pg_server.new_database(f"sleuth_parts_{name}_{os.getpid()}")
+            make_index(tmp_path / name, milvus_server.uri, name, part_blocks)
+        monkeypatch.setenv("SLEUTH_CATALOG_URL", urls[name])
+        engine = Engine(tmp_path / name)
+        engines.append(engine)
+        return engine
+
+    open_engine.urls = urls  # type: ignore[attr-defined]
+    yield open_engine
+    for engine in engines:
+        engine.close()
+
+
+def test_parts_of_a_few_blocks_give_the_rows_and_ranks_of_one_part_holding_two_parts_at_most(  # type: ignore[no-untyped-def]
+        tmp_path: Path, scale) -> None:
+    src = tmp_path / "src"
+    for project in PROJECTS:
+        write_files(src, project)
+    parts, whole = scale("parts", PART_BLOCKS), scale("whole", 1_000_000)
+    hook = watch(parts)
+    read: list[int] = []  # blocks each catalog page had
+    page = parts.catalog.indexed_blocks_page
+
+    def counted_page(*args: Any) -> Any:
+        out = page(*args)
+        read.append(len(out))
+        return out
+
+    parts.catalog.indexed_blocks_page = counted_page  # type: ignore[method-assign]
+    for project in PROJECTS:
+        mark = len(hook.parts)
+        for engine in (parts, whole):
+            engine.index([src / project], project=project)
+        if project == "alpha":  # the first sync: its rows pass weighs the statistics pass's parts
+            assert sum(read) == FILES_PER_PROJECT and hook.blocks("lex") == FILES_PER_PROJECT
+    blocks = parts.catalog.counts()["blocks"]
+    assert blocks == len(PROJECTS) * FILES_PER_PROJECT == whole.catalog.counts()["blocks"]
+    rows = milvus_rows(parts)
+    assert len(rows) == blocks and len({r["block_id"] for r in rows}) == blocks
+    assert rows == milvus_rows(whole)
+    assert catalog_stats(parts) == catalog_stats(whole)
+    assert answers(parts) == answers(whole)
+    assert all(answers(parts).values())
+    # Every sync read its blocks PART_BLOCKS at a time and never held more than two parts; the
+    # last one counted gamma's new blocks and weighed every row again (a re-weighting).
+    assert max(n for _, n, _ in hook.parts) == PART_BLOCKS
+    assert max(alive for _, _, alive in hook.parts) <= 2 * PART_BLOCKS
+    last = PartWatch()
+    last.parts = hook.parts[mark:]
+    assert (last.blocks("stats"), last.blocks("lex")) == (FILES_PER_PROJECT, blocks)
+    assert len(last.parts) == -(-FILES_PER_PROJECT // PART_BLOCKS) + -(-blocks // PART_BLOCKS)
+
+
+def kill_during_index(src: Path, project: str, folder: Path, url: str, point: str) -> None:
+    env = {**os.environ, "SLEUTH_CATALOG_URL": url, "SLEUTH_FAULT_KILL_AT": point}
+    proc = subprocess.run([sys.executable, "-m", "sleuth", "index", str(src / project), "--project", project,
+                           "--index", str(folder)], env=env, capture_output=True, timeout=600)
+    assert proc.returncode == -9, proc.stderr
+
+
+def test_a_sync_killed_between_parts_is_finished_by_the_next_one(tmp_path: Path, scale) -> None:  # type: ignore[no-untyped-def]
+    src = tmp_path / "src"
+    for project in PROJECTS:
+        write_files(src, project)
+    ref = scale("ref", 1_000_000)
+    # 1. The first sync (every row weighed from scratch) killed after its fifth part was sent.
+    first = scale("killed", PART_BLOCKS)
+    first.close()
+    kill_during_index(src, "alpha", tmp_path / "killed", scale.urls["killed"], "milvus:lex-part:5.")
+    ref.index([src / "alpha"], project="alpha")
+    engine = scale("killed", PART_BLOCKS)
+    progress = engine.lanes["bm25"].shared.index.state()["lex_sync"]  # type: ignore[attr-defined]
+    assert progress["rebuild"] and progress["sent"] == PART_BLOCKS and progress["done"]
+    hook = watch(engine)
+    assert answers(engine) == answers(ref)  # the first search finishes the sync
+    assert hook.blocks("stats") == 0  # the statistics were committed before the kill
+    assert hook.blocks("lex") == FILES_PER_PROJECT - 4 * PART_BLOCKS  # from the fifth part on, not from scratch
+    assert milvus_rows(engine) == milvus_rows(ref) and len(milvus_rows(ref)) == FILES_PER_PROJECT
+    assert "lex_sync" not in engine.lanes["bm25"].shared.index.state()  # type: ignore[attr-defined]
+    for project in ("beta", "gamma"):
+        engine.index([src / project], project=project)
+        ref.index([src / project], project=project)
+    # 2. A sync of a few changed documents (the same lengths: no re-weighting) killed in its second part.
+    write_files(src, "beta", {i: 1 for i in range(4)})
+    engine.close()
+    kill_during_index(src, "beta", tmp_path / "killed", scale.urls["killed"], "milvus:lex-part:2.")
+    ref.index([src / "beta"], project="beta")
+    engine = scale("killed", PART_BLOCKS)
+    progress = engine.lanes["bm25"].shared.index.state()["lex_sync"]  # type: ignore[attr-defined]
+    assert not progress["rebuild"] and progress["sent"] == 1
+    hook = watch(engine)
+    assert answers(engine) == answers(ref)
+    assert hook.blocks("lex") == 1  # only the part that was in flight
+    assert milvus_rows(engine) == milvus_rows(ref)
+    assert catalog_stats(engine) == catalog_stats(ref)
+    # 3. Killed again, and the catalog moves on before the next sync: that sync starts over.
+    write_files(src, "beta", {i: 2 for i in range(4, 10)})
+    engine.close()
+    kill_during_index(src, "beta", tmp_path / "killed", scale.urls["killed"], "milvus:lex-part:1.")
+    write_files(src, "gamma", {0: 1})
+    engine = scale("killed", PART_BLOCKS)
+    assert engine.lanes["bm25"].shared.index.state()["lex_sync"]["rebuild"]  # type: ignore[attr-defined]
+    engine.index([src / "gamma"], project="gamma")
+    fresh = scale("fresh", 1_000_000)  # the same files indexed without a kill
+    for project in PROJECTS:
+        fresh.index([src / project], project=project)
+    assert answers(engine) == answers(fresh)
+    # (recorded_ns is when a document was first indexed: later in the fresh catalog)
+    rows = [{k: v for k, v in r.items() if k != "recorded_ns"} for r in milvus_rows(engine)]
+    assert rows == [{k: v for k, v in r.items() if k != "recorded_ns"} for r in milvus_rows(fresh)]
+    assert len(rows) == len(PROJECTS) * FILES_PER_PROJECT
+    assert catalog_stats(engine) == catalog_stats(fresh)
+    assert "lex_sync" not in engine.lanes["bm25"].shared.index.state()  # type: ignore[attr-defined]
+
+
+def test_the_part_size_is_a_checked_setting(tmp_path: Path) -> None:
+    assert load_config(None).milvus_sync_part_blocks is None  # MILVUS_SYNC_PART_BLOCKS
+    assert MilvusSettings("x.db").sync_part_blocks == MILVUS_SYNC_PART_BLOCKS
+    (tmp_path / "config.toml").write_text("milvus_sync_part_blocks = 5\n")
+    assert load_config(tmp_path).milvus_sync_part_blocks == 5
+    for bad in ("0", "true", '"5"', "1000001"):
+        (tmp_path / "config.toml").write_text(f"milvus_sync_part_blocks = {bad}\n")
+        with pytest.raises(ConfigError, match="milvus_sync_part_blocks must be an integer from 1 to 1000000"):
+            load_config(tmp_path)
