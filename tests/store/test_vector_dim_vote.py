@@ -66,3 +66,25 @@ def test_every_row_of_another_size_is_not_served_silently_as_vectors(tmp_path: P
         e.index([tmp_path / "notes"], project="notes")
         resp = e.search(SearchRequest(query="feline naps", lanes=["vector"], limit=1))
         assert ([h.path for h in resp.hits], resp.unavailable_lanes) == (["cats.md"], {})
+
+
+
+def test_planted_rows_of_another_size_do_not_change_what_the_mcp_tool_returns(tmp_path: Path) -> None:
+    """The same 64 orphan rows, seen by a real `sleuth serve` stdio session: search_project answers
+    as it did before they were planted."""
+    from tests.integration.test_mcp_stdio import payload, session_calls
+
+    index, model = _indexed(tmp_path)
+    _drop_lane_files(index)
+    call = ("search_project", {"project_id": "notes", "query": "feline naps"})
+    before = [i["item"]["path"] for i in payload(session_calls(index, [call])["results"][0])["items"]]
+    assert before[0] == "cats.md"
+    conn = sqlite3.connect(index / "catalog.sqlite3", isolation_level=None)
+    try:
+        conn.executemany("INSERT INTO vectors VALUES (?, ?, ?)",
+                         [(model, f"!{i:03d}", b"\x01" * vector_codes.blob_bytes(WRONG_DIM)) for i in range(64)])
+    finally:
+        conn.close()
+    _drop_lane_files(index)
+    after = [i["item"]["path"] for i in payload(session_calls(index, [call])["results"][0])["items"]]
+    assert after == before
