@@ -212,3 +212,27 @@ def test_concurrent_first_use_of_the_int8_model_builds_it_once(tmp_path: Path, m
     assert files[0] == files[1]
     assert sorted(p.name for p in files[0].onnx_path.parent.iterdir()) == ["model.int8-token-outliers2.onnx"]
     assert load_embedder(DEFAULT_MODEL, quantized=True).embed(TEXTS[:1]).shape == (1, 384)
+
+
+def test_declared_dim_reads_the_model_folder_and_refuses_what_it_cannot_trust(tmp_path: Path) -> None:
+    """The dimensions a model folder declares (read without loading the model, so that planted
+    catalog rows never decide them), and None for what would mislead."""
+    from sleuth.embed import MODEL_CONFIG_MAX_BYTES, ModelFiles, declared_dim
+
+    def folder(name: str, files: dict[str, object]) -> ModelFiles:
+        d = tmp_path / name
+        for rel, value in files.items():
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            (d / rel).write_text(value if isinstance(value, str) else json.dumps(value), encoding="utf-8")
+        return ModelFiles(name, d / "model.onnx", d / "tokenizer.json")
+
+    assert declared_dim(folder("st", {"1_Pooling/config.json": {"word_embedding_dimension": 384},
+                                      "config.json": {"hidden_size": 768}})) == 384
+    assert declared_dim(folder("bert", {"config.json": {"hidden_size": 768}})) == 768
+    assert declared_dim(folder("dense", {"config.json": {"hidden_size": 768}, "modules.json": [
+        {"type": "sentence_transformers.models.Transformer"}, {"type": "sentence_transformers.models.Dense"}]})) is None
+    assert declared_dim(folder("none", {})) is None
+    assert declared_dim(folder("bool", {"config.json": {"hidden_size": True}})) is None
+    assert declared_dim(folder("huge", {"config.json": {"hidden_size": 10**9}})) is None
+    assert declared_dim(folder("text", {"config.json": "not json {"})) is None
+    assert declared_dim(folder("big", {"config.json": " " * MODEL_CONFIG_MAX_BYTES + '{"hidden_size": 8}'})) is None

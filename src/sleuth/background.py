@@ -108,7 +108,7 @@ def pending_blocks(engine: Engine) -> int:
 def pending_or_reason(engine: Engine) -> tuple[int, str | None]:
     """``(blocks without a vector of the configured model, None)``, or ``(0, why there is no model)``;
     finds the model's files without loading it."""
-    from sleuth.embed import ModelUnavailable, configured_model
+    from sleuth.embed import ModelUnavailable, configured_model, declared_dim
 
     try:
         files = configured_model(engine.model.spec, engine.model.quantized)
@@ -116,7 +116,7 @@ def pending_or_reason(engine: Engine) -> tuple[int, str | None]:
         return 0, str(exc)
     if files is None:
         return 0, "no embedding model configured (model = 'none')"
-    have, total = engine.catalog.vector_counts(files.name)
+    have, total = engine.catalog.vector_counts(files.name, dim=declared_dim(files))
     return total - have, None
 
 
@@ -140,7 +140,7 @@ def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = 
         embedder = engine.embedder()
         if embedder is None:
             return 0
-        have, total = engine.catalog.vector_counts(embedder.name)
+        have, total = engine.catalog.vector_counts(embedder.name, dim=embedder.dim)
         started, clock = now_rfc3339(), time.monotonic
         t0 = last = clock()
         state: dict[str, Any] = {"pid": os.getpid(), "model": embedder.name, "state": "running",
@@ -174,7 +174,7 @@ def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = 
         state.update(state="done", embedded=embedded, updated_at=now_rfc3339())
         _write_state(index_dir, state)
         if progress is not None:  # blocks, not distinct texts (blocks of the same text share a vector)
-            progress.phases["embedding"].done = engine.catalog.vector_counts(embedder.name)[0]
+            progress.phases["embedding"].done = engine.catalog.vector_counts(embedder.name, dim=embedder.dim)[0]
             progress.finish("embedding")
         with engine.folder.write_lock.held_or_skip() as writable:
             if writable and "vector" in engine.lanes:

@@ -357,6 +357,37 @@ class Embedder:
         return vectors.astype(np.float32)
 
 
+#: Largest model configuration file read to learn a model's dimensions without loading it, in bytes.
+MODEL_CONFIG_MAX_BYTES: int = 64 * 1024
+
+
+def declared_dim(files: ModelFiles) -> int | None:
+    """The dimensions of the vectors of ``files``' model as its folder declares them, read without
+    loading the model: sentence-transformers' ``1_Pooling/config.json`` (``word_embedding_dimension``),
+    else ``config.json`` (``hidden_size``). None when neither is there, a file is over
+    ``MODEL_CONFIG_MAX_BYTES`` or not JSON, or ``modules.json`` lists a ``Dense`` layer (which changes
+    the dimensions): then only loading the model tells. Never raises."""
+    folder = files.tokenizer_path.parent
+
+    def read(rel: str) -> object:
+        try:
+            with (folder / rel).open("rb") as fh:
+                raw = fh.read(MODEL_CONFIG_MAX_BYTES + 1)
+            return None if len(raw) > MODEL_CONFIG_MAX_BYTES else json.loads(raw)
+        except (OSError, ValueError):
+            return None
+
+    modules = read("modules.json")
+    if isinstance(modules, list) and any("Dense" in str(m.get("type", "")) for m in modules if isinstance(m, dict)):
+        return None
+    for rel, key in (("1_Pooling/config.json", "word_embedding_dimension"), ("config.json", "hidden_size")):
+        config = read(rel)
+        value = config.get(key) if isinstance(config, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 65_536:
+            return value
+    return None
+
+
 def configured_model(spec: str | None, quantized: bool | None = None) -> ModelFiles | None:
     """The files of model ``spec`` (see :func:`resolve_model`); None for ``"none"``/empty.
     Raises ModelUnavailable when they cannot be found or exported."""

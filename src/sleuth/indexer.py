@@ -416,7 +416,7 @@ class Indexer:
         embedder = self.model.get()
         if embedder is None:
             return 0
-        have, total = self.catalog.vector_counts(embedder.name)
+        have, total = self.catalog.vector_counts(embedder.name, dim=embedder.dim)
         todo_estimate = total - have
         done = 0
         while True:

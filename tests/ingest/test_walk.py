@@ -260,7 +260,7 @@ def test_files_are_tested_against_the_defaults_that_can_match_them_only(tmp_path
     lines = [*DEFAULT_EXCLUDES, *extra]
     full = pathspec.GitIgnoreSpec.from_lines(lines)
     defaults = _Defaults(lines)
-    assert len(defaults.files.patterns) == 4  # .coverage, .DS_Store, Thumbs.db and *.tmp
+    assert len(defaults.files.patterns) == 5  # .git (a worktree's file), .coverage, .DS_Store, Thumbs.db and *.tmp
     reached = [f.rel_path for f in walk_roots([tmp_path], extra) if isinstance(f, SourceFile)]
     assert "ok/docs/a.md" in reached and "docs/ok/a.md" not in reached and "build/ok/a.md" not in reached
     every_file = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()]

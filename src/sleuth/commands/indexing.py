@@ -150,7 +150,8 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
             finally:
                 sink.close()
             embedder = engine.embedder()
-            have, total = engine.catalog.vector_counts(embedder.name) if embedder is not None else (0, 0)
+            have, total = (0, 0) if embedder is None else \
+                engine.catalog.vector_counts(embedder.name, dim=embedder.dim)
             result = {"state": "done", "embedded": done, "blocks_with_vectors": have, "blocks": total,
                       "model_unavailable": engine.model_unavailable}
     if fmt == "json":

@@ -21,7 +21,7 @@ from sleuth.ingest.names import fs_name, index_name, printable
 from sleuth.ingest.pdf import PDF_MAX_BYTES
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
-    ".git/", ".hg/", ".svn/", ".jj/",
+    ".git/", ".git", ".hg/", ".svn/", ".jj/",
     "node_modules/", "bower_components/",
     ".venv/", "venv/", "__pycache__/", "*.egg-info/", ".eggs/",
     ".tox/", ".nox/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/", ".ipynb_checkpoints/",
@@ -29,12 +29,14 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     "coverage/", "htmlcov/", ".coverage", ".cache/", ".gradle/", ".terraform/",
     ".idea/", ".vscode/", ".DS_Store", "Thumbs.db",
 )
-"""Gitignore-style patterns never walked, on top of .gitignore files. Directories holding a
+"""Gitignore-style patterns never walked, on top of .gitignore files (``.git`` also as a file: the
+``gitdir:`` pointer of every git worktree and submodule checkout). Directories holding a
 ``pyvenv.cfg`` (virtual environments under any name) are skipped too. Those of
 ``ANY_CASE_EXCLUDES`` match whatever the case of their letters; the others as written (as git's
 own rules do on a case-sensitive file system)."""
 
-ANY_CASE_EXCLUDES: frozenset[str] = frozenset({".git/", ".hg/", ".svn/", ".jj/", ".sleuth/", ".DS_Store", "Thumbs.db"})
+ANY_CASE_EXCLUDES: frozenset[str] = frozenset({".git/", ".git", ".hg/", ".svn/", ".jj/", ".sleuth/", ".DS_Store",
+                                               "Thumbs.db"})
 """The default excludes matched regardless of case (``.GIT/``, ``.Hg/``, ``THUMBS.DB``): version
 control and index folders and the files the file managers of case-insensitive systems leave. On
 macOS and Windows ``.GIT`` *is* the repository's ``.git``; git and Mercurial refuse to check out a

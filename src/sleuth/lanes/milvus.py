@@ -195,7 +195,7 @@ class MilvusVectorLane(VectorLane):
         embedder = self.context.model.get()
         if embedder is None:
             return self.context.model.unavailable()
-        have, total = self.context.catalog.vector_counts(embedder.name)
+        have, total = self.context.catalog.vector_counts(embedder.name, dim=embedder.dim)
         return no_vectors_reason(embedder.name) if total and not have else None
 
     def pending_documents(self) -> int:

@@ -6,7 +6,7 @@ import contextlib
 import threading
 from collections.abc import Callable
 
-from sleuth.embed import Embedder, ModelUnavailable, configured_model, load_embedder
+from sleuth.embed import Embedder, ModelUnavailable, configured_model, declared_dim, load_embedder
 
 
 class SharedModel:
@@ -45,12 +45,14 @@ class SharedModel:
         return self._error if self.get() is None else None
 
     def identity(self, known_dim: Callable[[str], int | None] | None = None) -> tuple[str, int]:
-        """``(name, dimensions)`` of the model's vectors without loading it when ``known_dim(name)``
-        (a callable, e.g. the catalog's ``vector_dim``) already knows them; ``("", 0)`` without a model."""
-        if not self.tried and known_dim is not None:
+        """``(name, dimensions)`` of the model's vectors without loading it when its folder declares
+        them (:func:`sleuth.embed.declared_dim`) or, failing that, ``known_dim(name)`` (a callable,
+        e.g. the catalog's ``vector_dim``) knows them; once loaded, the model's own; ``("", 0)``
+        without a model. The catalog is asked last because its rows can be planted."""
+        if not self.tried:
             with contextlib.suppress(ModelUnavailable):
                 files = configured_model(self.spec, self.quantized)
-                dim = known_dim(files.name) if files else None
+                dim = None if files is None else declared_dim(files) or (known_dim(files.name) if known_dim else None)
                 if files and dim:
                     return files.name, int(dim)
         embedder = self.get()

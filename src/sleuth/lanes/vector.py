@@ -344,7 +344,8 @@ class VectorLane(LaneBase):
         model, dim = self.context.model.identity(catalog.vector_dim)
         key = (catalog.generation(), catalog.get_meta(f"vectors:{model}"))
         with self._lock:
-            if self.state is None or self.state.key != key or self.state.model != model:
+            if self.state is None or self.state.key != key or self.state.model != model or \
+                    (len(self.state.matrix) and self.state.matrix.dim != dim):
                 self.state = vector_cache.current(catalog, self.context.index_dir, model, dim, self.state,
                                                   self.context.lane_files_writable())
             return self.state.matrix
@@ -393,7 +394,7 @@ class VectorLane(LaneBase):
         embedder = self.context.model.get()
         if embedder is None:
             return LaneStatus(False, self.context.model.unavailable())
-        have, total = self.context.catalog.vector_counts(embedder.name)
+        have, total = self.context.catalog.vector_counts(embedder.name, dim=embedder.dim)
         reason = no_vectors_reason(embedder.name, self.embedding_running()) if total and not have else None
         return LaneStatus(reason is None, reason, {"model": embedder.name, "path": embedder.path,
                                                    "dimensions": embedder.dim, "blocks_with_vectors": have,
@@ -437,6 +438,13 @@ class VectorLane(LaneBase):
         m = self.matrix()
         if len(m) == 0 or not q.parsed.text:
             return RankedList(self.name, (), ())
+        vector = self.query_vector(q.parsed.text)
+        if vector.shape[0] != m.dim:  # built before the model loaded, for dimensions it does not have
+            with self._lock:
+                self.state = None
+            m = self.matrix()  # the model is loaded now: its own dimensions decide
+            if len(m) == 0 or vector.shape[0] != m.dim:
+                return RankedList(self.name, (), ())
         allowed = None
         if q.projects is not None:
             wanted = [m.project_names.index(p) for p in q.projects if p in m.project_names]
@@ -449,7 +457,7 @@ class VectorLane(LaneBase):
             allowed = in_docs if allowed is None else allowed & in_docs
         if allowed is not None and not allowed.any():
             return RankedList(self.name, (), ())
-        rows, scores = m.search(self.query_vector(q.parsed.text), q.k, allowed)
+        rows, scores = m.search(vector, q.k, allowed)
         keep = scores >= self.min_similarity
         rows, scores = rows[keep], scores[keep]
         return RankedList(self.name, tuple(m.block_ids[rows].tolist()), tuple(float(s) for s in scores))

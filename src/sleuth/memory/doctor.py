@@ -47,7 +47,9 @@ def _families(engine: Engine, wanted: list[str]) -> dict[str, FamilyHealth]:
                                    details=details)
     chosen = set(wanted)
     if "vector" in out and "model" in out["vector"].details:  # the chosen projects' counts, not the index's
-        have, total = engine.catalog.vector_counts(str(out["vector"].details["model"]), wanted)
+        dim = out["vector"].details.get("dimensions")
+        have, total = engine.catalog.vector_counts(str(out["vector"].details["model"]), wanted,
+                                                   dim=dim if isinstance(dim, int) else None)
         out["vector"].details.update(blocks_with_vectors=have, blocks=total)
     if "graph" in out and "graph" in engine.lanes:
         graph = engine.link_graph()

@@ -56,6 +56,7 @@ _REWRITES: tuple[tuple[str, str], ...] = (
     ("BEGIN IMMEDIATE", "BEGIN"),
     ("CAST(value AS INTEGER) + 1", "(CAST(meta.value AS BIGINT) + 1)::text"),
     ("length(CAST(b.text AS BLOB))", "octet_length(b.text)"),
+    ("typeof(v.vector)='blob' AND length(v.vector)", "octet_length(v.vector)"),  # bytea: always bytes
     ("b.rowid", "b.seq"),
 )
 

@@ -248,21 +248,26 @@ class VectorTable(Connected):
             (model,),
         )]
 
-    def vector_counts(self, model: str, projects: Sequence[str] | None = None) -> tuple[int, int]:
-        """``(blocks with a vector for model, all blocks)``, of the ``projects`` only when given."""
+    def vector_counts(self, model: str, projects: Sequence[str] | None = None,
+                      dim: int | None = None) -> tuple[int, int]:
+        """``(blocks with a vector for model, all blocks)``, of the ``projects`` only when given;
+        with ``dim``, a stored row counts only when it is a blob of this format's size for ``dim``
+        dimensions (the rows :meth:`blocks_without_vectors` with ``dim`` embeds again do not)."""
+        sized = "" if dim is None else " AND typeof(v.vector)='blob' AND length(v.vector)=?"
+        size = () if dim is None else (self.vector_bytes(dim),)
         if projects is None:
             with_vec = self.conn.execute(
                 "SELECT COUNT(*) FROM blocks b WHERE EXISTS"
-                " (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)",
-                (model,),
+                f" (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash{sized})",
+                (model, *size),
             ).fetchone()[0]
             return int(with_vec), int(self.conn.execute("SELECT COUNT(*) FROM blocks").fetchone()[0])
         marks = ",".join("?" * len(projects))
         of_projects = f"FROM blocks b JOIN documents d ON b.doc_id = d.doc_id WHERE d.project_id IN ({marks})"
         with_vec = self.conn.execute(
             f"SELECT COUNT(*) {of_projects} AND EXISTS"
-            " (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)",
-            (*projects, model),
+            f" (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash{sized})",
+            (*projects, model, *size),
         ).fetchone()[0]
         total = self.conn.execute(f"SELECT COUNT(*) {of_projects}", tuple(projects)).fetchone()[0]
         return int(with_vec), int(total)
@@ -270,10 +275,14 @@ class VectorTable(Connected):
     def vector_dim(self, model: str) -> int | None:
         """Dimensions of the vectors stored for ``model`` (None when it has none): the most common
         of the sizes of up to ``VECTOR_DIM_SAMPLE_ROWS`` of its rows that are a vector's size in
-        this format, so that one hostile row does not decide it."""
+        this format, so that one hostile row does not decide it. Only rows of the catalog's blocks
+        are sampled (rows no block uses, planted or left over, cannot outvote them); once the model
+        is loaded its own dimensions decide (:meth:`sleuth.lanes.model.SharedModel.identity`)."""
         found: Counter[int] = Counter()
-        for (nbytes,) in self.conn.execute("SELECT length(vector) FROM vectors WHERE model=? LIMIT ?",
-                                           (model, VECTOR_DIM_SAMPLE_ROWS)):
+        for (nbytes,) in self.conn.execute(
+                "SELECT length(v.vector) FROM vectors v WHERE v.model=?"
+                " AND EXISTS (SELECT 1 FROM blocks b WHERE b.embed_hash=v.embed_hash) LIMIT ?",
+                (model, VECTOR_DIM_SAMPLE_ROWS)):
             dim = self._dim_of_bytes(int(nbytes or 0))
             if dim:
                 found[dim] += 1
