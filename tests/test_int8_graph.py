@@ -8,7 +8,14 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from sleuth.bert_graph import PRODUCT_KINDS, BertConfig, build_bert_graph, quantize_weight_int8
+from sleuth.bert_graph import (
+    GELU_SHIFT,
+    PRODUCT_KINDS,
+    SINGLE_TEXT_METADATA,
+    BertConfig,
+    build_bert_graph,
+    quantize_weight_int8,
+)
 
 CFG = BertConfig(hidden=16, heads=2, layers=2, intermediate=32, vocab=40, max_positions=24, type_vocab=2,
                  layer_norm_eps=1e-12)
@@ -38,8 +45,9 @@ def _weights(seed: int = 7) -> dict[str, np.ndarray]:
 
 
 def _reference(w: dict[str, np.ndarray], ids: np.ndarray, outliers: dict[str, np.ndarray] | None,
-               int8: bool) -> np.ndarray:
-    """BERT in numpy (one text): float32 products, or int8 ones with per-token scales."""
+               int8: bool, gelu_shift: float = 0.0) -> np.ndarray:
+    """BERT in numpy (one text): float32 products, or int8 ones with per-token scales; with
+    ``gelu_shift``, the second feed-forward product's input + gelu_shift as uint8 0..255 per token."""
     outliers = outliers or {}
 
     def product(x: np.ndarray, weight_t: np.ndarray, point: str) -> np.ndarray:
@@ -47,7 +55,14 @@ def _reference(w: dict[str, np.ndarray], ids: np.ndarray, outliers: dict[str, np
         keep = np.ones(x.shape[1], dtype=np.float32)
         keep[idx] = 0
         main_x, main_w = x * keep, weight_t * keep[:, None]
-        if int8:
+        if int8 and gelu_shift and point.endswith("ffn2"):
+            q, col = quantize_weight_int8(main_w)
+            shifted = main_x + gelu_shift
+            assert shifted.min() >= 0
+            row = np.maximum(shifted.max(axis=1, keepdims=True), 1e-12) / 255
+            xq = np.clip(np.rint(shifted / row), 0, 255)
+            main = (xq @ q.astype(np.float64)) * row * col - gelu_shift * (q.astype(np.float64).sum(axis=0) * col)
+        elif int8:
             q, col = quantize_weight_int8(main_w)
             row = np.maximum(np.abs(main_x).max(axis=1, keepdims=True), 1e-12) / 127
             xq = np.clip(np.rint(main_x / row), -127, 127)
@@ -131,3 +146,34 @@ def test_outlier_channels_apart_bring_int8_closer_to_fp32() -> None:
                                                     "1.qkv": np.array([3]), "1.ffn1": np.array([3])},
                                   int8_per_token=True), IDS)
     assert np.abs(apart - fp32).mean() < np.abs(plain - fp32).mean()
+
+
+def test_the_single_text_graph_with_every_product_in_fp32_is_the_fused_graph() -> None:
+    """Add + LayerNormalization, the biases in the side Gemm, the GELU bias that zeroes the outlier
+    channels and the attention without a mask: the same arithmetic as the fused float32 graph."""
+    w = _weights()
+    fused = _run(build_bert_graph(CFG, w, "fused"), IDS)
+    single = _run(build_bert_graph(CFG, w, "fused", OUTLIERS, int8_per_token=True, fp32_points=ALL_POINTS,
+                                   single_text=True), IDS)
+    assert np.abs(single - fused).max() < 1e-5
+
+
+@pytest.mark.parametrize("outliers", [None, OUTLIERS])
+def test_the_single_text_int8_graph_matches_numpy(outliers) -> None:
+    w = _weights()
+    model = build_bert_graph(CFG, w, "fused", outliers, int8_per_token=True, single_text=True)
+    assert {p.key: p.value for p in model.metadata_props} == dict([SINGLE_TEXT_METADATA])
+    ours = _run(model, IDS)
+    want = _reference(w, IDS, outliers, int8=True, gelu_shift=GELU_SHIFT)
+    fp32 = _reference(w, IDS, None, int8=False)
+    assert np.abs(ours - want).max() < 1e-3 < np.abs(want - fp32).max()
+    # uint8 codes of the GELU outputs are finer than symmetric int8 ones: closer to float32
+    symmetric = _reference(w, IDS, outliers, int8=True)
+    assert np.abs(want - fp32).mean() < np.abs(symmetric - fp32).mean()
+
+
+def test_single_text_is_a_variant_of_the_per_token_int8_graph() -> None:
+    with pytest.raises(ValueError, match="single_text"):
+        build_bert_graph(CFG, _weights(), "fused", single_text=True)
+    with pytest.raises(ValueError, match="single_text"):
+        build_bert_graph(CFG, _weights(), "standard", int8_per_token=True, single_text=True)

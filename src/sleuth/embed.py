@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sleuth.bert_graph import INT8_OUTLIER_CHANNELS
+from sleuth.bert_graph import INT8_OUTLIER_CHANNELS, SINGLE_TEXT_METADATA
 from sleuth.cpu_features import Int8Support, int8_support
 from sleuth.errors import ConfigError
 from sleuth.store import scratch
@@ -61,9 +61,11 @@ EMBED_PARALLEL_CALLS = max(1, min(4, os.cpu_count() or 1))
 #: the torch export quantised with its embedding table; this one keeps the table in float32.
 INT8_SUFFIX = "@int8-dynamic"
 #: The int8 model built from safetensors weights (sleuth.bert_graph): one activation scale per token,
-#: the 2 outlier channels of every product's input in float32. ("@int8-outliers2" was one scale per
-#: call, quantize_dynamic, outliers of the feed-forward inputs only: NPL's nDCG@10 0.007 below fp32.)
-INT8_OUTLIERS_SUFFIX = f"@int8-token-outliers{INT8_OUTLIER_CHANNELS}"
+#: the 2 outlier channels of every product's input in float32, the graph for one text per call
+#: (``single_text``: no attention mask, GELU outputs as uint8). ("@int8-outliers2" was one scale per
+#: call, quantize_dynamic, outliers of the feed-forward inputs only: NPL's nDCG@10 0.007 below fp32;
+#: "@int8-token-outliers2" the per-token graph with a mask and symmetric GELU codes, 1.2x slower.)
+INT8_OUTLIERS_SUFFIX = f"@int8-token-outliers{INT8_OUTLIER_CHANNELS}-single"
 #: Added to the int8 name where the CPU has no exact int8 dot products (saturating AVX2 kernel).
 INT8_INEXACT_SUFFIX = "-saturating"
 #: Layout of the graphs built from safetensors weights (see :mod:`sleuth.bert_graph`).
@@ -313,6 +315,9 @@ class Embedder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(files.onnx_path), options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
+        # A graph whose attention takes no mask (sleuth.bert_graph's single_text) is run one text per call.
+        key, value = SINGLE_TEXT_METADATA
+        self._one_text_per_call = self.session.get_modelmeta().custom_metadata_map.get(key) == value
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         width = self.session.get_outputs()[0].shape[-1]
@@ -344,6 +349,8 @@ class Embedder:
 
     def _embed_batch(self, batch: list[Encoding]) -> np.ndarray:
         """Unit-length vectors of one batch of encodings, float32 (len(batch), dim)."""
+        if len(batch) > 1 and self._one_text_per_call:
+            return np.concatenate([self._embed_batch([encoding]) for encoding in batch])
         width = max(len(e.ids) - e.attention_mask.count(0) for e in batch)
         ids = np.asarray([e.ids[:width] for e in batch], dtype=np.int64)
         mask = np.asarray([e.attention_mask[:width] for e in batch], dtype=np.int64)
