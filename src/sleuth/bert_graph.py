@@ -16,6 +16,9 @@ row 0 is folded into the position table. Two layouts of the same arithmetic:
 - ``"fused"``: onnxruntime's contrib operators ``Attention`` (one QKV product, softmax per head),
   ``SkipLayerNormalization`` and ``BiasGelu`` (com.microsoft), which onnxruntime runs with fewer
   passes over memory. tests/test_embed.py checks both against sentence-transformers.
+
+The int8 graph (``int8_per_token``, fused layout, the default int8 model) and its variant for one
+text per call (``single_text``) are checked against numpy in tests/test_int8_graph.py.
 """
 
 from __future__ import annotations
@@ -585,12 +588,12 @@ def build_from_folder(folder: Path, out: Path, layout: str = "fused", int8_outli
     return [node.name for node in model.graph.node if node.name.startswith("fp32_side_")]
 
 
-def build_int8_from_folder(folder: Path, out: Path) -> None:
-    """Build ``folder``'s encoder as the per-token int8 graph for one text per call
-    (:func:`build_bert_graph` with ``int8_per_token`` and ``single_text``) with
-    :data:`INT8_OUTLIER_CHANNELS` outlier channels of every product in float32:
-    all-MiniLM-L6-v2's from :data:`MINILM_OUTLIER_CHANNELS`, another model's found on
-    :data:`CALIBRATION_TEXTS`. Writes ``out``.
+def build_int8_from_folder(folder: Path, out: Path, single_text: bool = False) -> None:
+    """Build ``folder``'s encoder as the per-token int8 graph (:func:`build_bert_graph` with
+    ``int8_per_token``; with ``single_text`` its variant for one text per call, not the default:
+    docs/BENCH.md, "Fewer passes") with :data:`INT8_OUTLIER_CHANNELS` outlier channels of every
+    product in float32: all-MiniLM-L6-v2's from :data:`MINILM_OUTLIER_CHANNELS`, another model's
+    found on :data:`CALIBRATION_TEXTS`. Writes ``out``.
 
     Raises:
         GraphBuildError: the folder lacks the files, or they are not a supported BERT.
@@ -611,5 +614,5 @@ def build_int8_from_folder(folder: Path, out: Path) -> None:
     else:
         outliers = find_outlier_channels(cfg, weights, folder / "tokenizer.json", INT8_OUTLIER_CHANNELS,
                                          every_product=True)
-    model = build_bert_graph(cfg, weights, "fused", outliers, int8_per_token=True, single_text=True)
+    model = build_bert_graph(cfg, weights, "fused", outliers, int8_per_token=True, single_text=single_text)
     out.write_bytes(model.SerializeToString())

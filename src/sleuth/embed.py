@@ -61,11 +61,11 @@ EMBED_PARALLEL_CALLS = max(1, min(4, os.cpu_count() or 1))
 #: the torch export quantised with its embedding table; this one keeps the table in float32.
 INT8_SUFFIX = "@int8-dynamic"
 #: The int8 model built from safetensors weights (sleuth.bert_graph): one activation scale per token,
-#: the 2 outlier channels of every product's input in float32, the graph for one text per call
-#: (``single_text``: no attention mask, GELU outputs as uint8). ("@int8-outliers2" was one scale per
-#: call, quantize_dynamic, outliers of the feed-forward inputs only: NPL's nDCG@10 0.007 below fp32;
-#: "@int8-token-outliers2" the per-token graph with a mask and symmetric GELU codes, 1.2x slower.)
-INT8_OUTLIERS_SUFFIX = f"@int8-token-outliers{INT8_OUTLIER_CHANNELS}-single"
+#: the 2 outlier channels of every product's input in float32. ("@int8-outliers2" was one scale per
+#: call, quantize_dynamic, outliers of the feed-forward inputs only: NPL's nDCG@10 0.007 below fp32.
+#: The graph for one text per call, bert_graph's ``single_text``, 1.3x faster, left NPL's vector lane
+#: 0.0036 below fp32 and is not the default: docs/BENCH.md, "Fewer passes".)
+INT8_OUTLIERS_SUFFIX = f"@int8-token-outliers{INT8_OUTLIER_CHANNELS}"
 #: Added to the int8 name where the CPU has no exact int8 dot products (saturating AVX2 kernel).
 INT8_INEXACT_SUFFIX = "-saturating"
 #: Layout of the graphs built from safetensors weights (see :mod:`sleuth.bert_graph`).
