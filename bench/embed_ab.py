@@ -38,6 +38,7 @@ if sys.argv[2] == "single":  # bert_graph's int8 graph for one text per call, fr
     build_int8_from_folder(packaged_minilm_dir(), folder / "model.onnx", single_text=True)
     shutil.copy(packaged_minilm_dir() / "tokenizer.json", folder / "tokenizer.json")
     emb = load_embedder(str(folder), False)
+    shutil.rmtree(folder.parent)  # the session holds the model in memory
 else:
     quantized = {"auto": None, "fp32": False}[sys.argv[2]]
     emb = load_embedder(DEFAULT_MODEL) if quantized is None else load_embedder(DEFAULT_MODEL, quantized)
