@@ -1,7 +1,7 @@
 """Fidelity and speed of int8 variants of the default model, on text that is not a judged set.
 
     .venv/bin/python bench/embed_variants.py [--texts 300] [--rounds 3] [--only NAME ...] [--workdir DIR]
-        [--calibrate hugo|builtin] [--no-speed] [--cpu-time] [--print-channels]
+        [--calibrate hugo|builtin] [--no-speed] [--cpu-time] [--against NAME] [--print-channels]
 
 Builds all-MiniLM-L6-v2's float32 graph (the reference) and every int8 variant below from the
 package's weights (sleuth.bert_graph), then embeds one sample with each, one text per call on one
@@ -50,7 +50,7 @@ FFN = frozenset(p for p in ALL if ".ffn" in p)
 
 # name -> (kind, outlier count, outlier points, fp32 points). kind "cur": quantize_dynamic (per-tensor
 # activation scales per call) of the graph with outliers apart; "pt": int8 built here, per-token scales;
-# "st": the same for one text per call (bert_graph's single_text: the default since issue 16's third stop).
+# "st": the same for one text per call (bert_graph's single_text, the default int8 graph since issue 16).
 VARIANTS: dict[str, tuple[str, int, frozenset[str], frozenset[str]]] = {
     "cur-o2": ("cur", 2, FFN, frozenset()),
     "cur-o8": ("cur", 8, FFN, frozenset()),
@@ -184,6 +184,8 @@ def main() -> None:
     ap.add_argument("--no-speed", action="store_true", help="fidelity only")
     ap.add_argument("--cpu-time", action="store_true",
                     help="texts per second of this thread's CPU time (steadier than wall time on a loaded machine)")
+    ap.add_argument("--against", default="",
+                    help="also print 1 - cosine of every variant's vectors to this variant's (e.g. pt-o2all)")
     ap.add_argument("--print-channels", action="store_true",
                     help="print the 2 outlier channels of every product calibrated on Hugo docs, and stop")
     args = ap.parse_args()
@@ -230,6 +232,11 @@ def main() -> None:
             speed = f"{statistics.median(rates[name]):.1f}"
             ratio = f"{statistics.median(a / b for a, b in zip(rates[name], rates['cur-o2'], strict=True)):.2f}"
         print(f"| {name} | {gap.mean():.2e} | {np.quantile(gap, 0.99):.2e} | {gap.max():.2e} | {speed} | {ratio} |")
+    if args.against in vectors:
+        print(f"\n| variant | 1-cos to {args.against}: mean | p99 | max |\n| --- | ---: | ---: | ---: |")
+        for name, v in vectors.items():
+            gap = 1.0 - np.sum(v * vectors[args.against], axis=1)
+            print(f"| {name} | {gap.mean():.2e} | {np.quantile(gap, 0.99):.2e} | {gap.max():.2e} |")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ import onnxruntime as ort
 import pytest
 
 from sleuth.bert_graph import (
-    GELU_SHIFT,
     PRODUCT_KINDS,
     SINGLE_TEXT_METADATA,
     BertConfig,
@@ -45,9 +44,8 @@ def _weights(seed: int = 7) -> dict[str, np.ndarray]:
 
 
 def _reference(w: dict[str, np.ndarray], ids: np.ndarray, outliers: dict[str, np.ndarray] | None,
-               int8: bool, gelu_shift: float = 0.0) -> np.ndarray:
-    """BERT in numpy (one text): float32 products, or int8 ones with per-token scales; with
-    ``gelu_shift``, the second feed-forward product's input + gelu_shift as uint8 0..255 per token."""
+               int8: bool) -> np.ndarray:
+    """BERT in numpy (one text): float32 products, or int8 ones with per-token scales."""
     outliers = outliers or {}
 
     def product(x: np.ndarray, weight_t: np.ndarray, point: str) -> np.ndarray:
@@ -55,14 +53,7 @@ def _reference(w: dict[str, np.ndarray], ids: np.ndarray, outliers: dict[str, np
         keep = np.ones(x.shape[1], dtype=np.float32)
         keep[idx] = 0
         main_x, main_w = x * keep, weight_t * keep[:, None]
-        if int8 and gelu_shift and point.endswith("ffn2"):
-            q, col = quantize_weight_int8(main_w)
-            shifted = main_x + gelu_shift
-            assert shifted.min() >= 0
-            row = np.maximum(shifted.max(axis=1, keepdims=True), 1e-12) / 255
-            xq = np.clip(np.rint(shifted / row), 0, 255)
-            main = (xq @ q.astype(np.float64)) * row * col - gelu_shift * (q.astype(np.float64).sum(axis=0) * col)
-        elif int8:
+        if int8:
             q, col = quantize_weight_int8(main_w)
             row = np.maximum(np.abs(main_x).max(axis=1, keepdims=True), 1e-12) / 127
             xq = np.clip(np.rint(main_x / row), -127, 127)
@@ -149,8 +140,8 @@ def test_outlier_channels_apart_bring_int8_closer_to_fp32() -> None:
 
 
 def test_the_single_text_graph_with_every_product_in_fp32_is_the_fused_graph() -> None:
-    """Add + LayerNormalization, the biases in the side Gemm, the GELU bias that zeroes the outlier
-    channels and the attention without a mask: the same arithmetic as the fused float32 graph."""
+    """Add + Add + LayerNormalization, the QKV bias in the product and the attention without a mask:
+    the same arithmetic as the fused float32 graph."""
     w = _weights()
     fused = _run(build_bert_graph(CFG, w, "fused"), IDS)
     single = _run(build_bert_graph(CFG, w, "fused", OUTLIERS, int8_per_token=True, fp32_points=ALL_POINTS,
@@ -160,16 +151,21 @@ def test_the_single_text_graph_with_every_product_in_fp32_is_the_fused_graph() -
 
 @pytest.mark.parametrize("outliers", [None, OUTLIERS])
 def test_the_single_text_int8_graph_matches_numpy(outliers) -> None:
+    """The per-token graph's int8 codes and products; only the operators around them differ."""
     w = _weights()
     model = build_bert_graph(CFG, w, "fused", outliers, int8_per_token=True, single_text=True)
     assert {p.key: p.value for p in model.metadata_props} == dict([SINGLE_TEXT_METADATA])
+    ops = [node.op_type for node in model.graph.node]
+    assert "SkipLayerNormalization" not in ops and ops.count("LayerNormalization") == 1 + 2 * CFG.layers
+    assert all(len(node.input) == 3 for node in model.graph.node if node.op_type == "MultiHeadAttention")
+    per_token = build_bert_graph(CFG, w, "fused", outliers, int8_per_token=True)
+    assert sorted(n.op_type for n in model.graph.node if n.op_type in ("QuantizeLinear", "MatMulIntegerToFloat")) \
+        == sorted(n.op_type for n in per_token.graph.node if n.op_type in ("QuantizeLinear", "MatMulIntegerToFloat"))
     ours = _run(model, IDS)
-    want = _reference(w, IDS, outliers, int8=True, gelu_shift=GELU_SHIFT)
+    want = _reference(w, IDS, outliers, int8=True)
     fp32 = _reference(w, IDS, None, int8=False)
     assert np.abs(ours - want).max() < 1e-3 < np.abs(want - fp32).max()
-    # uint8 codes of the GELU outputs are finer than symmetric int8 ones: closer to float32
-    symmetric = _reference(w, IDS, outliers, int8=True)
-    assert np.abs(want - fp32).mean() < np.abs(symmetric - fp32).mean()
+    assert np.abs(ours - _run(per_token, IDS)).max() < 1e-3
 
 
 def test_single_text_is_a_variant_of_the_per_token_int8_graph() -> None:

@@ -17,8 +17,8 @@ row 0 is folded into the position table. Two layouts of the same arithmetic:
   ``SkipLayerNormalization`` and ``BiasGelu`` (com.microsoft), which onnxruntime runs with fewer
   passes over memory. tests/test_embed.py checks both against sentence-transformers.
 
-The int8 graph (``int8_per_token``, fused layout, the default int8 model) and its variant for one
-text per call (``single_text``) are checked against numpy in tests/test_int8_graph.py.
+The int8 graph (``int8_per_token``, fused layout) and its variant for one text per call
+(``single_text``, the default int8 model) are checked against numpy in tests/test_int8_graph.py.
 """
 
 from __future__ import annotations
@@ -49,11 +49,6 @@ PRODUCT_KINDS = ("qkv", "attn_out", "ffn1", "ffn2")
 #: Metadata (key, value) of a graph built with ``single_text``: its attention takes no mask, so it
 #: must be run one text per call (no padding). The embedder reads it (sleuth.embed).
 SINGLE_TEXT_METADATA = ("sleuth.one_text_per_call", "true")
-#: Added to the GELU outputs (the second feed-forward product's input, >= -0.16997) of the
-#: ``single_text`` graph before they are quantised as uint8 0..255 (zero point 0) per token: twice as
-#: fine as symmetric int8 for this one-sided distribution (mean 1 - cosine to float32 5.4e-4 instead
-#: of 6.9e-4, docs/BENCH.md); the bias takes away the shift times the weights' column sums.
-GELU_SHIFT = 0.17
 #: Per-token int8 activations are stored as uint8 ``x_q + 128`` with zero point 128.
 U8_ZERO_POINT = np.array(128, dtype=np.uint8)
 
@@ -212,9 +207,8 @@ class _Products:
         self.g, self.outliers, self.probe = g, outliers, probe
         self.int8_per_token, self.fp32_points = int8_per_token, fp32_points
         self.tokens_zero_point = ""  # the uint8 zero points of one row each, (tokens,), made on first use
-        self.tokens_zero = ""
 
-    def int8_matmul(self, x: str, weight_t: np.ndarray, point: str, shift: float = 0.0) -> str:
+    def int8_matmul(self, x: str, weight_t: np.ndarray, point: str) -> str:
         """x @ weight_t in int8 with per-token activation scales (see build_bert_graph); x is
         (tokens, in) float32, the result (tokens, out) float32."""
         g = self.g
@@ -224,24 +218,6 @@ class _Products:
             count = g.op("ReduceProd", [g.op("Shape", ["input_ids"])], keepdims=1)
             self.tokens_zero_point = g.op("Expand", [g.const("u8_zero_point_1", U8_ZERO_POINT.reshape(1)), count])
         q, col_scale = quantize_weight_int8(weight_t)
-        if shift:
-            # x + shift >= 0 (a GELU output, >= -0.17): uint8 codes 0..255 with zero point 0, twice as
-            # fine as the symmetric ones; the caller subtracts shift * column sums from the bias.
-            if not self.tokens_zero:
-                count = g.op("ReduceProd", [g.op("Shape", ["input_ids"])], keepdims=1)
-                self.tokens_zero = g.op("Expand", [g.const("u8_zero_1", np.zeros(1, np.uint8)), count])
-            xs = g.op("Add", [x, g.const("shift_f32", np.array(shift, np.float32))])
-            peak = g.op("ReduceMax", [xs], axes=[-1], keepdims=1)
-            row_scale = g.op("Mul", [g.op("Clip", [peak, g.const("tiny_f32", np.array(1e-12, np.float32))]),
-                                     g.const("inv255_f32", np.array(1 / 255, np.float32))])
-            xq = g.op("QuantizeLinear", [xs, g.op("Reshape", [row_scale, g.const("flat_i64", np.array([-1]))]),
-                                         self.tokens_zero], axis=0)
-            y = g.op("MatMulIntegerToFloat", [xq, g.const(point + ".weight_q", q),
-                                              g.const("one_f32s", np.array(1.0, np.float32)),
-                                              g.const(point + ".weight_scale", col_scale),
-                                              g.const("u8_zero", np.array(0, np.uint8))],
-                     domain=MS_DOMAIN, name=f"int8_{point}")
-            return g.op("Mul", [y, row_scale])
         peak = g.op("ReduceMax", [g.op("Abs", [x])], axes=[-1], keepdims=1)
         row_scale = g.op("Mul", [g.op("Clip", [peak, g.const("tiny_f32", np.array(1e-12, np.float32))]),
                                  g.const("inv127_f32", np.array(1 / 127, np.float32))])
@@ -257,13 +233,9 @@ class _Products:
                  domain=MS_DOMAIN, name=f"int8_{point}")
         return g.op("Mul", [y, row_scale])
 
-    def product(self, x: str, weight_t: np.ndarray, point: str, prefix: str, bias: np.ndarray | None = None,
-                masked_x: str = "", side_x: str = "", shift: float = 0.0) -> str:
+    def product(self, x: str, weight_t: np.ndarray, point: str, prefix: str, bias: np.ndarray | None = None) -> str:
         """x @ weight_t (+ ``bias``): plain float32, or int8 (``int8_per_token``); the outlier channels
-        of ``point`` apart in float32 when given (their product a ``Gemm`` that adds ``bias`` too).
-        ``masked_x`` / ``side_x``: ``x`` with the outlier channels zeroed / those channels alone,
-        when the caller has them (else a ``Mul`` by a mask and a ``Gather`` make them). ``shift``
-        (int8): x + shift >= 0, quantised as uint8 0..255 (see :data:`GELU_SHIFT`)."""
+        of ``point`` apart in float32 when given (their product a ``Gemm`` that adds ``bias`` too)."""
         g = self.g
         if self.probe:
             g.op("Identity", [x], name=f"probe.{point}")
@@ -272,23 +244,17 @@ class _Products:
         keep = np.ones(weight_t.shape[0], dtype=np.float32)
         if has_side:
             keep[idx] = 0.0
-            x_main, w_main = masked_x or g.op("Mul", [x, g.const(prefix + ".keep", keep)]), weight_t * keep[:, None]
+            x_main, w_main = g.op("Mul", [x, g.const(prefix + ".keep", keep)]), weight_t * keep[:, None]
         else:
             x_main, w_main = x, weight_t
-        shift = shift if self.int8_per_token and point not in self.fp32_points else 0.0
         if self.int8_per_token:
-            main = self.int8_matmul(x_main, w_main, point, shift)
+            main = self.int8_matmul(x_main, w_main, point)
         else:
             main = g.op("MatMul", [x_main, g.const(prefix + ".weight_t", weight_t)])
-        if shift:  # the product of the shift with the int8 weights, taken away again
-            q, col_scale = quantize_weight_int8(w_main)
-            bias = (0.0 if bias is None else bias) - shift * (q.astype(np.float64).sum(axis=0) * col_scale)
-            bias = np.asarray(bias, dtype=np.float32)
-        bias_name = prefix + (".bias_shifted" if shift else ".bias")
+        bias_name = prefix + ".bias"
         if not has_side:
             return main if bias is None else g.op("Add", [main, g.const(bias_name, bias)])
-        side_x = side_x or g.op("Gather", [x, g.const(prefix + ".outlier_idx", np.asarray(idx, dtype=np.int64))],
-                                axis=-1)
+        side_x = g.op("Gather", [x, g.const(prefix + ".outlier_idx", np.asarray(idx, dtype=np.int64))], axis=-1)
         side_w = g.const(prefix + ".outlier_weight_t", weight_t[idx])
         if bias is None:
             side = g.op("MatMul", [side_x, side_w], name=f"fp32_side_{point}")
@@ -318,35 +284,18 @@ def _int8_attention(g: _Graph, product, x: str, qkv_w: np.ndarray, qkv_b: np.nda
     return g.op("Reshape", [ctx, "rows_hidden"])
 
 
-def _single_text_rest(g: _Graph, product, layer_norm, w: dict[str, np.ndarray],
-                      outliers: dict[str, np.ndarray], ctx: str, x: str, n: int) -> str:
-    """Layer ``n`` of the ``single_text`` graph after its attention (``ctx``; ``x`` the layer's input):
-    the layer's new hidden states. ``product`` and ``layer_norm`` are build_bert_graph's."""
-    p = f"encoder.layer.{n}."
-    dense = p + "attention.output.dense"
-    out = product(ctx, w[dense + ".weight"].T, f"{n}.attn_out", dense, bias=w[dense + ".bias"])
-    x = layer_norm(g.op("Add", [out, x]), p + "attention.output.LayerNorm")
-    inner = product(x, w[p + "intermediate.dense.weight"].T, f"{n}.ffn1", p + "intermediate.dense")
-    b1 = w[p + "intermediate.dense.bias"]
-    idx = outliers.get(f"{n}.ffn2")
-    masked = side = ""
-    if idx is not None and len(idx):
-        # The second product's outlier channels are GELU outputs: a bias of -1e4 makes them exactly 0
-        # in the int8 product's input (no Mul by a mask); they are computed apart from the same values.
-        b1_masked = b1.copy()
-        b1_masked[idx] = -1e4
-        masked = g.op("BiasGelu", [inner, g.const(p + "intermediate.dense.bias_masked", b1_masked)],
-                      domain=MS_DOMAIN)
-        picked = g.op("Gather", [inner, g.const(p + "output.dense.outlier_idx", np.asarray(idx, np.int64))],
-                      axis=-1)
-        side = g.op("BiasGelu", [picked, g.const(p + "intermediate.dense.outlier_bias", b1[idx])],
-                    domain=MS_DOMAIN)
-        act = masked
-    else:
-        act = g.op("BiasGelu", [inner, g.const(p + "intermediate.dense.bias", b1)], domain=MS_DOMAIN)
-    out = product(act, w[p + "output.dense.weight"].T, f"{n}.ffn2", p + "output.dense",
-                  bias=w[p + "output.dense.bias"], masked_x=masked, side_x=side, shift=GELU_SHIFT)
-    return layer_norm(g.op("Add", [out, x]), p + "output.LayerNorm")
+def _skip_layer_norm(g: _Graph, w: dict[str, np.ndarray], eps: float, unfused: bool, inputs: tuple[str, str],
+                     norm: str, bias: str) -> str:
+    """LN(out + skip + bias) for ``inputs = (out, skip)``: ``SkipLayerNormalization``, or with
+    ``unfused`` (``single_text``) Add + Add + ``LayerNormalization``, the same arithmetic
+    (onnxruntime 1.32's CPU kernel of the fused operator was 4x slower than the three: docs/BENCH.md,
+    "Fewer passes over memory")."""
+    gamma, beta = g.const(norm + ".weight", w[norm + ".weight"]), g.const(norm + ".bias", w[norm + ".bias"])
+    if unfused:
+        summed = g.op("Add", [g.op("Add", list(inputs)), g.const(bias, w[bias])])
+        return g.op("LayerNormalization", [summed, gamma, beta], axis=-1, epsilon=eps)
+    return g.op("SkipLayerNormalization", [*inputs, gamma, beta, g.const(bias, w[bias])], domain=MS_DOMAIN,
+                epsilon=eps)
 
 
 def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: str = "fused",
@@ -362,14 +311,14 @@ def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: st
     The side products are the MatMul nodes named ``fp32_side_*``. ``probe``: the feed-forward
     inputs are graph outputs too (named ``probe.<layer>.ffn1`` ...), for calibration.
 
-    ``single_text`` (with ``int8_per_token``): the graph for one text per call, the same arithmetic
-    with fewer passes over memory on onnxruntime's CPU kernels (docs/BENCH.md, "Fewer passes"): no
-    attention mask (so ``MultiHeadAttention`` takes onnxruntime's flash-attention path; the
-    ``attention_mask`` input is then ignored and a padded batch would be wrong, which the model's
-    metadata :data:`SINGLE_TEXT_METADATA` tells the embedder), Add + ``LayerNormalization`` instead
-    of ``SkipLayerNormalization`` (whose CPU kernel was 4x slower), the biases of the products with
-    outlier channels added by their float32 side ``Gemm``, and the second feed-forward product's
-    outlier channels zeroed by a GELU bias of -1e4 instead of a ``Mul`` by a mask.
+    ``single_text`` (with ``int8_per_token``): the graph for one text per call, the same int8 codes,
+    products and bias placements, with two changes that are exact in arithmetic and take fewer
+    passes over memory on onnxruntime's CPU kernels (docs/BENCH.md, "Only the exact changes"): no
+    attention mask, so ``MultiHeadAttention`` takes onnxruntime's flash-attention path (the QKV bias
+    is then added by the QKV product's float32 side ``Gemm``; the ``attention_mask`` input is
+    ignored and a padded batch would be wrong, which the model's metadata
+    :data:`SINGLE_TEXT_METADATA` tells the embedder), and Add + Add + ``LayerNormalization`` instead
+    of ``SkipLayerNormalization`` (whose CPU kernel was 4x slower).
 
     Raises:
         ValueError: unknown ``layout``; ``single_text`` without ``int8_per_token`` and the fused layout.
@@ -399,6 +348,9 @@ def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: st
     def layer_norm(x: str, prefix: str) -> str:
         return g.op("LayerNormalization", [x, g.const(prefix + ".weight", w[prefix + ".weight"]),
                                            g.const(prefix + ".bias", w[prefix + ".bias"])], axis=-1, epsilon=eps)
+
+    def skip_layer_norm(out: str, skip: str, norm: str, bias: str) -> str:
+        return _skip_layer_norm(g, w, eps, single_text, (out, skip), norm, bias)
 
     # Embeddings: word + (position + type 0), LayerNorm.
     word = g.op("Gather", [g.const("word_embeddings", w["embeddings.word_embeddings.weight"]), "input_ids"])
@@ -437,28 +389,18 @@ def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: st
             if int8_per_token:
                 ctx = _int8_attention(g, product, x, qkv_w, qkv_b, n, qkv_shape, "" if single_text else mask,
                                       heads)
-                if single_text:
-                    x = _single_text_rest(g, product, layer_norm, w, outliers or {}, ctx, x, n)
-                    continue
                 out = product(ctx, w[p + "attention.output.dense.weight"].T, f"{n}.attn_out",
                               p + "attention.output.dense")
             else:
                 ctx = g.op("Attention", [x, g.const(p + "qkv.weight", qkv_w), g.const(p + "qkv.bias", qkv_b),
                                          mask], domain=MS_DOMAIN, num_heads=heads)
                 out = linear(ctx, p + "attention.output.dense", bias=False)
-            x = g.op("SkipLayerNormalization", [
-                out, x, g.const(p + "attention.output.LayerNorm.weight", w[p + "attention.output.LayerNorm.weight"]),
-                g.const(p + "attention.output.LayerNorm.bias", w[p + "attention.output.LayerNorm.bias"]),
-                g.const(p + "attention.output.dense.bias", w[p + "attention.output.dense.bias"])],
-                domain=MS_DOMAIN, epsilon=eps)
+            x = skip_layer_norm(out, x, p + "attention.output.LayerNorm", p + "attention.output.dense.bias")
             inner = ffn_linear(x, p + "intermediate.dense", f"{n}.ffn1")
             act = g.op("BiasGelu", [inner, g.const(p + "intermediate.dense.bias", w[p + "intermediate.dense.bias"])],
                        domain=MS_DOMAIN)
             out = ffn_linear(act, p + "output.dense", f"{n}.ffn2")
-            x = g.op("SkipLayerNormalization", [
-                out, x, g.const(p + "output.LayerNorm.weight", w[p + "output.LayerNorm.weight"]),
-                g.const(p + "output.LayerNorm.bias", w[p + "output.LayerNorm.bias"]),
-                g.const(p + "output.dense.bias", w[p + "output.dense.bias"])], domain=MS_DOMAIN, epsilon=eps)
+            x = skip_layer_norm(out, x, p + "output.LayerNorm", p + "output.dense.bias")
             continue
         q, k, v = (g.op("Transpose", [g.op("Reshape", [linear(x, f"{p}attention.self.{name}"), split_heads])],
                         perm=perm)
@@ -590,8 +532,8 @@ def build_from_folder(folder: Path, out: Path, layout: str = "fused", int8_outli
 
 def build_int8_from_folder(folder: Path, out: Path, single_text: bool = False) -> None:
     """Build ``folder``'s encoder as the per-token int8 graph (:func:`build_bert_graph` with
-    ``int8_per_token``; with ``single_text`` its variant for one text per call, not the default:
-    docs/BENCH.md, "Fewer passes") with :data:`INT8_OUTLIER_CHANNELS` outlier channels of every
+    ``int8_per_token``; with ``single_text``, as sleuth.embed builds it, its variant for one text per
+    call: docs/BENCH.md, "Only the exact changes") with :data:`INT8_OUTLIER_CHANNELS` outlier channels of every
     product in float32: all-MiniLM-L6-v2's from :data:`MINILM_OUTLIER_CHANNELS`, another model's
     found on :data:`CALIBRATION_TEXTS`. Writes ``out``.
 

@@ -61,11 +61,13 @@ EMBED_PARALLEL_CALLS = max(1, min(4, os.cpu_count() or 1))
 #: the torch export quantised with its embedding table; this one keeps the table in float32.
 INT8_SUFFIX = "@int8-dynamic"
 #: The int8 model built from safetensors weights (sleuth.bert_graph): one activation scale per token,
-#: the 2 outlier channels of every product's input in float32. ("@int8-outliers2" was one scale per
-#: call, quantize_dynamic, outliers of the feed-forward inputs only: NPL's nDCG@10 0.007 below fp32.
-#: The graph for one text per call, bert_graph's ``single_text``, 1.3x faster, left NPL's vector lane
-#: 0.0036 below fp32 and is not the default: docs/BENCH.md, "Fewer passes".)
-INT8_OUTLIERS_SUFFIX = f"@int8-token-outliers{INT8_OUTLIER_CHANNELS}"
+#: the 2 outlier channels of every product's input in float32, the graph for one text per call
+#: (bert_graph's ``single_text``: attention without a mask, Add + LayerNormalization; the same int8
+#: arithmetic as "@int8-token-outliers2", faster: docs/BENCH.md, "Only the exact changes").
+#: ("@int8-outliers2" was one scale per call, quantize_dynamic, outliers of the feed-forward inputs
+#: only: NPL's nDCG@10 0.007 below fp32; "@int8-token-outliers2-single", GELU outputs as uint8, NPL's
+#: vector lane 0.0036 below fp32, never the default.)
+INT8_OUTLIERS_SUFFIX = f"@int8-token-outliers{INT8_OUTLIER_CHANNELS}-unmasked"
 #: Added to the int8 name where the CPU has no exact int8 dot products (saturating AVX2 kernel).
 INT8_INEXACT_SUFFIX = "-saturating"
 #: Layout of the graphs built from safetensors weights (see :mod:`sleuth.bert_graph`).
@@ -117,7 +119,7 @@ def _scratch_path(out: Path) -> Path:
 def _build_onnx(hf_dir: Path, out: Path, int8: bool = False) -> None:
     """Build a Hugging Face BERT encoder's ONNX graph from its safetensors weights (no torch): float32
     (:func:`sleuth.bert_graph.build_from_folder`) or, with ``int8``, the per-token int8 graph
-    (:func:`sleuth.bert_graph.build_int8_from_folder`).
+    (:func:`sleuth.bert_graph.build_int8_from_folder`, the graph for one text per call).
 
     Raises:
         ModelUnavailable: the folder is not a BERT encoder :mod:`sleuth.bert_graph` can build.
@@ -128,7 +130,7 @@ def _build_onnx(hf_dir: Path, out: Path, int8: bool = False) -> None:
     tmp = _scratch_path(out)
     try:
         if int8:
-            build_int8_from_folder(hf_dir, tmp)
+            build_int8_from_folder(hf_dir, tmp, single_text=True)
         else:
             build_from_folder(hf_dir, tmp, GRAPH_LAYOUT)
         tmp.replace(out)
