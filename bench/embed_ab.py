@@ -1,12 +1,13 @@
 """Interleaved A/B of embedding throughput: another checkout's sleuth against this one's.
 
     .venv/bin/python bench/embed_ab.py --base-src ../wt-base/src --base-python ../wt-base/.venv/bin/python \
-        [--texts 200] [--rounds 3]
+        [--texts 200] [--rounds 3] [--masked]
 
 Each run is a fresh process that loads the default model through that checkout's
 ``sleuth.embed.load_embedder`` and embeds the same seeded sample (half SciFact abstracts, half tldr
 pages: the sample of bench/embed_options.py); the model load is not timed. Runs alternate
-base, new (default settings), new with ``model_int8 = false``, round after round, so every ratio is
+base, new (default settings), new with ``model_int8 = false`` (and with ``--masked`` the per-token int8
+graph with an attention mask, bert_graph's default before ``single_text`` was), round after round, so every ratio is
 taken within the same minutes; the machine load is printed with each round (on a shared machine
 quote the ratios). Throughput = texts / seconds of ``embed(texts)``.
 """
@@ -27,8 +28,20 @@ CHILD = """
 import json, sys, time
 from sleuth.embed import DEFAULT_MODEL, load_embedder
 texts = json.load(open(sys.argv[1], encoding="utf-8"))
-quantized = {"auto": None, "fp32": False}[sys.argv[2]]
-emb = load_embedder(DEFAULT_MODEL) if quantized is None else load_embedder(DEFAULT_MODEL, quantized)
+if sys.argv[2] == "masked":  # the per-token int8 graph with an attention mask, from a folder (built untimed)
+    import shutil, tempfile
+    from pathlib import Path
+    from sleuth.bert_graph import build_int8_from_folder
+    from sleuth.embed import packaged_minilm_dir
+    folder = Path(tempfile.mkdtemp(prefix="sleuth-ab-")) / "all-MiniLM-L6-v2@int8-token-outliers2"
+    folder.mkdir()
+    build_int8_from_folder(packaged_minilm_dir(), folder / "model.onnx")
+    shutil.copy(packaged_minilm_dir() / "tokenizer.json", folder / "tokenizer.json")
+    emb = load_embedder(str(folder), False)
+    shutil.rmtree(folder.parent)  # the session holds the model in memory
+else:
+    quantized = {"auto": None, "fp32": False}[sys.argv[2]]
+    emb = load_embedder(DEFAULT_MODEL) if quantized is None else load_embedder(DEFAULT_MODEL, quantized)
 emb.embed(texts[:2])
 started = time.perf_counter()
 emb.embed(texts)
@@ -51,12 +64,16 @@ def main() -> None:
     ap.add_argument("--base-python", default=sys.executable, help="a Python with that checkout's dependencies")
     ap.add_argument("--texts", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--masked", action="store_true",
+                    help="also run this checkout's per-token int8 graph with an attention mask (the default before)")
     args = ap.parse_args()
     sample = Path(tempfile.mkdtemp(prefix="sleuth-embed-ab-")) / "texts.json"
     sample.write_text(json.dumps(sample_texts(args.texts)), encoding="utf-8")
     new_src = HERE.parent / "src"
     runs = {"base": (args.base_python, args.base_src, "auto"), "new": (sys.executable, new_src, "auto"),
             "new fp32": (sys.executable, new_src, "fp32")}
+    if args.masked:
+        runs["new masked"] = (sys.executable, new_src, "masked")
     rates: dict[str, list[float]] = {k: [] for k in runs}
     names: dict[str, str] = {}
     loads = [_load()]

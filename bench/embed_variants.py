@@ -1,7 +1,7 @@
 """Fidelity and speed of int8 variants of the default model, on text that is not a judged set.
 
     .venv/bin/python bench/embed_variants.py [--texts 300] [--rounds 3] [--only NAME ...] [--workdir DIR]
-        [--calibrate hugo|builtin] [--no-speed] [--print-channels]
+        [--calibrate hugo|builtin] [--no-speed] [--cpu-time] [--against NAME] [--print-channels]
 
 Builds all-MiniLM-L6-v2's float32 graph (the reference) and every int8 variant below from the
 package's weights (sleuth.bert_graph), then embeds one sample with each, one text per call on one
@@ -49,13 +49,15 @@ ALL = frozenset(f"{n}.{k}" for n in range(LAYERS) for k in PRODUCT_KINDS)
 FFN = frozenset(p for p in ALL if ".ffn" in p)
 
 # name -> (kind, outlier count, outlier points, fp32 points). kind "cur": quantize_dynamic (per-tensor
-# activation scales per call) of the graph with outliers apart; "pt": int8 built here, per-token scales.
+# activation scales per call) of the graph with outliers apart; "pt": int8 built here, per-token scales;
+# "st": the same for one text per call (bert_graph's single_text, the default int8 graph since issue 16).
 VARIANTS: dict[str, tuple[str, int, frozenset[str], frozenset[str]]] = {
     "cur-o2": ("cur", 2, FFN, frozenset()),
     "cur-o8": ("cur", 8, FFN, frozenset()),
     "pt-o0": ("pt", 0, frozenset(), frozenset()),
     "pt-o2ffn": ("pt", 2, FFN, frozenset()),
     "pt-o2all": ("pt", 2, ALL, frozenset()),
+    "st-o2all": ("st", 2, ALL, frozenset()),
     "pt-o4all": ("pt", 4, ALL, frozenset()),
     "pt-o8all": ("pt", 8, ALL, frozenset()),
     "dq-o2all": ("dq", 2, ALL, frozenset()),
@@ -161,7 +163,8 @@ def build(workdir: Path, wanted: list[str], calibrate: str) -> dict[str, Path]:
             quantize_int8(split, out, exclude=keep)
             split.unlink()
         else:
-            model = build_bert_graph(cfg, weights, "fused", outliers, int8_per_token=True, fp32_points=fp32_points)
+            model = build_bert_graph(cfg, weights, "fused", outliers, int8_per_token=True, fp32_points=fp32_points,
+                                     single_text=kind == "st")
             out.write_bytes(model.SerializeToString())
     return paths
 
@@ -179,6 +182,10 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--calibrate", choices=["hugo", "builtin"], default="hugo")
     ap.add_argument("--no-speed", action="store_true", help="fidelity only")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="texts per second of this thread's CPU time (steadier than wall time on a loaded machine)")
+    ap.add_argument("--against", default="",
+                    help="also print 1 - cosine of every variant's vectors to this variant's (e.g. pt-o2all)")
     ap.add_argument("--print-channels", action="store_true",
                     help="print the 2 outlier channels of every product calibrated on Hugo docs, and stop")
     args = ap.parse_args()
@@ -209,11 +216,12 @@ def main() -> None:
     if not args.no_speed:
         encodings = next(iter(embedders.values())).tokenizer.encode_batch(texts)
         for r in range(args.rounds):
+            clock = time.thread_time if args.cpu_time else time.perf_counter
             for name, e in embedders.items():
-                started = time.perf_counter()
+                started = clock()
                 for enc in encodings:
                     e._embed_batch([enc])
-                rates[name].append(len(texts) / (time.perf_counter() - started))
+                rates[name].append(len(texts) / (clock() - started))
             print(f"round {r + 1}: load {_load()}: " + ", ".join(f"{k} {v[-1]:.1f}/s" for k, v in rates.items()),
                   flush=True)
     print("\n| variant | 1-cos mean | p99 | max | texts/s one thread (median) | ratio to cur-o2 |")
@@ -224,6 +232,11 @@ def main() -> None:
             speed = f"{statistics.median(rates[name]):.1f}"
             ratio = f"{statistics.median(a / b for a, b in zip(rates[name], rates['cur-o2'], strict=True)):.2f}"
         print(f"| {name} | {gap.mean():.2e} | {np.quantile(gap, 0.99):.2e} | {gap.max():.2e} | {speed} | {ratio} |")
+    if args.against in vectors:
+        print(f"\n| variant | 1-cos to {args.against}: mean | p99 | max |\n| --- | ---: | ---: | ---: |")
+        for name, v in vectors.items():
+            gap = 1.0 - np.sum(v * vectors[args.against], axis=1)
+            print(f"| {name} | {gap.mean():.2e} | {np.quantile(gap, 0.99):.2e} | {gap.max():.2e} |")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ def test_both_graph_layouts_match_sentence_transformers(tmp_path: Path, layout: 
 
 
 def test_int8_is_close_to_fp32_and_named_apart(fp32, int8) -> None:
-    assert int8.name == DEFAULT_MODEL + INT8_OUTLIERS_SUFFIX == "all-MiniLM-L6-v2@int8-token-outliers2"
+    assert int8.name == DEFAULT_MODEL + INT8_OUTLIERS_SUFFIX == "all-MiniLM-L6-v2@int8-token-outliers2-unmasked"
     assert int8.path.startswith("int8")
     cosines = np.sum(int8.embed(TEXTS) * VECTORS, axis=1)
     assert cosines.min() > 0.997 and np.median(cosines) > 0.999  # per-call int8 (before): 0.9928 / 0.9981
@@ -82,6 +82,28 @@ def test_a_vector_does_not_depend_on_the_texts_embedded_with_it(model: str, requ
     alone = np.vstack([embedder.embed([t]) for t in TEXTS])
     assert np.array_equal(together, alone)
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_graph_for_one_text_per_call_runs_a_padded_batch_text_by_text(tmp_path: Path, int8) -> None:
+    """The default int8 graph (bert_graph's single_text) takes no attention mask (onnxruntime's
+    faster attention for one text per call), so a batch with padding given to it is split into one
+    call per text; its vectors are the masked per-token graph's up to int8 rounding."""
+    from sleuth.bert_graph import build_int8_from_folder
+
+    folder = tmp_path / "masked"
+    folder.mkdir()
+    build_int8_from_folder(packaged_minilm_dir(), folder / "model.onnx")
+    shutil.copy(packaged_minilm_dir() / "tokenizer.json", folder / "tokenizer.json")
+    masked = load_embedder(str(folder), quantized=False)
+    assert int8._one_text_per_call and not masked._one_text_per_call
+    encodings = int8.tokenizer.encode_batch([TEXTS[11], "short", TEXTS[2]])
+    assert len({len(e.ids) for e in encodings}) == 1 and 0 in encodings[1].attention_mask  # padded
+    together = int8._embed_batch(encodings)
+    alone = np.vstack([int8._embed_batch([e]) for e in encodings])
+    assert np.array_equal(together, alone)
+    assert np.array_equal(alone, int8.embed([TEXTS[11], "short", TEXTS[2]]))
+    cosines = np.sum(masked.embed(TEXTS) * int8.embed(TEXTS), axis=1)
+    assert cosines.min() > 0.999
 
 
 def test_longest_first_scheduling_returns_vectors_in_input_order(fp32) -> None:
@@ -114,8 +136,8 @@ def test_the_fallback_path_and_its_name(monkeypatch, tmp_path: Path) -> None:
     assert files.name == DEFAULT_MODEL and files.path.startswith("fp32 (int8 not used: AVX2")
     monkeypatch.setenv(embed_module.MODEL_CACHE_ENV, str(tmp_path))
     forced = resolve_model(DEFAULT_MODEL, quantized=True)
-    assert forced.name == "all-MiniLM-L6-v2@int8-token-outliers2-saturating"
-    assert forced.onnx_path.name == "model.int8-token-outliers2-saturating.onnx"
+    assert forced.name == "all-MiniLM-L6-v2@int8-token-outliers2-unmasked-saturating"
+    assert forced.onnx_path.name == "model.int8-token-outliers2-unmasked-saturating.onnx"
 
 
 def test_unknown_model_is_unavailable(tmp_path: Path) -> None:
@@ -199,7 +221,7 @@ def test_building_the_int8_model_prints_nothing_to_stdout(tmp_path: Path) -> Non
                          env={**__import__("os").environ, embed_module.MODEL_CACHE_ENV: str(tmp_path)}, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout == ""
-    assert sorted(p.name for p in tmp_path.rglob("*.onnx")) == ["model.int8-token-outliers2.onnx"]
+    assert sorted(p.name for p in tmp_path.rglob("*.onnx")) == ["model.int8-token-outliers2-unmasked.onnx"]
 
 
 def test_concurrent_first_use_of_the_int8_model_builds_it_once(tmp_path: Path, monkeypatch) -> None:
@@ -210,7 +232,7 @@ def test_concurrent_first_use_of_the_int8_model_builds_it_once(tmp_path: Path, m
     with ThreadPoolExecutor(2) as pool:
         files = list(pool.map(lambda _: resolve_model(DEFAULT_MODEL, quantized=True), range(2)))
     assert files[0] == files[1]
-    assert sorted(p.name for p in files[0].onnx_path.parent.iterdir()) == ["model.int8-token-outliers2.onnx"]
+    assert sorted(p.name for p in files[0].onnx_path.parent.iterdir()) == ["model.int8-token-outliers2-unmasked.onnx"]
     assert load_embedder(DEFAULT_MODEL, quantized=True).embed(TEXTS[:1]).shape == (1, 384)
 
 

@@ -8,7 +8,13 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from sleuth.bert_graph import PRODUCT_KINDS, BertConfig, build_bert_graph, quantize_weight_int8
+from sleuth.bert_graph import (
+    PRODUCT_KINDS,
+    SINGLE_TEXT_METADATA,
+    BertConfig,
+    build_bert_graph,
+    quantize_weight_int8,
+)
 
 CFG = BertConfig(hidden=16, heads=2, layers=2, intermediate=32, vocab=40, max_positions=24, type_vocab=2,
                  layer_norm_eps=1e-12)
@@ -131,3 +137,39 @@ def test_outlier_channels_apart_bring_int8_closer_to_fp32() -> None:
                                                     "1.qkv": np.array([3]), "1.ffn1": np.array([3])},
                                   int8_per_token=True), IDS)
     assert np.abs(apart - fp32).mean() < np.abs(plain - fp32).mean()
+
+
+def test_the_single_text_graph_with_every_product_in_fp32_is_the_fused_graph() -> None:
+    """Add + Add + LayerNormalization, the QKV bias in the product and the attention without a mask:
+    the same arithmetic as the fused float32 graph."""
+    w = _weights()
+    fused = _run(build_bert_graph(CFG, w, "fused"), IDS)
+    single = _run(build_bert_graph(CFG, w, "fused", OUTLIERS, int8_per_token=True, fp32_points=ALL_POINTS,
+                                   single_text=True), IDS)
+    assert np.abs(single - fused).max() < 1e-5
+
+
+@pytest.mark.parametrize("outliers", [None, OUTLIERS])
+def test_the_single_text_int8_graph_matches_numpy(outliers) -> None:
+    """The per-token graph's int8 codes and products; only the operators around them differ."""
+    w = _weights()
+    model = build_bert_graph(CFG, w, "fused", outliers, int8_per_token=True, single_text=True)
+    assert {p.key: p.value for p in model.metadata_props} == dict([SINGLE_TEXT_METADATA])
+    ops = [node.op_type for node in model.graph.node]
+    assert "SkipLayerNormalization" not in ops and ops.count("LayerNormalization") == 1 + 2 * CFG.layers
+    assert all(len(node.input) == 3 for node in model.graph.node if node.op_type == "MultiHeadAttention")
+    per_token = build_bert_graph(CFG, w, "fused", outliers, int8_per_token=True)
+    assert sorted(n.op_type for n in model.graph.node if n.op_type in ("QuantizeLinear", "MatMulIntegerToFloat")) \
+        == sorted(n.op_type for n in per_token.graph.node if n.op_type in ("QuantizeLinear", "MatMulIntegerToFloat"))
+    ours = _run(model, IDS)
+    want = _reference(w, IDS, outliers, int8=True)
+    fp32 = _reference(w, IDS, None, int8=False)
+    assert np.abs(ours - want).max() < 1e-3 < np.abs(want - fp32).max()
+    assert np.abs(ours - _run(per_token, IDS)).max() < 1e-3
+
+
+def test_single_text_is_a_variant_of_the_per_token_int8_graph() -> None:
+    with pytest.raises(ValueError, match="single_text"):
+        build_bert_graph(CFG, _weights(), "fused", single_text=True)
+    with pytest.raises(ValueError, match="single_text"):
+        build_bert_graph(CFG, _weights(), "standard", int8_per_token=True, single_text=True)

@@ -16,6 +16,9 @@ row 0 is folded into the position table. Two layouts of the same arithmetic:
 - ``"fused"``: onnxruntime's contrib operators ``Attention`` (one QKV product, softmax per head),
   ``SkipLayerNormalization`` and ``BiasGelu`` (com.microsoft), which onnxruntime runs with fewer
   passes over memory. tests/test_embed.py checks both against sentence-transformers.
+
+The int8 graph (``int8_per_token``, fused layout) and its variant for one text per call
+(``single_text``, the default int8 model) are checked against numpy in tests/test_int8_graph.py.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ LAYOUTS = ("standard", "fused")
 PRODUCT_KINDS = ("qkv", "attn_out", "ffn1", "ffn2")
 
 
+#: Metadata (key, value) of a graph built with ``single_text``: its attention takes no mask, so it
+#: must be run one text per call (no padding). The embedder reads it (sleuth.embed).
+SINGLE_TEXT_METADATA = ("sleuth.one_text_per_call", "true")
 #: Per-token int8 activations are stored as uint8 ``x_q + 128`` with zero point 128.
 U8_ZERO_POINT = np.array(128, dtype=np.uint8)
 
@@ -227,34 +233,75 @@ class _Products:
                  domain=MS_DOMAIN, name=f"int8_{point}")
         return g.op("Mul", [y, row_scale])
 
-    def product(self, x: str, weight_t: np.ndarray, point: str, prefix: str) -> str:
-        """x @ weight_t (no bias): plain float32, or int8 (``int8_per_token``); the outlier channels
-        of ``point`` apart in float32 when given."""
+    def product(self, x: str, weight_t: np.ndarray, point: str, prefix: str, bias: np.ndarray | None = None) -> str:
+        """x @ weight_t (+ ``bias``): plain float32, or int8 (``int8_per_token``); the outlier channels
+        of ``point`` apart in float32 when given (their product a ``Gemm`` that adds ``bias`` too)."""
         g = self.g
         if self.probe:
             g.op("Identity", [x], name=f"probe.{point}")
         idx = self.outliers.get(point)
         has_side = idx is not None and len(idx) > 0
-        if not has_side and not self.int8_per_token:
-            return g.op("MatMul", [x, g.const(prefix + ".weight_t", weight_t)])
-        if not has_side:
-            return self.int8_matmul(x, weight_t, point)
         keep = np.ones(weight_t.shape[0], dtype=np.float32)
-        keep[idx] = 0.0
-        main_x = g.op("Mul", [x, g.const(prefix + ".keep", keep)])
-        if self.int8_per_token:
-            main = self.int8_matmul(main_x, weight_t * keep[:, None], point)
+        if has_side:
+            keep[idx] = 0.0
+            x_main, w_main = g.op("Mul", [x, g.const(prefix + ".keep", keep)]), weight_t * keep[:, None]
         else:
-            main = g.op("MatMul", [main_x, g.const(prefix + ".weight_t", weight_t)])
+            x_main, w_main = x, weight_t
+        if self.int8_per_token:
+            main = self.int8_matmul(x_main, w_main, point)
+        else:
+            main = g.op("MatMul", [x_main, g.const(prefix + ".weight_t", weight_t)])
+        bias_name = prefix + ".bias"
+        if not has_side:
+            return main if bias is None else g.op("Add", [main, g.const(bias_name, bias)])
         side_x = g.op("Gather", [x, g.const(prefix + ".outlier_idx", np.asarray(idx, dtype=np.int64))], axis=-1)
-        side = g.op("MatMul", [side_x, g.const(prefix + ".outlier_weight_t", weight_t[idx])],
-                    name=f"fp32_side_{point}")
+        side_w = g.const(prefix + ".outlier_weight_t", weight_t[idx])
+        if bias is None:
+            side = g.op("MatMul", [side_x, side_w], name=f"fp32_side_{point}")
+        else:
+            side = g.op("Gemm", [side_x, side_w, g.const(bias_name, bias)], name=f"fp32_side_{point}")
         return g.op("Add", [main, side])
+
+
+def _check_layout(layout: str, int8_per_token: bool, single_text: bool) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if single_text and not (int8_per_token and layout == "fused"):
+        raise ValueError("single_text is a variant of the fused per-token int8 graph")
+
+
+def _int8_attention(g: _Graph, product, x: str, qkv_w: np.ndarray, qkv_b: np.ndarray, n: int, qkv_shape: str,
+                    mask: str, heads: int) -> str:
+    """Layer ``n``'s attention in the per-token int8 graph: the int8 QKV product, then
+    ``MultiHeadAttention``; (tokens, hidden) float32. Without ``mask`` (``single_text``) the QKV bias
+    is added by the product and onnxruntime runs its flash-attention path (no mask, no bias)."""
+    h = qkv_w.shape[0]
+    prefix = f"encoder.layer.{n}.qkv"
+    qkv = product(x, qkv_w, f"{n}.qkv", prefix, bias=None if mask else qkv_b)
+    q, k, v = g.ops("Split", [g.op("Reshape", [qkv, qkv_shape]), g.const("qkv_split", np.array([h, h, h]))], 3, axis=-1)
+    extra = [g.const(prefix + ".bias", qkv_b), mask] if mask else []
+    ctx = g.op("MultiHeadAttention", [q, k, v, *extra], domain=MS_DOMAIN, num_heads=heads)
+    return g.op("Reshape", [ctx, "rows_hidden"])
+
+
+def _skip_layer_norm(g: _Graph, w: dict[str, np.ndarray], eps: float, unfused: bool, inputs: tuple[str, str],
+                     norm: str, bias: str) -> str:
+    """LN(out + skip + bias) for ``inputs = (out, skip)``: ``SkipLayerNormalization``, or with
+    ``unfused`` (``single_text``) Add + Add + ``LayerNormalization``, the same arithmetic
+    (onnxruntime 1.32's CPU kernel of the fused operator was 4x slower than the three: docs/BENCH.md,
+    "Fewer passes over memory")."""
+    gamma, beta = g.const(norm + ".weight", w[norm + ".weight"]), g.const(norm + ".bias", w[norm + ".bias"])
+    if unfused:
+        summed = g.op("Add", [g.op("Add", list(inputs)), g.const(bias, w[bias])])
+        return g.op("LayerNormalization", [summed, gamma, beta], axis=-1, epsilon=eps)
+    return g.op("SkipLayerNormalization", [*inputs, gamma, beta, g.const(bias, w[bias])], domain=MS_DOMAIN,
+                epsilon=eps)
 
 
 def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: str = "fused",
                      outliers: dict[str, np.ndarray] | None = None, probe: bool = False,
-                     int8_per_token: bool = False, fp32_points: frozenset[str] = frozenset()):
+                     int8_per_token: bool = False, fp32_points: frozenset[str] = frozenset(),
+                     single_text: bool = False):
     """The encoder as an ``onnx.ModelProto`` (see the module docstring for inputs, output, layouts).
 
     ``outliers`` (fused layout): for a feed-forward input named ``"<layer>.ffn1"`` / ``"<layer>.ffn2"``,
@@ -264,11 +311,19 @@ def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: st
     The side products are the MatMul nodes named ``fp32_side_*``. ``probe``: the feed-forward
     inputs are graph outputs too (named ``probe.<layer>.ffn1`` ...), for calibration.
 
+    ``single_text`` (with ``int8_per_token``): the graph for one text per call, the same int8 codes,
+    products and bias placements, with two changes that are exact in arithmetic and take fewer
+    passes over memory on onnxruntime's CPU kernels (docs/BENCH.md, "Only the exact changes"): no
+    attention mask, so ``MultiHeadAttention`` takes onnxruntime's flash-attention path (the QKV bias
+    is then added by the QKV product's float32 side ``Gemm``; the ``attention_mask`` input is
+    ignored and a padded batch would be wrong, which the model's metadata
+    :data:`SINGLE_TEXT_METADATA` tells the embedder), and Add + Add + ``LayerNormalization`` instead
+    of ``SkipLayerNormalization`` (whose CPU kernel was 4x slower).
+
     Raises:
-        ValueError: unknown ``layout``.
+        ValueError: unknown ``layout``; ``single_text`` without ``int8_per_token`` and the fused layout.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    _check_layout(layout, int8_per_token, single_text)
     from onnx import TensorProto, helper
 
     g = _Graph()
@@ -293,6 +348,9 @@ def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: st
     def layer_norm(x: str, prefix: str) -> str:
         return g.op("LayerNormalization", [x, g.const(prefix + ".weight", w[prefix + ".weight"]),
                                            g.const(prefix + ".bias", w[prefix + ".bias"])], axis=-1, epsilon=eps)
+
+    def skip_layer_norm(out: str, skip: str, norm: str, bias: str) -> str:
+        return _skip_layer_norm(g, w, eps, single_text, (out, skip), norm, bias)
 
     # Embeddings: word + (position + type 0), LayerNorm.
     word = g.op("Gather", [g.const("word_embeddings", w["embeddings.word_embeddings.weight"]), "input_ids"])
@@ -329,30 +387,20 @@ def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: st
             qkv_w = np.concatenate([w[p + f"attention.self.{m}.weight"].T for m in ("query", "key", "value")], axis=1)
             qkv_b = np.concatenate([w[p + f"attention.self.{m}.bias"] for m in ("query", "key", "value")])
             if int8_per_token:
-                qkv = g.op("Reshape", [product(x, qkv_w, f"{n}.qkv", p + "qkv"), qkv_shape])
-                q, k, v = g.ops("Split", [qkv, g.const("qkv_split", np.array([h, h, h]))], 3, axis=-1)
-                ctx = g.op("MultiHeadAttention", [q, k, v, g.const(p + "qkv.bias", qkv_b), mask],
-                           domain=MS_DOMAIN, num_heads=heads)
-                ctx = g.op("Reshape", [ctx, "rows_hidden"])
+                ctx = _int8_attention(g, product, x, qkv_w, qkv_b, n, qkv_shape, "" if single_text else mask,
+                                      heads)
                 out = product(ctx, w[p + "attention.output.dense.weight"].T, f"{n}.attn_out",
                               p + "attention.output.dense")
             else:
                 ctx = g.op("Attention", [x, g.const(p + "qkv.weight", qkv_w), g.const(p + "qkv.bias", qkv_b),
                                          mask], domain=MS_DOMAIN, num_heads=heads)
                 out = linear(ctx, p + "attention.output.dense", bias=False)
-            x = g.op("SkipLayerNormalization", [
-                out, x, g.const(p + "attention.output.LayerNorm.weight", w[p + "attention.output.LayerNorm.weight"]),
-                g.const(p + "attention.output.LayerNorm.bias", w[p + "attention.output.LayerNorm.bias"]),
-                g.const(p + "attention.output.dense.bias", w[p + "attention.output.dense.bias"])],
-                domain=MS_DOMAIN, epsilon=eps)
+            x = skip_layer_norm(out, x, p + "attention.output.LayerNorm", p + "attention.output.dense.bias")
             inner = ffn_linear(x, p + "intermediate.dense", f"{n}.ffn1")
             act = g.op("BiasGelu", [inner, g.const(p + "intermediate.dense.bias", w[p + "intermediate.dense.bias"])],
                        domain=MS_DOMAIN)
             out = ffn_linear(act, p + "output.dense", f"{n}.ffn2")
-            x = g.op("SkipLayerNormalization", [
-                out, x, g.const(p + "output.LayerNorm.weight", w[p + "output.LayerNorm.weight"]),
-                g.const(p + "output.LayerNorm.bias", w[p + "output.LayerNorm.bias"]),
-                g.const(p + "output.dense.bias", w[p + "output.dense.bias"])], domain=MS_DOMAIN, epsilon=eps)
+            x = skip_layer_norm(out, x, p + "output.LayerNorm", p + "output.dense.bias")
             continue
         q, k, v = (g.op("Transpose", [g.op("Reshape", [linear(x, f"{p}attention.self.{name}"), split_heads])],
                         perm=perm)
@@ -386,7 +434,9 @@ def build_bert_graph(cfg: BertConfig, weights: dict[str, np.ndarray], layout: st
     opsets = [helper.make_opsetid("", BERT_OPSET)]
     if layout == "fused":
         opsets.append(helper.make_opsetid(MS_DOMAIN, 1))
-    return helper.make_model(graph, opset_imports=opsets, producer_name="sleuth.bert_graph")
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="sleuth.bert_graph")
+    helper.set_model_props(model, dict([SINGLE_TEXT_METADATA]) if single_text else {})
+    return model
 
 
 #: Texts whose activations pick the outlier channels. The outliers of this kind of model sit in a
@@ -480,11 +530,12 @@ def build_from_folder(folder: Path, out: Path, layout: str = "fused", int8_outli
     return [node.name for node in model.graph.node if node.name.startswith("fp32_side_")]
 
 
-def build_int8_from_folder(folder: Path, out: Path) -> None:
+def build_int8_from_folder(folder: Path, out: Path, single_text: bool = False) -> None:
     """Build ``folder``'s encoder as the per-token int8 graph (:func:`build_bert_graph` with
-    ``int8_per_token``) with :data:`INT8_OUTLIER_CHANNELS` outlier channels of every product in float32:
-    all-MiniLM-L6-v2's from :data:`MINILM_OUTLIER_CHANNELS`, another model's found on
-    :data:`CALIBRATION_TEXTS`. Writes ``out``.
+    ``int8_per_token``; with ``single_text``, as sleuth.embed builds it, its variant for one text per
+    call: docs/BENCH.md, "Only the exact changes") with :data:`INT8_OUTLIER_CHANNELS` outlier channels of every
+    product in float32: all-MiniLM-L6-v2's from :data:`MINILM_OUTLIER_CHANNELS`, another model's
+    found on :data:`CALIBRATION_TEXTS`. Writes ``out``.
 
     Raises:
         GraphBuildError: the folder lacks the files, or they are not a supported BERT.
@@ -505,4 +556,5 @@ def build_int8_from_folder(folder: Path, out: Path) -> None:
     else:
         outliers = find_outlier_channels(cfg, weights, folder / "tokenizer.json", INT8_OUTLIER_CHANNELS,
                                          every_product=True)
-    out.write_bytes(build_bert_graph(cfg, weights, "fused", outliers, int8_per_token=True).SerializeToString())
+    model = build_bert_graph(cfg, weights, "fused", outliers, int8_per_token=True, single_text=single_text)
+    out.write_bytes(model.SerializeToString())

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sleuth.bert_graph import INT8_OUTLIER_CHANNELS
+from sleuth.bert_graph import INT8_OUTLIER_CHANNELS, SINGLE_TEXT_METADATA
 from sleuth.cpu_features import Int8Support, int8_support
 from sleuth.errors import ConfigError
 from sleuth.store import scratch
@@ -61,9 +61,13 @@ EMBED_PARALLEL_CALLS = max(1, min(4, os.cpu_count() or 1))
 #: the torch export quantised with its embedding table; this one keeps the table in float32.
 INT8_SUFFIX = "@int8-dynamic"
 #: The int8 model built from safetensors weights (sleuth.bert_graph): one activation scale per token,
-#: the 2 outlier channels of every product's input in float32. ("@int8-outliers2" was one scale per
-#: call, quantize_dynamic, outliers of the feed-forward inputs only: NPL's nDCG@10 0.007 below fp32.)
-INT8_OUTLIERS_SUFFIX = f"@int8-token-outliers{INT8_OUTLIER_CHANNELS}"
+#: the 2 outlier channels of every product's input in float32, the graph for one text per call
+#: (bert_graph's ``single_text``: attention without a mask, Add + LayerNormalization; the same int8
+#: arithmetic as "@int8-token-outliers2", faster: docs/BENCH.md, "Only the exact changes").
+#: ("@int8-outliers2" was one scale per call, quantize_dynamic, outliers of the feed-forward inputs
+#: only: NPL's nDCG@10 0.007 below fp32; "@int8-token-outliers2-single", GELU outputs as uint8, NPL's
+#: vector lane 0.0036 below fp32, never the default.)
+INT8_OUTLIERS_SUFFIX = f"@int8-token-outliers{INT8_OUTLIER_CHANNELS}-unmasked"
 #: Added to the int8 name where the CPU has no exact int8 dot products (saturating AVX2 kernel).
 INT8_INEXACT_SUFFIX = "-saturating"
 #: Layout of the graphs built from safetensors weights (see :mod:`sleuth.bert_graph`).
@@ -115,7 +119,7 @@ def _scratch_path(out: Path) -> Path:
 def _build_onnx(hf_dir: Path, out: Path, int8: bool = False) -> None:
     """Build a Hugging Face BERT encoder's ONNX graph from its safetensors weights (no torch): float32
     (:func:`sleuth.bert_graph.build_from_folder`) or, with ``int8``, the per-token int8 graph
-    (:func:`sleuth.bert_graph.build_int8_from_folder`).
+    (:func:`sleuth.bert_graph.build_int8_from_folder`, the graph for one text per call).
 
     Raises:
         ModelUnavailable: the folder is not a BERT encoder :mod:`sleuth.bert_graph` can build.
@@ -126,7 +130,7 @@ def _build_onnx(hf_dir: Path, out: Path, int8: bool = False) -> None:
     tmp = _scratch_path(out)
     try:
         if int8:
-            build_int8_from_folder(hf_dir, tmp)
+            build_int8_from_folder(hf_dir, tmp, single_text=True)
         else:
             build_from_folder(hf_dir, tmp, GRAPH_LAYOUT)
         tmp.replace(out)
@@ -313,6 +317,9 @@ class Embedder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(files.onnx_path), options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
+        # A graph whose attention takes no mask (sleuth.bert_graph's single_text) is run one text per call.
+        key, value = SINGLE_TEXT_METADATA
+        self._one_text_per_call = self.session.get_modelmeta().custom_metadata_map.get(key) == value
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         width = self.session.get_outputs()[0].shape[-1]
@@ -344,6 +351,8 @@ class Embedder:
 
     def _embed_batch(self, batch: list[Encoding]) -> np.ndarray:
         """Unit-length vectors of one batch of encodings, float32 (len(batch), dim)."""
+        if len(batch) > 1 and self._one_text_per_call:
+            return np.concatenate([self._embed_batch([encoding]) for encoding in batch])
         width = max(len(e.ids) - e.attention_mask.count(0) for e in batch)
         ids = np.asarray([e.ids[:width] for e in batch], dtype=np.int64)
         mask = np.asarray([e.attention_mask[:width] for e in batch], dtype=np.int64)
