@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sleuth.lanes.vector import HNSW_EXPANSION_SEARCH
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SLEUTH_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
@@ -14,7 +16,8 @@ EXPECTED_ROWS = [
     "sleuth lexical (index_records)", "sleuth lexical (index folder)", "sleuth + embeddings fp32",
     "bm25s", "sqlite-fts5", "rank-bm25", "numpy exact",
     "bm25", "tfidf", "index", "vector (cached query vector)", "lexical fusion (bm25+tfidf+index)",
-    "hybrid (default lanes)", "lexical (--lanes bm25,tfidf,index)", "128 (engine)",
+    "hybrid (default lanes)", "lexical (--lanes bm25,tfidf,index)",
+    f"{HNSW_EXPANSION_SEARCH} (engine)",
     "cold `sleuth search`", "ANN recall@10",
 ]
 
