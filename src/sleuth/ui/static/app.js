@@ -8,7 +8,7 @@
   // One colour per lane (the bars of "why it ranked"); lanes not listed are grey.
   const LANE_COLOURS = {
     bm25: "#1f6feb", index: "#e36209", vector: "#1a7f37", tfidf: "#8250df", exact: "#cf222e", graph: "#7d4e24",
-    feedback: "#bf8700",
+    rm3: "#bf8700", feedback: "#bf8700",
   };
   const OTHER_LANE_COLOUR = "#6e7781";
   const SEARCH_DEBOUNCE_MS = 200;
