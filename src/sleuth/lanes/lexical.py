@@ -22,6 +22,8 @@ Quoted phrases are required by every lane: a block that lacks one is filtered ou
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import tantivy
 
 from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, LaneStatus
@@ -67,8 +69,18 @@ class _TantivyLane(LaneBase):
         scoring = self.scoring_query(q.parsed)
         if scoring is None:
             return RankedList(self.name, (), ())
-        hits = self.postings.search(scoring, q.k, q.projects, required_phrases(self.postings, q.parsed), q.doc_ids)
+        hits = self.postings.search(scoring, q.k, q.projects, required_phrases(self.postings, q.parsed), q.doc_ids,
+                                    self.memo_key(q.parsed))
         return RankedList(self.name, tuple(hits.block_ids), tuple(hits.scores))
+
+    def memo_key(self, parsed: ParsedQuery) -> Hashable | None:
+        """What names this lane's query for ``parsed`` in :meth:`Postings.search`'s memo (None: not kept)."""
+        return None
+
+
+def bm25_memo_key(parsed: ParsedQuery) -> Hashable:
+    """The memo key of the bm25 lane's query for ``parsed`` (its terms and qtf, its quoted phrases)."""
+    return ("bm25", tuple(parsed.weighted_terms()), tuple(map(tuple, parsed.phrases)))
 
 
 class BM25Lane(_TantivyLane):
@@ -79,6 +91,9 @@ class BM25Lane(_TantivyLane):
     def scoring_query(self, parsed: ParsedQuery) -> tantivy.Query | None:
         terms, qtf = _terms_and_qtf(parsed)
         return self.postings.any_of("body", terms, qtf=qtf)
+
+    def memo_key(self, parsed: ParsedQuery) -> Hashable | None:
+        return bm25_memo_key(parsed)
 
 
 #: RM3 of the ``rm3`` lane, chosen on SciFact, Cranfield, CISI and NPL (docs/EVAL.md, grid rm3-beside):
@@ -129,7 +144,9 @@ class FeedbackLane(_TantivyLane):
         first_query = self.postings.any_of("body", [t for t, _ in pairs], qtf=[n for _, n in pairs])
         if first_query is None:
             return RankedList(self.name, (), ())
-        first = self.postings.search(first_query, self.fb_blocks, q.projects, required, q.doc_ids)
+        # the bm25 lane's query: its answer, when it ran first, is read from the postings' memo
+        first = self.postings.search(first_query, self.fb_blocks, q.projects, required, q.doc_ids,
+                                     bm25_memo_key(q.parsed))
         blocks = self.catalog.blocks(first.block_ids) if first.block_ids else {}
         # the feedback blocks' terms from their text (the catalog keeps the text, not the terms)
         feedback = [(s, analyze(blocks[b].text)) for b, s in zip(first.block_ids, first.scores, strict=True)

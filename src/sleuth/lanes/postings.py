@@ -20,7 +20,8 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -136,6 +137,9 @@ class Postings:
                 raise problem from exc  # never thrown away for want of space
         self._searcher_generation = -1
         self._bulk: _BulkRun | None = None
+        #: The last searches given a ``memo_key`` (see :meth:`search`), least recent first.
+        self._memo: OrderedDict[Hashable, tuple[tantivy.Searcher, int, Hits]] = OrderedDict()
+        self._memo_lock = threading.Lock()
 
     def _open_read_only(self) -> None:
         """Open the postings of a folder that cannot be written, for reading.
@@ -399,12 +403,42 @@ class Postings:
         return tantivy.Query.phrase_query(self.schema, "exact", list(tokens))
 
     def search(self, scoring: tantivy.Query, k: int, projects: Sequence[str] | None,
-               required: Sequence[tantivy.Query] = (), doc_ids: Collection[str] | None = None) -> Hits:
+               required: Sequence[tantivy.Query] = (), doc_ids: Collection[str] | None = None,
+               memo_key: Hashable | None = None) -> Hits:
         """Top ``k`` blocks by ``scoring``, restricted (before the top-k cut) to ``projects``, to
         the documents ``doc_ids`` (None = any) and to blocks matching every ``required`` query
-        (which add nothing to the score)."""
+        (which add nothing to the score).
+
+        ``memo_key``: a value naming ``scoring`` and ``required`` exactly (e.g. the field, terms
+        and weights they were built from). The answers of the last ``SEARCH_MEMO_ENTRIES`` such
+        searches are kept, by key, projects and documents, for as long as the searcher is current;
+        an equal search for at most as many blocks is answered from them (the first ``k`` of a
+        longer top list are the top ``k``: tantivy breaks score ties by block address either way).
+        The rm3 lane's first round is so read from the bm25 lane's answer to the same query.
+        """
         if doc_ids is not None and not doc_ids:
             return Hits([], [])
+        if memo_key is None:
+            return self._search(scoring, k, projects, required, doc_ids, self.searcher())
+        searcher = self.searcher()
+        key = (memo_key, None if projects is None else tuple(projects),
+               None if doc_ids is None else frozenset(doc_ids))
+        with self._memo_lock:
+            entry = self._memo.get(key)
+            if entry is not None and entry[0] is searcher and (entry[1] >= k or len(entry[2].block_ids) < entry[1]):
+                self._memo.move_to_end(key)
+                return Hits(entry[2].block_ids[:k], entry[2].scores[:k])
+        hits = self._search(scoring, k, projects, required, doc_ids, searcher)
+        with self._memo_lock:
+            self._memo[key] = (searcher, k, hits)
+            self._memo.move_to_end(key)
+            while len(self._memo) > SEARCH_MEMO_ENTRIES:
+                self._memo.popitem(last=False)
+        return hits
+
+    def _search(self, scoring: tantivy.Query, k: int, projects: Sequence[str] | None,
+                required: Sequence[tantivy.Query], doc_ids: Collection[str] | None,
+                searcher: tantivy.Searcher) -> Hits:
         clauses = [(tantivy.Occur.Must, scoring)]
         if doc_ids is not None:
             allowed = tantivy.Query.term_set_query(self.schema, "doc_id", sorted(doc_ids))
@@ -416,7 +450,6 @@ class Postings:
         for q in required:
             clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(q, 0.0)))
         query = scoring if len(clauses) == 1 else tantivy.Query.boolean_query(clauses)
-        searcher = self.searcher()
         hits = searcher.search(query, k, count=False).hits
         addrs = [addr for _, addr in hits]
         doc_keys = searcher.fast_field_values("doc_key", addrs)
@@ -425,6 +458,9 @@ class Postings:
         return Hits(list(map(BLOCK_ID_FORMAT.__mod__, zip(doc_keys, block_keys, strict=True))),
                     [float(score) for score, _ in hits])
 
+
+#: How many searches :meth:`Postings.search` remembers (by their ``memo_key``).
+SEARCH_MEMO_ENTRIES = 32
 
 #: A block id from its document and block numbers (the inverse of :func:`block_id_keys`).
 BLOCK_ID_FORMAT = "%016x:%012x"
