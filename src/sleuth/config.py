@@ -35,6 +35,9 @@ class Config:
     constant), ``score_weights`` those of the score-based fusions (zscore, convex)."""
 
     lanes: tuple[str, ...] = field(default_factory=registry.default_lanes)
+    #: True when ``lanes`` was set by config.toml or $SLEUTH_LANES (even to the registry's defaults),
+    #: False when it is the registry's default (which a tool may narrow: sleuth.memory.search).
+    lanes_set: bool = False
     lane_weights: dict[str, float] = field(default_factory=registry.lane_weights)
     rrf_k: int = RRF_K
     fusion: str = DEFAULT_FUSION
@@ -208,7 +211,7 @@ def _fusion_settings(cfg: Config, values: dict[str, Any]) -> Config:
     """``lanes``, ``rrf_k`` and ``fusion`` of ``values`` applied to ``cfg``. Raises ConfigError."""
     if "lanes" in values:
         lanes = values["lanes"]
-        cfg = cfg.with_lanes(lanes.split(",") if isinstance(lanes, str) else list(lanes))
+        cfg = replace(cfg.with_lanes(lanes.split(",") if isinstance(lanes, str) else list(lanes)), lanes_set=True)
     if "rrf_k" in values:
         raw = values["rrf_k"]
         try:

@@ -35,11 +35,12 @@ INBOX_PROJECT_ID = "inbox"
 #: Passages offered per result before the budget decides (best blocks first), and their size.
 PASSAGES_PER_RESULT = 3
 PASSAGE_MAX_CHARS = 900
-#: Default lanes the tool leaves out when the configuration keeps the registry's default lanes. The
+#: Default lanes the tool leaves out when no lanes are configured (``Config.lanes_set``). The
 #: rm3 lane in its bm25 family lowered project_memory_search on SciFact (nDCG@10 0.7430 without it,
 #: 0.7403 with it; Cranfield 0.4208 / 0.4224, CISI 0.4263 / 0.4272, NPL 0.5158 / 0.5158), and without it
 #: the tool is higher on all four sets than before rm3 became a default lane (docs/EVAL.md, issue 14
-#: fourth pass; ``bench/memory_eval.py``). Lanes set in ``config.toml`` are used as they are.
+#: fourth pass; ``bench/memory_eval.py``). Lanes set in ``config.toml`` or $SLEUTH_LANES are used as
+#: they are, even when they are exactly the registry's defaults.
 MEMORY_SKIPPED_DEFAULT_LANES = ("rm3",)
 
 
@@ -132,7 +133,7 @@ class MemorySearch:
         """The pipeline's request for ``req`` over ``projects``."""
         f = req.filters
         defaults = self.engine.config.lanes
-        if defaults == registry.default_lanes():
+        if not self.engine.config.lanes_set:
             defaults = tuple(n for n in defaults if n not in MEMORY_SKIPPED_DEFAULT_LANES)
         lanes = list(registry.lanes_for_families(f.lanes, defaults))
         questions = [Question(id=q.id, query=q.query, limit=q.limit, variants=list(q.variants)) for q in req.questions]
