@@ -2,12 +2,11 @@
 
 The rm3 lane's first round is the bm25 lane's query for fewer blocks: after the bm25 lane it is read
 from the memo, not searched again; a commit, other projects or other documents are never served an
-old answer. Without a deadline the rm3 lane runs on a pool thread once the bm25 lane has answered.
+old answer.
 """
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from sleuth.engine import Engine
 from sleuth.lanes import lexical
 from sleuth.lanes.base import LaneQuery
 from sleuth.lanes.postings import SEARCH_MEMO_ENTRIES, Postings
-from sleuth.pipeline import retrieve
 from sleuth.text import parse_query
 from sleuth.types import SearchRequest
 
@@ -125,29 +123,16 @@ def test_memo_is_bounded(engine):
     assert len(postings._memo) == SEARCH_MEMO_ENTRIES
 
 
-def test_rm3_runs_beside_once_bm25_has_answered(engine, monkeypatch):
-    threads: dict[str, bool] = {}
-    for name in ("bm25", "index", "rm3"):
-        lane = engine.lanes[name]
-        real = lane.search
-
-        def recorded(q, real=real, name=name):
-            threads[name] = threading.current_thread() is threading.main_thread()
-            return real(q)
-
-        monkeypatch.setattr(lane, "search", recorded)
-    req = SearchRequest(query="wing lift airfoil", lanes=["bm25", "index", "rm3"], explain=True)
-    beside = engine.search(req)
-    assert threads == {"bm25": True, "index": True, "rm3": False}
-    monkeypatch.setattr(retrieve, "BESIDE_AFTER", {})
+def test_a_search_with_bm25_and_rm3_searches_rm3s_first_round_once(engine, searches, monkeypatch):
+    req = SearchRequest(query="wing lift airfoil", lanes=["bm25", "index", "rm3"])
+    with_memo = engine.search(req)
+    assert searches == [100, 100, 100]  # bm25, index, rm3's second round
     engine.postings._memo.clear()
-    serial = engine.search(req)
-    assert threads["rm3"] is True
-    assert [(h.doc_id, h.score) for h in beside.hits] == [(h.doc_id, h.score) for h in serial.hits]
-    assert beside.lanes == serial.lanes == ["bm25", "index", "rm3"]
-    # alone, the rm3 lane runs in the calling thread
-    engine.search(SearchRequest(query="wing lift", lanes=["rm3"]))
-    assert threads["rm3"] is True
+    monkeypatch.setattr(lexical.BM25Lane, "memo_key", lambda self, parsed: None)
+    without = engine.search(req)
+    assert searches[3:] == [100, 100, 10, 100]
+    assert with_memo.lanes == without.lanes == ["bm25", "index", "rm3"]
+    assert [(h.doc_id, h.score) for h in with_memo.hits] == [(h.doc_id, h.score) for h in without.hits]
 
 
 def test_bm25_memo_key_names_terms_qtf_and_phrases():

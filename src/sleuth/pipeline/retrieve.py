@@ -6,8 +6,7 @@ Without a deadline one lane runs on a pool thread -- the vector lane when asked 
 one core; running the others in parallel too would take cycles from the embedding, the longest part
 of a search), else the tfidf lane (numpy, mostly outside the GIL) -- and the others one after the
 other in the calling thread, which then hands their lists to ``while_waiting`` (the results step
-reads their best documents' rows meanwhile); the exception is the rm3 lane, which goes to the
-pool as soon as the bm25 lane has answered (``BESIDE_AFTER``). With a deadline every lane runs on the pool and the
+reads their best documents' rows meanwhile). With a deadline every lane runs on the pool and the
 calling thread waits for them until a little before the deadline: a lane still running then is
 *degraded* -- left out of the fusion, named in the answer, and left to settle on its thread (its
 state stays visible to ``query_status``). Cancelling the request stops the lanes at their next
@@ -53,12 +52,6 @@ NOTHING_TO_MATCH = {"exact": "nothing to match verbatim: the exact lane matches 
 LANE_DELAY_ENV = "SLEUTH_FAULT_LANE_DELAY_MS"
 #: Threads each lane's tasks run on, per searcher (one pool per lane, threads made on demand).
 LANE_THREADS = 8
-
-#: Without a deadline, lanes that run on a pool thread once the lane they read from has answered
-#: in the calling thread: the rm3 lane takes its feedback blocks from the bm25 lane's answer
-#: (:meth:`sleuth.lanes.postings.Postings.search`'s memo), then its second round, the costliest
-#: search of the lexical lanes, runs beside the index lane (tantivy searches outside the GIL).
-BESIDE_AFTER: dict[str, str] = {"rm3": "bm25"}
 
 #: (question index, variant index) → that variant's list from one lane.
 LaneLists = dict[tuple[int, int], RankedList]
@@ -229,13 +222,6 @@ class Retriever:
         futures: dict[str, Future[LaneLists]] = {}
         if beside is not None and len(lanes) > 1:
             futures[beside] = self.pool.submit(beside, self._task, beside, plan, None)
-        # A lane of BESIDE_AFTER goes to the pool once the lane it reads from has answered here
-        # (at once when that one is not asked for), so that it runs beside the rest.
-        followers = {lane: after for lane, after in BESIDE_AFTER.items()
-                     if lane in lanes and lane not in futures and len(lanes) > 1}
-        for lane, after in followers.items():
-            if after not in lanes:
-                futures[lane] = self.pool.submit(lane, self._task, lane, plan, None)
         for name in lanes:
             if name in futures:
                 continue
@@ -245,20 +231,14 @@ class Retriever:
             except Exception as exc:  # noqa: BLE001 - recorded as the lane's failure
                 done.set_exception(exc)
             self._record(result, name, done, None)
-            for lane, after in followers.items():
-                if after == name and lane not in futures:
-                    futures[lane] = self.pool.submit(lane, self._task, lane, plan, None)
-        for lane in lanes:  # the pool's lanes, recorded in plan order
-            if lane not in futures:
-                continue
-            future = futures[lane]
-            if while_waiting is not None and lane == "vector" and not future.done():
+        if beside in futures:
+            future = futures[beside]
+            if while_waiting is not None and beside == "vector" and not future.done():
                 early = [ranked for lists in result.answers.values() for ranked in lists.values()]
                 if early:
                     while_waiting(early)
-                    while_waiting = None
             wait([future])
-            self._record(result, lane, future, None)
+            self._record(result, beside, future, None)
 
     def _run_with_deadline(self, plan: Plan, lanes: list[str], result: Retrieval, state: RequestState | None) -> None:
         started = time.monotonic()
