@@ -259,7 +259,7 @@ def test_rewritten_document_catch_up(tmp_path: Path, src):
 
 def test_a_search_during_an_indexing_run_says_which_lanes_lag(tmp_path) -> None:
     """An indexing run commits its postings at its end: meanwhile the catalog is ahead, and a
-    search says that the bm25, index and exact lanes do not see the new documents yet."""
+    search says that the bm25, index, rm3 and exact lanes do not see the new documents yet."""
     import os
 
     from sleuth.config import Config

@@ -163,7 +163,7 @@ def test_semantic_only_matches_are_marked_or_dropped_on_every_surface(engine: En
     assert [(h.path, h.semantic_only) for h in strong.hits] == [("cats.md", True)]
     assert strong.notice and strong.notice.startswith("no word of the query occurs in the searched documents")
     assert strong.model_dump(mode="json")["hits"][0]["semantic_only"] is True
-    assert "semantic-only match" in render_text(strong, explain=False)
+    assert "(semantic-only match: found by the vector lane alone)" in render_text(strong, explain=False)
     weak = engine.search(SearchRequest(query="change cryptographic credentials"))  # keys.md at cosine 0.37
     assert weak.hits == []
     assert weak.notice == ("no word of the query occurs in the searched documents; "

@@ -1,6 +1,6 @@
 """Embedding after the keyword lanes: in a detached worker process, or in the foreground (``--wait``).
 
-``sleuth index`` commits the catalog and the postings (bm25, index and exact lanes answer at once),
+``sleuth index`` commits the catalog and the postings (bm25, index, rm3 and exact lanes answer at once),
 then starts ``sleuth embed --worker`` in its own session and returns. The worker embeds the blocks
 that have no vector yet (:meth:`sleuth.indexer.Indexer.embed_pending` commits each batch, so a
 worker killed with ``kill -9`` loses at most the batch it was on, and the next one resumes where it

@@ -161,23 +161,31 @@ def load_config(index_dir: Path | None) -> Config:
     ``model_int8 = "auto"`` (or true / false), ``[lane_weights] bm25 = 1.2 ...`` (RRF),
     ``[score_weights] bm25 = 0.48 ...`` (zscore, convex), ``tabular = "skip"`` (or ``"index"``) and
     ``tabular_json_min_bytes = 262144`` (see sleuth.ingest.tabular).
-    Raises ConfigError on an unreadable file or bad values.
+    Raises ConfigError on an unreadable file or bad values (a bad value's message ends with where
+    the settings came from: the file, the ``SLEUTH_*`` variables set).
     """
     values = read_config_file(index_dir)
+    sources = [str(index_dir / "config.toml")] if values and index_dir is not None else []
     for env, key in (("SLEUTH_LANES", "lanes"), ("SLEUTH_RRF_K", "rrf_k"), ("SLEUTH_MODEL", "model")):
         if env in os.environ:
             values[key] = os.environ[env].split(",") if key == "lanes" else os.environ[env]
+            sources.append(f"${env}")
     for env, key in (("SLEUTH_MILVUS_URI", "milvus_uri"), ("SLEUTH_MILVUS_COLLECTION", "milvus_collection")):
         if os.environ.get(env, "").strip():
             values[key] = os.environ[env].strip()
-    cfg = _milvus_settings(_tabular_settings(_model_settings(Config(), values), values), values, index_dir)
+            sources.append(f"${env}")
     try:
-        cfg = _fusion_settings(cfg, values)
-        for key in ("lane_weights", "score_weights"):
-            if key in values:
-                cfg = replace(cfg, **{key: _weights(key, dict(getattr(cfg, key)), values[key])})
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"bad configuration value: {exc}") from exc
+        cfg = _milvus_settings(_tabular_settings(_model_settings(Config(), values), values), values, index_dir)
+        try:
+            cfg = _fusion_settings(cfg, values)
+            for key in ("lane_weights", "score_weights"):
+                if key in values:
+                    cfg = replace(cfg, **{key: _weights(key, dict(getattr(cfg, key)), values[key])})
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"bad configuration value: {exc}") from exc
+    except ConfigError as exc:
+        # a user who passed no flag needs to know which file or variable to fix
+        raise ConfigError(f"{exc} (settings from {' and '.join(sources)})" if sources else str(exc)) from exc
     return cfg
 
 

@@ -42,7 +42,7 @@ class FusedDocument:
     block_ids: list[str] = field(default_factory=list)
     best_block_id: str = ""
     trace: list[LaneTrace] = field(default_factory=list)
-    #: Found by the semantic (vector) lane alone: no word of the query in it (see sleuth.ranking).
+    #: Found by the semantic (vector) lane alone, not by a lexical lane (see sleuth.ranking).
     semantic_only: bool = False
 
     @property

@@ -1,11 +1,13 @@
 """What a search decides after fusion: which results are only meaning matches. Pure functions.
 
-A document that no lexical lane found holds no word of the query (no stem, no identifier, no
-phrase); only the vector lane put it there. When its similarity to the query is strong it is a
-real paraphrase match and stays, marked ``semantic_only`` so that the reader knows no word
-matched. When no word of the query occurs in the searched documents and its similarity is weak, it
-is noise (every block has a nearest neighbour: a made-up word still lands near some page at cosine
-0.3-0.45 with all-MiniLM-L6-v2) and is dropped; such a query says so (:func:`semantic_notice`).
+A document that no lexical lane found is one only the vector lane put there: it holds no word of
+the query (no stem, no identifier, no phrase), or holds them too weakly to be among the lexical
+lanes' top blocks (each lane returns a bounded depth), or no lexical lane ran (``--lanes vector``).
+When its similarity to the query is strong it is a real paraphrase match and stays, marked
+``semantic_only`` so that the reader knows no word match put it there. When no word of the query
+occurs in the searched documents and its similarity is weak, it is noise (every block has a nearest
+neighbour: a made-up word still lands near some page at cosine 0.3-0.45 with all-MiniLM-L6-v2) and
+is dropped; such a query says so (:func:`semantic_notice`).
 
 The search pipeline (:mod:`sleuth.pipeline.fuse`) calls :func:`judge_semantic_only` on every
 question's fused documents; the lane names it fuses may carry a suffix (``vector#1`` is the vector

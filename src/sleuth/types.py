@@ -72,7 +72,8 @@ class Hit(Model):
     sources: list[str] = Field(description="Lanes that returned at least one block of this document")
     semantic_only: bool = Field(
         default=False,
-        description="Found by the vector lane alone: similar in meaning, no word of the query in it",
+        description="Found by the vector lane alone: similar in meaning, not among the word-matching lanes' "
+                    "results (it may still hold a word of the query)",
     )
     block_ids: list[str] = Field(description="All matching blocks of the document, best first")
     best_block_id: str

@@ -184,7 +184,8 @@ def test_config_file_errors_name_the_setting(hugo_index: Path, tmp_path: Path) -
     shutil.copytree(hugo_index, index)
     (index / "config.toml").write_text('rrf_k = "x"\n', encoding="utf-8")
     proc = run_cli("search", "hooks", "--index", str(index), check=False)
-    assert (proc.returncode, proc.stderr.strip()) == (2, "error: rrf_k must be a positive integer, got 'x'")
+    source = f"(settings from {index / 'config.toml'})"  # the file to fix, when no flag was given
+    assert (proc.returncode, proc.stderr.strip()) == (2, f"error: rrf_k must be a positive integer, got 'x' {source}")
     (index / "config.toml").write_text('lanes = "bm25,index"\n[score_weights]\nbm25 = 2.0\n', encoding="utf-8")
     hit = search_json(index, "hooks", "--limit", "1", "--explain")["hits"][0]
     assert {c["lane"]: c["weight"] for c in hit["explain"]} == {"bm25": 2.0, "index": 0.12}
@@ -194,7 +195,12 @@ def test_config_file_errors_name_the_setting(hugo_index: Path, tmp_path: Path) -
     assert {c["lane"]: c["weight"] for c in hit["explain"]} == {"bm25": 2.0, "index": 1.5}
     (index / "config.toml").write_text('fusion = "sum"\n', encoding="utf-8")
     proc = run_cli("search", "hooks", "--index", str(index), check=False)
-    assert (proc.returncode, proc.stderr.strip()) == (2, "error: fusion must be one of rrf, convex, zscore, got 'sum'")
+    assert (proc.returncode, proc.stderr.strip()) == (
+        2, f"error: fusion must be one of rrf, convex, zscore, got 'sum' {source}")
+    proc = run_cli("search", "hooks", "--index", str(index), check=False, env={"SLEUTH_LANES": "bm25,magic"})
+    assert (proc.returncode, proc.stderr.strip()) == (2, "error: unknown lane(s) magic; choose from bm25, tfidf, "
+                                                         f"index, rm3, exact, vector, graph (settings from "
+                                                         f"{index / 'config.toml'} and $SLEUTH_LANES)")
 
 
 def test_status_lists_warnings_and_counts_skipped_files(tmp_path: Path) -> None:
@@ -233,6 +239,23 @@ def test_index_without_a_model_and_a_first_run_that_never_finished(tmp_path: Pat
     assert run_cli("projects", "--index", str(index)).stdout.splitlines()[0] == (
         f"notes: 1 documents, 1 blocks, {never}")
     assert f"  project notes: 1 documents, {never}" in run_cli("status", "--index", str(index)).stdout.splitlines()
+
+
+def test_status_lists_each_projects_roots_under_it_and_doctor_names_the_families_lanes(tmp_path: Path) -> None:
+    # Two projects: before, every root line came after the last project line, so the roots of the
+    # first seemed to belong to the second; doctor's "lane bm25" read as the bm25 lane alone.
+    (tmp_path / "alpha").mkdir()
+    (tmp_path / "beta").mkdir()
+    (tmp_path / "alpha" / "a.md").write_text("# Alpha\n\nThe zephyr protocol.\n", encoding="utf-8")
+    (tmp_path / "beta" / "b.md").write_text("# Beta\n\nThe zephyr handshake.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    for name in ("alpha", "beta"):
+        run_cli("index", str(tmp_path / name), "--index", str(index), env={"SLEUTH_MODEL": "none"})
+    lines = run_cli("status", "--index", str(index), env={"SLEUTH_MODEL": "none"}).stdout.splitlines()
+    shown = [line.split(":")[0].strip() for line in lines if line.startswith(("  project ", f"    {tmp_path}"))]
+    assert shown == ["project alpha", str(tmp_path / "alpha"), "project beta", str(tmp_path / "beta")]
+    doctor = run_cli("doctor", "--index", str(index), env={"SLEUTH_MODEL": "none"}).stdout.splitlines()
+    assert "  retrieval family bm25 (lanes bm25, tfidf, index, rm3): available" in doctor
 
 
 def test_two_roots_with_one_folder_name_keep_their_documents_apart(tmp_path: Path) -> None:

@@ -135,7 +135,9 @@ def test_the_tabular_setting_is_checked(tmp_path: Path) -> None:
     (index / "config.toml").write_text('tabular = "penalise"\n', encoding="utf-8")
     (tmp_path / "a.md").write_text("# A\n", encoding="utf-8")
     bad = run_cli("index", str(tmp_path / "a.md"), "--index", str(index), check=False)
-    assert bad.returncode != 0 and bad.stderr.strip() == "error: tabular must be one of skip, index, got 'penalise'"
+    source = f"(settings from {index / 'config.toml'})"
+    assert bad.returncode != 0 and bad.stderr.strip() == (
+        f"error: tabular must be one of skip, index, got 'penalise' {source}")
     (index / "config.toml").write_text("tabular_json_min_bytes = -1\n", encoding="utf-8")
     bad = run_cli("index", str(tmp_path / "a.md"), "--index", str(index), check=False)
-    assert bad.stderr.strip() == "error: tabular_json_min_bytes must be a number of bytes >= 0, got -1"
+    assert bad.stderr.strip() == f"error: tabular_json_min_bytes must be a number of bytes >= 0, got -1 {source}"

@@ -223,7 +223,7 @@ def test_postings_that_cannot_be_written_leave_the_lexical_lanes_on_the_last_com
     assert status["postings_behind"].startswith("no space left on device")
     assert status["documents"] == len(BASE_PAGES) + MORE_PAGES  # the catalog's batches were committed
     text = sleuth("status", "--index", str(index)).stdout
-    assert f"the bm25, index and exact lanes answer from generation {committed}: no space left on device" in text
+    assert f"the bm25, index, rm3 and exact lanes answer from generation {committed}: no space left on device" in text
     # The lexical lanes still find the base pages; a new page is found by the tfidf lane alone, and
     # the answer says why.
     found = ok_json("search", "transfer files to a remote host", "--index", str(index), "--limit", "3")

@@ -8,7 +8,7 @@ import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option, when
 from sleuth.engine import Engine
-from sleuth.reports import DoctorReport, EmbeddingProgress, SkippedReason, StatusReport
+from sleuth.reports import DoctorReport, EmbeddingProgress, RootCoverage, SkippedReason, StatusReport
 
 
 def render_embedding(e: EmbeddingProgress) -> str:
@@ -39,13 +39,19 @@ def render_skip_summary(groups: list[SkippedReason], indent: str, hint: str) -> 
     return out
 
 
+def _coverage_line(c: RootCoverage) -> str:
+    """One root's coverage line of ``sleuth status``."""
+    return (f"    {c.root or '(records)'}: {c.indexed} indexed, {c.skipped} skipped, "
+            f"{c.failed} failed, last indexed {when(c.last_indexed)}")
+
+
 def render_status(st: StatusReport, verbose: bool = False) -> str:
     """A status report as text for people (``verbose``: every skipped file, not a summary by reason)."""
     out = [f"index {st.index_dir}",
            f"  {st.documents} documents, {st.blocks} blocks, {len(st.projects)} project(s), generation "
            f"{st.generation} (postings at {st.postings_generation})"]
     if st.postings_behind:
-        out.append(f"  the bm25, index and exact lanes answer from generation {st.postings_generation}:"
+        out.append(f"  the bm25, index, rm3 and exact lanes answer from generation {st.postings_generation}:"
                    f" {st.postings_behind}")
     if st.read_only:
         out.append(f"  opened read-only: {st.read_only}")
@@ -55,14 +61,15 @@ def render_status(st: StatusReport, verbose: bool = False) -> str:
         out.append(f"  vector lane: {vec.model} ({vec.dimensions} dimensions, {vec.path}), "
                    f"{vec.blocks_with_vectors} of {vec.blocks} blocks embedded")
     else:
-        out.append(f"  vector lane unavailable: {vec.reason}")
+        # the reason is also a search's notice, which points here; status shows the progress below
+        out.append(f"  vector lane unavailable: {(vec.reason or '').removesuffix(' (`sleuth status` shows how far)')}")
     if vec.embedding is not None and vec.embedding.state != "done":
         out.append(f"  {render_embedding(vec.embedding)}")
-    for p in st.projects:
+    listed = {p.project_id for p in st.projects}
+    for p in st.projects:  # each project's roots under it (a root may belong to several projects)
         out.append(f"  project {p.project_id}: {p.documents} documents, last indexed {when(p.last_indexed)}")
-    for c in st.coverage:
-        out.append(f"    {c.root or '(records)'}: {c.indexed} indexed, {c.skipped} skipped, "
-                   f"{c.failed} failed, last indexed {when(c.last_indexed)}")
+        out.extend(_coverage_line(c) for c in st.coverage if c.project == p.project_id)
+    out.extend(_coverage_line(c) for c in st.coverage if c.project not in listed)
     out.append(f"  {st.skipped} skipped file(s)" + (":" if st.skipped else ""))
     if verbose or st.files is not None:
         out.extend(f"    {s.path}: {s.reason}" for s in st.skipped_files)
@@ -87,8 +94,9 @@ def render_doctor(report: DoctorReport) -> str:
     for p in report.projects:
         out.append(f"  project {p.project_id}: {p.documents} documents, {p.blocks} blocks, "
                    f"{p.stale_documents} stale, {p.skipped_files} skipped; memory folder {p.memory_dir}")
-    for name, lane in report.lanes.items():
-        out.append(f"  lane {name}: {'available' if lane.available else f'unavailable: {lane.reason}'}")
+    for name, lane in report.lanes.items():  # seed 004's retrieval families, each answered by lanes
+        out.append(f"  retrieval family {name} (lanes {', '.join(lane.lanes) or 'none'}): "
+                   + ("available" if lane.available else f"unavailable: {lane.reason}"))
     if report.postings_generation != report.generation:
         out.append(f"  postings at generation {report.postings_generation} of {report.generation}: "
                    "the next search or index catches up")

@@ -20,7 +20,9 @@ from sleuth.reports import skip_summary
 
 @click.command("index")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--project", default=None, help="Project name (default: the first path's folder name).")
+@click.option("--project", default=None,
+              help="Project name (default: the first path's folder name, even when that folder is a root of "
+                   "another project: re-index a root with the project it was indexed with).")
 @click.option("--wait/--no-wait", "wait", default=None,
               help="Embed before returning (default: return once keyword search works, embed in a background "
                    "worker; $SLEUTH_INDEX_WAIT=1 makes --wait the default).")
@@ -32,7 +34,7 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
               index_dir: Path | None, fmt: str) -> None:
     """Index PATHS (folders or files) incrementally: only changed files are re-read, deleted ones removed.
 
-    Keyword search (bm25, index, exact lanes) works as soon as this returns; the embeddings of new
+    Keyword search (bm25, index, rm3, exact lanes) works as soon as this returns; the embeddings of new
     blocks are made by a background worker (`sleuth status` shows how far it is, `sleuth embed`
     waits for it), unless --wait."""
     from sleuth import background

@@ -78,7 +78,7 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
         out.append(f"    {h.title}" + (f"  §  {heading}" if heading else ""))
         out.append("    " + " ".join(h.snippet.split())[:240])
         out.append(f"    id {h.doc_id}  lanes {', '.join(h.sources)}"
-                   + ("  (semantic-only match: no word of the query in it)" if h.semantic_only else ""))
+                   + ("  (semantic-only match: found by the vector lane alone)" if h.semantic_only else ""))
         if explain and h.explain:
             for c in h.explain:
                 out.append(
@@ -115,7 +115,7 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
 @click.option("--variant", "variants", multiple=True, metavar="TEXT",
               help="Another wording of the query, fused with it (repeatable); code identifiers and quoted "
                    "phrases of the query are added as variants by themselves.")
-@click.option("--explain", is_flag=True, help="Show each result's per-lane rank and RRF contribution.")
+@click.option("--explain", is_flag=True, help="Show each result's per-lane rank and contribution to the fused score.")
 @index_option
 @format_option
 @handle_errors

@@ -78,8 +78,8 @@ SEARCH_PROJECT_DESCRIPTION = """Search a project's notes, docs, notebooks, code 
 Each item: markdown_item_id (pass it to get_notebook), rank (1 = best), score (for ordering only),
 sources (the retrieval methods that found it, not file types), block_ids (its best matching
 blocks, at most 5; block_count counts them all) and item (title, path, kind, location such as
-"page 3" or "cell 4", snippet with highlight offsets; semantic_only: found by meaning, no query
-word in it). "Quoted words" must appear verbatim. Take project_id from get_projects; never guess
+"page 3" or "cell 4", snippet with highlight offsets; semantic_only: found by meaning alone, not by
+the keyword lanes). "Quoted words" must appear verbatim. Take project_id from get_projects; never guess
 it. No results is not an error."""
 
 GET_NOTEBOOK_DESCRIPTION = """Read one item of a project (a search result's markdown_item_id): metadata, front

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 #: Why an answer holds nothing when the query has nothing to search for.
 NO_SEARCHABLE_TERMS = "the query has no searchable terms (only stop words, punctuation or blanks)"
 #: Lanes answered from the tantivy postings (which an indexing run commits at its end).
-POSTINGS_LANES = frozenset({"bm25", "index", "exact"})
+POSTINGS_LANES = frozenset({"bm25", "index", "rm3", "exact"})
 
 __all__ = ["NO_SEARCHABLE_TERMS", "Searcher"]
 
@@ -326,9 +326,9 @@ class Searcher:
         postings = self._postings_generation
         if set(plan.lanes) & POSTINGS_LANES and postings is not None and postings() < self.catalog.generation():
             behind = self._postings_behind() if self._postings_behind is not None else None
-            notes.append(f"the bm25, index and exact lanes answer from the index as it was before the last"
+            notes.append(f"the bm25, index, rm3 and exact lanes answer from the index as it was before the last"
                          f" indexing run(s), whose postings could not be written: {behind}" if behind else
-                         "an indexing run is in progress: the bm25, index and exact lanes see its documents"
+                         "an indexing run is in progress: the bm25, index, rm3 and exact lanes see its documents"
                          " only when it ends (the tfidf and vector lanes see them already)")
         vector = self.lanes.get("vector")
         if "vector" in retrieval.answers and vector is not None and vector.pending_documents():
