@@ -15,6 +15,7 @@ from sleuth.ingest import parse_document
 from sleuth.lanes.base import LaneQuery
 from sleuth.store.catalog import DocumentRow
 from sleuth.text import parse_query
+from sleuth.types import SearchRequest
 
 
 def write(root: Path, rel: str, text: str, mtime_ns: int | None = None) -> Path:
@@ -367,3 +368,25 @@ def test_indexing_raises_the_gc_threshold_for_the_run_and_restores_it():
             pass
         assert gc.get_threshold()[0] == max(INDEXING_GC_THRESHOLD, before[0])
     assert gc.get_threshold() == before
+
+
+def test_reindexing_a_root_without_a_project_keeps_its_project(tmp_path: Path, src: Path):
+    """Found by a new user: ``sleuth index content --project hugo`` then ``sleuth index .`` from inside
+    made a second project of the same files, and every search returned each page twice."""
+    eng = Engine(tmp_path / "idx")
+    try:
+        first = eng.index([src], project="hugo")
+        assert first.project == "hugo" and first.added == 4
+        again = eng.index([src])  # the same root, no name: still project "hugo"
+        assert again.project == "hugo" and (again.added, again.updated) == (0, 0)
+        assert [p.name for p in eng.projects()] == ["hugo"]
+        resp = eng.search(SearchRequest(query="fox"))
+        assert sorted(paths(resp)) == ["fox.md", "reversed.md"]
+        # a root never indexed gets its folder's name; --project still names another project on purpose
+        other = tmp_path / "other"
+        write(other, "a.md", "# A\n\nA fox.\n")
+        assert eng.index([other]).project == "other"
+        assert eng.index([src], project="copy").project == "copy"
+        assert sorted(p.name for p in eng.projects()) == ["copy", "hugo", "other"]
+    finally:
+        eng.close()

@@ -240,7 +240,8 @@ class Indexer:
 
         Args:
             roots: folders (or single files) to walk.
-            project: project name; default: the first root's folder name.
+            project: project name; default: the project that already has the first root among its
+                roots, else the first root's folder name.
             progress: called with each indexed file's path (for a progress display).
             embed_progress: called with (blocks embedded, blocks to embed) after each batch.
             embed: embed the blocks without a vector before returning (False: leave them to
@@ -262,7 +263,9 @@ class Indexer:
             if not is_valid_text(str(p)):
                 raise ConfigError(f"the root {index_name(str(p))} has a name that is not valid UTF-8: index a folder"
                                   " above it (names below a root may be anything) or rename it")
-        name = project or paths[0].name or "default"
+        # Without a name, a root indexed before keeps its project (a second project over the same
+        # files would return every page twice), else the root's folder name.
+        name = project or self.catalog.project_with_root(str(paths[0])) or paths[0].name or "default"
         pid = project_id_for(name)
         with self._run(pid, [str(p) for p in paths], embed_progress, progress, name=name, embed=embed,
                        phases=phases) as run:

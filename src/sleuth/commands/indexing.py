@@ -21,8 +21,8 @@ from sleuth.reports import skip_summary
 @click.command("index")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--project", default=None,
-              help="Project name (default: the first path's folder name, even when that folder is a root of "
-                   "another project: re-index a root with the project it was indexed with).")
+              help="Project name (default: the project that already has the first path as a root, else the "
+                   "first path's folder name).")
 @click.option("--wait/--no-wait", "wait", default=None,
               help="Embed before returning (default: return once keyword search works, embed in a background "
                    "worker; $SLEUTH_INDEX_WAIT=1 makes --wait the default).")

@@ -367,6 +367,14 @@ class Catalog(DocumentReads, VectorTable):
         """``{project_id: roots}`` of every project (cheap: no counting)."""
         return {r[0]: json.loads(r[1]) for r in self.conn.execute("SELECT project_id, roots FROM projects")}
 
+    def project_with_root(self, root: str) -> str | None:
+        """The name of the project that has ``root`` (a resolved path, as the roots are kept) among
+        its roots, the first by project id when several do; None when none does."""
+        for name, roots in self.conn.execute("SELECT name, roots FROM projects ORDER BY project_id"):
+            if root in json.loads(roots):
+                return str(name)
+        return None
+
     def projects(self) -> list[dict[str, object]]:
         """Every project with document and block counts: ``[{project_id, name, roots, ...}]``."""
         rows = self.conn.execute(
