@@ -75,9 +75,12 @@ class Config:
 
 
 def validate_lanes(lanes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Check lane names against the registry; raises ConfigError naming the unknown ones."""
-    lanes = tuple(dict.fromkeys(lane.strip() for lane in lanes if lane.strip()))
+    """Check lane names against the registry, ignoring case (``BM25`` is ``bm25``); returns the
+    registered names, each once, in order. Raises ConfigError naming the unknown ones."""
     known = registry.lane_names()
+    by_folded = {name.casefold(): name for name in known}
+    lanes = tuple(dict.fromkeys(by_folded.get(lane.strip().casefold(), lane.strip()) for lane in lanes
+                                if lane.strip()))
     unknown = [lane for lane in lanes if lane not in known]
     if unknown or not lanes:
         raise ConfigError(f"unknown lane(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)}")

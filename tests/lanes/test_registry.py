@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from sleuth.config import Config, validate_lanes
 from sleuth.engine import Engine
+from sleuth.errors import ConfigError
 from sleuth.lanes import registry
 from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery
 from sleuth.types import RankedList, SearchRequest
@@ -59,6 +60,10 @@ def notes(tmp_path: Path) -> Path:
 
 def test_a_lane_registered_here_runs_on_every_surface(toy_lane: None, notes: Path, tmp_path: Path) -> None:
     assert validate_lanes(["bm25", "title_start"]) == ("bm25", "title_start")
+    # names are matched ignoring case (a new user typed --lanes BM25), each kept once
+    assert validate_lanes(["BM25", " Title_Start", "bm25", "RM3"]) == ("bm25", "title_start", "rm3")
+    with pytest.raises(ConfigError, match="unknown lane"):
+        validate_lanes(["BM26"])
     assert "title_start" not in Config().lanes  # off by default, as registered
     assert "titles" in registry.families()
     with Engine(tmp_path / "idx", Config(model="none")) as engine:
