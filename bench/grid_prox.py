@@ -1,7 +1,7 @@
 """Term proximity for the lexical lanes: the sequential dependence model (SDM) over BM25.
 
     python bench/grid_prox.py [--data ../shared/data] [--datasets scifact cranfield cisi npl]
-                              [--tag p24] [--grids sdm-bm25 prox-lane]
+                              [--tag p24] [--grids sdm-bm25 sdm-weights prox-lane sdm-alone rm3-sdm bm25-kb]
 
 SDM (Metzler & Croft, "A Markov Random Field Model for Term Dependencies", SIGIR 2005) scores a
 block by three features of the query: its terms, its ordered bigrams (each pair of adjacent query
@@ -191,6 +191,18 @@ def _sdm_bm25() -> list[tuple[str, Fuser]]:
             rows.append((f"{n} in bm25", fused_by("zscore", (f"bm25@{n}", *DEFAULT_LANES[1:]), DEFAULT_W)))
             rows.append((f"{n} in bm25 and index", fused_by(
                 "zscore", (f"bm25@{n}", DEFAULT_LANES[1], f"index@index-{n}", "vector"), DEFAULT_W)))
+    return rows
+
+
+@grid("sdm-weights")
+def _sdm_weights() -> list[tuple[str, Fuser]]:
+    """The best Cranfield row of sdm-bm25 (0.85 / 0.1 / 0.05, slop 2, in bm25) with other lane weights"""
+    rows: list[tuple[str, Fuser]] = [("default: bm25+index+rm3+vector", fused_by("zscore", DEFAULT_LANES, DEFAULT_W))]
+    lanes = (f"bm25@{sdm_name(0.85, 0.1, 0.05, 2)}", *DEFAULT_LANES[1:])
+    for change in ({"vector": 0.45}, {"vector": 0.55}, {"rm3": 0.06}, {"rm3": 0.15}, {"bm25": 0.4},
+                   {"bm25": 0.56}, {"index": 0.06}, {"index": 0.2}):
+        label = ", ".join(f"{k} {v:g}" for k, v in change.items())
+        rows.append((f"sdm-0.85-0.1-0.05-s2 in bm25, {label}", fused_by("zscore", lanes, {**DEFAULT_W, **change})))
     return rows
 
 
