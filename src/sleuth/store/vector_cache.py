@@ -178,9 +178,9 @@ def _report_skipped(catalog: Catalog, model: str, dim: int, skipped: Sequence[tu
                     reported: set[str]) -> set[str]:
     """The documents of the ``(block_id, stored value)`` of ``skipped`` (stored vectors that could
     not be read, left out of the matrix); logs them (stderr, never stdout) unless every one is in
-    ``reported`` already. A value of the wrong size is embedded again by the next embedding run
-    (:meth:`~sleuth.store.vectors.VectorTable.blocks_without_vectors`); one of the right size
-    with values that are not finite (written by no version of sleuth) only when its text changes."""
+    ``reported`` already. Each of them (of the wrong size, not bytes, or of the right size with
+    values that are not finite, written by no version of sleuth) is embedded again by the next
+    embedding run (:meth:`~sleuth.store.vectors.VectorTable.blocks_without_vectors` with ``dim``)."""
     docs = {b.partition(":")[0] for b, _ in skipped}
     if docs - reported:
         width = catalog.vector_bytes(dim)
@@ -189,9 +189,8 @@ def _report_skipped(catalog: Catalog, model: str, dim: int, skipped: Sequence[tu
         named = ", ".join(sorted(f"{d.project_id}:{d.rel_path}" for d in found.values()))
         more = f" and {len(docs) - len(found)} more" if len(docs) > len(found) else ""
         log.warning("vector lane (%s): %d stored vector(s) are not %d-dimension vectors of this catalog and were"
-                    " skipped (%d of another size or not bytes: the next `sleuth index` or `sleuth embed` embeds"
-                    " their blocks again; %d not finite: embedded again when their text changes); the lane serves"
-                    " the other vectors. Documents: %s%s",
+                    " skipped (%d of another size or not bytes, %d not finite): the next `sleuth index` or"
+                    " `sleuth embed` embeds their blocks again; the lane serves the other vectors. Documents: %s%s",
                     model, len(skipped), dim, len(skipped) - sized, sized, named, more)
     return docs
 

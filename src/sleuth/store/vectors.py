@@ -160,6 +160,32 @@ class VectorTable(Connected):
         readable[np.flatnonzero(readable)[~finite]] = False
         return rows, readable
 
+    def readable_sql(self, dim: int) -> tuple[str, tuple[object, ...]]:
+        """``(condition, parameters)``: an SQL condition on ``v.vector`` (the ``vectors`` row of a
+        query) that holds for exactly the values :meth:`readable_rows` reads in formats 5 and 6 (a
+        blob of :meth:`vector_bytes` whose steps and scale are finite), in SQLite's and PostgreSQL's
+        dialects (:func:`sleuth.store.pg.pg_sql`); in format 4 (read-only; migrating it drops rows
+        that are not finite) it checks the size only.
+
+        A little-endian float is not finite when its exponent bits are all ones: a float16 whose
+        high byte ``h`` has ``h & 0x7C == 0x7C``, a float32 whose high byte has ``h & 0x7F == 0x7F``
+        and whose next byte has its top bit set (IEEE 754-2008, binary16 and binary32). SQLite and
+        PostgreSQL compare blobs byte by byte (``memcmp``), so one-byte ``substr`` comparisons test them.
+        """
+        parts = ["typeof(v.vector)='blob' AND length(v.vector)=?"]
+        params: list[object] = [self.vector_bytes(dim)]
+        if self.vector_format == 4:
+            return parts[0], tuple(params)
+        ratios = 0 if self.vector_format == 5 else vector_codes.blocks_of(dim)
+        for i in range(ratios):  # substr counts from 1: block i's float16 is bytes dim+2i+1, dim+2i+2
+            high = f"substr(v.vector,{dim + vector_codes.RATIO_BYTES * i + 2},1)"
+            parts.append(f"NOT ({high} BETWEEN ? AND ? OR {high} >= ?)")
+            params += [b"\x7c", b"\x7f", b"\xfc"]
+        top = dim + vector_codes.RATIO_BYTES * ratios + vector_codes.SCALE_BYTES  # the scale's high byte
+        parts.append(f"NOT (substr(v.vector,{top},1) IN (?, ?) AND substr(v.vector,{top - 1},1) >= ?)")
+        params += [b"\x7f", b"\xff", b"\x80"]
+        return " AND ".join(parts), tuple(params)
+
     def stored_rows(self, blobs: Sequence[bytes], dim: int) -> np.ndarray:
         """The stored rows (shape (n,), :func:`sleuth.store.vector_codes.row_dtype`) of vector blobs
         read from this catalog (:meth:`readable_rows`, every one readable).
@@ -175,15 +201,16 @@ class VectorTable(Connected):
 
     def blocks_without_vectors(self, model: str, limit: int = 10_000, dim: int | None = None) -> list[tuple[str, str]]:
         """Up to ``limit`` ``(embed_hash, embedding text)`` of blocks with no vector for ``model``;
-        with ``dim``, also those whose stored vector is not a blob of this format's size for
-        ``dim`` dimensions (a hostile or damaged row, which the vector lane skips): embedding
-        them again replaces the row."""
-        sized = "" if dim is None else " AND typeof(v.vector)='blob' AND length(v.vector)=?"
+        with ``dim``, also those whose stored vector the vector lane cannot read (not a blob of
+        this format's size for ``dim`` dimensions, or one with a step or scale that is not finite:
+        :meth:`readable_sql`; a hostile or damaged row, which the lane skips): embedding them again
+        replaces the row."""
+        sized, size = self._readable_condition(dim)
         rows = self.conn.execute(
             "SELECT b.embed_hash, d.title, b.text FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
             f" WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash{sized})"
             " GROUP BY b.embed_hash LIMIT ?",
-            (model, limit) if dim is None else (model, self.vector_bytes(dim), limit),
+            (model, *size, limit),
         ).fetchall()
         return [(h, embedding_text(title, text)) for h, title, text in rows]
 
@@ -251,10 +278,9 @@ class VectorTable(Connected):
     def vector_counts(self, model: str, projects: Sequence[str] | None = None,
                       dim: int | None = None) -> tuple[int, int]:
         """``(blocks with a vector for model, all blocks)``, of the ``projects`` only when given;
-        with ``dim``, a stored row counts only when it is a blob of this format's size for ``dim``
-        dimensions (the rows :meth:`blocks_without_vectors` with ``dim`` embeds again do not)."""
-        sized = "" if dim is None else " AND typeof(v.vector)='blob' AND length(v.vector)=?"
-        size = () if dim is None else (self.vector_bytes(dim),)
+        with ``dim``, a stored row counts only when the vector lane can read it (:meth:`readable_sql`:
+        the rows :meth:`blocks_without_vectors` with ``dim`` embeds again do not)."""
+        sized, size = self._readable_condition(dim)
         if projects is None:
             with_vec = self.conn.execute(
                 "SELECT COUNT(*) FROM blocks b WHERE EXISTS"
@@ -271,6 +297,13 @@ class VectorTable(Connected):
         ).fetchone()[0]
         total = self.conn.execute(f"SELECT COUNT(*) {of_projects}", tuple(projects)).fetchone()[0]
         return int(with_vec), int(total)
+
+    def _readable_condition(self, dim: int | None) -> tuple[str, tuple[object, ...]]:
+        """`` AND`` :meth:`readable_sql` and its parameters, or nothing without ``dim``."""
+        if dim is None:
+            return "", ()
+        sql, params = self.readable_sql(dim)
+        return f" AND {sql}", params
 
     def vector_dim(self, model: str) -> int | None:
         """Dimensions of the vectors stored for ``model`` (None when it has none): the most common
