@@ -512,7 +512,7 @@ class MilvusSync:
         for part in chunks(docs_to_write, 500):
             docs = catalog.documents(list(part))
             rows = []
-            for block_id, doc_id, project_id, _, vector in catalog.doc_block_vectors(model, list(part)):
+            for block_id, doc_id, project_id, _, vector in catalog.doc_block_vectors(model, list(part), dim):
                 stored, readable = catalog.readable_rows([vector], dim)
                 if not readable[0]:  # none yet, or one that cannot be read (left out, as the vector lane does)
                     still_pending.add(doc_id)

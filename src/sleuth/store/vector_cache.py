@@ -104,7 +104,7 @@ def build(catalog: Catalog, model: str, dim: int) -> VectorState:
         hashes: list[np.ndarray] = []
         codes = np.empty(n, dtype=np.int32)
         project_index: dict[str, int] = {}
-        rows = iter(catalog.block_vectors_with_keys(model))
+        rows = iter(catalog.block_vectors_with_keys(model, dim))
         filled = read = 0
         skipped: list[tuple[str, object]] = []  # (block, stored value) that cannot be read (readable_rows)
         while chunk := list(itertools.islice(rows, min(BUILD_CHUNK_BLOCKS, n - read))):
@@ -138,7 +138,7 @@ def build(catalog: Catalog, model: str, dim: int) -> VectorState:
 def refresh(catalog: Catalog, state: VectorState, dim: int) -> VectorState:
     """``state`` brought up to the catalog's current generation and vectors, incrementally (or
     rebuilt, when the catalog was replaced or most blocks changed)."""
-    changes = _changes(catalog, state)
+    changes = _changes(catalog, state, dim)
     if changes is None:
         return build(catalog, state.model, dim)
     generation, counter, touched, current, pending = changes
@@ -195,7 +195,7 @@ def _report_skipped(catalog: Catalog, model: str, dim: int, skipped: Sequence[tu
     return docs
 
 
-def _changes(catalog: Catalog, state: VectorState) -> tuple[
+def _changes(catalog: Catalog, state: VectorState, dim: int) -> tuple[
         int, str | None, set[str], dict[str, tuple[str, str, bytes]], set[str]] | None:
     """What changed since ``state`` (one consistent snapshot): ``(generation, counter, touched
     documents, {block_id: (project, embed_hash, vector)} of their blocks with a vector, documents
@@ -215,7 +215,7 @@ def _changes(catalog: Catalog, state: VectorState) -> tuple[
         docs = sorted(touched)
         for i in range(0, len(docs), DOCS_PER_QUERY):
             for block_id, doc_id, project_id, embed_hash, blob in catalog.doc_block_vectors(
-                    state.model, docs[i : i + DOCS_PER_QUERY]):
+                    state.model, docs[i : i + DOCS_PER_QUERY], dim):
                 if blob is None:
                     pending.add(doc_id)
                 else:

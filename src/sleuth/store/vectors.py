@@ -113,6 +113,11 @@ def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
     return dropped
 
 
+#: The stored value ``v.vector`` when it is a blob of the size bound, else NULL: SQLite reads a
+#: value's type and size from its record header, so the value itself is loaded only when it has the
+#: right size (PostgreSQL: ``octet_length``, :func:`sleuth.store.pg.pg_sql`).
+_SIZED_VECTOR = "CASE WHEN typeof(v.vector)='blob' AND length(v.vector)=? THEN v.vector END"
+
 #: Rows of a model whose sizes decide its vectors' dimensions (:meth:`VectorTable.vector_dim`).
 VECTOR_DIM_SAMPLE_ROWS = 64
 
@@ -241,12 +246,15 @@ class VectorTable(Connected):
             conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?)", coded)
             return int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]) - before
 
-    def block_vectors_with_keys(self, model: str) -> Iterator[tuple[str, str, str, bytes]]:
-        """``(block_id, project_id, embed_hash, vector bytes)`` of every block with a vector for ``model``."""
+    def block_vectors_with_keys(self, model: str, dim: int) -> Iterator[tuple[str, str, str, bytes | None]]:
+        """``(block_id, project_id, embed_hash, vector bytes)`` of every block with a vector for
+        ``model``; the vector is None when the stored value is not a blob of :meth:`vector_bytes`
+        ``(dim)`` (the size is checked in SQL, so a planted value of any size is never read into
+        memory: :meth:`readable_rows` then skips it)."""
         return iter(self.conn.execute(
-            "SELECT b.block_id, d.project_id, b.embed_hash, v.vector FROM blocks b JOIN documents d"
+            f"SELECT b.block_id, d.project_id, b.embed_hash, {_SIZED_VECTOR} FROM blocks b JOIN documents d"
             " ON b.doc_id=d.doc_id JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash ORDER BY b.rowid",
-            (model,),
+            (self.vector_bytes(dim), model),
         ))
 
     def count_block_vectors(self, model: str) -> int:
@@ -257,14 +265,20 @@ class VectorTable(Connected):
             (model,),
         ).fetchone()[0])
 
-    def doc_block_vectors(self, model: str, doc_ids: Sequence[str]) -> list[tuple[str, str, str, str, bytes | None]]:
-        """``(block_id, doc_id, project_id, embed_hash, vector bytes or None)`` of every block of ``doc_ids``."""
+    def doc_block_vectors(self, model: str, doc_ids: Sequence[str],
+                          dim: int) -> list[tuple[str, str, str, str, bytes | None]]:
+        """``(block_id, doc_id, project_id, embed_hash, vector bytes or None)`` of every block of
+        ``doc_ids``: None when the block has no vector for ``model``, ``b""`` when its stored value
+        is not a blob of :meth:`vector_bytes` ``(dim)`` (checked in SQL: such a value is never read
+        into memory; :meth:`readable_rows` skips it)."""
         marks = ",".join("?" * len(doc_ids))
         return self.conn.execute(
-            "SELECT b.block_id, b.doc_id, d.project_id, b.embed_hash, v.vector FROM blocks b JOIN documents d"
-            " ON b.doc_id=d.doc_id LEFT JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash"
+            "SELECT b.block_id, b.doc_id, d.project_id, b.embed_hash, CASE WHEN v.embed_hash IS NULL THEN NULL"
+            " WHEN typeof(v.vector)='blob' AND length(v.vector)=? THEN v.vector ELSE ? END"
+            " FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+            " LEFT JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash"
             f" WHERE b.doc_id IN ({marks}) ORDER BY b.rowid",
-            (model, *doc_ids),
+            (self.vector_bytes(dim), b"", model, *doc_ids),
         ).fetchall()
 
     def docs_without_vectors(self, model: str) -> list[str]:
