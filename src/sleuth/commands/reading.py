@@ -66,6 +66,7 @@ def shown_path(h: Hit, qualified: set[str]) -> str:
 def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None = None) -> str:
     """A search response as text: rank, score, path, location, title, heading, snippet (and the trace)."""
     out: list[str] = [f"(lane {lane} unavailable: {why})" for lane, why in resp.unavailable_lanes.items()]
+    out += [f"(lane {lane} failed: {why})" for lane, why in resp.failed_lanes.items()]
     if not resp.hits:
         return "\n".join([*out, f"no results for {resp.query!r}" + (f": {resp.notice}" if resp.notice else "")])
     if resp.notice:

@@ -348,6 +348,9 @@ class Searcher:
         ran = [n for n in plan.lanes if n not in not_run]
         if not ran and retrieval.skipped:
             return next(iter(retrieval.skipped.values()))
+        if ran and all(n in retrieval.failed for n in ran):  # nothing answered: not "no document matches"
+            return (f"the {', '.join(ran)} lane{'s' if len(ran) > 1 else ''} failed, so nothing was searched"
+                    f" ({ran[0]}: {retrieval.failed[ran[0]]})")
         if plan.doc_ids is not None and not plan.doc_ids and not plan.graph_only:
             return "no document matches the filters"
         if plan.graph_only:

@@ -38,6 +38,9 @@ MILVUS_IDS_PER_EXPRESSION = 1_000
 #: expressions of ``MILVUS_IDS_PER_EXPRESSION`` ids, one search each; above it the Milvus lane is
 #: skipped with a readable reason (a phrase that common is the exact lane's to answer).
 MILVUS_FILTER_IDS_MAX = 20_000
+#: Milvus's error code for a search of a collection that is not loaded (milvus-lite releases every
+#: collection when its database is opened again, by a new process or a restarted server).
+MILVUS_NOT_LOADED_CODE = 101
 #: Milvus returns at most this many hits per search (its topk limit).
 MILVUS_TOPK_MAX = 16_384
 #: Dense index types by backend: what the backend builds (milvus-lite 3.2 accepts IVF_RABITQ and
@@ -182,6 +185,7 @@ class MilvusIndex(MilvusSync):
         self.lex = f"{settings.collection}_lex"
         self.dense = f"{settings.collection}_dense"
         self._lock = threading.RLock()
+        self._loaded: set[str] = set()  # collections found loaded by this client
         self.part_blocks = settings.sync_part_blocks
         with catalog.write() as conn:
             for ddl in _STATS_DDL:
@@ -275,14 +279,33 @@ class MilvusIndex(MilvusSync):
         (before the cut); only hits with a positive score (sparse) are kept."""
         if k <= 0:
             return [], []
+        from pymilvus import MilvusException
+
         params = {"metric_type": "IP", "params": {"drop_ratio_search": 0.0} if field != "dense" else {"ef": 128}}
-        hits = self.client.search(collection, data=[query], anns_field=field, limit=min(k, MILVUS_TOPK_MAX),
-                                  filter=expr, search_params=params, output_fields=["block_id"])[0]
+        kwargs = {"data": [query], "anns_field": field, "limit": min(k, MILVUS_TOPK_MAX), "filter": expr,
+                  "search_params": params, "output_fields": ["block_id"]}
+        if collection not in self._loaded:  # released (a reopened database): loaded before the first search
+            self._load(collection)
+        try:
+            hits = self.client.search(collection, **kwargs)[0]
+        except MilvusException as exc:
+            if exc.code != MILVUS_NOT_LOADED_CODE:
+                raise
+            self._load(collection)  # released since (the server restarted): loaded, then searched again
+            hits = self.client.search(collection, **kwargs)[0]
         pairs = [(str(h["block_id"] if "block_id" in h else h["id"]), float(h["distance"])) for h in hits]
         if field != "dense":
             pairs = [p for p in pairs if p[1] > 0]
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return [b for b, _ in pairs], [s for _, s in pairs]
+
+    def _load(self, collection: str) -> None:
+        """Load ``collection`` unless Milvus has it loaded (one call to ask when it has)."""
+        from pymilvus.client.types import LoadState
+
+        if self.client.get_load_state(collection).get("state") != LoadState.Loaded:
+            self.client.load_collection(collection)
+        self._loaded.add(collection)
 
     def search_any(self, collection: str, field: str, query: Any, k: int,
                    exprs: Sequence[str]) -> tuple[list[str], list[float]]:
