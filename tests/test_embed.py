@@ -258,3 +258,76 @@ def test_declared_dim_reads_the_model_folder_and_refuses_what_it_cannot_trust(tm
     assert declared_dim(folder("huge", {"config.json": {"hidden_size": 10**9}})) is None
     assert declared_dim(folder("text", {"config.json": "not json {"})) is None
     assert declared_dim(folder("big", {"config.json": " " * MODEL_CONFIG_MAX_BYTES + '{"hidden_size": 8}'})) is None
+
+
+def _in_thread(run, timeout_s: float = 120.0):  # type: ignore[no-untyped-def]
+    """``run()``'s result or exception, from a daemon thread (a hang is reported, not waited out)."""
+    import threading
+
+    out: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            out["value"] = run()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            out["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout_s)  # a safety net: every case here returns at once
+    assert not thread.is_alive(), "the read hung"
+    return out
+
+
+def test_hostile_model_folder_json_is_refused_without_hanging_or_raising(tmp_path: Path) -> None:
+    """Attack session 24: a model folder's JSON files as planted input. A FIFO (or a link to one,
+    or to /dev/zero) hung the dimension check of `sleuth status` and the graph build; JSON nested
+    60,000 deep raised RecursionError out of declared_dim ("never raises"); a layer_norm_eps of
+    text, a list or a 400-digit integer raised ValueError/TypeError/OverflowError, not the build's
+    own error. Links to regular files are followed (a Hugging Face cache links its snapshots to blobs)."""
+    import os
+
+    from sleuth.embed import ModelFiles, declared_dim
+
+    bert = {"model_type": "bert", "hidden_size": 384, "num_attention_heads": 12, "num_hidden_layers": 6,
+            "intermediate_size": 1536, "vocab_size": 30522, "max_position_embeddings": 512}
+    outside = tmp_path / "blobs" / "pooling.json"
+    outside.parent.mkdir()
+    outside.write_text(json.dumps({"word_embedding_dimension": 256}))
+
+    def folder(name: str, make) -> Path:  # type: ignore[no-untyped-def]
+        d = tmp_path / name
+        (d / "1_Pooling").mkdir(parents=True)
+        make(d)
+        return d
+
+    def dim(d: Path) -> object:
+        out = _in_thread(lambda: declared_dim(ModelFiles("m", d / "model.onnx", d / "tokenizer.json")))
+        assert "error" not in out, out
+        return out["value"]
+
+    def build_error(d: Path) -> str:
+        out = _in_thread(lambda: BertConfig.from_file(d / "config.json"))
+        assert isinstance(out.get("error"), GraphBuildError), out
+        return str(out["error"])
+
+    for rel in ("config.json", "1_Pooling/config.json"):
+        fifo = folder(f"fifo-{rel[0]}", lambda d, rel=rel: os.mkfifo(d / rel))
+        assert dim(fifo) is None
+        deep = folder(f"deep-{rel[0]}", lambda d, rel=rel: (d / rel).write_text("[" * 60_000))
+        assert dim(deep) is None
+    fifo = tmp_path / "fifo-c"
+    assert build_error(fifo) == "cannot read config.json: config.json is not a regular file"
+    linked_fifo = folder("linked-fifo", lambda d: (d / "config.json").symlink_to(fifo / "config.json"))
+    assert build_error(linked_fifo) == "cannot read config.json: config.json is not a regular file"
+    zero = folder("zero", lambda d: (d / "config.json").symlink_to("/dev/zero"))
+    assert dim(zero) is None
+    assert build_error(zero) == "cannot read config.json: config.json is not a regular file"
+    assert build_error(tmp_path / "deep-c") == "cannot read config.json: config.json is nested too deeply"
+    for bad, shown in (("abc", "'abc'"), ([1], "'[1]'"), (10**400, "'" + "1" + "0" * 39 + "'"), (True, "'True'")):
+        eps = folder(f"eps-{len(shown)}-{type(bad).__name__}",
+                     lambda d, bad=bad: (d / "config.json").write_text(json.dumps({**bert, "layer_norm_eps": bad})))
+        assert build_error(eps) == f"config.json: layer_norm_eps must be a number in (0, 1), got {shown}"
+    linked = folder("linked", lambda d: (d / "1_Pooling" / "config.json").symlink_to(outside))
+    assert dim(linked) == 256
+    assert dim(folder("negative", lambda d: (d / "config.json").write_text('{"hidden_size": -384}'))) is None

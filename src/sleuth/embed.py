@@ -37,6 +37,7 @@ import numpy as np
 from sleuth.bert_graph import INT8_OUTLIER_CHANNELS, SINGLE_TEXT_METADATA
 from sleuth.cpu_features import Int8Support, int8_support
 from sleuth.errors import ConfigError
+from sleuth.model_json import read_model_json
 from sleuth.store import scratch
 
 if TYPE_CHECKING:
@@ -374,15 +375,14 @@ def declared_dim(files: ModelFiles) -> int | None:
     """The dimensions of the vectors of ``files``' model as its folder declares them, read without
     loading the model: sentence-transformers' ``1_Pooling/config.json`` (``word_embedding_dimension``),
     else ``config.json`` (``hidden_size``). None when neither is there, a file is over
-    ``MODEL_CONFIG_MAX_BYTES`` or not JSON, or ``modules.json`` lists a ``Dense`` layer (which changes
+    ``MODEL_CONFIG_MAX_BYTES``, not a regular file (a FIFO, a device) or not JSON
+    (:func:`sleuth.model_json.read_model_json`), or ``modules.json`` lists a ``Dense`` layer (which changes
     the dimensions): then only loading the model tells. Never raises."""
     folder = files.tokenizer_path.parent
 
     def read(rel: str) -> object:
         try:
-            with (folder / rel).open("rb") as fh:
-                raw = fh.read(MODEL_CONFIG_MAX_BYTES + 1)
-            return None if len(raw) > MODEL_CONFIG_MAX_BYTES else json.loads(raw)
+            return read_model_json(folder / rel, MODEL_CONFIG_MAX_BYTES)
         except (OSError, ValueError):
             return None
 
