@@ -18,7 +18,6 @@ in bounded parts: :mod:`sleuth.store.milvus_sync`.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ConfigError, StorageError
 from sleuth.lanes.base import DocFilter
+from sleuth.store import milvus_state
 from sleuth.store.milvus_sync import MILVUS_SYNC_PART_BLOCKS, MilvusSync, chunks, in_list
 from sleuth.store.milvus_sync import literal as literal  # re-exported: the lanes' filters use it
 
@@ -196,17 +196,16 @@ class MilvusIndex(MilvusSync):
 
     # -------------------------------------------------------------- state kept in the catalog
 
-    def _meta(self, key: str) -> dict[str, Any]:
-        raw = self.catalog.get_meta(key)
-        return json.loads(raw) if raw else {}
-
     def state(self) -> dict[str, Any]:
-        """``milvus:state``: ``{generation, avgdl, n, dense_generation, dense_vectors, dense_model, pending}``."""
-        return self._meta("milvus:state")
+        """``milvus:state``: ``{generation, avgdl, n, dense_generation, dense_vectors, dense_model,
+        pending, lex_mark, dense_mark, lex_sync}``; ``{}`` when absent or unreadable
+        (:mod:`sleuth.store.milvus_state`: the collections are then rebuilt)."""
+        return milvus_state.parse(self.catalog.get_meta("milvus:state"), milvus_state.STATE, "milvus:state") or {}
 
     def stats(self) -> dict[str, Any]:
-        """``milvus:stats``: ``{generation, n, lengths}`` (the collection statistics' totals)."""
-        return self._meta("milvus:stats")
+        """``milvus:stats``: ``{generation, n, lengths}`` (the collection statistics' totals); ``{}``
+        when absent or unreadable (counted again from scratch)."""
+        return milvus_state.parse(self.catalog.get_meta("milvus:stats"), milvus_state.STATS, "milvus:stats") or {}
 
     def document_frequencies(self, term_ids: Iterable[int]) -> dict[int, int]:
         """``{term_id: df}`` of the ids some block has."""
@@ -217,13 +216,14 @@ class MilvusIndex(MilvusSync):
             for part in chunks(ids, 50_000):
                 for tid, df in conn.execute("SELECT term_id, df FROM milvus_df WHERE term_id = ANY(?::bigint[])",
                                             [list(part)]):
-                    out[int(tid)] = int(df)
+                    out[int(tid)] = int(df)  # BIGINT columns: integers
             return out
         for part in chunks(ids, 500):
             marks = ",".join("?" * len(part))
-            for tid, df in self.catalog.conn.execute(f"SELECT term_id, df FROM milvus_df WHERE term_id IN ({marks})",
-                                                     list(part)):
-                out[int(tid)] = int(df)
+            rows = self.catalog.conn.execute(f"SELECT term_id, df FROM milvus_df WHERE term_id IN ({marks})",
+                                             list(part))
+            # SQLite keeps a planted text as text: such a row is left out
+            out.update((tid, df) for tid, df in rows if isinstance(tid, int) and isinstance(df, int))
         return out
 
     # -------------------------------------------------------------- collections

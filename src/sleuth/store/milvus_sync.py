@@ -343,13 +343,17 @@ class MilvusSync:
         lengths: Counter[str] = Counter() if fresh else Counter(stats.get("lengths", {}))
         df: Counter[int] = Counter()
         with self.catalog.write() as conn:
+            if not fresh:
+                taken = self._take_out(conn, since, n, lengths, df)
+                fresh = taken is None  # a document's statistics row cannot be read: count everything again
+                n = taken or 0
             out = _StatsWriter(conn, fresh)
             if fresh:
-                since = 0
+                since, n = 0, 0
+                lengths.clear()
+                df.clear()
                 conn.execute("DELETE FROM milvus_df")
                 conn.execute("DELETE FROM milvus_doc_stats")
-            else:
-                n = self._take_out(conn, since, n, lengths, df)
             # (doc_id, blocks, lengths, term ids' block counts) of the document being counted: a
             # document's blocks may span two parts.
             doc: tuple[str, int, Counter[str], Counter[int]] | None = None
@@ -392,15 +396,21 @@ class MilvusSync:
         kill_point("milvus:stats-committed")
         return True
 
-    def _take_out(self, conn: Any, since: int, n: int, lengths: Counter[str], df: Counter[int]) -> int:
+    def _take_out(self, conn: Any, since: int, n: int, lengths: Counter[str], df: Counter[int]) -> int | None:
         """Subtract what the documents changed since ``since`` added last time (their
-        ``milvus_doc_stats`` rows, deleted) from the totals; returns the block count left."""
+        ``milvus_doc_stats`` rows, deleted) from the totals; returns the block count left, or None
+        when a row cannot be read (:data:`sleuth.store.milvus_state.DOC_STATS`: the totals are then
+        unknown, and the caller counts everything again)."""
+        from sleuth.store.milvus_state import DOC_STATS, parse
+
         written, deleted = self.catalog.changes_since(since)
         for part in chunks(sorted({*written, *deleted}), _IDS_PER_STATEMENT):
             marks = ",".join("?" * len(part))
             for _, raw in conn.execute(f"SELECT doc_id, stats FROM milvus_doc_stats WHERE doc_id IN ({marks})",
                                        list(part)).fetchall():
-                old = json.loads(raw)
+                old = parse(raw if isinstance(raw, str) else None, DOC_STATS, "a milvus_doc_stats row")
+                if old is None:
+                    return None
                 n -= old["n"]
                 lengths.subtract(old["len"])
                 df.subtract({int(k): v for k, v in old["df"].items()})
