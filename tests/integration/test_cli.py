@@ -95,6 +95,12 @@ def test_unknown_project_and_lane(hugo_index: Path) -> None:
     assert proc.returncode == 4 and "project not found: nope" in proc.stderr
     proc = run_cli("search", "x", "--lanes", "bm25,magic", "--index", str(hugo_index), check=False)
     assert proc.returncode == 2 and "unknown lane(s) magic" in proc.stderr
+    # attack session 24: an empty --lanes ran the configured lanes; a lane name with a terminal
+    # escape was echoed as it was
+    proc = run_cli("search", "x", "--lanes", "", "--index", str(hugo_index), check=False)
+    assert proc.returncode == 2 and "unknown lane(s) (none given)" in proc.stderr
+    proc = run_cli("search", "x", "--lanes", "bm25,\x1b]0;owned\x07", "--index", str(hugo_index), check=False)
+    assert proc.returncode == 2 and "unknown lane(s) '\\x1b]0;owned\\x07'" in proc.stderr and "\x1b" not in proc.stderr
 
 
 def test_missing_index_is_reported(tmp_path: Path) -> None:
