@@ -260,3 +260,26 @@ def test_two_roots_with_one_folder_name_keep_their_documents_apart(tmp_path: Pat
         assert [(h["path"], h["root"]) for h in hits] == [("setup.md", str(tmp_path / side / "docs"))]
     projects = json.loads(run_cli("projects", "--index", str(index), "--format", "json", env=env).stdout)
     assert [p["documents"] for p in projects["projects"]] == [2]
+
+
+def test_variants_and_questions_are_bounded_everywhere(hugo_index: Path) -> None:
+    """Attack session 24: `--variant` and SearchRequest.variants / questions had no limit (each
+    variant runs every lane and embeds its text: 300 variants took 3 s, 10,000 would take minutes);
+    now as project_memory_search's: 19 variants, 20 questions."""
+    import pydantic
+
+    from sleuth.types import SEARCH_QUESTIONS_MAX, SEARCH_VARIANTS_MAX, Question, SearchRequest
+
+    args = [a for i in range(SEARCH_VARIANTS_MAX + 1) for a in ("--variant", f"other wording {i}")]
+    proc = run_cli("search", "x", *args, "--index", str(hugo_index), check=False)
+    assert proc.returncode == 2 and "Invalid value for --variant: 20 given; the limit is 19" in proc.stderr
+    paths = [a for i in range(51) for a in ("--path", f"d{i}/**")]
+    proc = run_cli("search", "x", *paths, "--index", str(hugo_index), check=False)
+    assert proc.returncode == 2 and "Invalid value for --path: 51 given; the limit is 50" in proc.stderr
+    assert len(SearchRequest(query="x", variants=["y"] * SEARCH_VARIANTS_MAX).variants) == 19
+    with pytest.raises(pydantic.ValidationError, match="at most 19 items"):
+        SearchRequest(query="x", variants=["y"] * (SEARCH_VARIANTS_MAX + 1))
+    with pytest.raises(pydantic.ValidationError, match="at most 19 items"):
+        Question(query="x", variants=["y"] * (SEARCH_VARIANTS_MAX + 1))
+    with pytest.raises(pydantic.ValidationError, match="at most 20 items"):
+        SearchRequest(questions=[Question(query="x")] * (SEARCH_QUESTIONS_MAX + 1))
