@@ -331,3 +331,42 @@ def test_hostile_model_folder_json_is_refused_without_hanging_or_raising(tmp_pat
     linked = folder("linked", lambda d: (d / "1_Pooling" / "config.json").symlink_to(outside))
     assert dim(linked) == 256
     assert dim(folder("negative", lambda d: (d / "config.json").write_text('{"hidden_size": -384}'))) is None
+
+
+def test_a_model_folder_with_a_bad_tokenizer_or_graph_is_unavailable_not_a_crash(tmp_path: Path) -> None:
+    """Attack session 24: a model folder whose tokenizer.json is not a tokenizer (or whose
+    model.onnx is not a graph) raised a bare Exception out of Embedder: `sleuth status` printed a
+    traceback, and every search tried to load the model again (only ModelUnavailable was kept). Now
+    it is ModelUnavailable, so the vector lane is unavailable with the reason; a tokenizer.json
+    over TOKENIZER_MAX_BYTES is not loaded."""
+    from sleuth.embed import TOKENIZER_MAX_BYTES, ModelUnavailable
+    from sleuth.lanes.model import SharedModel
+
+    graph = resolve_model(DEFAULT_MODEL, quantized=False).onnx_path  # built once per machine (cached)
+    tokenizer = embed_module.packaged_minilm_dir() / "tokenizer.json"
+
+    def folder(name: str, tokenizer_text: str | None, onnx: Path | str) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        if tokenizer_text is None:
+            (d / "tokenizer.json").symlink_to(tokenizer)
+        else:
+            (d / "tokenizer.json").write_text(tokenizer_text)
+        if isinstance(onnx, Path):
+            (d / "model.onnx").symlink_to(onnx)
+        else:
+            (d / "model.onnx").write_text(onnx)
+        return d
+
+    with pytest.raises(ModelUnavailable, match="cannot read the tokenizer .*tokenizer.json: expected ident"):
+        load_embedder(str(folder("bad-tokenizer", "not json", graph)), quantized=False)
+    with pytest.raises(ModelUnavailable, match="cannot load the graph .*model.onnx: "):
+        load_embedder(str(folder("bad-graph", None, "not a graph")), quantized=False)
+    big = folder("big-tokenizer", "", graph)
+    with open(big / "tokenizer.json", "wb") as fh:  # sparse: no disk used
+        fh.truncate(TOKENIZER_MAX_BYTES + 1)
+    with pytest.raises(ModelUnavailable, match=f"is {TOKENIZER_MAX_BYTES + 1} bytes; the limit is"):
+        load_embedder(str(big), quantized=False)
+    shared = SharedModel(str(tmp_path / "bad-tokenizer"), quantized=False)
+    assert shared.get() is None and shared.tried  # tried once, not at every search
+    assert (shared.unavailable() or "").startswith("cannot read the tokenizer")

@@ -305,7 +305,15 @@ class Embedder:
         self.name = files.name
         #: The arithmetic path that runs (e.g. "int8 (AVX512-VNNI)"), for status reports.
         self.path = files.path
-        self.tokenizer = Tokenizer.from_file(str(files.tokenizer_path))
+        try:
+            size = files.tokenizer_path.stat().st_size
+            if size > TOKENIZER_MAX_BYTES:
+                raise ModelUnavailable(f"{files.tokenizer_path} is {size} bytes; the limit is {TOKENIZER_MAX_BYTES}")
+            self.tokenizer = Tokenizer.from_file(str(files.tokenizer_path))
+        except ModelUnavailable:
+            raise
+        except Exception as exc:  # tokenizers raises Exception for a file it cannot parse
+            raise ModelUnavailable(f"cannot read the tokenizer {files.tokenizer_path}: {exc}") from exc
         self.tokenizer.enable_truncation(max_tokens)
         self.tokenizer.enable_padding()
         options = ort.SessionOptions()
@@ -316,7 +324,10 @@ class Embedder:
         # spinning thread that loses its core stalls every operator (query embedding at load 11-14:
         # p50 68 ms without spinning, 82-111 ms with it).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(str(files.onnx_path), options, providers=["CPUExecutionProvider"])
+        try:
+            self.session = ort.InferenceSession(str(files.onnx_path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own kinds for a graph it cannot load
+            raise ModelUnavailable(f"cannot load the graph {files.onnx_path}: {type(exc).__name__}: {exc}") from exc
         self._inputs = {i.name for i in self.session.get_inputs()}
         # A graph whose attention takes no mask (sleuth.bert_graph's single_text) is run one text per call.
         key, value = SINGLE_TEXT_METADATA
@@ -367,6 +378,8 @@ class Embedder:
         return vectors.astype(np.float32)
 
 
+#: Largest ``tokenizer.json`` loaded (all-MiniLM-L6-v2's is 466 kB; large multilingual ones ~17 MB), in bytes.
+TOKENIZER_MAX_BYTES: int = 64 * 1024 * 1024
 #: Largest model configuration file read to learn a model's dimensions without loading it, in bytes.
 MODEL_CONFIG_MAX_BYTES: int = 64 * 1024
 
