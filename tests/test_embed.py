@@ -249,7 +249,13 @@ def test_declared_dim_reads_the_model_folder_and_refuses_what_it_cannot_trust(tm
         return ModelFiles(name, d / "model.onnx", d / "tokenizer.json")
 
     assert declared_dim(folder("st", {"1_Pooling/config.json": {"word_embedding_dimension": 384},
-                                      "config.json": {"hidden_size": 768}})) == 384
+                                      "config.json": {"hidden_size": 384}})) == 384
+    assert declared_dim(folder("pooling", {"1_Pooling/config.json": {"word_embedding_dimension": 384}})) == 384
+    # attack session 24: a 1_Pooling/config.json declaring 768 beside a 384-wide encoder made every
+    # `sleuth index` start a background worker for "61 blocks" it then found nothing to embed in;
+    # files that disagree say nothing (the vector counts then take rows of any size)
+    assert declared_dim(folder("disagree", {"1_Pooling/config.json": {"word_embedding_dimension": 768},
+                                            "config.json": {"hidden_size": 384}})) is None
     assert declared_dim(folder("bert", {"config.json": {"hidden_size": 768}})) == 768
     assert declared_dim(folder("dense", {"config.json": {"hidden_size": 768}, "modules.json": [
         {"type": "sentence_transformers.models.Transformer"}, {"type": "sentence_transformers.models.Dense"}]})) is None

@@ -390,7 +390,8 @@ def declared_dim(files: ModelFiles) -> int | None:
     else ``config.json`` (``hidden_size``). None when neither is there, a file is over
     ``MODEL_CONFIG_MAX_BYTES``, not a regular file (a FIFO, a device) or not JSON
     (:func:`sleuth.model_json.read_model_json`), or ``modules.json`` lists a ``Dense`` layer (which changes
-    the dimensions): then only loading the model tells. Never raises."""
+    the dimensions), or the two files declare different dimensions: then only loading the model
+    tells. Never raises."""
     folder = files.tokenizer_path.parent
 
     def read(rel: str) -> object:
@@ -402,12 +403,15 @@ def declared_dim(files: ModelFiles) -> int | None:
     modules = read("modules.json")
     if isinstance(modules, list) and any("Dense" in str(m.get("type", "")) for m in modules if isinstance(m, dict)):
         return None
+    found = []
     for rel, key in (("1_Pooling/config.json", "word_embedding_dimension"), ("config.json", "hidden_size")):
         config = read(rel)
         value = config.get(key) if isinstance(config, dict) else None
         if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 65_536:
-            return value
-    return None
+            found.append(value)
+    # Mean pooling keeps the encoder's width: files that disagree say nothing (one of them lies,
+    # and only loading the model tells which)
+    return found[0] if found and len(set(found)) == 1 else None
 
 
 def configured_model(spec: str | None, quantized: bool | None = None) -> ModelFiles | None:
