@@ -267,3 +267,12 @@ def test_a_vector_row_that_is_not_finite_counts_as_not_embedded(tmp_path: Path, 
         assert cat.vector_counts("m", ["p"], dim=dim) == (len(hashes) - 2, len(hashes))
         assert sorted(h for h, _ in cat.blocks_without_vectors("m", 100, dim)) == sorted(hashes[:2])
         assert cat.blocks_without_vectors("m", 100) == []
+        # a value of another size is not read (the size is checked in SQL): None, or b"" per document
+        with cat.write() as conn:
+            conn.execute("UPDATE vectors SET vector=? WHERE embed_hash=?", (b"\0" * 100_000, hashes[2]))
+        by_hash = {h: v for _, _, h, v in cat.block_vectors_with_keys("m", dim)}
+        assert by_hash[hashes[2]] is None and all(len(bytes(by_hash[h])) == vector_codes.blob_bytes(dim)
+                                                  for h in hashes[3:])
+        doc_ids = [d for (d,) in cat.conn.execute("SELECT DISTINCT doc_id FROM blocks")]
+        rows = {h: v for _, _, _, h, v in cat.doc_block_vectors("m", doc_ids, dim)}
+        assert rows[hashes[2]] is not None and bytes(rows[hashes[2]]) == b""

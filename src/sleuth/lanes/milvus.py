@@ -123,6 +123,10 @@ class _MilvusLexical(LaneBase):
     def query_vector(self, parsed: ParsedQuery) -> dict[int, float]:
         raise NotImplementedError
 
+    def applies(self, parsed: ParsedQuery) -> bool:
+        """Only a query with a word that is not a stop word has something to look up."""
+        return bool(parsed.terms)
+
     def warm(self) -> None:
         self.shared.sync()
 
