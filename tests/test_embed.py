@@ -249,7 +249,13 @@ def test_declared_dim_reads_the_model_folder_and_refuses_what_it_cannot_trust(tm
         return ModelFiles(name, d / "model.onnx", d / "tokenizer.json")
 
     assert declared_dim(folder("st", {"1_Pooling/config.json": {"word_embedding_dimension": 384},
-                                      "config.json": {"hidden_size": 768}})) == 384
+                                      "config.json": {"hidden_size": 384}})) == 384
+    assert declared_dim(folder("pooling", {"1_Pooling/config.json": {"word_embedding_dimension": 384}})) == 384
+    # attack session 24: a 1_Pooling/config.json declaring 768 beside a 384-wide encoder made every
+    # `sleuth index` start a background worker for "61 blocks" it then found nothing to embed in;
+    # files that disagree say nothing (the vector counts then take rows of any size)
+    assert declared_dim(folder("disagree", {"1_Pooling/config.json": {"word_embedding_dimension": 768},
+                                            "config.json": {"hidden_size": 384}})) is None
     assert declared_dim(folder("bert", {"config.json": {"hidden_size": 768}})) == 768
     assert declared_dim(folder("dense", {"config.json": {"hidden_size": 768}, "modules.json": [
         {"type": "sentence_transformers.models.Transformer"}, {"type": "sentence_transformers.models.Dense"}]})) is None
@@ -258,3 +264,115 @@ def test_declared_dim_reads_the_model_folder_and_refuses_what_it_cannot_trust(tm
     assert declared_dim(folder("huge", {"config.json": {"hidden_size": 10**9}})) is None
     assert declared_dim(folder("text", {"config.json": "not json {"})) is None
     assert declared_dim(folder("big", {"config.json": " " * MODEL_CONFIG_MAX_BYTES + '{"hidden_size": 8}'})) is None
+
+
+def _in_thread(run, timeout_s: float = 120.0):  # type: ignore[no-untyped-def]
+    """``run()``'s result or exception, from a daemon thread (a hang is reported, not waited out)."""
+    import threading
+
+    out: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            out["value"] = run()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            out["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout_s)  # a safety net: every case here returns at once
+    assert not thread.is_alive(), "the read hung"
+    return out
+
+
+def test_hostile_model_folder_json_is_refused_without_hanging_or_raising(tmp_path: Path) -> None:
+    """Attack session 24: a model folder's JSON files as planted input. A FIFO (or a link to one,
+    or to /dev/zero) hung the dimension check of `sleuth status` and the graph build; JSON nested
+    60,000 deep raised RecursionError out of declared_dim ("never raises"); a layer_norm_eps of
+    text, a list or a 400-digit integer raised ValueError/TypeError/OverflowError, not the build's
+    own error. Links to regular files are followed (a Hugging Face cache links its snapshots to blobs)."""
+    import os
+
+    from sleuth.embed import ModelFiles, declared_dim
+
+    bert = {"model_type": "bert", "hidden_size": 384, "num_attention_heads": 12, "num_hidden_layers": 6,
+            "intermediate_size": 1536, "vocab_size": 30522, "max_position_embeddings": 512}
+    outside = tmp_path / "blobs" / "pooling.json"
+    outside.parent.mkdir()
+    outside.write_text(json.dumps({"word_embedding_dimension": 256}))
+
+    def folder(name: str, make) -> Path:  # type: ignore[no-untyped-def]
+        d = tmp_path / name
+        (d / "1_Pooling").mkdir(parents=True)
+        make(d)
+        return d
+
+    def dim(d: Path) -> object:
+        out = _in_thread(lambda: declared_dim(ModelFiles("m", d / "model.onnx", d / "tokenizer.json")))
+        assert "error" not in out, out
+        return out["value"]
+
+    def build_error(d: Path) -> str:
+        out = _in_thread(lambda: BertConfig.from_file(d / "config.json"))
+        assert isinstance(out.get("error"), GraphBuildError), out
+        return str(out["error"])
+
+    for rel in ("config.json", "1_Pooling/config.json"):
+        fifo = folder(f"fifo-{rel[0]}", lambda d, rel=rel: os.mkfifo(d / rel))
+        assert dim(fifo) is None
+        deep = folder(f"deep-{rel[0]}", lambda d, rel=rel: (d / rel).write_text("[" * 60_000))
+        assert dim(deep) is None
+    fifo = tmp_path / "fifo-c"
+    assert build_error(fifo) == "cannot read config.json: config.json is not a regular file"
+    linked_fifo = folder("linked-fifo", lambda d: (d / "config.json").symlink_to(fifo / "config.json"))
+    assert build_error(linked_fifo) == "cannot read config.json: config.json is not a regular file"
+    zero = folder("zero", lambda d: (d / "config.json").symlink_to("/dev/zero"))
+    assert dim(zero) is None
+    assert build_error(zero) == "cannot read config.json: config.json is not a regular file"
+    assert build_error(tmp_path / "deep-c") == "cannot read config.json: config.json is nested too deeply"
+    for bad, shown in (("abc", "'abc'"), ([1], "'[1]'"), (10**400, "'" + "1" + "0" * 39 + "'"), (True, "'True'")):
+        eps = folder(f"eps-{len(shown)}-{type(bad).__name__}",
+                     lambda d, bad=bad: (d / "config.json").write_text(json.dumps({**bert, "layer_norm_eps": bad})))
+        assert build_error(eps) == f"config.json: layer_norm_eps must be a number in (0, 1), got {shown}"
+    linked = folder("linked", lambda d: (d / "1_Pooling" / "config.json").symlink_to(outside))
+    assert dim(linked) == 256
+    assert dim(folder("negative", lambda d: (d / "config.json").write_text('{"hidden_size": -384}'))) is None
+
+
+def test_a_model_folder_with_a_bad_tokenizer_or_graph_is_unavailable_not_a_crash(tmp_path: Path) -> None:
+    """Attack session 24: a model folder whose tokenizer.json is not a tokenizer (or whose
+    model.onnx is not a graph) raised a bare Exception out of Embedder: `sleuth status` printed a
+    traceback, and every search tried to load the model again (only ModelUnavailable was kept). Now
+    it is ModelUnavailable, so the vector lane is unavailable with the reason; a tokenizer.json
+    over TOKENIZER_MAX_BYTES is not loaded."""
+    from sleuth.embed import TOKENIZER_MAX_BYTES, ModelUnavailable
+    from sleuth.lanes.model import SharedModel
+
+    graph = resolve_model(DEFAULT_MODEL, quantized=False).onnx_path  # built once per machine (cached)
+    tokenizer = embed_module.packaged_minilm_dir() / "tokenizer.json"
+
+    def folder(name: str, tokenizer_text: str | None, onnx: Path | str) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        if tokenizer_text is None:
+            (d / "tokenizer.json").symlink_to(tokenizer)
+        else:
+            (d / "tokenizer.json").write_text(tokenizer_text)
+        if isinstance(onnx, Path):
+            (d / "model.onnx").symlink_to(onnx)
+        else:
+            (d / "model.onnx").write_text(onnx)
+        return d
+
+    with pytest.raises(ModelUnavailable, match="cannot read the tokenizer .*tokenizer.json: expected ident"):
+        load_embedder(str(folder("bad-tokenizer", "not json", graph)), quantized=False)
+    with pytest.raises(ModelUnavailable, match="cannot load the graph .*model.onnx: "):
+        load_embedder(str(folder("bad-graph", None, "not a graph")), quantized=False)
+    big = folder("big-tokenizer", "", graph)
+    with open(big / "tokenizer.json", "wb") as fh:  # sparse: no disk used
+        fh.truncate(TOKENIZER_MAX_BYTES + 1)
+    with pytest.raises(ModelUnavailable, match=f"is {TOKENIZER_MAX_BYTES + 1} bytes; the limit is"):
+        load_embedder(str(big), quantized=False)
+    shared = SharedModel(str(tmp_path / "bad-tokenizer"), quantized=False)
+    assert shared.get() is None and shared.tried  # tried once, not at every search
+    assert (shared.unavailable() or "").startswith("cannot read the tokenizer")

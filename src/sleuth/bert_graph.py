@@ -23,7 +23,7 @@ The int8 graph (``int8_per_token``, fused layout) and its variant for one text p
 
 from __future__ import annotations
 
-import json
+import contextlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +41,8 @@ MAX_VOCAB = 1_000_000
 MAX_POSITIONS = 8192
 #: Largest weights file read, in bytes.
 MAX_WEIGHTS_BYTES = 2 * 1024**3
+#: Largest ``config.json`` read (a BERT's is under 1 kB; one with many labels a few hundred kB), in bytes.
+MAX_CONFIG_BYTES = 1024**2
 LAYOUTS = ("standard", "fused")
 #: The products of a layer, as named in outlier and fp32 point names ``"<layer>.<kind>"``.
 PRODUCT_KINDS = ("qkv", "attn_out", "ffn1", "ffn2")
@@ -78,8 +80,10 @@ class BertConfig:
             GraphBuildError: not a plain BERT (model_type ``bert``, gelu, absolute positions) or
                 sizes out of bounds.
         """
+        from sleuth.model_json import read_model_json
+
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = read_model_json(path, MAX_CONFIG_BYTES)
         except (OSError, ValueError) as exc:
             raise GraphBuildError(f"cannot read {path.name}: {exc}") from None
         if not isinstance(raw, dict):
@@ -101,13 +105,27 @@ class BertConfig:
             hidden=number("hidden_size", MAX_HIDDEN), heads=number("num_attention_heads", 256),
             layers=number("num_hidden_layers", MAX_LAYERS), intermediate=number("intermediate_size", 4 * MAX_HIDDEN),
             vocab=number("vocab_size", MAX_VOCAB), max_positions=number("max_position_embeddings", MAX_POSITIONS),
-            type_vocab=number("type_vocab_size", 16, 2), layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),
+            type_vocab=number("type_vocab_size", 16, 2),
+            layer_norm_eps=_eps(raw.get("layer_norm_eps", 1e-12), path.name),
         )
         if cfg.hidden % cfg.heads:
             raise GraphBuildError(f"hidden_size {cfg.hidden} is not a multiple of num_attention_heads {cfg.heads}")
-        if not 0 < cfg.layer_norm_eps < 1:
-            raise GraphBuildError(f"layer_norm_eps {cfg.layer_norm_eps} is out of range")
         return cfg
+
+
+def _eps(value: object, file: str) -> float:
+    """``layer_norm_eps`` of ``file``: a JSON number in (0, 1).
+
+    Raises:
+        GraphBuildError: anything else (text, a list, an integer no float holds, NaN).
+    """
+    number = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        with contextlib.suppress(OverflowError):  # an integer of hundreds of digits
+            number = float(value)
+    if number is None or not 0 < number < 1:
+        raise GraphBuildError(f"{file}: layer_norm_eps must be a number in (0, 1), got {str(value)[:40]!r}")
+    return number
 
 
 def load_weights(path: Path, cfg: BertConfig) -> dict[str, np.ndarray]:

@@ -83,7 +83,8 @@ def validate_lanes(lanes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
                                 if lane.strip()))
     unknown = [lane for lane in lanes if lane not in known]
     if unknown or not lanes:
-        raise ConfigError(f"unknown lane(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)}")
+        shown = [lane if lane.isprintable() else repr(lane) for lane in unknown]  # no terminal escapes
+        raise ConfigError(f"unknown lane(s) {', '.join(shown) or '(none given)'}; choose from {', '.join(known)}")
     return lanes
 
 

@@ -37,6 +37,7 @@ import numpy as np
 from sleuth.bert_graph import INT8_OUTLIER_CHANNELS, SINGLE_TEXT_METADATA
 from sleuth.cpu_features import Int8Support, int8_support
 from sleuth.errors import ConfigError
+from sleuth.model_json import read_model_json
 from sleuth.store import scratch
 
 if TYPE_CHECKING:
@@ -304,7 +305,15 @@ class Embedder:
         self.name = files.name
         #: The arithmetic path that runs (e.g. "int8 (AVX512-VNNI)"), for status reports.
         self.path = files.path
-        self.tokenizer = Tokenizer.from_file(str(files.tokenizer_path))
+        try:
+            size = files.tokenizer_path.stat().st_size
+            if size > TOKENIZER_MAX_BYTES:
+                raise ModelUnavailable(f"{files.tokenizer_path} is {size} bytes; the limit is {TOKENIZER_MAX_BYTES}")
+            self.tokenizer = Tokenizer.from_file(str(files.tokenizer_path))
+        except ModelUnavailable:
+            raise
+        except Exception as exc:  # tokenizers raises Exception for a file it cannot parse
+            raise ModelUnavailable(f"cannot read the tokenizer {files.tokenizer_path}: {exc}") from exc
         self.tokenizer.enable_truncation(max_tokens)
         self.tokenizer.enable_padding()
         options = ort.SessionOptions()
@@ -315,7 +324,10 @@ class Embedder:
         # spinning thread that loses its core stalls every operator (query embedding at load 11-14:
         # p50 68 ms without spinning, 82-111 ms with it).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(str(files.onnx_path), options, providers=["CPUExecutionProvider"])
+        try:
+            self.session = ort.InferenceSession(str(files.onnx_path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own kinds for a graph it cannot load
+            raise ModelUnavailable(f"cannot load the graph {files.onnx_path}: {type(exc).__name__}: {exc}") from exc
         self._inputs = {i.name for i in self.session.get_inputs()}
         # A graph whose attention takes no mask (sleuth.bert_graph's single_text) is run one text per call.
         key, value = SINGLE_TEXT_METADATA
@@ -366,6 +378,8 @@ class Embedder:
         return vectors.astype(np.float32)
 
 
+#: Largest ``tokenizer.json`` loaded (all-MiniLM-L6-v2's is 466 kB; large multilingual ones ~17 MB), in bytes.
+TOKENIZER_MAX_BYTES: int = 64 * 1024 * 1024
 #: Largest model configuration file read to learn a model's dimensions without loading it, in bytes.
 MODEL_CONFIG_MAX_BYTES: int = 64 * 1024
 
@@ -374,27 +388,30 @@ def declared_dim(files: ModelFiles) -> int | None:
     """The dimensions of the vectors of ``files``' model as its folder declares them, read without
     loading the model: sentence-transformers' ``1_Pooling/config.json`` (``word_embedding_dimension``),
     else ``config.json`` (``hidden_size``). None when neither is there, a file is over
-    ``MODEL_CONFIG_MAX_BYTES`` or not JSON, or ``modules.json`` lists a ``Dense`` layer (which changes
-    the dimensions): then only loading the model tells. Never raises."""
+    ``MODEL_CONFIG_MAX_BYTES``, not a regular file (a FIFO, a device) or not JSON
+    (:func:`sleuth.model_json.read_model_json`), or ``modules.json`` lists a ``Dense`` layer (which changes
+    the dimensions), or the two files declare different dimensions: then only loading the model
+    tells. Never raises."""
     folder = files.tokenizer_path.parent
 
     def read(rel: str) -> object:
         try:
-            with (folder / rel).open("rb") as fh:
-                raw = fh.read(MODEL_CONFIG_MAX_BYTES + 1)
-            return None if len(raw) > MODEL_CONFIG_MAX_BYTES else json.loads(raw)
+            return read_model_json(folder / rel, MODEL_CONFIG_MAX_BYTES)
         except (OSError, ValueError):
             return None
 
     modules = read("modules.json")
     if isinstance(modules, list) and any("Dense" in str(m.get("type", "")) for m in modules if isinstance(m, dict)):
         return None
+    found = []
     for rel, key in (("1_Pooling/config.json", "word_embedding_dimension"), ("config.json", "hidden_size")):
         config = read(rel)
         value = config.get(key) if isinstance(config, dict) else None
         if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 65_536:
-            return value
-    return None
+            found.append(value)
+    # Mean pooling keeps the encoder's width: files that disagree say nothing (one of them lies,
+    # and only loading the model tells which)
+    return found[0] if found and len(set(found)) == 1 else None
 
 
 def configured_model(spec: str | None, quantized: bool | None = None) -> ModelFiles | None:

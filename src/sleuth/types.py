@@ -140,6 +140,11 @@ class SearchFilters(Model):
 #: The most documents one search may ask for (as Elasticsearch's ``index.max_result_window``): the
 #: text tools' ``top_k`` reaches it over as many passed-in documents (sleuth.textsearch.bounds).
 SEARCH_LIMIT_MAX = 10_000
+#: Most variants of one question, and most questions of one search (as project_memory_search's
+#: ``query_variants`` and ``queries``): each variant runs every lane (and embeds its text), so a
+#: search of 10,000 variants from the CLI or the Python API would have run for minutes.
+SEARCH_VARIANTS_MAX = 19
+SEARCH_QUESTIONS_MAX = 20
 
 
 class Question(Model):
@@ -148,7 +153,7 @@ class Question(Model):
     id: str = ""
     query: str
     limit: int = Field(default=20, ge=1, le=SEARCH_LIMIT_MAX)
-    variants: list[str] = Field(default_factory=list)
+    variants: list[str] = Field(default_factory=list, max_length=SEARCH_VARIANTS_MAX)
 
 
 class SearchRequest(Model):
@@ -166,11 +171,12 @@ class SearchRequest(Model):
     lanes: list[str] | None = Field(default=None, description="Lanes to run; None = the configured ones")
     explain: bool = False
     snippets: bool = Field(default=True, description="Compute snippets and highlights (off for evaluation)")
-    variants: list[str] = Field(default_factory=list, description="Other wordings of the query, fused with it")
+    variants: list[str] = Field(default_factory=list, max_length=SEARCH_VARIANTS_MAX,
+                                description="Other wordings of the query, fused with it")
     auto_variants: bool = Field(default=True, description="Add the query's code identifiers and quoted "
                                 "phrases as variants")
-    questions: list[Question] | None = Field(default=None, description="Independent questions answered as "
-                                             "groups (instead of query)")
+    questions: list[Question] | None = Field(default=None, max_length=SEARCH_QUESTIONS_MAX,
+                                             description="Independent questions answered as groups (instead of query)")
     filters: SearchFilters = Field(default_factory=SearchFilters)
     deadline_ms: int | None = Field(default=None, ge=1, description="Lanes that have not answered by then are "
                                     "left out (degraded); None: wait for every lane")

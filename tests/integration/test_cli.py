@@ -95,6 +95,12 @@ def test_unknown_project_and_lane(hugo_index: Path) -> None:
     assert proc.returncode == 4 and "project not found: nope" in proc.stderr
     proc = run_cli("search", "x", "--lanes", "bm25,magic", "--index", str(hugo_index), check=False)
     assert proc.returncode == 2 and "unknown lane(s) magic" in proc.stderr
+    # attack session 24: an empty --lanes ran the configured lanes; a lane name with a terminal
+    # escape was echoed as it was
+    proc = run_cli("search", "x", "--lanes", "", "--index", str(hugo_index), check=False)
+    assert proc.returncode == 2 and "unknown lane(s) (none given)" in proc.stderr
+    proc = run_cli("search", "x", "--lanes", "bm25,\x1b]0;owned\x07", "--index", str(hugo_index), check=False)
+    assert proc.returncode == 2 and "unknown lane(s) '\\x1b]0;owned\\x07'" in proc.stderr and "\x1b" not in proc.stderr
 
 
 def test_missing_index_is_reported(tmp_path: Path) -> None:
@@ -277,3 +283,26 @@ def test_two_roots_with_one_folder_name_keep_their_documents_apart(tmp_path: Pat
         assert [(h["path"], h["root"]) for h in hits] == [("setup.md", str(tmp_path / side / "docs"))]
     projects = json.loads(run_cli("projects", "--index", str(index), "--format", "json", env=env).stdout)
     assert [p["documents"] for p in projects["projects"]] == [2]
+
+
+def test_variants_and_questions_are_bounded_everywhere(hugo_index: Path) -> None:
+    """Attack session 24: `--variant` and SearchRequest.variants / questions had no limit (each
+    variant runs every lane and embeds its text: 300 variants took 3 s, 10,000 would take minutes);
+    now as project_memory_search's: 19 variants, 20 questions."""
+    import pydantic
+
+    from sleuth.types import SEARCH_QUESTIONS_MAX, SEARCH_VARIANTS_MAX, Question, SearchRequest
+
+    args = [a for i in range(SEARCH_VARIANTS_MAX + 1) for a in ("--variant", f"other wording {i}")]
+    proc = run_cli("search", "x", *args, "--index", str(hugo_index), check=False)
+    assert proc.returncode == 2 and "Invalid value for --variant: 20 given; the limit is 19" in proc.stderr
+    paths = [a for i in range(51) for a in ("--path", f"d{i}/**")]
+    proc = run_cli("search", "x", *paths, "--index", str(hugo_index), check=False)
+    assert proc.returncode == 2 and "Invalid value for --path: 51 given; the limit is 50" in proc.stderr
+    assert len(SearchRequest(query="x", variants=["y"] * SEARCH_VARIANTS_MAX).variants) == 19
+    with pytest.raises(pydantic.ValidationError, match="at most 19 items"):
+        SearchRequest(query="x", variants=["y"] * (SEARCH_VARIANTS_MAX + 1))
+    with pytest.raises(pydantic.ValidationError, match="at most 19 items"):
+        Question(query="x", variants=["y"] * (SEARCH_VARIANTS_MAX + 1))
+    with pytest.raises(pydantic.ValidationError, match="at most 20 items"):
+        SearchRequest(questions=[Question(query="x")] * (SEARCH_QUESTIONS_MAX + 1))

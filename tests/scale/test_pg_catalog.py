@@ -238,3 +238,41 @@ def test_a_planted_postings_lock_of_a_host_is_named_with_what_to_do(tmp_path: Pa
                                           " lock; remove it"):
             second.index([tmp_path / "src"], project="p")
     assert victim.read_text(encoding="utf-8") == "precious\n"
+
+
+def test_a_vector_row_that_is_not_finite_counts_as_not_embedded(tmp_path: Path, catalog_url: str) -> None:
+    """The readable-row check of the vector counts is the same in PostgreSQL's dialect (bytea
+    ``substr`` and comparisons): a row of the right size with a NaN scale or an inf ratio counts as
+    not embedded and is given to the next embedding run."""
+    import numpy as np
+
+    from sleuth.config import Config
+    from sleuth.store import vector_codes
+
+    write_corpus(tmp_path / "src")
+    dim = 70
+    with Engine(tmp_path / "pg-index", Config(model="none")) as e:
+        e.index([tmp_path / "src"], project="p")
+        cat = e.catalog
+        hashes = [h for h, _ in cat.blocks_without_vectors("m", 100)]
+        vectors = np.random.default_rng(6).standard_normal((len(hashes), dim)).astype(np.float32)
+        cat.store_vectors("m", [(h, v.tobytes()) for h, v in zip(hashes, vectors, strict=True)])
+        rows = vector_codes.from_blobs(vector_codes.encode_blobs(vectors[:2]), dim).copy()
+        rows["scale"][0] = np.nan
+        rows["ratios"][1, 1] = np.inf
+        with cat.write() as conn:
+            conn.executemany("UPDATE vectors SET vector=? WHERE embed_hash=?",
+                             [(rows[i].tobytes(), hashes[i]) for i in range(2)])
+        assert cat.vector_counts("m", dim=dim) == (len(hashes) - 2, len(hashes))
+        assert cat.vector_counts("m", ["p"], dim=dim) == (len(hashes) - 2, len(hashes))
+        assert sorted(h for h, _ in cat.blocks_without_vectors("m", 100, dim)) == sorted(hashes[:2])
+        assert cat.blocks_without_vectors("m", 100) == []
+        # a value of another size is not read (the size is checked in SQL): None, or b"" per document
+        with cat.write() as conn:
+            conn.execute("UPDATE vectors SET vector=? WHERE embed_hash=?", (b"\0" * 100_000, hashes[2]))
+        by_hash = {h: v for _, _, h, v in cat.block_vectors_with_keys("m", dim)}
+        assert by_hash[hashes[2]] is None and all(len(bytes(by_hash[h])) == vector_codes.blob_bytes(dim)
+                                                  for h in hashes[3:])
+        doc_ids = [d for (d,) in cat.conn.execute("SELECT DISTINCT doc_id FROM blocks")]
+        rows = {h: v for _, _, _, h, v in cat.doc_block_vectors("m", doc_ids, dim)}
+        assert rows[hashes[2]] is not None and bytes(rows[hashes[2]]) == b""

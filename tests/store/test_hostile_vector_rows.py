@@ -62,7 +62,8 @@ def test_one_hostile_vector_row_is_skipped_and_embedded_again(tmp_path: Path, va
         skipped = [r.getMessage() for r in caplog.records if "were skipped" in r.getMessage()]
         assert len(skipped) == 1, skipped  # reported once, not at every search
         assert "1 stored vector(s) are not 384-dimension vectors" in skipped[0]
-        assert "(1 of another size or not bytes: the next `sleuth index` or `sleuth embed` embeds" in skipped[0]
+        assert ("(1 of another size or not bytes, 0 not finite): the next `sleuth index` or `sleuth embed`"
+                " embeds") in skipped[0]
         assert skipped[0].endswith("Documents: notes:cats.md")
         # the next indexing run embeds that block again (and only it); the lane then finds it
         again = e.index([tmp_path / "notes"], project="notes")
@@ -136,8 +137,12 @@ def test_a_stored_vector_that_is_not_finite_is_skipped_by_the_build(tmp_path: Pa
         assert len(state.matrix) == 1 and np.isfinite(state.matrix.vectors).all()
         assert len(state.pending_docs) == 2
         assert "2 stored vector(s) are not 70-dimension vectors of this catalog and were skipped (0 of another size" \
-               " or not bytes: the next `sleuth index` or `sleuth embed` embeds their blocks again; 2 not finite" \
+               " or not bytes, 2 not finite): the next `sleuth index` or `sleuth embed` embeds their blocks again" \
                in caplog.text
+        # they count as not embedded, so the next embedding run replaces them (attack session 3's finding 4)
+        assert e.catalog.vector_counts(model, dim=dim) == (1, 3)
+        assert e.catalog.vector_counts(model, ["p"], dim=dim) == (1, 3)
+        assert sorted(h for h, _ in e.catalog.blocks_without_vectors(model, 10, dim)) == sorted([h0, h1])
         with pytest.raises(ValueError, match="not 78 bytes of finite values"):
             e.catalog.stored_rows([e.catalog.conn.execute("SELECT vector FROM vectors WHERE embed_hash=?",
                                                           (h0,)).fetchone()[0]], dim)

@@ -32,7 +32,7 @@ def test_chunked_build_is_the_matrix_of_one_read(tmp_path: Path, monkeypatch: py
     _index_with_vectors(tmp_path / "idx")
     monkeypatch.setattr(vector_cache, "BUILD_CHUNK_BLOCKS", chunk)
     with Engine(tmp_path / "idx", Config(model="none")) as e:
-        rows = list(e.catalog.block_vectors_with_keys(MODEL))
+        rows = list(e.catalog.block_vectors_with_keys(MODEL, DIM))
         state = vector_cache.build(e.catalog, MODEL, DIM)
     m = state.matrix
     assert len(rows) == 13 == len(m)

@@ -20,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -34,6 +36,8 @@ from typing import Any
 from sleuth.broker.paths import BrokerPaths, BrokerUnavailable
 from sleuth.locate import find_index_dir, has_catalog
 from sleuth.locks import lock_exclusive
+
+log = logging.getLogger("sleuth.broker")
 
 #: Environment variable turning the broker off (``0``, ``false``, ``no``, ``off``): serve in-process.
 BROKER_ENV = "SLEUTH_BROKER"
@@ -100,17 +104,36 @@ def send_line(sock: socket.socket, message: Mapping[str, Any]) -> None:
 
 
 def connect(paths: BrokerPaths) -> socket.socket | None:
-    """A connection to the broker's socket, or None when no broker listens there."""
+    """A connection to the broker's socket, or None when no broker listens there.
+
+    Raises:
+        BrokerUnavailable: the socket cannot be reached, or the process listening on it runs as
+            another user (``SO_PEERCRED``, Linux): nothing is sent to it.
+    """
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(os.fspath(paths.socket))
+        uid = peer_uid(sock)
     except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
         return None
     except OSError as exc:
         sock.close()
         raise BrokerUnavailable(f"cannot connect to {paths.socket}: {exc.strerror or exc}") from exc
+    if uid is not None and uid != os.getuid():
+        sock.close()
+        raise BrokerUnavailable(f"the socket {paths.socket} is served by another user (uid {uid}): not used")
     return sock
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The user id of the process at the other end of the Unix socket ``sock`` (None where the
+    system does not say: ``SO_PEERCRED`` is Linux's)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    return int(uid)
 
 
 def request(paths: BrokerPaths, message: Mapping[str, Any],
@@ -391,6 +414,9 @@ def list_brokers(index_dir: Path | None = None, env: Mapping[str, str] | None = 
         base = {"index": info.get("index"), "pid": info.get("pid"), "key": paths.key}
         try:
             status = request(paths, {"op": "status"})
+        except BrokerUnavailable as exc:  # served by another user: not ours to list or stop
+            log.warning("%s", exc)
+            continue
         except (OSError, ValueError) as exc:
             out.append({**base, "running": True, "state": f"not answering ({exc or type(exc).__name__})"})
             continue
@@ -417,7 +443,7 @@ def stop_brokers(index_dir: Path | None = None, env: Mapping[str, str] | None = 
         paths = BrokerPaths(broker_dir(env), status["key"])
         try:
             answered = request(paths, {"op": "stop"}) is not None
-        except (OSError, ValueError):
+        except (OSError, ValueError, BrokerUnavailable):
             answered = False
         if not answered and isinstance(status.get("pid"), int):  # alive (it holds its lock) but not answering
             with contextlib.suppress(OSError):

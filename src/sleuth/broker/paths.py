@@ -87,6 +87,29 @@ def ensure_private_dir(folder: Path) -> Path:
     return folder
 
 
+def check_private_dir(folder: Path) -> None:
+    """Check, without creating it, that ``folder`` is what :func:`ensure_private_dir` makes (a
+    folder of this user that others cannot enter) when it exists: only then are the sockets and
+    files in it trusted (a folder another user made first, e.g. ``<tmp>/sleuth-<uid>``, could
+    hold a socket that spoofs a broker, or an info file naming a process to stop).
+
+    Raises:
+        BrokerUnavailable: it exists and is not a private folder of this user.
+    """
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise BrokerUnavailable(f"cannot read the broker folder {folder}: {exc.strerror or exc}") from exc
+    if not stat.S_ISDIR(st.st_mode):
+        raise BrokerUnavailable(f"the broker folder {folder} is not a folder (or is a symlink)")
+    if st.st_uid != os.getuid():
+        raise BrokerUnavailable(f"the broker folder {folder} belongs to another user (uid {st.st_uid})")
+    if st.st_mode & 0o077:
+        raise BrokerUnavailable(f"the broker folder {folder} is open to other users")
+
+
 def broker_key(index_dir: Path, env: Mapping[str, str] | None = None) -> str:
     """16 hex digits naming the broker of ``index_dir`` (a resolved path) under ``env``'s settings."""
     env = os.environ if env is None else env
@@ -130,8 +153,9 @@ class BrokerPaths:
         """The paths of the broker of ``index_dir`` (``key``: given, else :func:`broker_key`).
 
         Raises:
-            BrokerUnavailable: the folder is not usable (``create``), or the socket path would be
-                longer than :data:`SOCKET_PATH_MAX_BYTES`.
+            BrokerUnavailable: the folder is not usable (``create``), exists and is not private
+                (not ``create``: :func:`check_private_dir`), or the socket path would be longer
+                than :data:`SOCKET_PATH_MAX_BYTES`.
         """
         folder = broker_dir(env)
         paths = cls(folder, key or broker_key(index_dir, env))
@@ -140,14 +164,18 @@ class BrokerPaths:
                                     f"bytes; set {BROKER_DIR_ENV} to a shorter folder")
         if create:
             ensure_private_dir(folder)
+        else:
+            check_private_dir(folder)
         return paths
 
 
 def all_broker_paths(env: Mapping[str, str] | None = None) -> list[BrokerPaths]:
-    """The paths of every broker that left an info file in the brokers' folder (running or not)."""
+    """The paths of every broker that left an info file in the brokers' folder (running or not);
+    none when the folder is not a private folder of this user (:func:`check_private_dir`)."""
     folder = broker_dir(env)
     try:
+        check_private_dir(folder)
         names = sorted(os.listdir(folder))
-    except OSError:
+    except (OSError, BrokerUnavailable):
         return []
     return [BrokerPaths(folder, name[: -len(".json")]) for name in names if name.endswith(".json")]

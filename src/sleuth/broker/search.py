@@ -111,7 +111,7 @@ def search_via_broker(index_dir: Path, request: SearchRequest, env: Mapping[str,
             if not (isinstance(ack, dict) and ack.get("ok") and ack.get("accepted")):
                 return None
             answer = json.loads(next_line(BROKER_ANSWER_TIMEOUT_S))
-        except (OSError, ValueError):  # gone, wedged or broken: search here instead
+        except (OSError, ValueError, RecursionError):  # gone, wedged or broken: search here instead
             return None
     if not isinstance(answer, dict):
         return None

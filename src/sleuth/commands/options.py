@@ -92,8 +92,9 @@ class LanesOption(click.Option):
 
 
 def parse_lanes(lanes: str | None) -> list[str] | None:
-    """``--lanes a,b`` as checked lane names (None when not given)."""
-    return list(validate_lanes(lanes.split(","))) if lanes else None
+    """``--lanes a,b`` as checked lane names (None when not given; ``--lanes ""`` names no lane:
+    an error, as ``--lanes ,`` is, not the configured lanes)."""
+    return None if lanes is None else list(validate_lanes(lanes.split(",")))
 
 
 def when(timestamp: object) -> str:

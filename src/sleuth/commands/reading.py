@@ -19,7 +19,15 @@ from sleuth.commands.options import (
 from sleuth.engine import Engine
 from sleuth.ingest.names import printable
 from sleuth.ingest.roles import FILTER_KINDS, ROLES
-from sleuth.types import OFFSET_MAX, Hit, SearchFilters, SearchRequest, SearchResponse
+from sleuth.types import (
+    OFFSET_MAX,
+    PATH_GLOBS_MAX,
+    SEARCH_VARIANTS_MAX,
+    Hit,
+    SearchFilters,
+    SearchRequest,
+    SearchResponse,
+)
 
 #: Documents the CLI ranks for a page: offset + limit rounded up to a multiple of this, so that the
 #: pages of one query within each hundred results fuse the same lane lists and neither repeat nor
@@ -66,6 +74,7 @@ def shown_path(h: Hit, qualified: set[str]) -> str:
 def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None = None) -> str:
     """A search response as text: rank, score, path, location, title, heading, snippet (and the trace)."""
     out: list[str] = [f"(lane {lane} unavailable: {why})" for lane, why in resp.unavailable_lanes.items()]
+    out += [f"(lane {lane} failed: {why})" for lane, why in resp.failed_lanes.items()]
     if not resp.hits:
         return "\n".join([*out, f"no results for {resp.query!r}" + (f": {resp.notice}" if resp.notice else "")])
     if resp.notice:
@@ -132,6 +141,9 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
     in this process."""
     if since is not None and until is not None and since > until:
         raise click.BadParameter("--since is later than --until: no document can match", param_hint="--since")
+    for given, most, hint in ((variants, SEARCH_VARIANTS_MAX, "--variant"), (paths, PATH_GLOBS_MAX, "--path")):
+        if len(given) > most:
+            raise click.BadParameter(f"{len(given)} given; the limit is {most}", param_hint=hint)
     filters = SearchFilters(kinds=list(kinds), roles=list(roles), paths=list(paths), tags=list(tags),
                             recorded_after_ns=since, recorded_before_ns=until)
     request = SearchRequest(query=query, projects=list(projects) or None, limit=limit, offset=offset,

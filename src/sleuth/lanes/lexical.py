@@ -59,6 +59,11 @@ class _TantivyLane(LaneBase):
     def scoring_query(self, parsed: ParsedQuery) -> tantivy.Query | None:
         raise NotImplementedError
 
+    def applies(self, parsed: ParsedQuery) -> bool:
+        """A word lane has something to look up only when the query has a word that is not a stop
+        word (a quoted phrase of stop words alone is the exact and vector lanes' to match)."""
+        return bool(parsed.terms)
+
     def warm(self) -> None:
         self.postings.searcher()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +35,12 @@ MILVUS_LANES = {
 }
 
 
+#: How long a process trusts that Milvus still holds what it last found synced while the catalog
+#: does not change (then it checks the collections' marks again: a Milvus database emptied or
+#: replaced meanwhile is synced again; :mod:`sleuth.store.milvus_sync`).
+MILVUS_RECHECK_INTERVAL_S = 30.0
+
+
 class MilvusShared:
     """One :class:`MilvusIndex` per engine, opened when a lane first needs it, and its sync."""
 
@@ -49,6 +56,7 @@ class MilvusShared:
         self._index: MilvusIndex | None = None
         self._lock = threading.Lock()
         self._synced: tuple[int, str | None] | None = None
+        self._checked_at = 0.0  # time.monotonic() when Milvus was last found up to ``_synced``
 
     @property
     def index(self) -> MilvusIndex:
@@ -74,16 +82,16 @@ class MilvusShared:
         catalog = self.context.catalog
         model = self.model()
         key = (catalog.generation(), catalog.get_meta(f"vectors:{model[0]}") if model else None)
-        if key == self._synced:
+        if key == self._synced and time.monotonic() - self._checked_at < MILVUS_RECHECK_INTERVAL_S:
             return
         index = self.index
         if not index.behind(model[0] if model else None):
-            self._synced = key
+            self._synced, self._checked_at = key, time.monotonic()
             return
         with self.context.lane_files_writable() as allowed:
             if allowed:
                 index.sync(*(model or (None, 0)))
-                self._synced = key
+                self._synced, self._checked_at = key, time.monotonic()
 
 
 def filters(lane: str, context: LaneContext, q: LaneQuery) -> list[str]:
@@ -114,6 +122,10 @@ class _MilvusLexical(LaneBase):
 
     def query_vector(self, parsed: ParsedQuery) -> dict[int, float]:
         raise NotImplementedError
+
+    def applies(self, parsed: ParsedQuery) -> bool:
+        """Only a query with a word that is not a stop word has something to look up."""
+        return bool(parsed.terms)
 
     def warm(self) -> None:
         self.shared.sync()

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, doc_mask
+from sleuth.text import ParsedQuery
 from sleuth.types import RankedList
 
 #: The file the lane's model is saved in, beside the catalog, and the format its key starts with.
@@ -381,6 +382,10 @@ class TfidfLane(LaneBase):
 
     def warm(self) -> None:
         self.model()
+
+    def applies(self, parsed: ParsedQuery) -> bool:
+        """Only a query with a word that is not a stop word has something to look up."""
+        return bool(parsed.terms)
 
     def search(self, q: LaneQuery) -> RankedList:
         model = self.model()

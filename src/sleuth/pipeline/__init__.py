@@ -33,7 +33,7 @@ from sleuth.pipeline.requests import RequestState
 from sleuth.pipeline.results import Rows, add_details, document_hit, entity_hit, existing
 from sleuth.pipeline.retrieve import LanePools, Retrieval, Retriever
 from sleuth.ranking import lexical_state, semantic_notice
-from sleuth.text import parse_query
+from sleuth.text import ParsedQuery, parse_query
 from sleuth.types import Hit, QuestionAnswer, RankedList, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
@@ -166,6 +166,7 @@ class Searcher:
             return SearchResponse(query=req.query, terms=[], result_count=0, hits=[], lanes=[],
                                   took_ms=round((time.perf_counter() - started) * 1000, 3), notice=NO_SEARCHABLE_TERMS,
                                   questions=[QuestionAnswer(query=req.query, hits=[])], request_id=req.request_id)
+        lanes = _with_exact_for_stop_word_phrases(req, primary, lanes)
         plan = build_plan(req, tuple(n for n in lanes if n in self.lanes), projects, doc_ids,
                           self.config.lane_depth_min_blocks, self.config.lane_depth_blocks_per_result,
                           req.offset)
@@ -348,8 +349,22 @@ class Searcher:
         ran = [n for n in plan.lanes if n not in not_run]
         if not ran and retrieval.skipped:
             return next(iter(retrieval.skipped.values()))
+        if ran and all(n in retrieval.failed for n in ran):  # nothing answered: not "no document matches"
+            return (f"the {', '.join(ran)} lane{'s' if len(ran) > 1 else ''} failed, so nothing was searched"
+                    f" ({ran[0]}: {retrieval.failed[ran[0]]})")
         if plan.doc_ids is not None and not plan.doc_ids and not plan.graph_only:
             return "no document matches the filters"
         if plan.graph_only:
             return "no graph entity is linked from the documents that match the query"
         return "no document matches the query in the searched projects"
+
+
+def _with_exact_for_stop_word_phrases(req: SearchRequest, primary: ParsedQuery | None,
+                                      lanes: tuple[str, ...]) -> tuple[str, ...]:
+    """``lanes`` with the exact lane added when the caller chose none and the query is quoted
+    phrases of stop words only: no word lane has anything to look up, and the vector lane's nearest
+    blocks may all be under its similarity floor; the exact lane matches the phrases verbatim."""
+    if (req.lanes is None and primary is not None and primary.phrases and not primary.terms
+            and not any(parse_query(v).terms for v in req.variants) and "exact" not in lanes):
+        return (*lanes, "exact")
+    return lanes

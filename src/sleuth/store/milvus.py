@@ -18,7 +18,6 @@ in bounded parts: :mod:`sleuth.store.milvus_sync`.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ConfigError, StorageError
 from sleuth.lanes.base import DocFilter
+from sleuth.store import milvus_state
 from sleuth.store.milvus_sync import MILVUS_SYNC_PART_BLOCKS, MilvusSync, chunks, in_list
 from sleuth.store.milvus_sync import literal as literal  # re-exported: the lanes' filters use it
 
@@ -38,6 +38,9 @@ MILVUS_IDS_PER_EXPRESSION = 1_000
 #: expressions of ``MILVUS_IDS_PER_EXPRESSION`` ids, one search each; above it the Milvus lane is
 #: skipped with a readable reason (a phrase that common is the exact lane's to answer).
 MILVUS_FILTER_IDS_MAX = 20_000
+#: Milvus's error code for a search of a collection that is not loaded (milvus-lite releases every
+#: collection when its database is opened again, by a new process or a restarted server).
+MILVUS_NOT_LOADED_CODE = 101
 #: Milvus returns at most this many hits per search (its topk limit).
 MILVUS_TOPK_MAX = 16_384
 #: Dense index types by backend: what the backend builds (milvus-lite 3.2 accepts IVF_RABITQ and
@@ -182,6 +185,7 @@ class MilvusIndex(MilvusSync):
         self.lex = f"{settings.collection}_lex"
         self.dense = f"{settings.collection}_dense"
         self._lock = threading.RLock()
+        self._loaded: set[str] = set()  # collections found loaded by this client
         self.part_blocks = settings.sync_part_blocks
         with catalog.write() as conn:
             for ddl in _STATS_DDL:
@@ -192,17 +196,16 @@ class MilvusIndex(MilvusSync):
 
     # -------------------------------------------------------------- state kept in the catalog
 
-    def _meta(self, key: str) -> dict[str, Any]:
-        raw = self.catalog.get_meta(key)
-        return json.loads(raw) if raw else {}
-
     def state(self) -> dict[str, Any]:
-        """``milvus:state``: ``{generation, avgdl, n, dense_generation, dense_vectors, dense_model, pending}``."""
-        return self._meta("milvus:state")
+        """``milvus:state``: ``{generation, avgdl, n, dense_generation, dense_vectors, dense_model,
+        pending, lex_mark, dense_mark, lex_sync}``; ``{}`` when absent or unreadable
+        (:mod:`sleuth.store.milvus_state`: the collections are then rebuilt)."""
+        return milvus_state.parse(self.catalog.get_meta("milvus:state"), milvus_state.STATE, "milvus:state") or {}
 
     def stats(self) -> dict[str, Any]:
-        """``milvus:stats``: ``{generation, n, lengths}`` (the collection statistics' totals)."""
-        return self._meta("milvus:stats")
+        """``milvus:stats``: ``{generation, n, lengths}`` (the collection statistics' totals); ``{}``
+        when absent or unreadable (counted again from scratch)."""
+        return milvus_state.parse(self.catalog.get_meta("milvus:stats"), milvus_state.STATS, "milvus:stats") or {}
 
     def document_frequencies(self, term_ids: Iterable[int]) -> dict[int, int]:
         """``{term_id: df}`` of the ids some block has."""
@@ -213,13 +216,14 @@ class MilvusIndex(MilvusSync):
             for part in chunks(ids, 50_000):
                 for tid, df in conn.execute("SELECT term_id, df FROM milvus_df WHERE term_id = ANY(?::bigint[])",
                                             [list(part)]):
-                    out[int(tid)] = int(df)
+                    out[int(tid)] = int(df)  # BIGINT columns: integers
             return out
         for part in chunks(ids, 500):
             marks = ",".join("?" * len(part))
-            for tid, df in self.catalog.conn.execute(f"SELECT term_id, df FROM milvus_df WHERE term_id IN ({marks})",
-                                                     list(part)):
-                out[int(tid)] = int(df)
+            rows = self.catalog.conn.execute(f"SELECT term_id, df FROM milvus_df WHERE term_id IN ({marks})",
+                                             list(part))
+            # SQLite keeps a planted text as text: such a row is left out
+            out.update((tid, df) for tid, df in rows if isinstance(tid, int) and isinstance(df, int))
         return out
 
     # -------------------------------------------------------------- collections
@@ -275,14 +279,33 @@ class MilvusIndex(MilvusSync):
         (before the cut); only hits with a positive score (sparse) are kept."""
         if k <= 0:
             return [], []
+        from pymilvus import MilvusException
+
         params = {"metric_type": "IP", "params": {"drop_ratio_search": 0.0} if field != "dense" else {"ef": 128}}
-        hits = self.client.search(collection, data=[query], anns_field=field, limit=min(k, MILVUS_TOPK_MAX),
-                                  filter=expr, search_params=params, output_fields=["block_id"])[0]
+        kwargs = {"data": [query], "anns_field": field, "limit": min(k, MILVUS_TOPK_MAX), "filter": expr,
+                  "search_params": params, "output_fields": ["block_id"]}
+        if collection not in self._loaded:  # released (a reopened database): loaded before the first search
+            self._load(collection)
+        try:
+            hits = self.client.search(collection, **kwargs)[0]
+        except MilvusException as exc:
+            if exc.code != MILVUS_NOT_LOADED_CODE:
+                raise
+            self._load(collection)  # released since (the server restarted): loaded, then searched again
+            hits = self.client.search(collection, **kwargs)[0]
         pairs = [(str(h["block_id"] if "block_id" in h else h["id"]), float(h["distance"])) for h in hits]
         if field != "dense":
             pairs = [p for p in pairs if p[1] > 0]
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return [b for b, _ in pairs], [s for _, s in pairs]
+
+    def _load(self, collection: str) -> None:
+        """Load ``collection`` unless Milvus has it loaded (one call to ask when it has)."""
+        from pymilvus.client.types import LoadState
+
+        if self.client.get_load_state(collection).get("state") != LoadState.Loaded:
+            self.client.load_collection(collection)
+        self._loaded.add(collection)
 
     def search_any(self, collection: str, field: str, query: Any, k: int,
                    exprs: Sequence[str]) -> tuple[list[str], list[float]]:

@@ -20,6 +20,13 @@ since the last one, each reading, analysing and sending them ``part_blocks`` at 
    from scratch, or the changes since the generation Milvus fully reflects, which include the
    half-sent documents).
 
+Each collection carries a **mark** (the collection property ``MILVUS_MARK_PROPERTY``, a random
+token renewed by every sync that changes it) and the catalog's ``milvus:state`` records it
+(``lex_mark``, ``dense_mark``; and the mark of a sync under way, which the collection may carry
+already when the sync was stopped after its flush). A collection whose mark the catalog does not
+know is rebuilt: the Milvus database was emptied or replaced (another index's collections of the
+same name, an older copy of the database), since the catalog's progress says nothing about it.
+
 The generation Milvus reflects is recorded after its flush, as before. At most two parts of
 analysed blocks (:class:`SyncBlock`) are alive at once: the one being weighed and the next being
 read; ``on_part`` (tests, benchmarks) sees every part as it is read.
@@ -31,6 +38,7 @@ import contextlib
 import itertools
 import json
 import pickle
+import secrets
 import tempfile
 import threading
 from collections import Counter
@@ -60,6 +68,8 @@ MILVUS_INSERT_BATCH_ROWS = 2_000
 MILVUS_DELETE_IDS_PER_EXPRESSION = 1_000
 #: Placeholder key of a block without terms (Milvus refuses an empty sparse vector); no query has it.
 EMPTY_SPARSE = {sparse.TERM_ID_LIMIT - 1: 1e-30}
+#: The collection property that holds a collection's mark (see the module docstring).
+MILVUS_MARK_PROPERTY = "sleuth.sync_mark"
 #: Catalog rows (documents, statistics) per ``IN (...)`` statement.
 _IDS_PER_STATEMENT = 500
 
@@ -249,6 +259,18 @@ class MilvusSync:
     def _set_state(self, state: dict[str, Any]) -> None:
         self.catalog.set_meta("milvus:state", json.dumps(state))
 
+    # -------------------------------------------------------------- marks
+
+    def _known(self, collection: str, *marks: object) -> bool:
+        """Whether ``collection`` exists and carries one of ``marks`` (None and non-strings never match)."""
+        if not self.client.has_collection(collection):
+            return False
+        found = (self.client.describe_collection(collection).get("properties") or {}).get(MILVUS_MARK_PROPERTY)
+        return isinstance(found, str) and found in {m for m in marks if isinstance(m, str) and m}
+
+    def _set_mark(self, collection: str, mark: str) -> None:
+        self.client.alter_collection_properties(collection, properties={MILVUS_MARK_PROPERTY: mark})
+
     # -------------------------------------------------------------- reading in parts
 
     def _parts(self, phase: str, since: int, after: tuple[str, int] | None = None) -> Iterator[list[SyncBlock]]:
@@ -288,8 +310,12 @@ class MilvusSync:
         state = self.state()
         if state.get("generation") != self.catalog.generation():
             return True
+        if not self._known(self.lex, state.get("lex_mark"), _progress_mark(state)):
+            return True  # emptied or replaced: rebuilt
         return model is not None and (state.get("dense_generation") != state.get("generation")
-                                      or state.get("dense_vectors") != self.catalog.get_meta(f"vectors:{model}"))
+                                      or state.get("dense_vectors") != self.catalog.get_meta(f"vectors:{model}")
+                                      or not self._known(self.dense, state.get("dense_mark"),
+                                                         state.get("dense_sync_mark")))
 
     def sync(self, model: str | None = None, dim: int = 0) -> bool:
         """Bring statistics and collections up to the catalog (the caller holds the write lock);
@@ -317,13 +343,17 @@ class MilvusSync:
         lengths: Counter[str] = Counter() if fresh else Counter(stats.get("lengths", {}))
         df: Counter[int] = Counter()
         with self.catalog.write() as conn:
+            if not fresh:
+                taken = self._take_out(conn, since, n, lengths, df)
+                fresh = taken is None  # a document's statistics row cannot be read: count everything again
+                n = taken or 0
             out = _StatsWriter(conn, fresh)
             if fresh:
-                since = 0
+                since, n = 0, 0
+                lengths.clear()
+                df.clear()
                 conn.execute("DELETE FROM milvus_df")
                 conn.execute("DELETE FROM milvus_doc_stats")
-            else:
-                n = self._take_out(conn, since, n, lengths, df)
             # (doc_id, blocks, lengths, term ids' block counts) of the document being counted: a
             # document's blocks may span two parts.
             doc: tuple[str, int, Counter[str], Counter[int]] | None = None
@@ -366,15 +396,21 @@ class MilvusSync:
         kill_point("milvus:stats-committed")
         return True
 
-    def _take_out(self, conn: Any, since: int, n: int, lengths: Counter[str], df: Counter[int]) -> int:
+    def _take_out(self, conn: Any, since: int, n: int, lengths: Counter[str], df: Counter[int]) -> int | None:
         """Subtract what the documents changed since ``since`` added last time (their
-        ``milvus_doc_stats`` rows, deleted) from the totals; returns the block count left."""
+        ``milvus_doc_stats`` rows, deleted) from the totals; returns the block count left, or None
+        when a row cannot be read (:data:`sleuth.store.milvus_state.DOC_STATS`: the totals are then
+        unknown, and the caller counts everything again)."""
+        from sleuth.store.milvus_state import DOC_STATS, parse
+
         written, deleted = self.catalog.changes_since(since)
         for part in chunks(sorted({*written, *deleted}), _IDS_PER_STATEMENT):
             marks = ",".join("?" * len(part))
             for _, raw in conn.execute(f"SELECT doc_id, stats FROM milvus_doc_stats WHERE doc_id IN ({marks})",
                                        list(part)).fetchall():
-                old = json.loads(raw)
+                old = parse(raw if isinstance(raw, str) else None, DOC_STATS, "a milvus_doc_stats row")
+                if old is None:
+                    return None
                 n -= old["n"]
                 lengths.subtract(old["len"])
                 df.subtract({int(k): v for k, v in old["df"].items()})
@@ -391,7 +427,7 @@ class MilvusSync:
         state = self.state()
         n, avgdl = self._weights()
         progress = state.get("lex_sync")
-        exists = self.client.has_collection(self.lex)
+        exists = self._known(self.lex, state.get("lex_mark"), _progress_mark(state))
         if (progress is not None and exists and progress.get("target") == gen and progress.get("n") == n
                 and progress.get("avgdl") == avgdl):  # a sync stopped between parts: finish it
             since, changed = int(progress["since"]), int(progress["changed"])
@@ -413,21 +449,24 @@ class MilvusSync:
                        or sparse.drifted(float(state.get("n", 0)), float(n))
                        or changed > sparse.AVGDL_DRIFT_MAX * n
                        or any(sparse.drifted(float(old_avgdl.get(f, 0.0)), avgdl[f]) for f in sparse.FIELDS))
+            mark = secrets.token_hex(8)  # the collection's mark once this sync is done
             if rebuild:
                 self._create_lex()
+                self._set_mark(self.lex, mark)
                 since, changed = 0, 0
             else:
                 assert since is not None  # no rebuild: the rows were weighted at a generation
                 self._delete(self.lex, sorted({*written, *deleted}))
             progress = {"target": gen, "since": since, "rebuild": rebuild, "n": n, "avgdl": avgdl,
-                        "changed": changed, "done": None, "sent": 0}
+                        "changed": changed, "done": None, "sent": 0, "mark": mark}
             state["lex_sync"] = progress
             self._set_state(state)
         self._insert_lex(state, since, n, avgdl)
         self.client.flush(self.lex)
+        self._set_mark(self.lex, str(progress["mark"]))
         kill_point("milvus:lex-flushed")
         state.pop("lex_sync", None)
-        state.update(generation=gen, n=n, avgdl=avgdl, changed=changed)
+        state.update(generation=gen, n=n, avgdl=avgdl, changed=changed, lex_mark=progress["mark"])
         self._set_state(state)
         return True
 
@@ -495,12 +534,14 @@ class MilvusSync:
         vectors = self.catalog.get_meta(f"vectors:{model}")
         since = state.get("dense_generation")
         rebuild = (since is None or since > gen or state.get("dense_model") != [model, dim]
-                   or not self.client.has_collection(self.dense))
+                   or not self._known(self.dense, state.get("dense_mark"), state.get("dense_sync_mark")))
         if not rebuild and since == gen and state.get("dense_vectors") == vectors:
             return False
         catalog = self.catalog
+        mark = secrets.token_hex(8)
         if rebuild:
             self._create_dense(dim)
+            self._set_mark(self.dense, mark)  # the catalog records it at the end: killed before, rebuilt again
             docs_to_write = [d.doc_id for p in catalog.roots() for d in catalog.documents_for_projects([p])]
         else:
             assert since is not None  # no rebuild: the vectors were written at a generation
@@ -512,7 +553,7 @@ class MilvusSync:
         for part in chunks(docs_to_write, 500):
             docs = catalog.documents(list(part))
             rows = []
-            for block_id, doc_id, project_id, _, vector in catalog.doc_block_vectors(model, list(part)):
+            for block_id, doc_id, project_id, _, vector in catalog.doc_block_vectors(model, list(part), dim):
                 stored, readable = catalog.readable_rows([vector], dim)
                 if not readable[0]:  # none yet, or one that cannot be read (left out, as the vector lane does)
                     still_pending.add(doc_id)
@@ -525,7 +566,18 @@ class MilvusSync:
                 self.client.insert(self.dense, list(batch))
         self.client.flush(self.dense)
         state = self.state()
+        if not rebuild:  # the new mark recorded before the collection carries it
+            state["dense_sync_mark"] = mark
+            self._set_state(state)
+            self._set_mark(self.dense, mark)
+        state.pop("dense_sync_mark", None)
         state.update(dense_generation=gen, dense_vectors=vectors, dense_model=[model, dim],
-                     pending=sorted(still_pending))
+                     pending=sorted(still_pending), dense_mark=mark)
         self._set_state(state)
         return True
+
+
+def _progress_mark(state: dict[str, Any]) -> object:
+    """The mark of the rows sync under way (``lex_sync``), if any."""
+    progress = state.get("lex_sync")
+    return progress.get("mark") if isinstance(progress, dict) else None

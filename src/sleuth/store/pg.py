@@ -310,12 +310,12 @@ class PgCatalog(Catalog):
     # -------------------------------------------------------------- statements without a translation
 
     def blocks_without_vectors(self, model: str, limit: int = 10_000, dim: int | None = None) -> list[tuple[str, str]]:
-        sized = "" if dim is None else " AND octet_length(v.vector)=?"
+        sized, size = self._readable_condition(dim)
         rows = self.conn.execute(
             "SELECT DISTINCT ON (b.embed_hash) b.embed_hash, d.title, b.text FROM blocks b JOIN documents d"
             " ON b.doc_id=d.doc_id WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model=? AND"
             f" v.embed_hash=b.embed_hash{sized}) ORDER BY b.embed_hash LIMIT ?",
-            (model, limit) if dim is None else (model, self.vector_bytes(dim), limit),
+            (model, *size, limit),
         ).fetchall()
         return [(h, embedding_text(title, text)) for h, title, text in rows]
 

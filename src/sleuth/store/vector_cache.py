@@ -104,7 +104,7 @@ def build(catalog: Catalog, model: str, dim: int) -> VectorState:
         hashes: list[np.ndarray] = []
         codes = np.empty(n, dtype=np.int32)
         project_index: dict[str, int] = {}
-        rows = iter(catalog.block_vectors_with_keys(model))
+        rows = iter(catalog.block_vectors_with_keys(model, dim))
         filled = read = 0
         skipped: list[tuple[str, object]] = []  # (block, stored value) that cannot be read (readable_rows)
         while chunk := list(itertools.islice(rows, min(BUILD_CHUNK_BLOCKS, n - read))):
@@ -138,7 +138,7 @@ def build(catalog: Catalog, model: str, dim: int) -> VectorState:
 def refresh(catalog: Catalog, state: VectorState, dim: int) -> VectorState:
     """``state`` brought up to the catalog's current generation and vectors, incrementally (or
     rebuilt, when the catalog was replaced or most blocks changed)."""
-    changes = _changes(catalog, state)
+    changes = _changes(catalog, state, dim)
     if changes is None:
         return build(catalog, state.model, dim)
     generation, counter, touched, current, pending = changes
@@ -178,9 +178,9 @@ def _report_skipped(catalog: Catalog, model: str, dim: int, skipped: Sequence[tu
                     reported: set[str]) -> set[str]:
     """The documents of the ``(block_id, stored value)`` of ``skipped`` (stored vectors that could
     not be read, left out of the matrix); logs them (stderr, never stdout) unless every one is in
-    ``reported`` already. A value of the wrong size is embedded again by the next embedding run
-    (:meth:`~sleuth.store.vectors.VectorTable.blocks_without_vectors`); one of the right size
-    with values that are not finite (written by no version of sleuth) only when its text changes."""
+    ``reported`` already. Each of them (of the wrong size, not bytes, or of the right size with
+    values that are not finite, written by no version of sleuth) is embedded again by the next
+    embedding run (:meth:`~sleuth.store.vectors.VectorTable.blocks_without_vectors` with ``dim``)."""
     docs = {b.partition(":")[0] for b, _ in skipped}
     if docs - reported:
         width = catalog.vector_bytes(dim)
@@ -189,14 +189,13 @@ def _report_skipped(catalog: Catalog, model: str, dim: int, skipped: Sequence[tu
         named = ", ".join(sorted(f"{d.project_id}:{d.rel_path}" for d in found.values()))
         more = f" and {len(docs) - len(found)} more" if len(docs) > len(found) else ""
         log.warning("vector lane (%s): %d stored vector(s) are not %d-dimension vectors of this catalog and were"
-                    " skipped (%d of another size or not bytes: the next `sleuth index` or `sleuth embed` embeds"
-                    " their blocks again; %d not finite: embedded again when their text changes); the lane serves"
-                    " the other vectors. Documents: %s%s",
+                    " skipped (%d of another size or not bytes, %d not finite): the next `sleuth index` or"
+                    " `sleuth embed` embeds their blocks again; the lane serves the other vectors. Documents: %s%s",
                     model, len(skipped), dim, len(skipped) - sized, sized, named, more)
     return docs
 
 
-def _changes(catalog: Catalog, state: VectorState) -> tuple[
+def _changes(catalog: Catalog, state: VectorState, dim: int) -> tuple[
         int, str | None, set[str], dict[str, tuple[str, str, bytes]], set[str]] | None:
     """What changed since ``state`` (one consistent snapshot): ``(generation, counter, touched
     documents, {block_id: (project, embed_hash, vector)} of their blocks with a vector, documents
@@ -216,7 +215,7 @@ def _changes(catalog: Catalog, state: VectorState) -> tuple[
         docs = sorted(touched)
         for i in range(0, len(docs), DOCS_PER_QUERY):
             for block_id, doc_id, project_id, embed_hash, blob in catalog.doc_block_vectors(
-                    state.model, docs[i : i + DOCS_PER_QUERY]):
+                    state.model, docs[i : i + DOCS_PER_QUERY], dim):
                 if blob is None:
                     pending.add(doc_id)
                 else:

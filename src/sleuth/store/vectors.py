@@ -113,6 +113,11 @@ def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
     return dropped
 
 
+#: The stored value ``v.vector`` when it is a blob of the size bound, else NULL: SQLite reads a
+#: value's type and size from its record header, so the value itself is loaded only when it has the
+#: right size (PostgreSQL: ``octet_length``, :func:`sleuth.store.pg.pg_sql`).
+_SIZED_VECTOR = "CASE WHEN typeof(v.vector)='blob' AND length(v.vector)=? THEN v.vector END"
+
 #: Rows of a model whose sizes decide its vectors' dimensions (:meth:`VectorTable.vector_dim`).
 VECTOR_DIM_SAMPLE_ROWS = 64
 
@@ -160,6 +165,32 @@ class VectorTable(Connected):
         readable[np.flatnonzero(readable)[~finite]] = False
         return rows, readable
 
+    def readable_sql(self, dim: int) -> tuple[str, tuple[object, ...]]:
+        """``(condition, parameters)``: an SQL condition on ``v.vector`` (the ``vectors`` row of a
+        query) that holds for exactly the values :meth:`readable_rows` reads in formats 5 and 6 (a
+        blob of :meth:`vector_bytes` whose steps and scale are finite), in SQLite's and PostgreSQL's
+        dialects (:func:`sleuth.store.pg.pg_sql`); in format 4 (read-only; migrating it drops rows
+        that are not finite) it checks the size only.
+
+        A little-endian float is not finite when its exponent bits are all ones: a float16 whose
+        high byte ``h`` has ``h & 0x7C == 0x7C``, a float32 whose high byte has ``h & 0x7F == 0x7F``
+        and whose next byte has its top bit set (IEEE 754-2008, binary16 and binary32). SQLite and
+        PostgreSQL compare blobs byte by byte (``memcmp``), so one-byte ``substr`` comparisons test them.
+        """
+        parts = ["typeof(v.vector)='blob' AND length(v.vector)=?"]
+        params: list[object] = [self.vector_bytes(dim)]
+        if self.vector_format == 4:
+            return parts[0], tuple(params)
+        ratios = 0 if self.vector_format == 5 else vector_codes.blocks_of(dim)
+        for i in range(ratios):  # substr counts from 1: block i's float16 is bytes dim+2i+1, dim+2i+2
+            high = f"substr(v.vector,{dim + vector_codes.RATIO_BYTES * i + 2},1)"
+            parts.append(f"NOT ({high} BETWEEN ? AND ? OR {high} >= ?)")
+            params += [b"\x7c", b"\x7f", b"\xfc"]
+        top = dim + vector_codes.RATIO_BYTES * ratios + vector_codes.SCALE_BYTES  # the scale's high byte
+        parts.append(f"NOT (substr(v.vector,{top},1) IN (?, ?) AND substr(v.vector,{top - 1},1) >= ?)")
+        params += [b"\x7f", b"\xff", b"\x80"]
+        return " AND ".join(parts), tuple(params)
+
     def stored_rows(self, blobs: Sequence[bytes], dim: int) -> np.ndarray:
         """The stored rows (shape (n,), :func:`sleuth.store.vector_codes.row_dtype`) of vector blobs
         read from this catalog (:meth:`readable_rows`, every one readable).
@@ -175,15 +206,16 @@ class VectorTable(Connected):
 
     def blocks_without_vectors(self, model: str, limit: int = 10_000, dim: int | None = None) -> list[tuple[str, str]]:
         """Up to ``limit`` ``(embed_hash, embedding text)`` of blocks with no vector for ``model``;
-        with ``dim``, also those whose stored vector is not a blob of this format's size for
-        ``dim`` dimensions (a hostile or damaged row, which the vector lane skips): embedding
-        them again replaces the row."""
-        sized = "" if dim is None else " AND typeof(v.vector)='blob' AND length(v.vector)=?"
+        with ``dim``, also those whose stored vector the vector lane cannot read (not a blob of
+        this format's size for ``dim`` dimensions, or one with a step or scale that is not finite:
+        :meth:`readable_sql`; a hostile or damaged row, which the lane skips): embedding them again
+        replaces the row."""
+        sized, size = self._readable_condition(dim)
         rows = self.conn.execute(
             "SELECT b.embed_hash, d.title, b.text FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
             f" WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash{sized})"
             " GROUP BY b.embed_hash LIMIT ?",
-            (model, limit) if dim is None else (model, self.vector_bytes(dim), limit),
+            (model, *size, limit),
         ).fetchall()
         return [(h, embedding_text(title, text)) for h, title, text in rows]
 
@@ -214,12 +246,15 @@ class VectorTable(Connected):
             conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?)", coded)
             return int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]) - before
 
-    def block_vectors_with_keys(self, model: str) -> Iterator[tuple[str, str, str, bytes]]:
-        """``(block_id, project_id, embed_hash, vector bytes)`` of every block with a vector for ``model``."""
+    def block_vectors_with_keys(self, model: str, dim: int) -> Iterator[tuple[str, str, str, bytes | None]]:
+        """``(block_id, project_id, embed_hash, vector bytes)`` of every block with a vector for
+        ``model``; the vector is None when the stored value is not a blob of :meth:`vector_bytes`
+        ``(dim)`` (the size is checked in SQL, so a planted value of any size is never read into
+        memory: :meth:`readable_rows` then skips it)."""
         return iter(self.conn.execute(
-            "SELECT b.block_id, d.project_id, b.embed_hash, v.vector FROM blocks b JOIN documents d"
+            f"SELECT b.block_id, d.project_id, b.embed_hash, {_SIZED_VECTOR} FROM blocks b JOIN documents d"
             " ON b.doc_id=d.doc_id JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash ORDER BY b.rowid",
-            (model,),
+            (self.vector_bytes(dim), model),
         ))
 
     def count_block_vectors(self, model: str) -> int:
@@ -230,14 +265,20 @@ class VectorTable(Connected):
             (model,),
         ).fetchone()[0])
 
-    def doc_block_vectors(self, model: str, doc_ids: Sequence[str]) -> list[tuple[str, str, str, str, bytes | None]]:
-        """``(block_id, doc_id, project_id, embed_hash, vector bytes or None)`` of every block of ``doc_ids``."""
+    def doc_block_vectors(self, model: str, doc_ids: Sequence[str],
+                          dim: int) -> list[tuple[str, str, str, str, bytes | None]]:
+        """``(block_id, doc_id, project_id, embed_hash, vector bytes or None)`` of every block of
+        ``doc_ids``: None when the block has no vector for ``model``, ``b""`` when its stored value
+        is not a blob of :meth:`vector_bytes` ``(dim)`` (checked in SQL: such a value is never read
+        into memory; :meth:`readable_rows` skips it)."""
         marks = ",".join("?" * len(doc_ids))
         return self.conn.execute(
-            "SELECT b.block_id, b.doc_id, d.project_id, b.embed_hash, v.vector FROM blocks b JOIN documents d"
-            " ON b.doc_id=d.doc_id LEFT JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash"
+            "SELECT b.block_id, b.doc_id, d.project_id, b.embed_hash, CASE WHEN v.embed_hash IS NULL THEN NULL"
+            " WHEN typeof(v.vector)='blob' AND length(v.vector)=? THEN v.vector ELSE ? END"
+            " FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+            " LEFT JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash"
             f" WHERE b.doc_id IN ({marks}) ORDER BY b.rowid",
-            (model, *doc_ids),
+            (self.vector_bytes(dim), b"", model, *doc_ids),
         ).fetchall()
 
     def docs_without_vectors(self, model: str) -> list[str]:
@@ -251,10 +292,9 @@ class VectorTable(Connected):
     def vector_counts(self, model: str, projects: Sequence[str] | None = None,
                       dim: int | None = None) -> tuple[int, int]:
         """``(blocks with a vector for model, all blocks)``, of the ``projects`` only when given;
-        with ``dim``, a stored row counts only when it is a blob of this format's size for ``dim``
-        dimensions (the rows :meth:`blocks_without_vectors` with ``dim`` embeds again do not)."""
-        sized = "" if dim is None else " AND typeof(v.vector)='blob' AND length(v.vector)=?"
-        size = () if dim is None else (self.vector_bytes(dim),)
+        with ``dim``, a stored row counts only when the vector lane can read it (:meth:`readable_sql`:
+        the rows :meth:`blocks_without_vectors` with ``dim`` embeds again do not)."""
+        sized, size = self._readable_condition(dim)
         if projects is None:
             with_vec = self.conn.execute(
                 "SELECT COUNT(*) FROM blocks b WHERE EXISTS"
@@ -271,6 +311,13 @@ class VectorTable(Connected):
         ).fetchone()[0]
         total = self.conn.execute(f"SELECT COUNT(*) {of_projects}", tuple(projects)).fetchone()[0]
         return int(with_vec), int(total)
+
+    def _readable_condition(self, dim: int | None) -> tuple[str, tuple[object, ...]]:
+        """`` AND`` :meth:`readable_sql` and its parameters, or nothing without ``dim``."""
+        if dim is None:
+            return "", ()
+        sql, params = self.readable_sql(dim)
+        return f" AND {sql}", params
 
     def vector_dim(self, model: str) -> int | None:
         """Dimensions of the vectors stored for ``model`` (None when it has none): the most common

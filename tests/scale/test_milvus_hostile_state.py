@@ -1,0 +1,104 @@
+"""The Milvus sync's records in the catalog planted or damaged (attack session 24): a
+``milvus:state`` that is not a JSON object (a list, a number, null, not JSON, nested 50,000 deep)
+or has a field of the wrong type (a generation as text) failed every Milvus lane at every search
+(AttributeError, JSONDecodeError, RecursionError, TypeError); a damaged ``milvus:stats`` or
+``milvus_doc_stats`` row failed the sync the same way. Now such a record counts as absent
+(:mod:`sleuth.store.milvus_state`) and the next sync rebuilds what it described: the lanes answer
+as before. milvus-lite in this process."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from sleuth.config import Config
+from sleuth.engine import Engine
+from sleuth.lanes.base import LaneQuery
+from sleuth.text import parse_query
+from tests.scale.test_milvus_lanes import index_all, write_projects
+
+LANES = ("bm25", "index", "tfidf")
+QUERIES = ("advisory lock", "generation number of writes", "fusion weights", "lock")
+
+
+def _answers(engine: Engine) -> dict[tuple[str, str], list[tuple[str, float]]]:
+    out = {}
+    for lane in LANES:
+        for q in QUERIES:
+            ranked = engine.lanes[lane].search(LaneQuery(parse_query(q), 20, None, None))
+            out[(lane, q)] = [(b, round(s, 5)) for b, s in zip(ranked.block_ids, ranked.scores, strict=True)]
+    return out
+
+
+def _state_with(field: str, value: object):  # type: ignore[no-untyped-def]
+    def change(raw: str) -> str:
+        state = json.loads(raw)
+        state[field] = value
+        return json.dumps(state)
+    return change
+
+
+STATES = {
+    "a list": lambda raw: "[1, 2]", "a number": lambda raw: "5", "null": lambda raw: "null",
+    "not JSON": lambda raw: "{{{", "nested 50,000 deep": lambda raw: "[" * 50_000,
+    "generation as text": _state_with("generation", "3"), "avgdl a list": _state_with("avgdl", [1]),
+    "progress with since as text": _state_with("lex_sync", {"target": 1, "since": "abc", "rebuild": False, "n": 1,
+                                                            "avgdl": {}, "changed": 0, "done": None, "sent": 0}),
+    "progress with a negative count": _state_with("lex_sync", {"target": 1, "since": 0, "rebuild": False, "n": 1,
+                                                               "avgdl": {}, "changed": 0, "done": ["x", 1],
+                                                               "sent": -5}),
+    "pending as text": _state_with("pending", "abc"), "a mark that is a number": _state_with("lex_mark", 5),
+}
+
+
+@pytest.mark.parametrize("key,change", [*(("milvus:state", c) for c in STATES.values()),
+                                        ("milvus:stats", lambda raw: "[" * 50_000),
+                                        ("milvus:stats", lambda raw: '{"generation": 1, "n": "x", "lengths": {}}')],
+                         ids=[*(f"state {k}" for k in STATES), "stats nested", "stats n as text"])
+def test_a_damaged_sync_record_is_rebuilt_not_failed_on(tmp_path: Path, key: str, change) -> None:  # type: ignore[no-untyped-def]
+    write_projects(tmp_path / "src")
+    config = Config(model="none", milvus_uri=str(tmp_path / "lanes.db"))
+    with Engine(tmp_path / "idx", config) as e:
+        index_all(e, tmp_path / "src")
+        before = _answers(e)
+    assert all(before[("bm25", q)] for q in QUERIES)
+    conn = sqlite3.connect(tmp_path / "idx" / "catalog.sqlite3", isolation_level=None)
+    try:
+        (raw,) = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        conn.execute("UPDATE meta SET value=? WHERE key=?", (change(raw), key))
+        if key == "milvus:stats":  # so that the sync reads the statistics again
+            conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
+    finally:
+        conn.close()
+    with Engine(tmp_path / "idx", config) as e:
+        assert _answers(e) == before
+        resp = e.search("advisory lock", lanes=list(LANES))
+        assert resp.failed_lanes == {} and resp.hits
+
+
+def test_a_damaged_document_statistics_row_makes_the_sync_count_again(tmp_path: Path) -> None:
+    write_projects(tmp_path / "src")
+    config = Config(model="none", milvus_uri=str(tmp_path / "lanes.db"))
+    with Engine(tmp_path / "idx", config) as e:
+        index_all(e, tmp_path / "src")
+        before = _answers(e)
+        (doc_id,) = e.catalog.conn.execute("SELECT doc_id FROM documents WHERE rel_path='gen.md'").fetchone()
+    for planted in ("not json", '{"n": 1}', '{"n": "1", "len": {}, "df": {}}', "[" * 50_000):
+        conn = sqlite3.connect(tmp_path / "idx" / "catalog.sqlite3", isolation_level=None)
+        try:
+            conn.execute("UPDATE milvus_doc_stats SET stats=? WHERE doc_id=?", (planted, doc_id))
+            conn.execute("INSERT INTO milvus_df VALUES (?, 'many')", (123456789,))
+        finally:
+            conn.close()
+        (tmp_path / "src" / "alpha" / "gen.md").touch()  # the document is read again: its row is taken out
+        text = (tmp_path / "src" / "alpha" / "gen.md").read_text()
+        (tmp_path / "src" / "alpha" / "gen.md").write_text(text + "\n")
+        with Engine(tmp_path / "idx", config) as e:
+            index_all(e, tmp_path / "src")
+            resp = e.search("advisory lock", lanes=list(LANES))
+            assert resp.failed_lanes == {} and resp.hits
+            assert {k: [b for b, _ in v] for k, v in _answers(e).items()} == {k: [b for b, _ in v]
+                                                                            for k, v in before.items()}

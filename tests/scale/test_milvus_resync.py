@@ -1,0 +1,189 @@
+"""A Milvus database emptied or replaced under an index whose catalog says Milvus is up to date
+(found by an attack session: the sync's progress lives in the catalog, so sleuth never synced
+again and the Milvus lanes answered from whatever the database held). Each collection carries a
+mark the catalog records (:mod:`sleuth.store.milvus_sync`); a collection with a mark the catalog
+does not know is rebuilt, so the lanes answer as before: after the collections are dropped, taken
+over by another index configured with the same collection names, or the server's data replaced by
+an older copy. A ``milvus-lite server`` of the test's own (a real process: milvus-lite in this
+process would keep the old data in memory)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sleuth.config import Config
+from sleuth.engine import Engine
+from sleuth.lanes import milvus as milvus_lanes
+from tests.scale.servers import MilvusLiteServer
+from tests.scale.test_milvus_lanes import assert_same, index_all, lane_answers, write_projects
+
+
+class Server:
+    """``milvus-lite server`` on a data folder of the test's, stopped and started again at will."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.server: MilvusLiteServer | None = None
+        self.port = 0
+
+    def start(self) -> None:
+        server = MilvusLiteServer()
+        shutil.rmtree(server.root)
+        server.root = self.root
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.port:
+            server.port = self.port
+        self.server = server.start()
+        self.port = server.port
+
+    def stop(self) -> None:
+        assert self.server is not None and self.server.proc is not None
+        self.server.proc.terminate()
+        self.server.proc.wait(timeout=60)
+        self.server = None
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def client(self) -> Any:
+        from pymilvus import MilvusClient
+
+        return MilvusClient(self.uri, dedicated=True)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    s = Server(tmp_path / "milvus")
+    s.start()
+    try:
+        yield s
+    finally:
+        if s.server is not None:
+            s.stop()
+
+
+def _engine(index: Path, server: Server) -> Engine:
+    return Engine(index, Config(milvus_uri=server.uri, milvus_collection="shared"))
+
+
+@pytest.fixture
+def synced(tmp_path: Path, server: Server) -> tuple[Path, dict]:  # type: ignore[type-arg]
+    """An index of every project synced to the server, and its lanes' answers."""
+    write_projects(tmp_path / "src")
+    with _engine(tmp_path / "idx", server) as e:
+        index_all(e, tmp_path / "src")
+        answers = lane_answers(e)
+    assert answers[("bm25", "advisory lock")] and answers[("vector", "advisory lock")]
+    return tmp_path / "idx", answers
+
+
+def _answers(index: Path, server: Server) -> dict:  # type: ignore[type-arg]
+    with _engine(index, server) as e:
+        return lane_answers(e)
+
+
+def test_dropped_collections_are_synced_again(server: Server, synced: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    index, before = synced
+    client = server.client()
+    for name in client.list_collections():
+        client.drop_collection(name)
+    client.close()
+    assert_same(before, _answers(index, server))
+
+
+def test_another_index_with_the_same_collection_names_is_not_trusted(
+        tmp_path: Path, server: Server, synced: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    index, before = synced
+    other = tmp_path / "other"
+    (other / "beta").mkdir(parents=True)
+    (other / "beta" / "lock.md").write_text("# Lock\n\nA lock only the other index has, held by a writer.\n")
+    with _engine(tmp_path / "other-idx", server) as e:  # takes the collections over
+        e.index([other / "beta"], project="beta")
+        theirs = lane_answers(e)
+    assert theirs[("bm25", "lock")] and theirs[("bm25", "lock")] != before[("bm25", "lock")]
+    assert_same(before, _answers(index, server))
+    assert_same(theirs, _answers(tmp_path / "other-idx", server))  # and back
+
+
+def test_an_older_copy_of_the_milvus_data_is_synced_again(tmp_path: Path, server: Server,
+                                                          synced: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    index, _ = synced
+    server.stop()
+    shutil.copytree(server.root, tmp_path / "old")
+    server.start()
+    (tmp_path / "src" / "alpha" / "gen.md").write_text("# Generations\n\nThe fusion weights and the lock changed.\n")
+    with _engine(index, server) as e:
+        index_all(e, tmp_path / "src")
+        after = lane_answers(e)
+    server.stop()
+    shutil.rmtree(server.root)
+    shutil.copytree(tmp_path / "old", server.root)
+    server.start()
+    assert_same(after, _answers(index, server))
+
+
+def test_a_long_running_process_notices_collections_dropped_under_it(
+        server: Server, synced: tuple[Path, dict], monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[type-arg]
+    index, before = synced
+    monkeypatch.setattr(milvus_lanes, "MILVUS_RECHECK_INTERVAL_S", 0.0)
+    with _engine(index, server) as e:
+        assert_same(before, lane_answers(e))
+        client = server.client()
+        for name in client.list_collections():
+            client.drop_collection(name)
+        client.close()
+        assert_same(before, lane_answers(e))
+
+
+def test_a_lane_that_fails_is_named_not_reported_as_no_match(
+        server: Server, synced: tuple[Path, dict], monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[type-arg]
+    """Found with the released collections below: a search whose only lane failed said "no document
+    matches the query" and the text output did not show the failure."""
+    from sleuth.commands.reading import render_text
+
+    index, _ = synced
+    monkeypatch.setattr(milvus_lanes, "MILVUS_RECHECK_INTERVAL_S", 1e9)  # the process trusts its last sync
+    with _engine(index, server) as e:
+        assert e.search("advisory lock", lanes=["bm25"]).hits
+        client = server.client()
+        client.drop_collection("shared_lex")
+        client.close()
+        resp = e.search("advisory lock", lanes=["bm25"])
+    assert not resp.hits and list(resp.failed_lanes) == ["bm25"]
+    assert resp.notice is not None and resp.notice.startswith("the bm25 lane failed, so nothing was searched (bm25: ")
+    assert "no document matches" not in resp.notice
+    assert "(lane bm25 failed: " in render_text(resp, explain=False)
+
+
+def test_a_new_process_searches_a_milvus_database_it_did_not_write(tmp_path: Path) -> None:
+    """Found by this attack session: milvus-lite releases every collection when a process opens its
+    database again, so `sleuth search` in any process but the indexing one failed its Milvus lanes
+    ("call load() before search") and answered "no results". The lanes load a released collection."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "src" / "p").mkdir(parents=True)
+    (tmp_path / "src" / "p" / "a.md").write_text("# Locks\n\nThe advisory lock is held by one writer.\n")
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "idx" / "config.toml").write_text(f'model = "none"\nmilvus_uri = "{tmp_path / "lanes.db"}"\n')
+    env = {**os.environ, "SLEUTH_BROKER": "0"}
+
+    def sleuth(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sleuth", *args, "--index", str(tmp_path / "idx")], env=env,
+                              capture_output=True, text=True, timeout=600)
+
+    assert sleuth("index", str(tmp_path / "src" / "p"), "--project", "p").returncode == 0
+    for _ in range(2):  # a new process each time
+        proc = sleuth("search", "advisory lock", "--lanes", "bm25,index,tfidf", "--format", "json")
+        assert proc.returncode == 0, proc.stderr
+        resp = json.loads(proc.stdout)
+        assert [h["path"] for h in resp["hits"]] == ["a.md"] and resp["failed_lanes"] == {}
+        assert "MilvusException" not in proc.stderr
