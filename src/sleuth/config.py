@@ -35,8 +35,8 @@ class Config:
     constant), ``score_weights`` those of the score-based fusions (zscore, convex)."""
 
     lanes: tuple[str, ...] = field(default_factory=registry.default_lanes)
-    #: True when ``lanes`` was set by config.toml or $SLEUTH_LANES (even to the registry's defaults),
-    #: False when it is the registry's default (which a tool may narrow: sleuth.memory.search).
+    #: True when ``lanes`` was set by config.toml or $SLEUTH_LANES, even to the registry's defaults
+    #: (lanes that are the registry's defaults and not set so, a tool may narrow: sleuth.memory.search).
     lanes_set: bool = False
     lane_weights: dict[str, float] = field(default_factory=registry.lane_weights)
     rrf_k: int = RRF_K

@@ -133,7 +133,7 @@ class MemorySearch:
         """The pipeline's request for ``req`` over ``projects``."""
         f = req.filters
         defaults = self.engine.config.lanes
-        if not self.engine.config.lanes_set:
+        if not self.engine.config.lanes_set and defaults == registry.default_lanes():
             defaults = tuple(n for n in defaults if n not in MEMORY_SKIPPED_DEFAULT_LANES)
         lanes = list(registry.lanes_for_families(f.lanes, defaults))
         questions = [Question(id=q.id, query=q.query, limit=q.limit, variants=list(q.variants)) for q in req.questions]
