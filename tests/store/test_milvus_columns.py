@@ -125,3 +125,12 @@ def test_a_large_part_goes_in_pieces_under_the_request_limit_in_order() -> None:
         assert request_bytes <= 4_000, (request_bytes, len(piece))
     single = columns.pieces(max_bytes=1)  # a row larger than the limit still goes, alone
     assert [len(p) for p in single] == [1] * len(part)
+
+
+def test_field_term_ids_are_term_ids_and_stay_under_the_cache_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sparse, "TERM_ID_CACHE_ENTRIES", 50)
+    monkeypatch.setattr(sparse, "_TERM_IDS", {})  # fresh caches (other tests filled them)
+    for field in ("body", "title"):
+        ids = sparse.field_term_ids(field)
+        assert [ids[w] for w in WORDS] == [sparse.term_id(field, w) for w in WORDS]
+    assert sum(len(sparse.field_term_ids(f)) for f in ("body", "title")) <= 50

@@ -40,30 +40,37 @@ FIELDS: tuple[str, ...] = ("body", "title", "heading", "tags", "path")
 AVGDL_DRIFT_MAX = 0.02
 #: Sparse vector keys are below this (Milvus: ``[0, 2^32 - 1)``).
 TERM_ID_LIMIT = 2**32 - 1
-#: Term ids remembered (a BLAKE2b per token was a third of a sync's time); about 150 bytes each.
+#: Term ids remembered (a BLAKE2b per token was a third of a sync's time), about 150 bytes each:
+#: this many by :func:`term_id` (queries) and this many by :func:`field_term_ids` (syncs).
 TERM_ID_CACHE_ENTRIES = 1 << 19
+
+
+def _term_id(field: str, term: str) -> int:
+    digest = hashlib.blake2b(f"{field}\x00{term}".encode("utf-8", "surrogatepass"), digest_size=4).digest()
+    return int.from_bytes(digest, "big") % TERM_ID_LIMIT
 
 
 @functools.lru_cache(maxsize=TERM_ID_CACHE_ENTRIES)
 def term_id(field: str, term: str) -> int:
     """The sparse-vector key of ``term`` in ``field``: 32 bits of BLAKE2b, below ``TERM_ID_LIMIT``
     (memoized: the same pair always gives the same id)."""
-    digest = hashlib.blake2b(f"{field}\x00{term}".encode("utf-8", "surrogatepass"), digest_size=4).digest()
-    return int.from_bytes(digest, "big") % TERM_ID_LIMIT
+    return _term_id(field, term)
 
 
 class _FieldTermIds(dict[str, int]):
     """``{term: term_id(field, term)}`` of one field, filled on first use (a dict lookup where
-    :func:`term_id` builds a cache key per call); emptied past ``TERM_ID_CACHE_ENTRIES``."""
+    :func:`term_id` builds a cache key per call); every field's are emptied once they hold
+    ``TERM_ID_CACHE_ENTRIES`` together."""
 
     def __init__(self, field: str) -> None:
         super().__init__()
         self.field = field
 
     def __missing__(self, term: str) -> int:
-        if len(self) >= TERM_ID_CACHE_ENTRIES:
-            self.clear()
-        tid = self[term] = term_id(self.field, term)
+        if sum(map(len, _TERM_IDS.values())) >= TERM_ID_CACHE_ENTRIES:
+            for ids in _TERM_IDS.values():
+                ids.clear()
+        tid = self[term] = _term_id(self.field, term)
         return tid
 
 
