@@ -31,8 +31,8 @@ EMPTY_SPARSE = {sparse.TERM_ID_LIMIT - 1: 1e-30}
 #: Bytes of one sparse pair in Milvus' format (uint32 index, float32 value).
 SPARSE_PAIR_BYTES = 8
 #: Most bytes of field data one insert request carries; a larger part goes in several requests.
-#: The gRPC limit of a Milvus proxy (``proxy.grpc.serverMaxRecvSize``) and of milvus-lite is
-#: 256 MiB (512 MiB in Milvus 2.0's documented limits); a 2,000-block part is about 3.5 MB.
+#: The gRPC limit is 256 MiB in milvus-lite and in a Milvus 2.4 proxy (``proxy.grpc.serverMaxRecvSize``;
+#: 512 MiB in the 2.0-2.1 docs); a 2,000-block part is about 3.5 MB.
 MILVUS_INSERT_REQUEST_BYTES_MAX = 64 << 20
 _PAIR = np.dtype([("index", "<u4"), ("value", "<f4")])
 
@@ -216,8 +216,9 @@ class Columns:
 
 def column_handler(client: Any) -> Any | None:
     """The pymilvus connection of ``client`` when it takes prepared column-based requests
-    (``batch_insert(insert_param=...)``, ``upsert(upsert_param=...)``, pymilvus 2.4 to 3.x);
-    None otherwise (then rows go through the public calls)."""
+    (``batch_insert(insert_param=...)``, ``upsert(upsert_param=...)``, reached as pymilvus 3.0's
+    ``MilvusClient`` does); None otherwise, e.g. an older pymilvus (then rows go through the
+    public calls: the same rows, packed by pymilvus)."""
     from pymilvus import MilvusException
 
     get = getattr(client, "_get_connection", None)
