@@ -60,6 +60,15 @@ def instrument() -> None:
             timed(MilvusIndex, name)
     for name in ("insert", "upsert", "flush", "delete"):
         timed(MilvusClient, name)
+    with contextlib.suppress(ImportError):  # the column requests (sleuth.store.milvus_columns)
+        from sleuth.store import milvus_columns
+
+        timed(milvus_columns, "send")
+    from sleuth.lanes import sparse
+
+    for name in ("block_vectors", "part_vectors"):  # the weights: per block, or per part
+        if hasattr(sparse, name):
+            timed(sparse, name)
     timed(Catalog, "write_documents")
     for name in ("apply", "catch_up"):
         timed(Postings, name)

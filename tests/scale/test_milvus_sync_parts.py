@@ -21,6 +21,7 @@ from sleuth.config import load_config
 from sleuth.engine import Engine
 from sleuth.errors import ConfigError
 from sleuth.lanes.base import LaneQuery
+from sleuth.store import milvus_columns
 from sleuth.store.milvus import MilvusSettings
 from sleuth.store.milvus_sync import MILVUS_SYNC_PART_BLOCKS, SyncBlock
 from sleuth.text import parse_query
@@ -163,6 +164,35 @@ def test_parts_of_a_few_blocks_give_the_rows_and_ranks_of_one_part_holding_two_p
     last.parts = hook.parts[mark:]
     assert (last.blocks("stats"), last.blocks("lex")) == (FILES_PER_PROJECT, blocks)
     assert len(last.parts) == -(-FILES_PER_PROJECT // PART_BLOCKS) + -(-blocks // PART_BLOCKS)
+
+
+def test_rows_sent_as_columns_are_the_rows_pymilvus_packs_itself(tmp_path: Path, scale,  # type: ignore[no-untyped-def]
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The column requests (milvus_columns) and pymilvus' public row ``insert`` (the fallback for
+    a client without column requests) leave the same rows and answers, first sync and re-weighting."""
+    src = tmp_path / "src"
+    for project in PROJECTS[:2]:
+        write_files(src, project)
+    handlers: list[bool] = []
+    real = milvus_columns.column_handler
+
+    def seen(client: Any) -> Any:
+        handler = real(client)
+        handlers.append(handler is not None)
+        return handler
+
+    monkeypatch.setattr(milvus_columns, "column_handler", seen)
+    columns = scale("columns", 50)
+    for project in PROJECTS[:2]:
+        columns.index([src / project], project=project)
+    assert handlers and all(handlers)  # every part went as columns
+    monkeypatch.setattr(milvus_columns, "column_handler", lambda client: None)
+    rows = scale("rows", 50)
+    for project in PROJECTS[:2]:
+        rows.index([src / project], project=project)
+    assert len(milvus_rows(columns)) == 2 * FILES_PER_PROJECT
+    assert milvus_rows(columns) == milvus_rows(rows)
+    assert answers(columns) == answers(rows) and all(answers(rows).values())
 
 
 def kill_during_index(src: Path, project: str, folder: Path, url: str, point: str) -> None:

@@ -28,6 +28,8 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
+
 #: tantivy's BM25 constants.
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -38,16 +40,49 @@ FIELDS: tuple[str, ...] = ("body", "title", "heading", "tags", "path")
 AVGDL_DRIFT_MAX = 0.02
 #: Sparse vector keys are below this (Milvus: ``[0, 2^32 - 1)``).
 TERM_ID_LIMIT = 2**32 - 1
-#: Term ids remembered (a BLAKE2b per token was a third of a sync's time); about 150 bytes each.
+#: Term ids remembered (a BLAKE2b per token was a third of a sync's time), about 150 bytes each:
+#: this many by :func:`term_id` (queries) and this many by :func:`field_term_ids` (syncs).
 TERM_ID_CACHE_ENTRIES = 1 << 19
+
+
+def _term_id(field: str, term: str) -> int:
+    digest = hashlib.blake2b(f"{field}\x00{term}".encode("utf-8", "surrogatepass"), digest_size=4).digest()
+    return int.from_bytes(digest, "big") % TERM_ID_LIMIT
 
 
 @functools.lru_cache(maxsize=TERM_ID_CACHE_ENTRIES)
 def term_id(field: str, term: str) -> int:
     """The sparse-vector key of ``term`` in ``field``: 32 bits of BLAKE2b, below ``TERM_ID_LIMIT``
     (memoized: the same pair always gives the same id)."""
-    digest = hashlib.blake2b(f"{field}\x00{term}".encode("utf-8", "surrogatepass"), digest_size=4).digest()
-    return int.from_bytes(digest, "big") % TERM_ID_LIMIT
+    return _term_id(field, term)
+
+
+class _FieldTermIds(dict[str, int]):
+    """``{term: term_id(field, term)}`` of one field, filled on first use (a dict lookup where
+    :func:`term_id` builds a cache key per call); every field's are emptied once they hold
+    ``TERM_ID_CACHE_ENTRIES`` together."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__()
+        self.field = field
+
+    def __missing__(self, term: str) -> int:
+        if sum(map(len, _TERM_IDS.values())) >= TERM_ID_CACHE_ENTRIES:
+            for ids in _TERM_IDS.values():
+                ids.clear()
+        tid = self[term] = _term_id(self.field, term)
+        return tid
+
+
+_TERM_IDS: dict[str, _FieldTermIds] = {}
+
+
+def field_term_ids(field: str) -> Mapping[str, int]:
+    """``{term: term_id(field, term)}`` for ``field``, memoized (the same ids as :func:`term_id`)."""
+    ids = _TERM_IDS.get(field)
+    if ids is None:
+        ids = _TERM_IDS[field] = _FieldTermIds(field)
+    return ids
 
 
 def _long_to_int4(i: int) -> int:
@@ -180,7 +215,7 @@ def block_term_ids(fields: Mapping[str, Sequence[str]]) -> set[int]:
     """The term ids one block holds, over every field (each block counts once in a term's df)."""
     ids: set[int] = set()
     for field, tokens in fields.items():
-        ids.update(term_id(field, t) for t in set(tokens))
+        ids.update(map(field_term_ids(field).__getitem__, set(tokens)))
     return ids
 
 
@@ -194,3 +229,114 @@ def block_stats(fields: Iterable[Mapping[str, Sequence[str]]]) -> tuple[int, dic
             lengths[field] = lengths.get(field, 0) + len(tokens)
         df.update(block_term_ids(block))
     return n, lengths, df
+
+
+def part_vectors(blocks: Sequence[Mapping[str, Sequence[str]]], avgdl: Mapping[str, float],
+                 idf: Mapping[int, float], missing_idf: float) -> tuple[SparseRows, SparseRows]:
+    """:func:`block_vectors` of every block of a part at once, as flat rows: ``(lex, tfidf)``.
+
+    The same numbers, bit for bit (float64): each block's terms are counted and their ids looked
+    up once (in C: ``Counter``, ``map``), then the weights are computed over the whole part by
+    NumPy with the same operations in the same order (``ln tf`` from ``math.log``, each block's
+    tfidf norm summed in its terms' order). A block where two of its terms share an id (a 32-bit
+    hash collision: the dict of :func:`block_vectors` keeps the last value at the first place) is
+    weighed by :func:`block_vectors` itself.
+    """
+    ids: list[int] = []
+    tfs: list[int] = []
+    seg_norms: list[float] = []  # one per (block, field) segment of entries
+    seg_lengths: list[int] = []
+    seg_rows: list[int] = []
+    body_at: list[tuple[int, int]] = []  # (start, end) of each block's body entries
+    k1p1 = BM25_K1 + 1
+    for row, fields in enumerate(blocks):
+        body = (0, 0)
+        for field, tokens in fields.items():
+            if not tokens:
+                continue
+            counts = Counter(tokens)
+            mean = avgdl.get(field) or 1.0
+            start = len(ids)
+            ids.extend(map(field_term_ids(field).__getitem__, counts))
+            tfs.extend(counts.values())
+            seg_norms.append(BM25_K1 * (1 - BM25_B + BM25_B * fieldnorm(len(tokens)) / mean))
+            seg_lengths.append(len(counts))
+            seg_rows.append(row)
+            if field == "body":
+                body = (start, len(ids))
+        body_at.append(body)
+    n = len(blocks)
+    tid = np.array(ids, dtype=np.int64)
+    tf = np.array(tfs, dtype=np.int64)
+    seg_len = np.array(seg_lengths, dtype=np.int64)
+    row_of = np.repeat(np.array(seg_rows, dtype=np.int64), seg_len)
+    tf_f = tf.astype(np.float64)
+    lex_w = tf_f * k1p1 / (tf_f + np.repeat(np.array(seg_norms, dtype=np.float64), seg_len))
+    # body entries, in each block's order: (1 + ln tf) idf / norm
+    body_len = np.array([b - a for a, b in body_at], dtype=np.int64)
+    body_start = np.array([a for a, _ in body_at], dtype=np.int64)
+    body_idx = np.repeat(body_start - np.concatenate([[0], np.cumsum(body_len)[:-1]]), body_len) \
+        + np.arange(int(body_len.sum()), dtype=np.int64)
+    btid, btf = tid[body_idx], tf[body_idx]
+    brow = np.repeat(np.arange(n, dtype=np.int64), body_len)
+    logs = np.array([1.0 + math.log(t) if t > 0 else 1.0 for t in range(int(btf.max()) + 1 if btf.size else 1)])
+    bw = logs[btf] * _lookup(idf, btid, missing_idf)
+    norm2 = np.sqrt(np.bincount(brow, weights=bw * bw, minlength=n))
+    norm2[norm2 == 0] = 1.0
+    bw = bw / norm2[brow]
+    lex, collide_lex = SparseRows.of(row_of, tid, lex_w, n)
+    tfidf, collide_tfidf = SparseRows.of(brow, btid, bw, n)
+    for row in sorted(collide_lex | collide_tfidf):  # a hash collision inside a block: as block_vectors does
+        lex_v, tfidf_v = block_vectors(blocks[row], avgdl, idf, missing_idf)
+        lex.replace(row, lex_v)
+        tfidf.replace(row, tfidf_v)
+    return lex, tfidf
+
+
+def _lookup(table: Mapping[int, float], keys: np.ndarray, missing: float) -> np.ndarray:
+    """``[table.get(k, missing) for k in keys]`` as float64, by a sorted search."""
+    if not table or not keys.size:
+        return np.full(keys.size, missing, dtype=np.float64)
+    known = np.fromiter(table.keys(), dtype=np.int64, count=len(table))
+    values = np.fromiter(table.values(), dtype=np.float64, count=len(table))
+    order = np.argsort(known)
+    known, values = known[order], values[order]
+    at = np.minimum(np.searchsorted(known, keys), known.size - 1)
+    return np.where(known[at] == keys, values[at], missing)
+
+
+class SparseRows:
+    """Sparse vectors of several rows, flat: ``ids`` and ``weights`` (float64) sorted by row then
+    id, and ``lengths`` (entries per row)."""
+
+    __slots__ = ("ids", "lengths", "weights")
+
+    def __init__(self, ids: np.ndarray, weights: np.ndarray, lengths: np.ndarray) -> None:
+        self.ids, self.weights, self.lengths = ids, weights, lengths
+
+    @classmethod
+    def of(cls, rows: np.ndarray, ids: np.ndarray, weights: np.ndarray, n: int) -> tuple[SparseRows, set[int]]:
+        """The rows of entries ``(row, id, weight)``, and the rows where an id comes twice."""
+        order = np.argsort((rows << 32) | ids, kind="stable")
+        rows, ids, weights = rows[order], ids[order], weights[order]
+        same = (rows[1:] == rows[:-1]) & (ids[1:] == ids[:-1])
+        collide = set(rows[1:][same].tolist())
+        return cls(ids, weights, np.bincount(rows, minlength=n)), collide
+
+    def replace(self, row: int, vector: Mapping[int, float]) -> None:
+        """Row ``row`` becomes ``vector``."""
+        ends = np.cumsum(self.lengths)
+        start, end = int(ends[row] - self.lengths[row]), int(ends[row])
+        pairs = sorted(vector.items())
+        ids = np.array([k for k, _ in pairs], dtype=np.int64)
+        weights = np.array([v for _, v in pairs], dtype=np.float64)
+        self.ids = np.concatenate([self.ids[:start], ids, self.ids[end:]])
+        self.weights = np.concatenate([self.weights[:start], weights, self.weights[end:]])
+        self.lengths = self.lengths.copy()
+        self.lengths[row] = len(pairs)
+
+    def row(self, i: int) -> dict[int, float]:
+        """Row ``i`` as ``{id: weight}``."""
+        end = int(self.lengths[: i + 1].sum())
+        start = end - int(self.lengths[i])
+        return dict(zip(self.ids[start:end].tolist(), self.weights[start:end].tolist(), strict=True))
