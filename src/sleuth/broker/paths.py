@@ -74,10 +74,7 @@ def ensure_private_dir(folder: Path) -> Path:
         st = os.lstat(folder)
     except OSError as exc:
         raise BrokerUnavailable(f"cannot create the broker folder {folder}: {exc.strerror or exc}") from exc
-    if not stat.S_ISDIR(st.st_mode):
-        raise BrokerUnavailable(f"the broker folder {folder} is not a folder (or is a symlink)")
-    if st.st_uid != os.getuid():
-        raise BrokerUnavailable(f"the broker folder {folder} belongs to another user (uid {st.st_uid})")
+    _check_own_folder(folder, st)
     if st.st_mode & 0o077:
         try:
             os.chmod(folder, 0o700)
@@ -102,12 +99,17 @@ def check_private_dir(folder: Path) -> None:
         return
     except OSError as exc:
         raise BrokerUnavailable(f"cannot read the broker folder {folder}: {exc.strerror or exc}") from exc
+    _check_own_folder(folder, st)
+    if st.st_mode & 0o077:
+        raise BrokerUnavailable(f"the broker folder {folder} is open to other users")
+
+
+def _check_own_folder(folder: Path, st: os.stat_result) -> None:
+    """Raise BrokerUnavailable unless ``st`` (``folder``'s lstat) is a folder, not a link, of this user."""
     if not stat.S_ISDIR(st.st_mode):
         raise BrokerUnavailable(f"the broker folder {folder} is not a folder (or is a symlink)")
     if st.st_uid != os.getuid():
         raise BrokerUnavailable(f"the broker folder {folder} belongs to another user (uid {st.st_uid})")
-    if st.st_mode & 0o077:
-        raise BrokerUnavailable(f"the broker folder {folder} is open to other users")
 
 
 def broker_key(index_dir: Path, env: Mapping[str, str] | None = None) -> str:
