@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # annotations only: pure, and free of pydantic (sleuth.types) at import
     from sleuth.types import RankedList
@@ -22,9 +22,9 @@ if TYPE_CHECKING:  # annotations only: pure, and free of pydantic (sleuth.types)
 RRF_K = 60
 
 
-@dataclass(frozen=True)
-class LaneTrace:
-    """One lane's part in a document's fused score."""
+class LaneTrace(NamedTuple):
+    """One lane's part in a document's fused score (a named tuple: built for every fused
+    document of every search)."""
 
     lane: str
     rank: int
@@ -54,8 +54,7 @@ class FusedDocument:
 def group_by_document(ranked: RankedList, doc_of: Callable[[str], str]) -> list[tuple[str, list[str], float]]:
     """Collapse a lane's block list to ``[(doc_id, [block_ids best first], best_score)]`` in rank order."""
     order: dict[str, tuple[list[str], float]] = {}
-    for block_id, score in zip(ranked.block_ids, ranked.scores, strict=True):
-        doc_id = doc_of(block_id)
+    for block_id, doc_id, score in zip(ranked.block_ids, map(doc_of, ranked.block_ids), ranked.scores, strict=True):
         if doc_id in order:
             order[doc_id][0].append(block_id)
         else:
@@ -212,16 +211,26 @@ def zscore(
         grouped = group_by_document(ranked, doc_of)[:depth_docs]
         best = [score for _, _, score in grouped]
         mean = math.fsum(best) / len(best)
-        std = math.sqrt(math.fsum((v - mean) ** 2 for v in best) / len(best))
+        std = math.sqrt(math.fsum([(v - mean) ** 2 for v in best]) / len(best))
         low = min(best)
         block_score = dict(zip(ranked.block_ids, ranked.scores, strict=True))
+        lane = ranked.lane
         for rank, (doc_id, blocks, lane_score) in enumerate(grouped, start=1):
             part = w * ((lane_score - low) / std if std > 0 else ZSCORE_FLAT)
-            scores[doc_id] = scores.get(doc_id, 0.0) + part
-            traces.setdefault(doc_id, []).append((ranked.lane, rank, w, part, lane_score))
-            parts = doc_blocks.setdefault(doc_id, [])
-            for block_id in blocks:
-                parts.append((block_id, w * (max(0.0, block_score[block_id] - low) / std if std > 0 else ZSCORE_FLAT)))
+            trace = (lane, rank, w, part, lane_score)
+            if std > 0:  # a document's first block is its best: its part is ``part`` itself
+                block_parts = [(blocks[0], part)]
+                block_parts += [(b, w * (max(0.0, block_score[b] - low) / std)) for b in blocks[1:]]
+            else:
+                block_parts = [(b, w * ZSCORE_FLAT) for b in blocks]
+            if doc_id in scores:
+                scores[doc_id] += part
+                traces[doc_id].append(trace)
+                doc_blocks[doc_id] += block_parts
+            else:
+                scores[doc_id] = part
+                traces[doc_id] = [trace]
+                doc_blocks[doc_id] = block_parts
     return _documents(scores, traces, doc_blocks, limit)
 
 
@@ -232,13 +241,20 @@ def _documents(scores: dict[str, float], traces: dict[str, list[tuple[str, int, 
     if limit is not None:
         order = order[: max(limit, 0)]
     out: list[FusedDocument] = []
+    make_trace = LaneTrace._make
     for doc_id in order:
-        block_scores: dict[str, float] = {}
-        for block_id, part in doc_blocks[doc_id]:
-            block_scores[block_id] = block_scores.get(block_id, 0.0) + part
-        blocks = sorted(block_scores, key=lambda b: (-block_scores[b], b))
-        trace = [LaneTrace(*t) for t in traces[doc_id]]
-        trace.sort(key=lambda t: (-t.contribution, t.lane))
+        parts = doc_blocks[doc_id]
+        if len(parts) == 1:  # most documents: one block from one lane
+            blocks = [parts[0][0]]
+        else:
+            block_scores: dict[str, float] = {}
+            for block_id, part in parts:
+                block_scores[block_id] = block_scores.get(block_id, 0.0) + part
+            blocks = sorted(block_scores, key=lambda b: (-block_scores[b], b))
+        lane_parts = traces[doc_id]
+        trace = list(map(make_trace, lane_parts))
+        if len(trace) > 1:
+            trace.sort(key=lambda t: (-t.contribution, t.lane))
         out.append(FusedDocument(doc_id, scores[doc_id], blocks, blocks[0], trace))
     return out
 
@@ -296,6 +312,9 @@ def fuse(lists: Sequence[RankedList], doc_of: Callable[[str], str], method: str,
     if method not in FUSION_METHODS:
         raise ValueError(f"unknown fusion method {method!r}; choose from {', '.join(FUSION_METHODS)}")
     weights = dict(weights)
+    # Each block's document looked up once (a dict's lookup from C), not once per pass over the lists.
+    ids = [b for r in lists for b in r.block_ids]
+    doc_of = dict(zip(ids, map(doc_of, ids), strict=True)).__getitem__
     repeats = repeated_lanes([r for r in lists if weights.get(r.lane, 1.0) > 0], doc_of, lane_order)
     kept = [r for r in lists if r.lane not in repeats]
     if repeats and families:

@@ -48,10 +48,12 @@ def lexical_lanes() -> frozenset[str]:
     return registry.lanes_matching(*registry.LEXICAL_MATCHES)
 
 
-def is_semantic_only(doc: FusedDocument) -> bool:
-    """True when every lane that found ``doc`` is a semantic lane (and at least one did)."""
-    semantic = semantic_lanes()
-    return bool(doc.trace) and all(base_lane(t.lane) in semantic for t in doc.trace)
+def is_semantic_only(doc: FusedDocument, semantic: frozenset[str] | None = None) -> bool:
+    """True when every lane that found ``doc`` is a semantic lane (and at least one did);
+    ``semantic``: :func:`semantic_lanes`, when the caller has it already."""
+    if semantic is None:
+        semantic = semantic_lanes()
+    return bool(doc.trace) and all(t.lane.partition("#")[0] in semantic for t in doc.trace)
 
 
 def judge_semantic_only(fused: Sequence[FusedDocument], drop_weak: bool,
@@ -69,8 +71,9 @@ def judge_semantic_only(fused: Sequence[FusedDocument], drop_weak: bool,
     Shapes: ``fused`` documents best first, as :func:`sleuth.fusion.fuse` returns them.
     """
     out: list[FusedDocument] = []
+    semantic = semantic_lanes()
     for d in fused:
-        if not is_semantic_only(d):
+        if not is_semantic_only(d, semantic):
             out.append(d if not d.semantic_only else dataclasses.replace(d, semantic_only=False))
             continue
         similarity = max(t.lane_score for t in d.trace)

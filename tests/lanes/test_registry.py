@@ -109,3 +109,16 @@ def test_the_built_in_lanes_and_their_families() -> None:
     assert registry.match_group("exact") == registry.match_group("tfidf") == "lexical"
     with pytest.raises(ValueError, match="a lane name is letters"):
         registry.register_lane(registry.LaneSpec("bad name", "x", 1.0, False, TitleStartLane))
+
+
+def test_lanes_matching_follows_registration() -> None:
+    """``lanes_matching`` remembers its answers (every search asks it for every fused document) and
+    forgets them when a lane is added or removed: a meaning lane registered later is semantic at once."""
+    assert registry.lanes_matching("meaning") == {"vector"}
+    registry.register_lane(registry.LaneSpec("toy_meaning", "vector", 1.0, False, TitleStartLane, matches="meaning"))
+    try:
+        assert registry.lanes_matching("meaning") == {"vector", "toy_meaning"}
+        assert "toy_meaning" not in registry.lanes_matching(*registry.LEXICAL_MATCHES)
+    finally:
+        registry.unregister_lane("toy_meaning")
+    assert registry.lanes_matching("meaning") == {"vector"}

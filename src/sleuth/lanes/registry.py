@@ -74,6 +74,9 @@ class LaneSpec:
 
 _LOCK = threading.Lock()
 _SPECS: dict[str, LaneSpec] = {}
+#: ``lanes_matching`` answers by their ``matches``, emptied whenever a lane is added or removed
+#: (every search asks which lanes are semantic and which lexical, for every fused document).
+_MATCHING: dict[tuple[str, ...], frozenset[str]] = {}
 
 
 def register_lane(spec: LaneSpec) -> None:
@@ -89,12 +92,14 @@ def register_lane(spec: LaneSpec) -> None:
         raise ValueError(f"lane {spec.name}: fusion weights must be >= 0, got {spec.weight} and {spec.score_weight}")
     with _LOCK:
         _SPECS[spec.name] = spec
+        _MATCHING.clear()
 
 
 def unregister_lane(name: str) -> None:
     """Remove lane ``name`` (no error when absent)."""
     with _LOCK:
         _SPECS.pop(name, None)
+        _MATCHING.clear()
 
 
 def lane_specs() -> tuple[LaneSpec, ...]:
@@ -130,7 +135,11 @@ def score_weights() -> dict[str, float]:
 
 def lanes_matching(*matches: str) -> frozenset[str]:
     """The registered lanes that match by one of ``matches`` (e.g. ``LEXICAL_MATCHES``)."""
-    return frozenset(s.name for s in lane_specs() if s.matches in matches)
+    with _LOCK:
+        found = _MATCHING.get(matches)
+        if found is None:
+            found = _MATCHING[matches] = frozenset(s.name for s in _SPECS.values() if s.matches in matches)
+        return found
 
 
 def match_group(lane: str) -> str:
