@@ -16,6 +16,7 @@ and the second round scores ``Σ_w weight(w) · BM25(w, d)``.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -53,18 +54,41 @@ def rm3_weights(query: Sequence[tuple[str, float]], feedback: Sequence[tuple[flo
         return _normalised({t: n / total_qtf for t, n in query}, [t for t, _ in query])
     weights = {t: original_weight * n / total_qtf for t, n in query}
     total_score = math.fsum(s for s, _ in docs)
-    parts: dict[str, list[float]] = {}
+    relevance: dict[str, float] = {}
+    shared: dict[str, list[float]] = {}  # the terms of several feedback blocks: their parts
     for s, terms in docs:
-        length = len(terms)
+        length, share = len(terms), s / total_score
         for term, tf in Counter(terms).items():
-            parts.setdefault(term, []).append((tf / length) * (s / total_score))
-    # fsum: a term's probability does not depend on the order of the feedback blocks
-    relevance = {term: math.fsum(p) for term, p in parts.items()}
-    top = sorted(relevance.items(), key=lambda kv: (-kv[1], kv[0]))[:fb_terms]
+            part = (tf / length) * share
+            if term in relevance:
+                if term in shared:
+                    shared[term].append(part)
+                else:
+                    shared[term] = [relevance[term], part]
+            else:
+                relevance[term] = part
+    # fsum: a term's probability does not depend on the order of the feedback blocks (a term of
+    # one block is its one part)
+    for term, parts in shared.items():
+        relevance[term] = math.fsum(parts)
+    top = _most_likely(relevance, fb_terms)
     mass = math.fsum(p for _, p in top)
     for term, p in top:
         weights[term] = weights.get(term, 0.0) + (1.0 - original_weight) * p / mass
     return _normalised(weights, [t for t, _ in query])
+
+
+def _most_likely(relevance: dict[str, float], n: int) -> list[tuple[str, float]]:
+    """The ``n`` most likely terms, by descending probability, ties by term: the same as sorting
+    every term, with only the terms at or above the ``n``-th largest probability sorted."""
+    if n <= 0:
+        return []
+    if len(relevance) > n:
+        floor = heapq.nlargest(n, relevance.values())[-1]
+        candidates = [(t, p) for t, p in relevance.items() if p >= floor]
+    else:
+        candidates = list(relevance.items())
+    return sorted(candidates, key=lambda kv: (-kv[1], kv[0]))[:n]
 
 
 def _normalised(weights: dict[str, float], query_order: list[str]) -> list[tuple[str, float]]:

@@ -152,10 +152,10 @@ class FeedbackLane(_TantivyLane):
         # the bm25 lane's query: its answer, when it ran first, is read from the postings' memo
         first = self.postings.search(first_query, self.fb_blocks, q.projects, required, q.doc_ids,
                                      bm25_memo_key(q.parsed))
-        blocks = self.catalog.blocks(first.block_ids) if first.block_ids else {}
+        texts = self.catalog.block_texts(first.block_ids) if first.block_ids else {}
         # the feedback blocks' terms from their text (the catalog keeps the text, not the terms)
-        feedback = [(s, analyze(blocks[b].text)) for b, s in zip(first.block_ids, first.scores, strict=True)
-                    if b in blocks]
+        feedback = [(s, analyze(texts[b])) for b, s in zip(first.block_ids, first.scores, strict=True)
+                    if b in texts]
         expanded = rm3_weights(pairs, feedback, self.fb_terms, self.original_weight)
         scoring = self._scoring(expanded, {t for t, _ in pairs})
         if scoring is None:
