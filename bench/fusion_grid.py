@@ -251,6 +251,37 @@ def grid(name: str) -> Callable[[Callable[[], list[tuple[str, Fuser]]]], Callabl
     return register
 
 
+def grid_arguments(doc: str, tag: str, grids: Sequence[str]) -> argparse.ArgumentParser:
+    """The arguments every grid script takes: ``--data``, ``--datasets`` (default :data:`TUNING`),
+    ``--tag`` (the lane lists' cache tag) and ``--grids`` (``grids`` by default)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--datasets", nargs="+", default=list(TUNING))
+    ap.add_argument("--tag", default=tag)
+    ap.add_argument("--grids", nargs="+", default=list(grids))
+    return ap
+
+
+def add_document_paths(data: Path, r: LaneRuns) -> None:
+    """Add to ``r.path_of`` the corpus ids of documents that lists added after :func:`lane_runs`
+    found (read from the dataset's index)."""
+    docs = {doc_of_block(b) for a in r.lists.values() for rl in a.values() for b in rl.block_ids}
+    missing = sorted(docs - set(r.path_of))
+    if missing:
+        run = EvalRun(data / r.name)
+        try:
+            found = run.engine.catalog.documents(missing)
+            r.path_of.update({d: found[d].rel_path for d in missing if d in found})
+        finally:
+            run.close()
+
+
+def print_grids(names: Sequence[str], runs: list[LaneRuns]) -> None:
+    """Print the table of each grid of ``names`` (registered with :func:`grid`) over ``runs``."""
+    for name in names:
+        grid_table(f"{name} ({GRIDS[name].__doc__ or ''})".strip(), GRIDS[name](), runs)
+
+
 @grid("lanes")
 def _lanes() -> list[tuple[str, Fuser]]:
     """Each lane alone, lexical fusion, bm25+vector and the seed's hybrid (weighted RRF)."""

@@ -20,7 +20,6 @@ default (bm25 0.48, index 0.12, rm3 0.096, vector 0.5). CoSQA is reported, never
 
 from __future__ import annotations
 
-import argparse
 import pickle
 import sys
 from collections.abc import Mapping
@@ -29,19 +28,19 @@ from pathlib import Path
 import tantivy
 from fusion_grid import (
     FAMILIES,
-    GRIDS,
     LANES,
-    TUNING,
     EvalRun,
     Fuser,
     LaneRuns,
+    add_document_paths,
     cache_dir,
     doc_of_block,
     fused_by,
     grid,
-    grid_table,
+    grid_arguments,
     lane_runs,
     pick,
+    print_grids,
 )
 
 from sleuth.eval.run import EVAL_DEPTH_DOCS
@@ -196,11 +195,7 @@ def _zscore_depth() -> list[tuple[str, Fuser]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
-    ap.add_argument("--datasets", nargs="+", default=list(TUNING))
-    ap.add_argument("--tag", default="s14t")
-    ap.add_argument("--grids", nargs="+", default=["rm3-settings", "index-rm3", "title-vector-4", "convex-4"])
+    ap = grid_arguments(__doc__, "s14t", ["rm3-settings", "index-rm3", "title-vector-4", "convex-4"])
     args = ap.parse_args()
     runs: list[LaneRuns] = []
     for name in args.datasets:
@@ -212,19 +207,10 @@ def main() -> None:
         for qid, answers in r.lists.items():
             answers["title-vector"] = title_lists.get(qid, RankedList("title-vector", (), ()))
             answers.update(extra.get(qid, {}))
-        docs = {b.partition(":")[0] for a in r.lists.values() for rl in a.values() for b in rl.block_ids}
-        missing = sorted(docs - set(r.path_of))
-        if missing:
-            run = EvalRun(args.data / name)
-            try:
-                found = run.engine.catalog.documents(missing)
-                r.path_of.update({d: found[d].rel_path for d in missing if d in found})
-            finally:
-                run.close()
+        add_document_paths(args.data, r)
         runs.append(r)
         print(f"# {name}: lists ready", file=sys.stderr, flush=True)
-    for name in args.grids:
-        grid_table(f"{name} ({GRIDS[name].__doc__ or ''})".strip(), GRIDS[name](), runs)
+    print_grids(args.grids, runs)
 
 
 if __name__ == "__main__":

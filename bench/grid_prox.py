@@ -36,7 +36,6 @@ per-query time of each kind of list on each set (the first dataset's queries war
 
 from __future__ import annotations
 
-import argparse
 import pickle
 import sys
 import time
@@ -50,16 +49,16 @@ from scipy import sparse
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fusion_grid import (
     FAMILIES,
-    GRIDS,
-    TUNING,
     EvalRun,
     Fuser,
     LaneRuns,
+    add_document_paths,
     cache_dir,
     fused_by,
     grid,
-    grid_table,
+    grid_arguments,
     lane_runs,
+    print_grids,
 )
 
 from sleuth.eval.run import eval_cache_dir
@@ -373,11 +372,7 @@ def _bm25_kb() -> list[tuple[str, Fuser]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
-    ap.add_argument("--datasets", nargs="+", default=list(TUNING))
-    ap.add_argument("--tag", default="p24")
-    ap.add_argument("--grids", nargs="+", default=["sdm-bm25", "prox-lane", "sdm-alone"])
+    ap = grid_arguments(__doc__, "p24", ["sdm-bm25", "prox-lane", "sdm-alone"])
     args = ap.parse_args()
     runs: list[LaneRuns] = []
     for name in args.datasets:
@@ -390,19 +385,10 @@ def main() -> None:
         for qid, answers in r.lists.items():
             answers.update(extra.get(qid, {}))
             answers.update(kb.get(qid, {}))
-        docs = {b.partition(":")[0] for a in r.lists.values() for rl in a.values() for b in rl.block_ids}
-        missing = sorted(docs - set(r.path_of))
-        if missing:
-            run = EvalRun(args.data / name)
-            try:
-                found = run.engine.catalog.documents(missing)
-                r.path_of.update({d: found[d].rel_path for d in missing if d in found})
-            finally:
-                run.close()
+        add_document_paths(args.data, r)
         runs.append(r)
         print(f"# {name}: lists ready", file=sys.stderr, flush=True)
-    for name in args.grids:
-        grid_table(f"{name} ({GRIDS[name].__doc__ or ''})".strip(), GRIDS[name](), runs)
+    print_grids(args.grids, runs)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ its first row (the default hybrid). CoSQA is reported, never tuned on.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sqlite3
 from collections import Counter
@@ -32,7 +31,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from fusion_grid import GRIDS, TUNING, EvalRun, Fuser, LaneRuns, fused_by, grid, grid_table, lane_runs, rm3_lane
+from fusion_grid import (
+    EvalRun,
+    Fuser,
+    LaneRuns,
+    add_document_paths,
+    fused_by,
+    grid,
+    grid_arguments,
+    lane_runs,
+    print_grids,
+    rm3_lane,
+)
 from scipy import sparse
 
 from sleuth.lanes.lexical import IndexLane, required_phrases
@@ -289,11 +299,7 @@ def _title_vector_rm3() -> list[tuple[str, Fuser]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
-    ap.add_argument("--datasets", nargs="+", default=list(TUNING))
-    ap.add_argument("--tag", default="s14t")
-    ap.add_argument("--grids", nargs="+", default=["rm3-again", "title-field", "query-weights"])
+    ap = grid_arguments(__doc__, "s14t", ["rm3-again", "title-field", "query-weights"])
     args = ap.parse_args()
     runs: list[LaneRuns] = [lane_runs(args.data, name, args.tag, extras()) for name in args.datasets]
     if {"title-vector", "title-vector-rm3"} & set(args.grids):
@@ -301,17 +307,8 @@ def main() -> None:
             lists = title_vector_lists(args.data, r.name, args.tag)
             for qid, answers in r.lists.items():
                 answers["title-vector"] = lists.get(qid, RankedList("title-vector", (), ()))
-            docs = {b.partition(":")[0] for rl in lists.values() for b in rl.block_ids}
-            missing = sorted(docs - set(r.path_of))
-            if missing:
-                run = EvalRun(args.data / r.name)
-                try:
-                    found = run.engine.catalog.documents(missing)
-                    r.path_of.update({d: found[d].rel_path for d in missing if d in found})
-                finally:
-                    run.close()
-    for name in args.grids:
-        grid_table(f"{name} ({GRIDS[name].__doc__ or ''})".strip(), GRIDS[name](), runs)
+            add_document_paths(args.data, r)
+    print_grids(args.grids, runs)
 
 
 if __name__ == "__main__":
