@@ -9,6 +9,7 @@ process would keep the old data in memory)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,6 +127,34 @@ def test_an_older_copy_of_the_milvus_data_is_synced_again(tmp_path: Path, server
     shutil.copytree(tmp_path / "old", server.root)
     server.start()
     assert_same(after, _answers(index, server))
+
+
+@pytest.mark.parametrize("collection", ["shared_lex", "shared_dense"])
+def test_rows_deleted_by_another_client_are_synced_again(server: Server, synced: tuple[Path, dict],  # type: ignore[type-arg]
+                                                         collection: str) -> None:
+    """Found by an attack session: a collection keeps its mark when another client deletes rows
+    from it, so the catalog trusted it and the Milvus lanes answered without those rows for good.
+    The row count each sync leaves is recorded and compared; a collection that differs is rebuilt."""
+    index, before = synced
+    client = server.client()
+    ids = [r["block_id"] for r in client.query(collection, filter="", output_fields=["block_id"], limit=10_000)]
+    client.delete(collection, filter=f"block_id in {json.dumps(ids[: len(ids) // 2])}")
+    client.flush(collection)
+    client.close()
+    assert_same(before, _answers(index, server))
+
+
+def test_rows_added_by_another_client_are_synced_again(server: Server, synced: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    index, before = synced
+    client = server.client()
+    rows = client.query("shared_lex", filter="", output_fields=["*"], limit=1)
+    row = {**rows[0], "block_id": "f" * 16 + ":" + "0" * 12, "doc_id": "f" * 16}
+    client.insert("shared_lex", [row])
+    client.flush("shared_lex")
+    client.close()
+    with _engine(index, server) as e:
+        assert_same(before, lane_answers(e))
+        assert not any("f" * 16 in h.best_block_id for q in ("advisory lock", "lock") for h in e.search(q).hits)
 
 
 def test_a_long_running_process_notices_collections_dropped_under_it(

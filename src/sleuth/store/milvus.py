@@ -320,6 +320,23 @@ class MilvusIndex(MilvusSync):
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return [b for b, _ in pairs[:k]], [s for _, s in pairs[:k]]
 
+    def rows(self, collection: str) -> int:
+        """Rows of ``collection`` as a strongly consistent ``count(*)`` sees them (deletes counted,
+        unlike ``get_collection_stats`` of a Milvus that has not compacted): what the sync compares
+        with the rows it wrote. The collection is loaded first when it is released."""
+        from pymilvus import MilvusException
+
+        if collection not in self._loaded:
+            self._load(collection)
+        try:
+            found = self.client.query(collection, filter="", output_fields=["count(*)"], consistency_level="Strong")
+        except MilvusException as exc:
+            if exc.code != MILVUS_NOT_LOADED_CODE:
+                raise
+            self._load(collection)
+            found = self.client.query(collection, filter="", output_fields=["count(*)"], consistency_level="Strong")
+        return int(found[0]["count(*)"])
+
     def count(self, collection: str) -> int:
         """Rows of ``collection`` (0 when it does not exist)."""
         if not self.client.has_collection(collection):
