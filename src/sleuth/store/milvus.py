@@ -28,6 +28,7 @@ from sleuth.lanes.base import DocFilter
 from sleuth.store import milvus_state
 from sleuth.store.milvus_sync import MILVUS_SYNC_PART_BLOCKS, MilvusSync, chunks, in_list
 from sleuth.store.milvus_sync import literal as literal  # re-exported: the lanes' filters use it
+from sleuth.store.urls import redact_url
 
 if TYPE_CHECKING:
     from sleuth.store.catalog import Catalog
@@ -180,7 +181,7 @@ class MilvusIndex(MilvusSync):
             self.client = MilvusClient(settings.uri, dedicated=True)
             self.server_version = str(self.client.get_server_version())
         except Exception as exc:  # pymilvus.MilvusException, grpc errors
-            raise StorageError(f"cannot reach Milvus at {settings.uri}: {exc}") from exc
+            raise StorageError(f"cannot reach Milvus at {redact_url(settings.uri)}: {redact_url(str(exc))}") from exc
         check_capabilities(settings, self.server_version)
         self.lex = f"{settings.collection}_lex"
         self.dense = f"{settings.collection}_dense"

@@ -31,6 +31,7 @@ from sleuth.errors import IndexBusy, IndexFormatError, StorageError
 from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV, retry_until
 from sleuth.store.catalog import _SCHEMA, SCHEMA_VERSION, Catalog
 from sleuth.store.rows import embedding_text
+from sleuth.store.urls import redact_url
 from sleuth.store.vector_codes import from_format_5
 from sleuth.store.vectors import (
     MIGRATE_MAX_VECTOR_BYTES,
@@ -191,11 +192,6 @@ def _application_name() -> str:
     return f"sleuth {os.getpid()} {' '.join(os.path.basename(a) for a in sys.argv[:3])}"[:63]
 
 
-def redact_url(url: str) -> str:
-    """``url`` without its password (for messages)."""
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
-
-
 class PgCatalog(Catalog):
     """The catalog in a PostgreSQL database (one catalog per database, or per ``search_path``).
 
@@ -297,7 +293,8 @@ class PgCatalog(Catalog):
         try:
             conn = PgConnection(self.url)
         except Exception as exc:  # psycopg.OperationalError: refused, unknown host, bad password
-            raise StorageError(f"cannot reach the catalog at {redact_url(self.url)}: {str(exc).strip()}") from exc
+            raise StorageError(f"cannot reach the catalog at {redact_url(self.url)}:"
+                               f" {redact_url(str(exc).strip())}") from exc
         with self._connections_lock:
             self._connections.add(conn)
         return conn
@@ -384,7 +381,8 @@ class PgWriteLock:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=PG_CONNECT_TIMEOUT_S,
                                    application_name=_application_name())
         except psycopg.OperationalError as exc:
-            raise OSError(f"cannot reach the catalog at {redact_url(self.url)}: {str(exc).strip()}") from exc
+            raise OSError(f"cannot reach the catalog at {redact_url(self.url)}:"
+                          f" {redact_url(str(exc).strip())}") from exc
 
         def take() -> bool:
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
