@@ -216,3 +216,30 @@ def test_a_new_process_searches_a_milvus_database_it_did_not_write(tmp_path: Pat
         resp = json.loads(proc.stdout)
         assert [h["path"] for h in resp["hits"]] == ["a.md"] and resp["failed_lanes"] == {}
         assert "MilvusException" not in proc.stderr
+
+
+def test_another_applications_collection_of_the_same_name_is_never_dropped(tmp_path: Path, server: Server) -> None:
+    """Found by an attack session: a sync that rebuilds a collection dropped whatever held its name,
+    another application's collection too (``orders_lex`` of ``milvus_collection = "orders"``, its
+    rows gone). A collection without sleuth's mark or fields is left alone and the run says why."""
+    from pymilvus import DataType
+
+    from sleuth.errors import ConfigError
+
+    client = server.client()
+    schema = client.create_schema(auto_id=True)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("v", DataType.FLOAT_VECTOR, dim=4)
+    params = client.prepare_index_params()
+    params.add_index("v", index_type="FLAT", metric_type="L2")
+    client.create_collection("orders_lex", schema=schema, index_params=params)
+    client.insert("orders_lex", [{"v": [1.0, 2.0, 3.0, float(i)]} for i in range(5)])
+    client.flush("orders_lex")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.md").write_text("# A\n\nThe advisory lock.\n")
+    with (Engine(tmp_path / "idx", Config(milvus_uri=server.uri, milvus_collection="orders", model="none")) as e,
+          pytest.raises(ConfigError, match="'orders_lex' exists and was not made by sleuth")):
+        e.index([tmp_path / "src"], project="p")
+    assert client.query("orders_lex", filter="", output_fields=["count(*)"])[0]["count(*)"] == 5
+    assert [f["name"] for f in client.describe_collection("orders_lex")["fields"]] == ["id", "v"]
+    client.close()
