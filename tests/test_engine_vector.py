@@ -230,3 +230,23 @@ def test_project_memory_search_leaves_the_rm3_lane_out_of_the_default_lanes(tmp_
         finally:
             memory.close()
             e.close()
+
+
+def test_a_quoted_phrase_search_never_labels_a_holder_of_the_phrase_semantic_only(tmp_path: Path) -> None:
+    """The vector lane of a quoted-phrase query searches only blocks holding the phrase; a document
+    past the word lanes' depth that it alone returns holds the phrase verbatim, and is not labelled
+    a meaning-only match (it was, before)."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    words = "ship harbor cargo crane tide anchor dock rope sail storm weather cat dog garden recipe bread soup".split()
+    for i in range(40):
+        filler = " ".join(words[(i * 7 + j * 3) % len(words)] for j in range(30))
+        (root / f"n{i}.md").write_text(f"# Note {i}\n\n{filler} the blue lantern {filler}\n", encoding="utf-8")
+    e = Engine(tmp_path / "idx", Config(lane_depth_min_blocks=3, lane_depth_blocks_per_result=1))
+    e.index([root], project="notes")
+    seen_vector_only = False
+    for query in ['the "blue lantern" of a cat garden', '"blue lantern" storm at sea', 'bread "blue lantern"']:
+        resp = e.search(SearchRequest(query=query, limit=10))
+        assert resp.hits and not any(h.semantic_only for h in resp.hits), query
+        seen_vector_only |= any(h.sources == ["vector"] for h in resp.hits)
+    assert seen_vector_only  # the case was met: hits only the vector lane returned

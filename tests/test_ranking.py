@@ -104,3 +104,25 @@ def test_the_notice_says_why_no_word_matched() -> None:
         "no word of the query occurs in the documents the filters allow")
     assert semantic_notice(True, False, 0, 0, phrases=True, filtered=True) == (
         "no document the filters allow holds the query's quoted phrase(s) as written")
+
+
+def test_a_phrase_restricted_vector_hit_is_not_labelled_semantic_only():
+    """With a quoted phrase the vector lane searches only the blocks holding it verbatim: a document
+    it alone found holds the phrase as written, so it is no meaning-only match (nor dropped as noise)."""
+    cfg = Config()
+    question = PlannedQuestion("", '"blue lantern" cat', 10, 0,
+                               (Variant('"blue lantern" cat', parse_query('"blue lantern" cat'), 1.0),), frozenset())
+    lexical = [RankedList(lane, ("e:1",), (4.0,)) for lane in ("bm25", "index", "rm3")]
+    vector = RankedList("vector", ("a:1", "e:1"), (0.62, 0.41))
+    fused, _ = fuse_question(question, [(0, r) for r in [*lexical, vector]], cfg.fusion, cfg.fusion_weights(),
+                             cfg.rrf_k, {}, 100, {}, cfg.lanes)
+    assert {d.doc_id: d.semantic_only for d in fused} == {"e": False, "a": False}
+    # lexical lanes found nothing (say, below their depth): the weak phrase holder is kept, unmarked
+    empty = [RankedList(lane, (), ()) for lane in ("bm25", "index", "rm3")]
+    weak = RankedList("vector", ("w:1",), (0.35,))
+    fused, dropped = fuse_question(question, [(0, r) for r in [*empty, weak]], cfg.fusion, cfg.fusion_weights(),
+                                   cfg.rrf_k, {}, 100, {}, cfg.lanes)
+    assert [(d.doc_id, d.semantic_only) for d in fused] == [("w", False)] and dropped == 0
+    # without a phrase the same lists are meaning-only matches
+    fused, _ = ranked([*lexical, vector], cfg)
+    assert {d.doc_id: d.semantic_only for d in fused} == {"e": False, "a": True}

@@ -48,19 +48,26 @@ def lexical_lanes() -> frozenset[str]:
     return registry.lanes_matching(*registry.LEXICAL_MATCHES)
 
 
-def is_semantic_only(doc: FusedDocument, semantic: frozenset[str] | None = None) -> bool:
-    """True when every lane that found ``doc`` is a semantic lane (and at least one did);
+def is_semantic_only(doc: FusedDocument, verbatim: frozenset[str] = frozenset(),
+                     semantic: frozenset[str] | None = None) -> bool:
+    """True when every lane that found ``doc`` is a semantic lane (and at least one did), and none
+    of those lists is in ``verbatim`` (fused list names, ``vector#1``, whose blocks all hold the
+    query's quoted phrases: the semantic lanes search only such blocks when the query has some).
     ``semantic``: :func:`semantic_lanes`, when the caller has it already."""
     if semantic is None:
         semantic = semantic_lanes()
-    return bool(doc.trace) and all(t.lane.partition("#")[0] in semantic for t in doc.trace)
+    return (bool(doc.trace) and all(t.lane.partition("#")[0] in semantic for t in doc.trace)
+            and not any(t.lane in verbatim for t in doc.trace))
 
 
 def judge_semantic_only(fused: Sequence[FusedDocument], drop_weak: bool,
-                        min_similarity: float = SEMANTIC_ONLY_MIN_SIMILARITY) -> list[FusedDocument]:
+                        min_similarity: float = SEMANTIC_ONLY_MIN_SIMILARITY,
+                        verbatim: frozenset[str] = frozenset()) -> list[FusedDocument]:
     """``fused`` with each semantic-only document marked (``semantic_only=True``) and, when
     ``drop_weak``, the weak ones dropped: those whose best semantic lane score (cosine) is below
-    ``min_similarity``. Order and every other field are kept.
+    ``min_similarity``. Order and every other field are kept. A document a list of ``verbatim``
+    found (a semantic lane restricted to the blocks holding the query's quoted phrases) holds the
+    phrases as written: it is neither marked nor dropped (:func:`is_semantic_only`).
 
     Callers drop weak ones when a lexical lane ran and found nothing (no word of the query occurs
     in the searched documents: what the vector lane returns then is its nearest noise, unless it is
@@ -73,7 +80,7 @@ def judge_semantic_only(fused: Sequence[FusedDocument], drop_weak: bool,
     out: list[FusedDocument] = []
     semantic = semantic_lanes()
     for d in fused:
-        if not is_semantic_only(d, semantic):
+        if not is_semantic_only(d, verbatim, semantic):
             out.append(d if not d.semantic_only else dataclasses.replace(d, semantic_only=False))
             continue
         similarity = max(t.lane_score for t in d.trace)

@@ -9,6 +9,7 @@ process would keep the old data in memory)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,6 +129,34 @@ def test_an_older_copy_of_the_milvus_data_is_synced_again(tmp_path: Path, server
     assert_same(after, _answers(index, server))
 
 
+@pytest.mark.parametrize("collection", ["shared_lex", "shared_dense"])
+def test_rows_deleted_by_another_client_are_synced_again(server: Server, synced: tuple[Path, dict],  # type: ignore[type-arg]
+                                                         collection: str) -> None:
+    """Found by an attack session: a collection keeps its mark when another client deletes rows
+    from it, so the catalog trusted it and the Milvus lanes answered without those rows for good.
+    The row count each sync leaves is recorded and compared; a collection that differs is rebuilt."""
+    index, before = synced
+    client = server.client()
+    ids = [r["block_id"] for r in client.query(collection, filter="", output_fields=["block_id"], limit=10_000)]
+    client.delete(collection, filter=f"block_id in {json.dumps(ids[: len(ids) // 2])}")
+    client.flush(collection)
+    client.close()
+    assert_same(before, _answers(index, server))
+
+
+def test_rows_added_by_another_client_are_synced_again(server: Server, synced: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    index, before = synced
+    client = server.client()
+    rows = client.query("shared_lex", filter="", output_fields=["*"], limit=1)
+    row = {**rows[0], "block_id": "f" * 16 + ":" + "0" * 12, "doc_id": "f" * 16}
+    client.insert("shared_lex", [row])
+    client.flush("shared_lex")
+    client.close()
+    with _engine(index, server) as e:
+        assert_same(before, lane_answers(e))
+        assert not any("f" * 16 in h.best_block_id for q in ("advisory lock", "lock") for h in e.search(q).hits)
+
+
 def test_a_long_running_process_notices_collections_dropped_under_it(
         server: Server, synced: tuple[Path, dict], monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[type-arg]
     index, before = synced
@@ -187,3 +216,30 @@ def test_a_new_process_searches_a_milvus_database_it_did_not_write(tmp_path: Pat
         resp = json.loads(proc.stdout)
         assert [h["path"] for h in resp["hits"]] == ["a.md"] and resp["failed_lanes"] == {}
         assert "MilvusException" not in proc.stderr
+
+
+def test_another_applications_collection_of_the_same_name_is_never_dropped(tmp_path: Path, server: Server) -> None:
+    """Found by an attack session: a sync that rebuilds a collection dropped whatever held its name,
+    another application's collection too (``orders_lex`` of ``milvus_collection = "orders"``, its
+    rows gone). A collection without sleuth's mark or fields is left alone and the run says why."""
+    from pymilvus import DataType
+
+    from sleuth.errors import ConfigError
+
+    client = server.client()
+    schema = client.create_schema(auto_id=True)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("v", DataType.FLOAT_VECTOR, dim=4)
+    params = client.prepare_index_params()
+    params.add_index("v", index_type="FLAT", metric_type="L2")
+    client.create_collection("orders_lex", schema=schema, index_params=params)
+    client.insert("orders_lex", [{"v": [1.0, 2.0, 3.0, float(i)]} for i in range(5)])
+    client.flush("orders_lex")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.md").write_text("# A\n\nThe advisory lock.\n")
+    with (Engine(tmp_path / "idx", Config(milvus_uri=server.uri, milvus_collection="orders", model="none")) as e,
+          pytest.raises(ConfigError, match="'orders_lex' exists and was not made by sleuth")):
+        e.index([tmp_path / "src"], project="p")
+    assert client.query("orders_lex", filter="", output_fields=["count(*)"])[0]["count(*)"] == 5
+    assert [f["name"] for f in client.describe_collection("orders_lex")["fields"]] == ["id", "v"]
+    client.close()

@@ -206,6 +206,64 @@ def test_a_format_5_catalog_is_migrated_to_format_6_keeping_its_codes(tmp_path: 
         np.testing.assert_array_equal(decoded, np.stack([format_5_decoded(b) for b in old]))
 
 
+#: The planted value of the huge-value test, in MiB, and how much more memory than it starts with
+#: the migrating process may allocate, in MiB (fetching the value would need more than it).
+HUGE_VECTOR_MIB = 150
+MIGRATION_DATA_HEADROOM_MIB = 100
+
+_MIGRATE_UNDER_A_DATA_LIMIT = """
+import resource, sys
+from pathlib import Path
+from sleuth.store.pg import PgCatalog
+
+def data_bytes():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmData:"):
+            return int(line.split()[1]) * 1024
+    raise SystemExit("no VmData")
+
+import psycopg  # loaded before the limit is set: what the migration allocates is measured
+limit = data_bytes() + int(sys.argv[3]) * 1024 * 1024
+resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+PgCatalog(sys.argv[1], Path(sys.argv[2])).close()
+"""
+
+
+@pytest.mark.parametrize("old_format", [4, 5])
+def test_a_planted_huge_vector_is_never_fetched_by_the_migration(tmp_path: Path, catalog_url: str,
+                                                                  old_format: int) -> None:
+    """A format-4 or 5 catalog with a 150 MiB vector value migrates in a process that may allocate
+    only 100 MiB more than it starts with: values are fetched in batches and one over the size
+    bound never (before, the whole table was fetched at once, this value too: MemoryError)."""
+    import numpy as np
+
+    from sleuth.config import Config
+    from tests.store.old_formats import format_5_blobs
+
+    write_corpus(tmp_path / "src")
+    with Engine(tmp_path / "pg-index", Config(model="none")) as e:
+        e.index([tmp_path / "src"], project="p")
+        hashes = [h for h, _ in e.catalog.blocks_without_vectors("m", 100)]
+        vectors = np.random.default_rng(5).standard_normal((len(hashes), 8)).astype(np.float32)
+        blobs = [v.tobytes() for v in vectors] if old_format == 4 else format_5_blobs(vectors)
+        with e.catalog.write() as conn:
+            conn.executemany("INSERT INTO vectors VALUES (?,?,?)",
+                             [("m", h, b) for h, b in zip(hashes, blobs, strict=True)])
+            conn.execute("INSERT INTO vectors VALUES ('m', 'huge', convert_to(repeat('x', ?), 'UTF8'))",
+                         (HUGE_VECTOR_MIB << 20,))
+            if old_format == 4:
+                conn.execute("ALTER TABLE documents DROP COLUMN elided_chars")
+            conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(old_format),))
+    done = subprocess.run([sys.executable, "-c", _MIGRATE_UNDER_A_DATA_LIMIT, catalog_url, str(tmp_path / "pg-index"),
+                           str(MIGRATION_DATA_HEADROOM_MIB)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    with Engine(tmp_path / "pg-index", Config(model="none")) as e:
+        assert e.catalog.get_meta("schema_version") == "6"
+        kept = sorted(h for (h,) in e.catalog.conn.execute("SELECT embed_hash FROM vectors"))
+        assert kept == sorted(hashes) and e.catalog.vector_dim("m") == 8
+
+
 @pytest.mark.parametrize("planted", ["folder", "symlink", "fifo"])
 def test_a_planted_postings_lock_of_a_host_is_named_with_what_to_do(tmp_path: Path, catalog_url: str,
                                                                     planted: str) -> None:

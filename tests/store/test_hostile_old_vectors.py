@@ -5,6 +5,7 @@ instead of one row keeping the whole catalog from opening."""
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from pathlib import Path
 
@@ -90,3 +91,57 @@ def test_a_format_4_catalog_with_a_truncated_vector_migrates_without_it(tmp_path
     _insert(path, "short", b"12345")
     version, rows = _opened(path)
     assert (version, sorted(rows)) == ("6", ["good"])
+
+
+#: The planted value of the huge-blob test, in MiB, and how much more memory than it starts with the
+#: migrating process may allocate, in MiB (reading the value once would need more than the blob).
+HUGE_BLOB_MIB = 200
+MIGRATION_DATA_HEADROOM_MIB = 100
+
+_OPEN_UNDER_A_DATA_LIMIT = """
+import resource, sys
+from pathlib import Path
+from sleuth.store.catalog import Catalog
+
+def data_bytes():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmData:"):
+            return int(line.split()[1]) * 1024
+    raise SystemExit("no VmData")
+
+limit = data_bytes() + int(sys.argv[2]) * 1024 * 1024
+resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+Catalog(Path(sys.argv[1])).close()
+"""
+
+
+@pytest.mark.parametrize("old_format", [4, 5])
+def test_a_planted_huge_vector_blob_is_never_read_by_the_migration(tmp_path: Path, old_format: int) -> None:
+    """A format-4 or 5 catalog with a 200 MiB value in its vectors table (and a key of 2 MB)
+    migrates in a process that may allocate only 100 MiB more than it starts with: the value's size
+    is read from its record header and the row left out, and the table is scanned, never sought (a
+    seek into format 5's WITHOUT ROWID table loads every row it compares with). Before, the
+    migration loaded the value: MemoryError."""
+    import subprocess
+    import sys
+
+    path = _catalog(tmp_path)
+    good = np.linspace(-1, 1, DIM, dtype=np.float32)
+    (as_format_4 if old_format == 4 else as_format_5)(path, {(MODEL, "good"): good})
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("INSERT INTO vectors VALUES (?, 'huge', zeroblob(?))", (MODEL, HUGE_BLOB_MIB << 20))
+        conn.execute("INSERT INTO vectors VALUES (?, ?, ?)", (MODEL, "k" * 2_000_000, b"\x00" * 1540))
+    finally:
+        conn.close()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", _OPEN_UNDER_A_DATA_LIMIT, str(path), str(MIGRATION_DATA_HEADROOM_MIB)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    conn = sqlite3.connect(path)
+    try:
+        version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+        keys = [r[0] for r in conn.execute("SELECT embed_hash FROM vectors WHERE model=?", (MODEL,))]
+    finally:
+        conn.close()
+    assert (version, keys) == ("6", ["good"])

@@ -23,6 +23,7 @@ from sleuth.lanes.lexical import INDEX_FIELD_BOOSTS
 from sleuth.lanes.registry import LaneSpec
 from sleuth.lanes.vector import VectorLane, no_vectors_reason
 from sleuth.store.milvus import MilvusIndex, MilvusSettings, expressions
+from sleuth.store.urls import redact_url
 from sleuth.text import ParsedQuery
 from sleuth.types import RankedList
 
@@ -136,7 +137,7 @@ class _MilvusLexical(LaneBase):
     def status(self) -> LaneStatus:
         index = self.shared.index
         state = index.state()
-        return LaneStatus(True, details={"backend": index.server_version, "uri": self.shared.settings.uri,
+        return LaneStatus(True, details={"backend": index.server_version, "uri": redact_url(self.shared.settings.uri),
                                          "milvus_generation": state.get("generation"),
                                          "rows": index.count(index.lex)})
 

@@ -22,7 +22,7 @@ from sleuth.fusion import ZSCORE_DEPTH_DOCS, FusedDocument, fuse
 from sleuth.lanes import registry
 from sleuth.lanes.graph import is_entity_node
 from sleuth.pipeline.plan import PlannedQuestion
-from sleuth.ranking import drop_weak_semantic, judge_semantic_only
+from sleuth.ranking import drop_weak_semantic, judge_semantic_only, semantic_lanes
 from sleuth.types import RankedList
 
 #: How many fused documents seed an expansion lane.
@@ -77,10 +77,15 @@ def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedLi
     """
     named: list[RankedList] = []
     weights: dict[str, float] = {}
+    # a semantic lane searches only the blocks holding the query's quoted phrases, if it has some:
+    # what such a list found holds them as written, so is no meaning-only match
+    semantic, verbatim = semantic_lanes(), set()
     for vi, ranked in lists:
         name = list_name(ranked.lane, vi)
         weights[name] = lane_weights.get(ranked.lane, 1.0) * question.variants[vi].weight
         named.append(RankedList(name, ranked.block_ids, ranked.scores))
+        if ranked.lane in semantic and question.variants[vi].parsed.phrases:
+            verbatim.add(name)
     with_variants = len(question.variants) > 1
     drop_weak = drop_weak_semantic(named)
     whole = bool(superseded_by) or with_variants or drop_weak
@@ -105,7 +110,7 @@ def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedLi
     if with_variants:
         own = [r for r in named if "#" not in r.lane and r.lane not in expand]
         fused = rerank_by_primary(fused, fused_of(own, None), rrf_k)
-    judged = judge_semantic_only(fused, drop_weak)
+    judged = judge_semantic_only(fused, drop_weak, verbatim=frozenset(verbatim))
     dropped = len(fused) - len(judged)
     return (order_superseded(judged, superseded_by) if superseded_by else judged), dropped
 

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 from sleuth.errors import ConfigError, StorageError
 from sleuth.lanes.base import DocFilter
 from sleuth.store import milvus_state
-from sleuth.store.milvus_sync import MILVUS_SYNC_PART_BLOCKS, MilvusSync, chunks, in_list
+from sleuth.store.milvus_sync import MILVUS_MARK_PROPERTY, MILVUS_SYNC_PART_BLOCKS, MilvusSync, chunks, in_list
 from sleuth.store.milvus_sync import literal as literal  # re-exported: the lanes' filters use it
+from sleuth.store.urls import redact_url
 
 if TYPE_CHECKING:
     from sleuth.store.catalog import Catalog
@@ -51,6 +52,9 @@ DENSE_INDEXES_SERVER = ("FLAT", "HNSW", "HNSW_SQ", "HNSW_PQ", "IVF_FLAT", "IVF_S
 CONSISTENCY_LEVELS = ("Strong", "Bounded", "Session", "Eventually")
 _FILTER_FIELDS = ("project_id", "doc_id", "label", "role", "family")
 
+
+#: The scalar fields of every collection sleuth makes (:meth:`MilvusIndex._scalar_fields`).
+_SLEUTH_SCALAR_FIELDS = frozenset({"block_id", "project_id", "doc_id", "label", "role", "family", "recorded_ns"})
 
 @dataclass(frozen=True)
 class MilvusSettings:
@@ -180,7 +184,7 @@ class MilvusIndex(MilvusSync):
             self.client = MilvusClient(settings.uri, dedicated=True)
             self.server_version = str(self.client.get_server_version())
         except Exception as exc:  # pymilvus.MilvusException, grpc errors
-            raise StorageError(f"cannot reach Milvus at {settings.uri}: {exc}") from exc
+            raise StorageError(f"cannot reach Milvus at {redact_url(settings.uri)}: {redact_url(str(exc))}") from exc
         check_capabilities(settings, self.server_version)
         self.lex = f"{settings.collection}_lex"
         self.dense = f"{settings.collection}_dense"
@@ -245,11 +249,28 @@ class MilvusIndex(MilvusSync):
                 kwargs["num_partitions"] = self.settings.partitions
         return kwargs
 
+    def _drop_own(self, collection: str, vector_fields: frozenset[str]) -> None:
+        """Drop ``collection`` to make it again, when it is one sleuth made: its mark property, or
+        the fields sleuth gives it (a sync killed before its mark). Another application's collection
+        of that name is never dropped.
+
+        Raises:
+            ConfigError: ``collection`` exists and is not sleuth's.
+        """
+        if not self.client.has_collection(collection):
+            return
+        described = self.client.describe_collection(collection)
+        fields = {str(f.get("name")) for f in described.get("fields") or [] if isinstance(f, dict)}
+        marked = MILVUS_MARK_PROPERTY in (described.get("properties") or {})
+        if not marked and not (_SLEUTH_SCALAR_FIELDS | vector_fields) <= fields:
+            raise ConfigError(f"the Milvus collection {collection!r} exists and was not made by sleuth (no sync"
+                              " mark, other fields): it is left alone; set milvus_collection to another name")
+        self.client.drop_collection(collection)
+
     def _create_lex(self) -> None:
         from pymilvus import DataType
 
-        if self.client.has_collection(self.lex):
-            self.client.drop_collection(self.lex)
+        self._drop_own(self.lex, frozenset({"lex", "tfidf"}))
         schema = self.client.create_schema(auto_id=False)
         self._scalar_fields(schema)
         schema.add_field("lex", DataType.SPARSE_FLOAT_VECTOR)
@@ -262,8 +283,7 @@ class MilvusIndex(MilvusSync):
     def _create_dense(self, dim: int) -> None:
         from pymilvus import DataType
 
-        if self.client.has_collection(self.dense):
-            self.client.drop_collection(self.dense)
+        self._drop_own(self.dense, frozenset({"dense"}))
         schema = self.client.create_schema(auto_id=False)
         self._scalar_fields(schema)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
@@ -319,6 +339,23 @@ class MilvusIndex(MilvusSync):
             pairs.extend(zip(ids, scores, strict=True))
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return [b for b, _ in pairs[:k]], [s for _, s in pairs[:k]]
+
+    def rows(self, collection: str) -> int:
+        """Rows of ``collection`` as a strongly consistent ``count(*)`` sees them (deletes counted,
+        unlike ``get_collection_stats`` of a Milvus that has not compacted): what the sync compares
+        with the rows it wrote. The collection is loaded first when it is released."""
+        from pymilvus import MilvusException
+
+        if collection not in self._loaded:
+            self._load(collection)
+        try:
+            found = self.client.query(collection, filter="", output_fields=["count(*)"], consistency_level="Strong")
+        except MilvusException as exc:
+            if exc.code != MILVUS_NOT_LOADED_CODE:
+                raise
+            self._load(collection)
+            found = self.client.query(collection, filter="", output_fields=["count(*)"], consistency_level="Strong")
+        return int(found[0]["count(*)"])
 
     def count(self, collection: str) -> int:
         """Rows of ``collection`` (0 when it does not exist)."""

@@ -54,7 +54,8 @@ STATE = _fields({
     "generation": _count, "n": _count, "avgdl": _lengths, "changed": _count, "dense_generation": _count,
     "dense_vectors": lambda v: v is None or _str(v), "pending": lambda v: isinstance(v, list) and all(map(_str, v)),
     "dense_model": lambda v: isinstance(v, list) and len(v) == 2 and _str(v[0]) and _count(v[1]),
-    "lex_mark": _str, "dense_mark": _str, "dense_sync_mark": _str, "lex_sync": _PROGRESS,
+    "lex_mark": _str, "dense_mark": _str, "dense_sync_mark": _str, "lex_sync": _PROGRESS, "lex_rows": _count,
+    "dense_rows": _count,
 })
 #: ``milvus:stats`` (:meth:`sleuth.store.milvus.MilvusIndex.stats`).
 STATS = _fields({"generation": _count, "n": _count, "lengths": _lengths}, required=("generation", "n", "lengths"))

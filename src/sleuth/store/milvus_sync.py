@@ -26,6 +26,9 @@ token renewed by every sync that changes it) and the catalog's ``milvus:state`` 
 already when the sync was stopped after its flush). A collection whose mark the catalog does not
 know is rebuilt: the Milvus database was emptied or replaced (another index's collections of the
 same name, an older copy of the database), since the catalog's progress says nothing about it.
+A mark survives another client's deletes and inserts, so the state also records the rows each
+collection held after its sync (``lex_rows``, ``dense_rows``: an exact ``count(*)``); a collection
+that holds another number is rebuilt too.
 
 The generation Milvus reflects is recorded after its flush, as before. At most two parts of
 analysed blocks (:class:`SyncBlock`) are alive at once: the one being weighed and the next being
@@ -249,6 +252,10 @@ class MilvusSync:
     def _create_dense(self, dim: int) -> None:
         raise NotImplementedError
 
+    def rows(self, collection: str) -> int:
+        """Rows ``collection`` holds now (an exact count; it exists)."""
+        raise NotImplementedError
+
     def _set_state(self, state: dict[str, Any]) -> None:
         self.catalog.set_meta("milvus:state", json.dumps(state))
 
@@ -260,6 +267,12 @@ class MilvusSync:
             return False
         found = (self.client.describe_collection(collection).get("properties") or {}).get(MILVUS_MARK_PROPERTY)
         return isinstance(found, str) and found in {m for m in marks if isinstance(m, str) and m}
+
+    def _whole(self, collection: str, rows: object) -> bool:
+        """Whether ``collection`` (known by its mark) holds the ``rows`` the last sync left in it
+        (None: not recorded, by an older sleuth: not checked). A mark survives rows deleted or
+        added by another client; the count does not, and the collection is rebuilt."""
+        return not isinstance(rows, int) or self.rows(collection) == rows
 
     def _set_mark(self, collection: str, mark: str) -> None:
         self.client.alter_collection_properties(collection, properties={MILVUS_MARK_PROPERTY: mark})
@@ -305,10 +318,13 @@ class MilvusSync:
             return True
         if not self._known(self.lex, state.get("lex_mark"), _progress_mark(state)):
             return True  # emptied or replaced: rebuilt
+        if "lex_sync" not in state and not self._whole(self.lex, state.get("lex_rows")):
+            return True  # rows deleted or added by another client: rebuilt
         return model is not None and (state.get("dense_generation") != state.get("generation")
                                       or state.get("dense_vectors") != self.catalog.get_meta(f"vectors:{model}")
                                       or not self._known(self.dense, state.get("dense_mark"),
-                                                         state.get("dense_sync_mark")))
+                                                         state.get("dense_sync_mark"))
+                                      or not self._whole(self.dense, state.get("dense_rows")))
 
     def sync(self, model: str | None = None, dim: int = 0) -> bool:
         """Bring statistics and collections up to the catalog (the caller holds the write lock);
@@ -421,6 +437,8 @@ class MilvusSync:
         n, avgdl = self._weights()
         progress = state.get("lex_sync")
         exists = self._known(self.lex, state.get("lex_mark"), _progress_mark(state))
+        if exists and progress is None and state.get("generation") is not None:
+            exists = self._whole(self.lex, state.get("lex_rows"))  # another client's deletes: rebuilt
         if (progress is not None and exists and progress.get("target") == gen and progress.get("n") == n
                 and progress.get("avgdl") == avgdl):  # a sync stopped between parts: finish it
             since, changed = int(progress["since"]), int(progress["changed"])
@@ -459,7 +477,8 @@ class MilvusSync:
         self._set_mark(self.lex, str(progress["mark"]))
         kill_point("milvus:lex-flushed")
         state.pop("lex_sync", None)
-        state.update(generation=gen, n=n, avgdl=avgdl, changed=changed, lex_mark=progress["mark"])
+        state.update(generation=gen, n=n, avgdl=avgdl, changed=changed, lex_mark=progress["mark"],
+                     lex_rows=self.rows(self.lex))
         self._set_state(state)
         return True
 
@@ -522,7 +541,8 @@ class MilvusSync:
         vectors = self.catalog.get_meta(f"vectors:{model}")
         since = state.get("dense_generation")
         rebuild = (since is None or since > gen or state.get("dense_model") != [model, dim]
-                   or not self._known(self.dense, state.get("dense_mark"), state.get("dense_sync_mark")))
+                   or not self._known(self.dense, state.get("dense_mark"), state.get("dense_sync_mark"))
+                   or not self._whole(self.dense, state.get("dense_rows")))
         if not rebuild and since == gen and state.get("dense_vectors") == vectors:
             return False
         catalog = self.catalog
@@ -563,7 +583,7 @@ class MilvusSync:
             self._set_mark(self.dense, mark)
         state.pop("dense_sync_mark", None)
         state.update(dense_generation=gen, dense_vectors=vectors, dense_model=[model, dim],
-                     pending=sorted(still_pending), dense_mark=mark)
+                     pending=sorted(still_pending), dense_mark=mark, dense_rows=self.rows(self.dense))
         self._set_state(state)
         return True
 

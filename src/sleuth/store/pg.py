@@ -31,8 +31,15 @@ from sleuth.errors import IndexBusy, IndexFormatError, StorageError
 from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV, retry_until
 from sleuth.store.catalog import _SCHEMA, SCHEMA_VERSION, Catalog
 from sleuth.store.rows import embedding_text
+from sleuth.store.urls import redact_url
 from sleuth.store.vector_codes import from_format_5
-from sleuth.store.vectors import convert_rows, float32_blobs_to_codes, report_dropped
+from sleuth.store.vectors import (
+    MIGRATE_MAX_VECTOR_BYTES,
+    MIGRATE_VECTORS_PER_BATCH,
+    convert_rows,
+    float32_blobs_to_codes,
+    report_dropped,
+)
 
 #: The environment variable naming the PostgreSQL catalog (a libpq connection URL).
 CATALOG_URL_ENV = "SLEUTH_CATALOG_URL"
@@ -185,11 +192,6 @@ def _application_name() -> str:
     return f"sleuth {os.getpid()} {' '.join(os.path.basename(a) for a in sys.argv[:3])}"[:63]
 
 
-def redact_url(url: str) -> str:
-    """``url`` without its password (for messages)."""
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
-
-
 class PgCatalog(Catalog):
     """The catalog in a PostgreSQL database (one catalog per database, or per ``search_path``).
 
@@ -245,14 +247,7 @@ class PgCatalog(Catalog):
                 if version == 4:
                     conn.execute("ALTER TABLE documents ADD COLUMN elided_chars BIGINT NOT NULL DEFAULT 0")
                 convert = float32_blobs_to_codes if version == 4 else from_format_5
-                rows = conn.execute("SELECT model, embed_hash, vector FROM vectors").fetchall()
-                coded, bad = convert_rows(rows, convert)
-                for model, embed_hash, blob in coded:
-                    conn.execute("UPDATE vectors SET vector=? WHERE model=? AND embed_hash=?",
-                                 (blob, model, embed_hash))
-                for model, embed_hash in bad:  # embedded again, rather than the catalog never opening
-                    conn.execute("DELETE FROM vectors WHERE model=? AND embed_hash=?", (model, embed_hash))
-                report_dropped(len(bad), "catalog migration")
+                report_dropped(self._migrate_vectors(conn, convert), "catalog migration")
                 conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
                 version = SCHEMA_VERSION
             conn.execute("COMMIT")
@@ -261,6 +256,27 @@ class PgCatalog(Catalog):
                 conn.execute("ROLLBACK")
             raise
         return version if version is not None else 4
+
+    @staticmethod
+    def _migrate_vectors(conn: Any, convert: Any) -> int:
+        """Format 4's or 5's vector rows turned into this format's by ``convert`` (inside the
+        caller's transaction), ``MIGRATE_VECTORS_PER_BATCH`` rows at a time; a value over
+        ``MIGRATE_MAX_VECTOR_BYTES`` is never fetched (its size is read, not its bytes). Rows that
+        cannot be converted are deleted (embedded again, rather than the catalog never opening);
+        returns how many."""
+        last, dropped = ("", ""), 0
+        while rows := conn.execute(
+                "SELECT model, embed_hash, CASE WHEN octet_length(vector)<=? THEN vector END FROM vectors"
+                " WHERE (model, embed_hash) > (?, ?) ORDER BY model, embed_hash LIMIT ?",
+                (MIGRATE_MAX_VECTOR_BYTES, *last, MIGRATE_VECTORS_PER_BATCH)).fetchall():
+            coded, bad = convert_rows(rows, convert)
+            for model, embed_hash, blob in coded:
+                conn.execute("UPDATE vectors SET vector=? WHERE model=? AND embed_hash=?", (blob, model, embed_hash))
+            for model, embed_hash in bad:
+                conn.execute("DELETE FROM vectors WHERE model=? AND embed_hash=?", (model, embed_hash))
+            dropped += len(bad)
+            last = (rows[-1][0], rows[-1][1])
+        return dropped
 
     @staticmethod
     def _schema_version_or_none(conn: Any) -> int | None:  # a PgConnection (the catalog types it Connection)
@@ -277,7 +293,8 @@ class PgCatalog(Catalog):
         try:
             conn = PgConnection(self.url)
         except Exception as exc:  # psycopg.OperationalError: refused, unknown host, bad password
-            raise StorageError(f"cannot reach the catalog at {redact_url(self.url)}: {str(exc).strip()}") from exc
+            raise StorageError(f"cannot reach the catalog at {redact_url(self.url)}:"
+                               f" {redact_url(str(exc).strip())}") from exc
         with self._connections_lock:
             self._connections.add(conn)
         return conn
@@ -364,7 +381,8 @@ class PgWriteLock:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=PG_CONNECT_TIMEOUT_S,
                                    application_name=_application_name())
         except psycopg.OperationalError as exc:
-            raise OSError(f"cannot reach the catalog at {redact_url(self.url)}: {str(exc).strip()}") from exc
+            raise OSError(f"cannot reach the catalog at {redact_url(self.url)}:"
+                          f" {redact_url(str(exc).strip())}") from exc
 
         def take() -> bool:
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()

@@ -85,6 +85,15 @@ def report_dropped(dropped: int, where: str) -> None:
 
 #: Float32 vectors encoded per statement while a format-4 catalog is migrated.
 MIGRATE_VECTORS_PER_BATCH = 4096
+#: Largest old vector value a migration reads, in bytes: float32 of 8,192 dimensions (format 5's
+#: rows are a quarter of that), more than any sentence-embedding model. A larger value, or one that is
+#: not a blob, is never loaded (SQLite reads a blob's size from its record header) and is left out
+#: as unreadable: a planted 1 GB blob costs no memory. A batch holds at most
+#: ``MIGRATE_VECTORS_PER_BATCH`` x this (128 MiB).
+MIGRATE_MAX_VECTOR_BYTES = 4 * 8192
+#: Longest model name and embedding-text hash a migration copies, in characters (hashes are 16 hex
+#: digits, model names a few dozen characters); a row with a longer key is left out.
+MIGRATE_MAX_KEY_CHARS = 1024
 
 
 def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
@@ -93,20 +102,23 @@ def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
     ``CREATE TABLE IF NOT EXISTS vectors`` statement: stored rows, ``WITHOUT ROWID``), inside the
     caller's transaction; ``convert`` turns equal-sized old blobs into stored rows (default: float32
     vectors of format 4; :func:`sleuth.store.vector_codes.from_format_5` for format 5's rows).
-    Returns how many rows could not be converted and were left out (:func:`convert_rows`)."""
+    Returns how many rows could not be converted and were left out (:func:`convert_rows`; a value
+    over ``MIGRATE_MAX_VECTOR_BYTES`` or a key over ``MIGRATE_MAX_KEY_CHARS`` is never read)."""
     conn.execute("DROP TABLE IF EXISTS vectors_v5")
     conn.execute(create_sql.replace("IF NOT EXISTS vectors (", "vectors_v5 (", 1))
-    last: tuple[str, str] = ("", "")
-    dropped = 0
-    while True:
-        rows = conn.execute("SELECT model, embed_hash, vector FROM vectors WHERE (model, embed_hash) > (?, ?)"
-                            " ORDER BY model, embed_hash LIMIT ?", (*last, MIGRATE_VECTORS_PER_BATCH)).fetchall()
-        if not rows:
-            break
+    keyed = "typeof(model)='text' AND typeof(embed_hash)='text' AND length(model)<=? AND length(embed_hash)<=?"
+    bounds = (MIGRATE_MAX_KEY_CHARS, MIGRATE_MAX_KEY_CHARS)
+    dropped = int(conn.execute(f"SELECT count(*) FROM vectors WHERE NOT ({keyed})", bounds).fetchone()[0])
+    # One scan, read a batch at a time: a seek into a WITHOUT ROWID table (format 5's) loads the
+    # whole of every row its search compares with, a planted huge one included; a scan does not.
+    rows_of = conn.execute(
+        "SELECT model, embed_hash, CASE WHEN typeof(vector)='blob' AND length(vector)<=? THEN vector END"
+        f" FROM vectors WHERE {keyed} ORDER BY model, embed_hash", (MIGRATE_MAX_VECTOR_BYTES, *bounds))
+    while rows := rows_of.fetchmany(MIGRATE_VECTORS_PER_BATCH):
         coded, bad = convert_rows(rows, convert)
         dropped += len(bad)
         conn.executemany("INSERT INTO vectors_v5 VALUES (?,?,?)", coded)
-        last = (rows[-1][0], rows[-1][1])
+    rows_of.close()
     conn.execute("DROP TABLE vectors")
     conn.execute("ALTER TABLE vectors_v5 RENAME TO vectors")
     report_dropped(dropped, "catalog migration")
