@@ -170,6 +170,7 @@ def load_config(index_dir: Path | None) -> Config:
     """
     values = read_config_file(index_dir)
     sources = [str(index_dir / "config.toml")] if values and index_dir is not None else []
+    _refuse_network_uri_from_file(values, index_dir)
     for env, key in (("SLEUTH_LANES", "lanes"), ("SLEUTH_RRF_K", "rrf_k"), ("SLEUTH_MODEL", "model")):
         if env in os.environ:
             values[key] = os.environ[env].split(",") if key == "lanes" else os.environ[env]
@@ -191,6 +192,29 @@ def load_config(index_dir: Path | None) -> Config:
         # a user who passed no flag needs to know which file or variable to fix
         raise ConfigError(f"{exc} (settings from {' and '.join(sources)})" if sources else str(exc)) from exc
     return cfg
+
+
+def _refuse_network_uri_from_file(values: dict[str, Any], index_dir: Path | None) -> None:
+    """Refuse a ``milvus_uri`` of ``<index>/config.toml`` that names a server (``scheme://``) unless
+    ``$SLEUTH_MILVUS_URI`` is set (which then overrides it): an index folder can come with a cloned
+    repository or an unpacked archive, and its config must not send the text indexed there to a host
+    of its choosing. A network Milvus is thus named by the environment, as the PostgreSQL catalog
+    is (``$SLEUTH_CATALOG_URL``); a milvus-lite path in the file is used as before.
+
+    Raises:
+        ConfigError: a network URI in the file and no ``$SLEUTH_MILVUS_URI``.
+    """
+    uri = values.get("milvus_uri")
+    if not isinstance(uri, str) or "://" not in uri or os.environ.get("SLEUTH_MILVUS_URI", "").strip():
+        return
+    from sleuth.store.urls import redact_url
+
+    where = index_dir / "config.toml" if index_dir is not None else "config.toml"
+    raise ConfigError(f"milvus_uri in {where} names a server ({redact_url(uri.strip())}): a network Milvus is"
+                      " taken only from $SLEUTH_MILVUS_URI, so that an index folder that came with a"
+                      " repository or an archive cannot send what is indexed to a host of its choosing;"
+                      " set SLEUTH_MILVUS_URI to that URI to use it (a local milvus-lite .db path may stay"
+                      " in the file)")
 
 
 def _model_settings(cfg: Config, values: dict[str, Any]) -> Config:

@@ -116,6 +116,8 @@ def scale(tmp_path: Path, pg_server, milvus_server, monkeypatch: pytest.MonkeyPa
             urls[name] = pg_server.new_database(f"sleuth_parts_{name}_{os.getpid()}")
             make_index(tmp_path / name, milvus_server.uri, name, part_blocks)
         monkeypatch.setenv("SLEUTH_CATALOG_URL", urls[name])
+        # a network Milvus named in config.toml is used only when the environment names one too
+        monkeypatch.setenv("SLEUTH_MILVUS_URI", milvus_server.uri)
         engine = Engine(tmp_path / name)
         engines.append(engine)
         return engine
