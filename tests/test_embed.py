@@ -15,9 +15,10 @@ import pytest
 
 from sleuth import embed as embed_module
 from sleuth.bert_graph import BertConfig, GraphBuildError, build_from_folder, load_weights
-from sleuth.cpu_features import Int8Support
+from sleuth.cpu_features import Int8Support, int8_support
 from sleuth.embed import (
     DEFAULT_MODEL,
+    INT8_INEXACT_SUFFIX,
     INT8_OUTLIERS_SUFFIX,
     ModelUnavailable,
     choose_int8,
@@ -31,6 +32,9 @@ TEXTS: list[str] = REFERENCE["texts"]
 VECTORS = np.asarray(REFERENCE["vectors"], dtype=np.float32)
 #: Largest difference allowed between a component of our unit vectors and sentence-transformers'.
 FP32_MAX_ABS_DIFF = 1e-5
+#: The int8 model's suffix on this machine: named apart where the CPU has no exact int8 dot products
+#: (CI runs on whatever machine it gets: AMD EPYC without VNNI as well as Intel with AMX).
+INT8_HERE = INT8_OUTLIERS_SUFFIX + ("" if int8_support().fast else INT8_INEXACT_SUFFIX)
 
 
 @pytest.fixture(scope="module")
@@ -69,10 +73,15 @@ def test_both_graph_layouts_match_sentence_transformers(tmp_path: Path, layout: 
 
 
 def test_int8_is_close_to_fp32_and_named_apart(fp32, int8) -> None:
-    assert int8.name == DEFAULT_MODEL + INT8_OUTLIERS_SUFFIX == "all-MiniLM-L6-v2@int8-token-outliers2-unmasked"
+    assert int8.name == DEFAULT_MODEL + INT8_HERE
+    assert INT8_OUTLIERS_SUFFIX == "@int8-token-outliers2-unmasked"
     assert int8.path.startswith("int8")
     cosines = np.sum(int8.embed(TEXTS) * VECTORS, axis=1)
-    assert cosines.min() > 0.997 and np.median(cosines) > 0.999  # per-call int8 (before): 0.9928 / 0.9981
+    if int8_support().fast:  # exact int8 products (VNNI, AMX, Arm dot product)
+        assert cosines.min() > 0.997 and np.median(cosines) > 0.999  # per-call int8 (before): 0.9928 / 0.9981
+    else:  # AVX2's saturating u8 x s8 kernel (an AMD EPYC without VNNI: 0.9962 / 0.9987), which is
+        # why the default there is fp32 (test_the_fallback_path_and_its_name)
+        assert cosines.min() > 0.995 and np.median(cosines) > 0.998
 
 
 @pytest.mark.parametrize("model", ["fp32", "int8"])
@@ -221,7 +230,7 @@ def test_building_the_int8_model_prints_nothing_to_stdout(tmp_path: Path) -> Non
                          env={**__import__("os").environ, embed_module.MODEL_CACHE_ENV: str(tmp_path)}, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout == ""
-    assert sorted(p.name for p in tmp_path.rglob("*.onnx")) == ["model.int8-token-outliers2-unmasked.onnx"]
+    assert sorted(p.name for p in tmp_path.rglob("*.onnx")) == [f"model{INT8_HERE.replace('@', '.')}.onnx"]
 
 
 def test_concurrent_first_use_of_the_int8_model_builds_it_once(tmp_path: Path, monkeypatch) -> None:
@@ -232,7 +241,7 @@ def test_concurrent_first_use_of_the_int8_model_builds_it_once(tmp_path: Path, m
     with ThreadPoolExecutor(2) as pool:
         files = list(pool.map(lambda _: resolve_model(DEFAULT_MODEL, quantized=True), range(2)))
     assert files[0] == files[1]
-    assert sorted(p.name for p in files[0].onnx_path.parent.iterdir()) == ["model.int8-token-outliers2-unmasked.onnx"]
+    assert sorted(p.name for p in files[0].onnx_path.parent.iterdir()) == [f"model{INT8_HERE.replace('@', '.')}.onnx"]
     assert load_embedder(DEFAULT_MODEL, quantized=True).embed(TEXTS[:1]).shape == (1, 384)
 
 

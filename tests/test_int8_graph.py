@@ -15,9 +15,17 @@ from sleuth.bert_graph import (
     build_bert_graph,
     quantize_weight_int8,
 )
+from sleuth.cpu_features import int8_support
 
 CFG = BertConfig(hidden=16, heads=2, layers=2, intermediate=32, vocab=40, max_positions=24, type_vocab=2,
                  layer_norm_eps=1e-12)
+#: Comparisons with numpy's exact int8 arithmetic hold only where onnxruntime's int8 products are
+#: exact: with int8 dot-product instructions. x86 with AVX2 alone multiplies u8 x s8 pairs into int16
+#: with saturation (vpmaddubsw), 3.2 apart from numpy on this random BERT; sleuth keeps fp32 there
+#: by default and names a forced int8 model apart (tests/test_embed.py, test_the_fallback_path_and_its_name).
+needs_exact_int8 = pytest.mark.skipif(
+    not int8_support().fast,
+    reason=f"onnxruntime's int8 products are inexact on this CPU ({int8_support().instructions})")
 ALL_POINTS = frozenset(f"{n}.{kind}" for n in range(CFG.layers) for kind in PRODUCT_KINDS)
 
 
@@ -118,6 +126,7 @@ def test_the_unfused_layout_with_every_product_in_fp32_is_the_fused_graph() -> N
     assert np.abs(fused - _reference(w, IDS, None, int8=False)).max() < 1e-4
 
 
+@needs_exact_int8
 @pytest.mark.parametrize("outliers", [None, OUTLIERS])
 def test_per_token_int8_matches_numpy(outliers) -> None:
     w = _weights()
@@ -149,6 +158,7 @@ def test_the_single_text_graph_with_every_product_in_fp32_is_the_fused_graph() -
     assert np.abs(single - fused).max() < 1e-5
 
 
+@needs_exact_int8
 @pytest.mark.parametrize("outliers", [None, OUTLIERS])
 def test_the_single_text_int8_graph_matches_numpy(outliers) -> None:
     """The per-token graph's int8 codes and products; only the operators around them differ."""
