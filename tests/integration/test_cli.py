@@ -41,6 +41,17 @@ def test_json_hit_shape_and_highlights(hugo_index: Path) -> None:
     assert words and all(w.startswith(("environment", "variable")) for w in words)
 
 
+def test_json_output_says_each_hit_once_with_its_details(hugo_index: Path) -> None:
+    """A new user's trial: the JSON repeated every hit under questions[0], and printed
+    source_length 0, body_chars 0 and freshness null for every hit (filled only when asked for)."""
+    resp = search_json(hugo_index, "os.Getenv", "--limit", "2")
+    assert "questions" not in resp
+    assert resp["variants"][0] == "os.Getenv" and len(resp["variants"]) >= 1
+    hit = resp["hits"][0]
+    assert hit["freshness"] == "current"
+    assert hit["source_length"] > 0 and 0 < hit["body_chars"] <= hit["source_length"]
+
+
 def test_explain_adds_up(hugo_index: Path) -> None:
     for hit in search_json(hugo_index, "render hooks for links", "--explain")["hits"]:
         assert sum(c["contribution"] for c in hit["explain"]) == pytest.approx(hit["score"], rel=1e-12)

@@ -148,7 +148,7 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
                             recorded_after_ns=since, recorded_before_ns=until)
     request = SearchRequest(query=query, projects=list(projects) or None, limit=limit, offset=offset,
                             rank_window=rank_window(offset, limit), lanes=parse_lanes(lanes), explain=explain,
-                            variants=list(variants), filters=filters)
+                            variants=list(variants), filters=filters, details=fmt == "json")
     answered = _from_broker(index_dir, request)
     if answered is not None:
         resp, qualified = answered
@@ -157,9 +157,18 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
             resp = engine.search(request)
             qualified = multi_root_projects(engine)
     if fmt == "json":
-        emit_json(resp.model_dump())
+        emit_json(search_json(resp))
     else:
         click.echo(printable(render_text(resp, explain, qualified)))  # a title or snippet may hold terminal escapes
+
+
+def search_json(resp: SearchResponse) -> dict[str, Any]:
+    """``sleuth search --format json``'s object: the response without ``questions``, whose one
+    question (the CLI asks one) repeats ``hits`` word for word, with that question's ``variants``
+    (the query first, then ``--variant`` texts and the identifiers and phrases added) in its place."""
+    out = resp.model_dump(exclude={"questions"})
+    out["variants"] = list(resp.questions[0].variants) if resp.questions else [resp.query]
+    return out
 
 
 def _from_broker(index_dir: Path | None, request: SearchRequest) -> tuple[SearchResponse, set[str]] | None:
