@@ -414,7 +414,10 @@ class Indexer:
         which the vector lane skips: it is replaced); returns how many.
 
         Vectors are cached by the block's embedding text, so unchanged blocks are never embedded
-        again. ``progress(done, total)`` is called after each batch. Without a model, does nothing.
+        again, and blocks of the same text share one vector: ``done`` and the count returned are
+        blocks (those the new vectors cover), as ``total`` and ``sleuth status`` count them, not
+        distinct texts. ``progress(done, total)`` is called after each batch. Without a model, does
+        nothing.
         """
         embedder = self.model.get()
         if embedder is None:
@@ -429,7 +432,7 @@ class Indexer:
             vectors = embedder.embed([text for _, text in pending])
             self.catalog.store_vectors(embedder.name, [(h, v.tobytes()) for (h, _), v in zip(pending, vectors,
                                                                                              strict=True)])
-            done += len(pending)
+            done += self.catalog.blocks_of_texts([h for h, _ in pending])
             if progress:
                 progress(done, max(todo_estimate, done))
 
