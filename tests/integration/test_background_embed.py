@@ -159,3 +159,29 @@ def test_index_wait_embeds_before_it_returns_with_progress_lines_on_stderr(tmp_p
     assert any(p[1].startswith("parse ") and f"/{DOCS} files" in p[1] and "ETA" in p[1]
                for p in phases if len(p) > 1 and not p[1].startswith(f"parse {DOCS}/"))
     assert vectors_in(index) == DOCS
+
+
+def test_sleuth_embed_says_what_the_worker_it_waited_for_embedded(tmp_path: Path) -> None:
+    """A new user's trial: `make demo-wait` waited 4 min 30 s for the worker, then printed
+    "embedded 0 block(s)" (only what `sleuth embed` itself embedded). The worker here is this test
+    holding the embed lock and embedding, as a worker does."""
+    from sleuth.background import embed_lock
+    from sleuth.engine import Engine
+
+    notes, index = tmp_path / "notes", tmp_path / "idx"
+    notes.mkdir()
+    for i in range(5):
+        (notes / f"n{i}.md").write_text(f"# Note {i}\n\nThe {i}th note about tides.\n", encoding="utf-8")
+    with Engine(index) as engine:
+        engine.index([notes], project="notes", embed=False)
+        with embed_lock(index, 0) as held:
+            assert held
+            proc = subprocess.Popen([*SLEUTH, "embed", "--index", str(index)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            assert proc.stderr is not None
+            assert proc.stderr.readline().startswith("waiting for the embedding worker")
+            assert engine.embed_pending() == 5
+        out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert "embedded 0 block(s) here and the background worker 5 while this waited" in out
+    assert out.rstrip().endswith("; 5 of 5 blocks have a vector")

@@ -144,18 +144,22 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
             pid = background.start_worker(engine.index_dir) if pending else None
             result: dict[str, Any] = {"state": "background" if pid else "done", "pending_blocks": pending, "pid": pid}
         else:
-            if background.worker_running(engine.index_dir):
+            embedder = engine.embedder()
+            before = 0 if embedder is None else engine.catalog.vector_counts(embedder.name, dim=embedder.dim)[0]
+            started = time.monotonic()
+            waited = background.worker_running(engine.index_dir)
+            if waited:
                 click.echo("waiting for the embedding worker to finish (`sleuth status` shows how far it is)", err=True)
             sink = terminal_sink(label="sleuth embed")
             try:
                 done = background.embed_now(engine, Progress(sink)) or 0
             finally:
                 sink.close()
-            embedder = engine.embedder()
             have, total = (0, 0) if embedder is None else \
                 engine.catalog.vector_counts(embedder.name, dim=embedder.dim)
-            result = {"state": "done", "embedded": done, "blocks_with_vectors": have, "blocks": total,
-                      "model_unavailable": engine.model_unavailable}
+            result = {"state": "done", "embedded": done, "embedded_by_worker": max(0, have - before - done),
+                      "waited_s": round(time.monotonic() - started, 1) if waited else None,
+                      "blocks_with_vectors": have, "blocks": total, "model_unavailable": engine.model_unavailable}
     if fmt == "json":
         emit_json(result)
     elif result.get("model_unavailable"):
@@ -165,7 +169,9 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
                    if result["pid"]
                    else "every block has a vector: nothing to embed")
     else:
-        click.echo(f"embedded {result['embedded']} block(s); {result['blocks_with_vectors']} of "
+        by_worker = (f" and the background worker {result['embedded_by_worker']} while this waited"
+                     f" {result['waited_s']:g} s" if result["waited_s"] is not None else "")
+        click.echo(f"embedded {result['embedded']} block(s) here{by_worker}; {result['blocks_with_vectors']} of "
                    f"{result['blocks']} blocks have a vector")
 
 
