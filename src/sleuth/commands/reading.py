@@ -225,12 +225,16 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
         click.echo(printable(doc.text))
 
 
-@click.command("projects")
+@click.group("projects", invoke_without_command=True)
 @index_option
 @format_option
+@click.pass_context
 @handle_errors
-def projects_cmd(index_dir: Path | None, fmt: str) -> None:
-    """List the projects of the index with their roots and counts."""
+def projects_cmd(ctx: click.Context, index_dir: Path | None, fmt: str) -> None:
+    """List the projects of the index with their roots and counts (`sleuth projects remove NAME`
+    removes one)."""
+    if ctx.invoked_subcommand is not None:
+        return
     with Engine.open(index_dir) as engine:
         projects = engine.projects()
     if fmt == "json":
@@ -243,3 +247,20 @@ def projects_cmd(index_dir: Path | None, fmt: str) -> None:
                    f"last indexed {when(p.last_indexed)}")
         for root in p.roots:
             click.echo(f"    {root}")
+
+
+@projects_cmd.command("remove")
+@click.argument("project")
+@index_option
+@format_option
+@handle_errors
+def projects_remove_cmd(project: str, index_dir: Path | None, fmt: str) -> None:
+    """Remove PROJECT from the index: its documents leave every lane and `sleuth watch`, and its
+    roots can be indexed again under another project. No file is deleted (records written by MCP
+    stay in the index's memory folder); vectors stay cached for texts indexed again."""
+    with Engine.open(index_dir) as engine:
+        removed = engine.remove_project(project)
+    if fmt == "json":
+        emit_json({"project": project, "removed": True, "documents": removed})
+    else:
+        click.echo(f"removed project {project!r}: {removed} document(s) left the index (no file was deleted)")
