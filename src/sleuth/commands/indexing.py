@@ -63,8 +63,15 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                 no_model = engine.model_unavailable
             else:
                 pending, no_model = background.pending_or_reason(engine)
-                if pending:
-                    embedding = {"state": "background", "pending_blocks": pending}
+                if pending and background.worker_running(engine.index_dir):
+                    # probed after the commit: the running worker takes the new blocks on (it looks
+                    # for pending blocks again after it lets the lock go); a second one would only
+                    # wait EMBED_LOCK_WAIT_S and leave
+                    running = (background.read_state(engine.index_dir) or {}).get("pid")
+                    embedding = {"state": "background", "pending_blocks": pending, "started": False,
+                                 "pid": running if isinstance(running, int) else None}
+                elif pending:
+                    embedding = {"state": "background", "pending_blocks": pending, "started": True}
                     try:
                         embedding["pid"] = background.start_worker(engine.index_dir)
                     except OSError as exc:
@@ -89,7 +96,12 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     if index_dir is None and not os.environ.get(INDEX_ENV) and not _finds(target):
         click.echo(f"  other commands find this index from inside {target.parent}, or with --index {target} "
                    f"(or SLEUTH_INDEX={target})")
-    if embedding.get("pid"):
+    if embedding.get("started") is False:
+        worker = f" (process {embedding['pid']})" if embedding["pid"] else ""
+        click.echo(f"  keyword search is ready; the embedding worker already running{worker} embeds these "
+                   f"{embedding['pending_blocks']} block(s) too: `sleuth status` shows how far, `sleuth embed` "
+                   "waits for it")
+    elif embedding.get("pid"):
         click.echo(f"  keyword search is ready; embedding {embedding['pending_blocks']} block(s) in the background "
                    f"(process {embedding['pid']}): `sleuth status` shows how far, `sleuth embed` waits for it")
     elif embedding:
