@@ -65,6 +65,17 @@ def test_text_explain_output(hugo_index: Path) -> None:
     assert "sum = " in out and "1 result(s)" in out
 
 
+def test_text_results_show_the_block_id_that_get_takes(hugo_index: Path) -> None:
+    """A new user's trial: `sleuth get` says it takes a block id "as `sleuth search` shows them",
+    but the text results showed only the document id (block ids were in the JSON alone)."""
+    out = run_cli("search", "os.Getenv", "--index", str(hugo_index), "--limit", "1").stdout
+    ids = next(line.split() for line in out.splitlines() if line.startswith("    id "))
+    doc_id, block_id = ids[1], ids[3]
+    assert ids[2] == "block" and block_id.startswith(doc_id + ":")
+    shown = run_cli("get", block_id, "--index", str(hugo_index)).stdout
+    assert f"block {block_id})" in shown.splitlines()[1]
+
+
 def test_get_returns_whole_document(hugo_index: Path, hugo_sample: Path) -> None:
     doc_id = search_json(hugo_index, "os.Getenv", "--limit", "1")["hits"][0]["doc_id"]
     doc = json.loads(run_cli("get", doc_id, "--index", str(hugo_index), "--format", "json").stdout)

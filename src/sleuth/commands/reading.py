@@ -86,7 +86,8 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
                    f"{where}")
         out.append(f"    {h.title}" + (f"  §  {heading}" if heading else ""))
         out.append("    " + " ".join(h.snippet.split())[:240])
-        out.append(f"    id {h.doc_id}  lanes {', '.join(h.sources)}"
+        block = f"  block {h.best_block_id}" if h.best_block_id and h.best_block_id != h.doc_id else ""
+        out.append(f"    id {h.doc_id}{block}  lanes {', '.join(h.sources)}"
                    + ("  (semantic-only match: found by the vector lane alone)" if h.semantic_only else ""))
         if explain and h.explain:
             for c in h.explain:
