@@ -62,20 +62,7 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                 report.took_s = round(report.took_s + time.perf_counter() - started, 3)
                 no_model = engine.model_unavailable
             else:
-                pending, no_model = background.pending_or_reason(engine)
-                if pending and background.worker_running(engine.index_dir):
-                    # probed after the commit: the running worker takes the new blocks on (it looks
-                    # for pending blocks again after it lets the lock go); a second one would only
-                    # wait EMBED_LOCK_WAIT_S and leave
-                    running = (background.read_state(engine.index_dir) or {}).get("pid")
-                    embedding = {"state": "background", "pending_blocks": pending, "started": False,
-                                 "pid": running if isinstance(running, int) else None}
-                elif pending:
-                    embedding = {"state": "background", "pending_blocks": pending, "started": True}
-                    try:
-                        embedding["pid"] = background.start_worker(engine.index_dir)
-                    except OSError as exc:
-                        embedding.update(state="not started", error=f"{exc.strerror or exc}")
+                embedding, no_model = _embed_in_background(engine)
     finally:
         sink.close()
     skipped = [(s["path"], s["reason"]) for s in report.skipped]
@@ -96,21 +83,48 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     if index_dir is None and not os.environ.get(INDEX_ENV) and not _finds(target):
         click.echo(f"  other commands find this index from inside {target.parent}, or with --index {target} "
                    f"(or SLEUTH_INDEX={target})")
-    if embedding.get("started") is False:
-        worker = f" (process {embedding['pid']})" if embedding["pid"] else ""
-        click.echo(f"  keyword search is ready; the embedding worker already running{worker} embeds these "
-                   f"{embedding['pending_blocks']} block(s) too: `sleuth status` shows how far, `sleuth embed` "
-                   "waits for it")
-    elif embedding.get("pid"):
-        click.echo(f"  keyword search is ready; embedding {embedding['pending_blocks']} block(s) in the background "
-                   f"(process {embedding['pid']}): `sleuth status` shows how far, `sleuth embed` waits for it")
-    elif embedding:
-        click.echo(f"  keyword search is ready; the embedding worker could not start ({embedding['error']}): "
-                   f"run `sleuth embed` to embed {embedding['pending_blocks']} block(s)")
+    if embedding:
+        click.echo(_embedding_line(embedding))
     for line in render_skips(skipped, verbose):
         click.echo(line)
     for p in report.problems:
         click.echo(f"  warning {p['path']}: {p['problem']}")
+
+
+def _embed_in_background(engine: Engine) -> tuple[dict[str, Any], str | None]:
+    """After ``sleuth index`` committed: ``({state, pending_blocks, started, pid[, error]} or {} when
+    nothing waits, why there is no model or None)``. A worker is started unless one already runs:
+    probed after the commit, the running one takes the new blocks on (it looks for pending blocks
+    again after it lets the lock go), where a second one would only wait ``EMBED_LOCK_WAIT_S`` and leave."""
+    from sleuth import background
+
+    pending, no_model = background.pending_or_reason(engine)
+    if not pending:
+        return {}, no_model
+    if background.worker_running(engine.index_dir):
+        running = (background.read_state(engine.index_dir) or {}).get("pid")
+        return {"state": "background", "pending_blocks": pending, "started": False,
+                "pid": running if isinstance(running, int) else None}, no_model
+    embedding: dict[str, Any] = {"state": "background", "pending_blocks": pending, "started": True}
+    try:
+        embedding["pid"] = background.start_worker(engine.index_dir)
+    except OSError as exc:
+        embedding.update(state="not started", error=f"{exc.strerror or exc}")
+    return embedding, no_model
+
+
+def _embedding_line(embedding: dict[str, Any]) -> str:
+    """What ``sleuth index`` says of the embedding left to a background worker."""
+    if embedding.get("started") is False:
+        worker = f" (process {embedding['pid']})" if embedding["pid"] else ""
+        return (f"  keyword search is ready; the embedding worker already running{worker} embeds these "
+                f"{embedding['pending_blocks']} block(s) too: `sleuth status` shows how far, `sleuth embed` "
+                "waits for it")
+    if embedding.get("pid"):
+        return (f"  keyword search is ready; embedding {embedding['pending_blocks']} block(s) in the background "
+                f"(process {embedding['pid']}): `sleuth status` shows how far, `sleuth embed` waits for it")
+    return (f"  keyword search is ready; the embedding worker could not start ({embedding['error']}): "
+            f"run `sleuth embed` to embed {embedding['pending_blocks']} block(s)")
 
 
 def _finds(target: Path) -> bool:
