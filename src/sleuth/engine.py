@@ -198,6 +198,10 @@ class Engine:
         """See :meth:`sleuth.indexer.Indexer.update_paths`."""
         return self.indexer.update_paths(project, root, rel_paths, embed_progress, embed=embed, phases=phases)
 
+    def remove_project(self, project: str) -> int:
+        """See :meth:`sleuth.indexer.Indexer.remove_project`: returns the documents removed."""
+        return self.indexer.remove_project(project)
+
     def index_records(self, project: str, records: Iterable[Record]) -> IndexReport:
         """See :meth:`sleuth.indexer.Indexer.index_records`."""
         return self.indexer.index_records(project, records)

@@ -312,6 +312,30 @@ class Indexer:
                 self.catalog.replace_skips(project, root_key, rels, rp.skips, run.now)
         return run.report
 
+    def remove_project(self, project: str) -> int:
+        """Remove ``project`` from the index: its documents from the catalog and every lane (as
+        if its files had been deleted), then the project itself (its roots, skipped files,
+        problems). No file is touched, the memory folder's records included; cached vectors stay
+        (they are keyed by text, and a project indexed again reuses them).
+
+        Returns:
+            The documents removed.
+        Raises:
+            ProjectNotFound: no such project.
+            IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
+        """
+        if project not in self.catalog.roots():
+            raise ProjectNotFound(f"project not found: {project!r} (see `sleuth projects`)")
+        with self.folder.write_lock.held(), self.folder.postings_writable(), fewer_collections():
+            self.postings.catch_up(self.catalog)
+            doc_ids = self.catalog.project_doc_ids(project)
+            if doc_ids:
+                gen = self.catalog.delete_documents(doc_ids)
+                self.postings.apply([], doc_ids, [], gen)
+            self.catalog.delete_project(project)
+            self.warm_lanes(False)
+        return len(doc_ids)
+
     def index_records(self, project: str, records: Iterable[Record]) -> IndexReport:
         """Index documents given as text (replacing same-path records of ``project``).
 
@@ -414,7 +438,10 @@ class Indexer:
         which the vector lane skips: it is replaced); returns how many.
 
         Vectors are cached by the block's embedding text, so unchanged blocks are never embedded
-        again. ``progress(done, total)`` is called after each batch. Without a model, does nothing.
+        again, and blocks of the same text share one vector: ``done`` and the count returned are
+        blocks (those the new vectors cover), as ``total`` and ``sleuth status`` count them, not
+        distinct texts. ``progress(done, total)`` is called after each batch. Without a model, does
+        nothing.
         """
         embedder = self.model.get()
         if embedder is None:
@@ -429,7 +456,7 @@ class Indexer:
             vectors = embedder.embed([text for _, text in pending])
             self.catalog.store_vectors(embedder.name, [(h, v.tobytes()) for (h, _), v in zip(pending, vectors,
                                                                                              strict=True)])
-            done += len(pending)
+            done += self.catalog.blocks_of_texts([h for h, _ in pending])
             if progress:
                 progress(done, max(todo_estimate, done))
 

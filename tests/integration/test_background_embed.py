@@ -159,3 +159,55 @@ def test_index_wait_embeds_before_it_returns_with_progress_lines_on_stderr(tmp_p
     assert any(p[1].startswith("parse ") and f"/{DOCS} files" in p[1] and "ETA" in p[1]
                for p in phases if len(p) > 1 and not p[1].startswith(f"parse {DOCS}/"))
     assert vectors_in(index) == DOCS
+
+
+def test_sleuth_embed_says_what_the_worker_it_waited_for_embedded(tmp_path: Path) -> None:
+    """A new user's trial: `make demo-wait` waited 4 min 30 s for the worker, then printed
+    "embedded 0 block(s)" (only what `sleuth embed` itself embedded). The worker here is this test
+    holding the embed lock and embedding, as a worker does."""
+    from sleuth.background import embed_lock
+    from sleuth.engine import Engine
+
+    notes, index = tmp_path / "notes", tmp_path / "idx"
+    notes.mkdir()
+    for i in range(5):
+        (notes / f"n{i}.md").write_text(f"# Note {i}\n\nThe {i}th note about tides.\n", encoding="utf-8")
+    with Engine(index) as engine:
+        engine.index([notes], project="notes", embed=False)
+        with embed_lock(index, 0) as held:
+            assert held
+            proc = subprocess.Popen([*SLEUTH, "embed", "--index", str(index)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            assert proc.stderr is not None
+            assert proc.stderr.readline().startswith("waiting for the embedding worker")
+            assert engine.embed_pending() == 5
+        out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert "embedded 0 block(s) here and the background worker 5 while this waited" in out
+    assert out.rstrip().endswith("; 5 of 5 blocks have a vector")
+
+
+def test_sleuth_index_leaves_new_blocks_to_the_worker_already_running(tmp_path: Path) -> None:
+    """A new user's trial: `sleuth index` run again while the first run's worker embedded named a
+    new worker process that only waited 10 s for the lock and left, while the first one embedded.
+    The running worker here is this test holding the embed lock; then it embeds, as a worker does."""
+    from sleuth.background import embed_lock
+    from sleuth.engine import Engine
+
+    notes, index = tmp_path / "notes", tmp_path / "idx"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nThe first note.\n", encoding="utf-8")
+    with Engine(index) as engine:
+        engine.index([notes], project="notes", embed=False)
+    (notes / "b.md").write_text("# B\n\nThe second note.\n", encoding="utf-8")
+    with embed_lock(index, 0) as held:
+        assert held
+        background = {INDEX_WAIT_ENV: "0"}
+        report = json.loads(run_cli("index", str(notes), "--index", str(index), "--format", "json",
+                                    env=background).stdout)
+        text = run_cli("index", str(notes), "--index", str(index), env=background).stdout  # same pending
+        with Engine(index) as engine:
+            assert engine.embed_pending() == 2  # the worker takes the blocks of both runs
+    assert report["embedding"] == {"state": "background", "pending_blocks": 2, "started": False, "pid": None}
+    assert "the embedding worker already running embeds these 2 block(s) too" in text
+    assert not (index / "embed.log").exists()  # no worker process was started

@@ -41,6 +41,17 @@ def test_json_hit_shape_and_highlights(hugo_index: Path) -> None:
     assert words and all(w.startswith(("environment", "variable")) for w in words)
 
 
+def test_json_output_says_each_hit_once_with_its_details(hugo_index: Path) -> None:
+    """A new user's trial: the JSON repeated every hit under questions[0], and printed
+    source_length 0, body_chars 0 and freshness null for every hit (filled only when asked for)."""
+    resp = search_json(hugo_index, "os.Getenv", "--limit", "2")
+    assert "questions" not in resp
+    assert resp["variants"][0] == "os.Getenv" and len(resp["variants"]) >= 1
+    hit = resp["hits"][0]
+    assert hit["freshness"] == "current"
+    assert hit["source_length"] > 0 and 0 < hit["body_chars"] <= hit["source_length"]
+
+
 def test_explain_adds_up(hugo_index: Path) -> None:
     for hit in search_json(hugo_index, "render hooks for links", "--explain")["hits"]:
         assert sum(c["contribution"] for c in hit["explain"]) == pytest.approx(hit["score"], rel=1e-12)
@@ -52,6 +63,17 @@ def test_text_explain_output(hugo_index: Path) -> None:
     out = run_cli("search", "render hooks", "--index", str(hugo_index), "--limit", "1", "--explain").stdout
     assert out.startswith(" 1. render-hooks/")
     assert "sum = " in out and "1 result(s)" in out
+
+
+def test_text_results_show_the_block_id_that_get_takes(hugo_index: Path) -> None:
+    """A new user's trial: `sleuth get` says it takes a block id "as `sleuth search` shows them",
+    but the text results showed only the document id (block ids were in the JSON alone)."""
+    out = run_cli("search", "os.Getenv", "--index", str(hugo_index), "--limit", "1").stdout
+    ids = next(line.split() for line in out.splitlines() if line.startswith("    id "))
+    doc_id, block_id = ids[1], ids[3]
+    assert ids[2] == "block" and block_id.startswith(doc_id + ":")
+    shown = run_cli("get", block_id, "--index", str(hugo_index)).stdout
+    assert f"block {block_id})" in shown.splitlines()[1]
 
 
 def test_get_returns_whole_document(hugo_index: Path, hugo_sample: Path) -> None:

@@ -8,7 +8,7 @@ import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option, when
 from sleuth.engine import Engine
-from sleuth.reports import DoctorReport, EmbeddingProgress, RootCoverage, SkippedReason, StatusReport
+from sleuth.reports import DoctorReport, EmbeddingProgress, FamilyHealth, RootCoverage, SkippedReason, StatusReport
 
 
 def render_embedding(e: EmbeddingProgress) -> str:
@@ -79,13 +79,23 @@ def render_status(st: StatusReport, verbose: bool = False) -> str:
     out.extend(f"    {p.path}: {p.problem}" for p in st.problems)
     if st.files is not None:
         stale = sum(1 for f in st.files if f.freshness == "stale")
-        out.append(f"  {len(st.files)} file(s), {stale} changed or gone since indexed (stale):")
+        out.append(f"  {len(st.files)} file(s), {stale} of them changed or gone since indexed (stale); every file:")
         for f in st.files:
             if f.state == "indexed":
                 out.append(f"    {f.state:<8} {f.path}  (indexed {f.indexed_at}, {f.freshness})")
             else:
                 out.append(f"    {f.state:<8} {f.path}  ({f.reason})")
     return "\n".join(out)
+
+
+def _partly_embedded(lane: FamilyHealth) -> str:
+    """`` (700 of 1178 blocks embedded: ...)`` for an available vector family whose blocks do not
+    all have a vector yet (it answers only for those that do), else nothing."""
+    have, total = lane.details.get("blocks_with_vectors"), lane.details.get("blocks")
+    if not lane.available or not isinstance(have, int) or not isinstance(total, int) or have >= total:
+        return ""
+    return (f" ({have} of {total} blocks embedded: it does not see the others yet; `sleuth status` shows the"
+            " embedding's progress, `sleuth embed` finishes it)")
 
 
 def render_doctor(report: DoctorReport) -> str:
@@ -96,7 +106,7 @@ def render_doctor(report: DoctorReport) -> str:
                    f"{p.stale_documents} stale, {p.skipped_files} skipped; memory folder {p.memory_dir}")
     for name, lane in report.lanes.items():  # seed 004's retrieval families, each answered by lanes
         out.append(f"  retrieval family {name} (lanes {', '.join(lane.lanes) or 'none'}): "
-                   + ("available" if lane.available else f"unavailable: {lane.reason}"))
+                   + ("available" if lane.available else f"unavailable: {lane.reason}") + _partly_embedded(lane))
     if report.postings_generation != report.generation:
         out.append(f"  postings at generation {report.postings_generation} of {report.generation}: "
                    "the next search or index catches up")

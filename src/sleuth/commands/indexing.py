@@ -62,13 +62,7 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                 report.took_s = round(report.took_s + time.perf_counter() - started, 3)
                 no_model = engine.model_unavailable
             else:
-                pending, no_model = background.pending_or_reason(engine)
-                if pending:
-                    embedding = {"state": "background", "pending_blocks": pending}
-                    try:
-                        embedding["pid"] = background.start_worker(engine.index_dir)
-                    except OSError as exc:
-                        embedding.update(state="not started", error=f"{exc.strerror or exc}")
+                embedding, no_model = _embed_in_background(engine)
     finally:
         sink.close()
     skipped = [(s["path"], s["reason"]) for s in report.skipped]
@@ -89,16 +83,48 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     if index_dir is None and not os.environ.get(INDEX_ENV) and not _finds(target):
         click.echo(f"  other commands find this index from inside {target.parent}, or with --index {target} "
                    f"(or SLEUTH_INDEX={target})")
-    if embedding.get("pid"):
-        click.echo(f"  keyword search is ready; embedding {embedding['pending_blocks']} block(s) in the background "
-                   f"(process {embedding['pid']}): `sleuth status` shows how far, `sleuth embed` waits for it")
-    elif embedding:
-        click.echo(f"  keyword search is ready; the embedding worker could not start ({embedding['error']}): "
-                   f"run `sleuth embed` to embed {embedding['pending_blocks']} block(s)")
+    if embedding:
+        click.echo(_embedding_line(embedding))
     for line in render_skips(skipped, verbose):
         click.echo(line)
     for p in report.problems:
         click.echo(f"  warning {p['path']}: {p['problem']}")
+
+
+def _embed_in_background(engine: Engine) -> tuple[dict[str, Any], str | None]:
+    """After ``sleuth index`` committed: ``({state, pending_blocks, started, pid[, error]} or {} when
+    nothing waits, why there is no model or None)``. A worker is started unless one already runs:
+    probed after the commit, the running one takes the new blocks on (it looks for pending blocks
+    again after it lets the lock go), where a second one would only wait ``EMBED_LOCK_WAIT_S`` and leave."""
+    from sleuth import background
+
+    pending, no_model = background.pending_or_reason(engine)
+    if not pending:
+        return {}, no_model
+    if background.worker_running(engine.index_dir):
+        running = (background.read_state(engine.index_dir) or {}).get("pid")
+        return {"state": "background", "pending_blocks": pending, "started": False,
+                "pid": running if isinstance(running, int) else None}, no_model
+    embedding: dict[str, Any] = {"state": "background", "pending_blocks": pending, "started": True}
+    try:
+        embedding["pid"] = background.start_worker(engine.index_dir)
+    except OSError as exc:
+        embedding.update(state="not started", error=f"{exc.strerror or exc}")
+    return embedding, no_model
+
+
+def _embedding_line(embedding: dict[str, Any]) -> str:
+    """What ``sleuth index`` says of the embedding left to a background worker."""
+    if embedding.get("started") is False:
+        worker = f" (process {embedding['pid']})" if embedding["pid"] else ""
+        return (f"  keyword search is ready; the embedding worker already running{worker} embeds these "
+                f"{embedding['pending_blocks']} block(s) too: `sleuth status` shows how far, `sleuth embed` "
+                "waits for it")
+    if embedding.get("pid"):
+        return (f"  keyword search is ready; embedding {embedding['pending_blocks']} block(s) in the background "
+                f"(process {embedding['pid']}): `sleuth status` shows how far, `sleuth embed` waits for it")
+    return (f"  keyword search is ready; the embedding worker could not start ({embedding['error']}): "
+            f"run `sleuth embed` to embed {embedding['pending_blocks']} block(s)")
 
 
 def _finds(target: Path) -> bool:
@@ -144,18 +170,22 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
             pid = background.start_worker(engine.index_dir) if pending else None
             result: dict[str, Any] = {"state": "background" if pid else "done", "pending_blocks": pending, "pid": pid}
         else:
-            if background.worker_running(engine.index_dir):
+            embedder = engine.embedder()
+            before = 0 if embedder is None else engine.catalog.vector_counts(embedder.name, dim=embedder.dim)[0]
+            started = time.monotonic()
+            waited = background.worker_running(engine.index_dir)
+            if waited:
                 click.echo("waiting for the embedding worker to finish (`sleuth status` shows how far it is)", err=True)
             sink = terminal_sink(label="sleuth embed")
             try:
                 done = background.embed_now(engine, Progress(sink)) or 0
             finally:
                 sink.close()
-            embedder = engine.embedder()
             have, total = (0, 0) if embedder is None else \
                 engine.catalog.vector_counts(embedder.name, dim=embedder.dim)
-            result = {"state": "done", "embedded": done, "blocks_with_vectors": have, "blocks": total,
-                      "model_unavailable": engine.model_unavailable}
+            result = {"state": "done", "embedded": done, "embedded_by_worker": max(0, have - before - done),
+                      "waited_s": round(time.monotonic() - started, 1) if waited else None,
+                      "blocks_with_vectors": have, "blocks": total, "model_unavailable": engine.model_unavailable}
     if fmt == "json":
         emit_json(result)
     elif result.get("model_unavailable"):
@@ -165,7 +195,9 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
                    if result["pid"]
                    else "every block has a vector: nothing to embed")
     else:
-        click.echo(f"embedded {result['embedded']} block(s); {result['blocks_with_vectors']} of "
+        by_worker = (f" and the background worker {result['embedded_by_worker']} while this waited"
+                     f" {result['waited_s']:g} s" if result["waited_s"] is not None else "")
+        click.echo(f"embedded {result['embedded']} block(s) here{by_worker}; {result['blocks_with_vectors']} of "
                    f"{result['blocks']} blocks have a vector")
 
 

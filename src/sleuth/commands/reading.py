@@ -86,7 +86,8 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
                    f"{where}")
         out.append(f"    {h.title}" + (f"  §  {heading}" if heading else ""))
         out.append("    " + " ".join(h.snippet.split())[:240])
-        out.append(f"    id {h.doc_id}  lanes {', '.join(h.sources)}"
+        block = f"  block {h.best_block_id}" if h.best_block_id and h.best_block_id != h.doc_id else ""
+        out.append(f"    id {h.doc_id}{block}  lanes {', '.join(h.sources)}"
                    + ("  (semantic-only match: found by the vector lane alone)" if h.semantic_only else ""))
         if explain and h.explain:
             for c in h.explain:
@@ -148,7 +149,7 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
                             recorded_after_ns=since, recorded_before_ns=until)
     request = SearchRequest(query=query, projects=list(projects) or None, limit=limit, offset=offset,
                             rank_window=rank_window(offset, limit), lanes=parse_lanes(lanes), explain=explain,
-                            variants=list(variants), filters=filters)
+                            variants=list(variants), filters=filters, details=fmt == "json")
     answered = _from_broker(index_dir, request)
     if answered is not None:
         resp, qualified = answered
@@ -157,9 +158,18 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
             resp = engine.search(request)
             qualified = multi_root_projects(engine)
     if fmt == "json":
-        emit_json(resp.model_dump())
+        emit_json(search_json(resp))
     else:
         click.echo(printable(render_text(resp, explain, qualified)))  # a title or snippet may hold terminal escapes
+
+
+def search_json(resp: SearchResponse) -> dict[str, Any]:
+    """``sleuth search --format json``'s object: the response without ``questions``, whose one
+    question (the CLI asks one) repeats ``hits`` word for word, with that question's ``variants``
+    (the query first, then ``--variant`` texts and the identifiers and phrases added) in its place."""
+    out = resp.model_dump(exclude={"questions"})
+    out["variants"] = list(resp.questions[0].variants) if resp.questions else [resp.query]
+    return out
 
 
 def _from_broker(index_dir: Path | None, request: SearchRequest) -> tuple[SearchResponse, set[str]] | None:
@@ -216,12 +226,16 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
         click.echo(printable(doc.text))
 
 
-@click.command("projects")
+@click.group("projects", invoke_without_command=True)
 @index_option
 @format_option
+@click.pass_context
 @handle_errors
-def projects_cmd(index_dir: Path | None, fmt: str) -> None:
-    """List the projects of the index with their roots and counts."""
+def projects_cmd(ctx: click.Context, index_dir: Path | None, fmt: str) -> None:
+    """List the projects of the index with their roots and counts (`sleuth projects remove NAME`
+    removes one)."""
+    if ctx.invoked_subcommand is not None:
+        return
     with Engine.open(index_dir) as engine:
         projects = engine.projects()
     if fmt == "json":
@@ -234,3 +248,20 @@ def projects_cmd(index_dir: Path | None, fmt: str) -> None:
                    f"last indexed {when(p.last_indexed)}")
         for root in p.roots:
             click.echo(f"    {root}")
+
+
+@projects_cmd.command("remove")
+@click.argument("project")
+@index_option
+@format_option
+@handle_errors
+def projects_remove_cmd(project: str, index_dir: Path | None, fmt: str) -> None:
+    """Remove PROJECT from the index: its documents leave every lane and `sleuth watch`, and its
+    roots can be indexed again under another project. No file is deleted (records written by MCP
+    stay in the index's memory folder); vectors stay cached for texts indexed again."""
+    with Engine.open(index_dir) as engine:
+        removed = engine.remove_project(project)
+    if fmt == "json":
+        emit_json({"project": project, "removed": True, "documents": removed})
+    else:
+        click.echo(f"removed project {project!r}: {removed} document(s) left the index (no file was deleted)")

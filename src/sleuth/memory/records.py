@@ -3,7 +3,10 @@
 A record is a markdown file with front matter (``title``, ``kind``, ``role``, ``date``, ``tags``,
 relations) in the project's memory folder, ``<index>/memory/<project_id>/<kind folder>/<slug>.md``.
 The folder is one of the project's roots, so the record is indexed like any file -- at once on
-write, and by every later ``sleuth index``. Writing the same record again (same ``record_id``)
+write, and by every later ``sleuth index``. Its blocks are embedded at once too, unless a background
+embedding worker is running on the index (``sleuth index`` started it): the keyword lanes find the
+record at once and the worker embeds its blocks with the others, so a write never waits for (nor
+repeats) the embedding of a whole folder just indexed. Writing the same record again (same ``record_id``)
 rewrites its file: the record keeps its id and gets a new ``revision_id``. ``forget`` deletes the
 file and removes the record from every lane. Writes are serialised (one at a time per process,
 and the index's write lock across processes), so a reader never sees half of one.
@@ -217,7 +220,7 @@ class RecordStore:
                     tmp.write_text(text, encoding="utf-8")
             kill_point("record-written")
             try:
-                self.engine.index([root], project=project_id)
+                self._index_memory(project_id, root)
                 return self._document_at(project_id, root, file.relative_to(root).as_posix())
             except IndexWriteError as exc:
                 raise type(exc)(f"the record was not written: {exc}") from exc
@@ -263,11 +266,28 @@ class RecordStore:
             state = self.engine.catalog.file_states(project_id, [str(root)], [rel_path]).get((str(root), rel_path))
             st = file.stat()
             if state is None or (state.mtime_ns, state.size_bytes) != (st.st_mtime_ns, st.st_size):
-                self.engine.index([root], project=project_id)  # killed before its indexing committed
+                self._index_memory(project_id, root)  # killed before its indexing committed
             doc = self._document_at(project_id, root, rel_path)
             return RecordReceipt(doc.doc_id, doc.revision, project_id, rel_path, str(file), str(front.get("kind")),
                                  existing is None, replayed=True)
         return None
+
+    def _index_memory(self, project_id: str, root: Path) -> None:
+        """Index the memory folder ``root`` of ``project_id``, then embed what is pending unless a
+        background worker holds the embed lock: it embeds the new blocks too, since it looks for
+        pending blocks again after it lets the lock go, and the lock is probed after the commit
+        (see the module docstring). Before, a record written just after ``sleuth index`` of a large
+        folder embedded every block of that folder inside the write, beside the worker: minutes."""
+        from sleuth.background import worker_running
+
+        engine = self.engine
+        engine.index([root], project=project_id, embed=False)
+        if worker_running(engine.index_dir):
+            return
+        if engine.embed_pending() and "vector" in engine.lanes:
+            with engine.folder.write_lock.held_or_skip() as writable:
+                if writable:
+                    engine.lanes["vector"].warm()
 
     def project_of(self, record_id: str) -> str:
         """The project of record ``record_id``. Raises DocumentNotFound."""
@@ -311,7 +331,7 @@ class RecordStore:
                 raise QueryError(f"{record_id} is the file {doc.rel_path} under {doc.root}, not a record: "
                                  "delete it or add it to .gitignore, then re-index")
             (root / doc.rel_path).unlink(missing_ok=True)
-            self.engine.index([root], project=doc.project_id)
+            self._index_memory(doc.project_id, root)
         return {"record_id": record_id, "project_id": doc.project_id, "path": doc.rel_path,
                 "revision_id": doc.revision, "removed": True}
 

@@ -359,6 +359,21 @@ class Catalog(DocumentReads, VectorTable):
                 merged = list(dict.fromkeys([*json.loads(row[0]), *roots]))
                 conn.execute("UPDATE projects SET roots=? WHERE project_id=?", (json.dumps(merged), project_id))
 
+    def project_doc_ids(self, project_id: str) -> list[str]:
+        """Every document id of ``project_id`` (empty for an unknown project)."""
+        return [r[0] for r in self.conn.execute("SELECT doc_id FROM documents WHERE project_id=?", (project_id,))]
+
+    def delete_project(self, project_id: str) -> None:
+        """Remove the project's row, its skipped files, problems and parser versions (its documents
+        must be deleted first: :meth:`delete_documents`). No new generation: nothing a lane holds
+        changes here."""
+        prefix = self._parser_key(project_id, "")
+        with self.write() as conn:
+            for table in ("skipped", "problems"):
+                conn.execute(f"DELETE FROM {table} WHERE project_id=?", (project_id,))
+            conn.execute("DELETE FROM meta WHERE substr(key, 1, ?)=?", (len(prefix), prefix))
+            conn.execute("DELETE FROM projects WHERE project_id=?", (project_id,))
+
     def mark_indexed(self, project_id: str, now: str) -> None:
         with self.write() as conn:
             conn.execute("UPDATE projects SET last_indexed=? WHERE project_id=?", (now, project_id))

@@ -130,6 +130,9 @@ def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
 #: right size (PostgreSQL: ``octet_length``, :func:`sleuth.store.pg.pg_sql`).
 _SIZED_VECTOR = "CASE WHEN typeof(v.vector)='blob' AND length(v.vector)=? THEN v.vector END"
 
+#: Embedding-text hashes per ``IN (...)`` list of :meth:`VectorTable.blocks_of_texts` (within
+#: SQLite's and PostgreSQL's limits on bound parameters).
+EMBED_HASHES_PER_QUERY = 500
 #: Rows of a model whose sizes decide its vectors' dimensions (:meth:`VectorTable.vector_dim`).
 VECTOR_DIM_SAMPLE_ROWS = 64
 
@@ -292,6 +295,18 @@ class VectorTable(Connected):
             f" WHERE b.doc_id IN ({marks}) ORDER BY b.rowid",
             (self.vector_bytes(dim), b"", model, *doc_ids),
         ).fetchall()
+
+    def blocks_of_texts(self, embed_hashes: Sequence[str]) -> int:
+        """How many blocks have one of these embedding-text hashes: the blocks a batch of vectors
+        covers (blocks of the same text, such as a heading repeated across pages, share one vector).
+        Uses the ``blocks(embed_hash)`` index; ``EMBED_HASHES_PER_QUERY`` hashes a statement."""
+        count = 0
+        for i in range(0, len(embed_hashes), EMBED_HASHES_PER_QUERY):
+            part = embed_hashes[i:i + EMBED_HASHES_PER_QUERY]
+            count += int(self.conn.execute(
+                f"SELECT COUNT(*) FROM blocks WHERE embed_hash IN ({','.join('?' * len(part))})", tuple(part),
+            ).fetchone()[0])
+        return count
 
     def docs_without_vectors(self, model: str) -> list[str]:
         """Documents with at least one block that has no vector for ``model``."""

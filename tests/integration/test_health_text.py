@@ -1,0 +1,32 @@
+"""What `sleuth status --files` and `sleuth doctor` say to people, on a real index (a new user's
+trial: the --files header read as if only the stale files followed, and doctor called the vector
+family "available" while a third of the blocks had a vector)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sleuth.commands.health import render_doctor, render_status
+from sleuth.engine import Engine
+from sleuth.memory.doctor import doctor
+
+
+def test_status_files_header_and_doctor_name_what_is_partial(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(3):
+        (notes / f"n{i}.md").write_text(f"# Note {i}\n\nAbout tides, note {i}.\n", encoding="utf-8")
+    with Engine(tmp_path / "idx") as engine:
+        engine.index([notes], project="notes")  # embedded
+        for i in range(3, 5):
+            (notes / f"n{i}.md").write_text(f"# Note {i}\n\nAbout reefs, note {i}.\n", encoding="utf-8")
+        engine.index([notes], project="notes", embed=False)  # two blocks wait for the worker
+        (notes / "n0.md").write_text("# Note 0\n\nChanged since.\n", encoding="utf-8")
+        status = render_status(engine.status(files=True), verbose=False)
+        text = render_doctor(doctor(engine))
+    assert "  5 file(s), 1 of them changed or gone since indexed (stale); every file:" in status
+    assert "n1.md  (indexed" in status and ", current)" in status
+    vector = next(line for line in text.splitlines() if line.startswith("  retrieval family vector"))
+    assert "available (3 of 5 blocks embedded: it does not see the others yet" in vector
+    bm25 = next(line for line in text.splitlines() if line.startswith("  retrieval family bm25"))
+    assert bm25.endswith(": available")

@@ -1,0 +1,34 @@
+"""Embedding progress counts blocks, as ``sleuth status`` and ``to_embed`` do: blocks of the same
+text share one vector, and the worker's state file once counted distinct texts against blocks (a
+new user's trial: ``embedded`` stopped short of ``to_embed`` when the embedding was done). Real
+catalog, real model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sleuth.background import embed_now, read_state
+from sleuth.engine import Engine
+
+
+def test_blocks_sharing_a_text_are_counted_as_the_blocks_they_are(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(4):  # the same page copied: four blocks, one embedding text
+        (notes / f"copy{i}.md").write_text("# Release checklist\n\nTag, build, publish the notes.\n",
+                                           encoding="utf-8")
+    (notes / "other.md").write_text("# Other\n\nSomething else entirely.\n", encoding="utf-8")
+    with Engine(tmp_path / "idx") as engine:
+        report = engine.index([notes], project="notes", embed=False)
+        assert report.blocks == 5
+        seen: list[tuple[int, int]] = []
+        assert engine.embed_pending(lambda done, total: seen.append((done, total))) == 5
+        assert seen[-1] == (5, 5)
+        (notes / "copy4.md").write_text("# Release checklist\n\nTag, build, publish the notes.\n", encoding="utf-8")
+        (notes / "new.md").write_text("# New\n\nA page of its own.\n", encoding="utf-8")
+        (notes / "new2.md").write_text("# New\n\nA page of its own.\n", encoding="utf-8")
+        engine.index([notes], project="notes", embed=False)  # copy4 shares a cached vector; new, new2 do not
+        assert embed_now(engine) == 2
+        state = read_state(engine.index_dir)
+        assert state is not None
+        assert (state["state"], state["embedded"], state["to_embed"]) == ("done", 2, 2)
