@@ -66,7 +66,7 @@ def instrument() -> None:
         timed(milvus_columns, "send")
     from sleuth.lanes import sparse
 
-    for name in ("block_vectors", "part_vectors"):  # the weights: per block, or per part
+    for name in ("block_vectors", "part_vectors", "count_part", "weigh_part"):  # the terms counted, the weights
         if hasattr(sparse, name):
             timed(sparse, name)
     timed(Catalog, "write_documents")
