@@ -121,6 +121,17 @@ def tfidf_idf(df: int, n_blocks: int) -> float:
     return math.log((1.0 + n_blocks) / (1.0 + df)) + 1.0
 
 
+def tfidf_idfs(dfs: np.ndarray, n_blocks: int) -> np.ndarray:
+    """:func:`tfidf_idf` of each of ``dfs`` (float64, the same numbers: computed once per distinct
+    value by ``math.log``)."""
+    values, inverse = np.unique(dfs, return_inverse=True)
+    return np.array([tfidf_idf(d, n_blocks) for d in values.tolist()], dtype=np.float64)[inverse.reshape(-1)]
+
+
+#: The tfidf idf of term ids as two arrays: the ids sorted (int64), and their idf (float64).
+IdfArrays = tuple[np.ndarray, np.ndarray]
+
+
 def block_fields(terms: str, title_terms: Sequence[str], heading_terms: Sequence[str], tag_terms: Sequence[str],
                  path_terms: Sequence[str]) -> dict[str, list[str]]:
     """``{field: tokens}`` of one block (``terms``: its analysed body, whitespace-joined)."""
@@ -321,15 +332,16 @@ def _fieldnorms(lengths: np.ndarray) -> np.ndarray:
 
 
 def part_vectors(blocks: Sequence[Mapping[str, Sequence[str]]], avgdl: Mapping[str, float],
-                 idf: Mapping[int, float], missing_idf: float) -> tuple[SparseRows, SparseRows]:
+                 idf: Mapping[int, float] | IdfArrays, missing_idf: float) -> tuple[SparseRows, SparseRows]:
     """:func:`block_vectors` of every block of a part at once, as flat rows: ``(lex, tfidf)``
     (:func:`weigh_part` of :func:`count_part`)."""
     return weigh_part(count_part(blocks), avgdl, idf, missing_idf)
 
 
-def weigh_part(terms: PartTerms, avgdl: Mapping[str, float], idf: Mapping[int, float],
+def weigh_part(terms: PartTerms, avgdl: Mapping[str, float], idf: Mapping[int, float] | IdfArrays,
                missing_idf: float) -> tuple[SparseRows, SparseRows]:
-    """:func:`block_vectors` of every block of a counted part, as flat rows: ``(lex, tfidf)``.
+    """:func:`block_vectors` of every block of a counted part, as flat rows: ``(lex, tfidf)``
+    (``idf``: a mapping, or :data:`IdfArrays`).
 
     The same numbers, bit for bit (float64): the weights are computed over the whole part by NumPy
     with the same operations in the same order (``ln tf`` from ``math.log``, each block's tfidf
@@ -358,6 +370,8 @@ def weigh_part(terms: PartTerms, avgdl: Mapping[str, float], idf: Mapping[int, f
     tfidf, collide_tfidf = SparseRows.of(brow, btid, bw, n)
     if collide_lex or collide_tfidf:
         starts = np.concatenate([[0], np.cumsum(seg_len)]).tolist()
+        if isinstance(idf, tuple):
+            idf = dict(zip(idf[0].tolist(), idf[1].tolist(), strict=True))
         for row in sorted(collide_lex | collide_tfidf):  # a hash collision inside a block
             lex_v, tfidf_v = _row_vectors(terms, row, starts, avgdl, idf, missing_idf)
             lex.replace(row, lex_v)
@@ -386,14 +400,17 @@ def _row_vectors(terms: PartTerms, row: int, starts: list[int], avgdl: Mapping[s
     return lex, {tid: w / norm2 for tid, w in tfidf.items()}
 
 
-def _lookup(table: Mapping[int, float], keys: np.ndarray, missing: float) -> np.ndarray:
+def _lookup(table: Mapping[int, float] | IdfArrays, keys: np.ndarray, missing: float) -> np.ndarray:
     """``[table.get(k, missing) for k in keys]`` as float64, by a sorted search."""
-    if not table or not keys.size:
+    if isinstance(table, tuple):
+        known, values = table
+    else:
+        known = np.fromiter(table.keys(), dtype=np.int64, count=len(table))
+        values = np.fromiter(table.values(), dtype=np.float64, count=len(table))
+        order = np.argsort(known)
+        known, values = known[order], values[order]
+    if not known.size or not keys.size:
         return np.full(keys.size, missing, dtype=np.float64)
-    known = np.fromiter(table.keys(), dtype=np.int64, count=len(table))
-    values = np.fromiter(table.values(), dtype=np.float64, count=len(table))
-    order = np.argsort(known)
-    known, values = known[order], values[order]
     at = np.minimum(np.searchsorted(known, keys), known.size - 1)
     return np.where(known[at] == keys, values[at], missing)
 

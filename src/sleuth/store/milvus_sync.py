@@ -277,11 +277,13 @@ class _StatsWriter:
         self.copy_rows = getattr(conn, "copy_rows", None)
         self.df_rows_in_table = not fresh  # milvus_df may hold a term id already: add, do not insert
 
-    def df(self, df: _DfSum) -> None:
-        """Add ``df`` (each term id's change) to ``milvus_df``, then empty it."""
+    def df(self, df: _DfSum) -> tuple[np.ndarray, np.ndarray]:
+        """Add ``df`` (each term id's change) to ``milvus_df``, then empty it; returns the ids
+        (sorted) and changes added, zeros left out."""
         ids, changes = df.items()
         kept = changes != 0
-        rows = list(zip(ids[kept].tolist(), changes[kept].tolist(), strict=True))
+        ids, changes = ids[kept], changes[kept]
+        rows = list(zip(ids.tolist(), changes.tolist(), strict=True))
         if self.copy_rows is not None:
             self.copy_rows("milvus_df", ("term_id", "df"), rows, "ON CONFLICT (term_id) DO UPDATE SET"
                            " df = milvus_df.df + excluded.df" if self.df_rows_in_table else None)
@@ -290,6 +292,7 @@ class _StatsWriter:
                                   " df = milvus_df.df + excluded.df", rows)
         df.clear()
         self.df_rows_in_table = True
+        return ids, changes
 
     def doc_stats(self, rows: list[tuple[str, str]]) -> None:
         """New ``milvus_doc_stats`` rows (their documents' old rows are deleted already)."""
@@ -310,6 +313,9 @@ class MilvusSync:
     dense: str
     _lock: threading.RLock
     _spill: _Spill
+    #: ``milvus_df`` as the statistics pass of the sync under way counted it from scratch, held
+    #: in one piece (``(ids sorted, dfs)``); None: read the catalog.
+    _df_counted: tuple[np.ndarray, np.ndarray] | None = None
     #: Blocks per part of a sync.
     part_blocks: int = MILVUS_SYNC_PART_BLOCKS
     #: Called with ``("stats" | "lex", blocks)`` for every part a sync reads (tests, benchmarks).
@@ -399,13 +405,14 @@ class MilvusSync:
         True when anything changed. ``model``/``dim``: the embedding model whose vectors go to the
         dense collection (None: no dense collection)."""
         with self._lock:
-            self._spill = _Spill()
+            self._spill, self._df_counted = _Spill(), None
             try:
                 gen = self.catalog.generation()
                 changed = self._sync_stats(gen)
                 changed |= self._sync_lex(gen)
             finally:
                 self._spill.close()
+                self._df_counted = None
             if model is not None and dim > 0:
                 changed |= self._sync_dense(gen, model, dim)
             return changed
@@ -436,14 +443,12 @@ class MilvusSync:
             self._spill.start(since)
             for part in self._parts("stats", since):
                 self._spill.write(part)
-                docs = self._part_docs(part)
+                docs, ids, counts = self._part_docs(part)
                 fields = part.terms.fields
                 n += len(part.blocks)
                 lengths.update(dict(zip(fields, part.terms.field_lengths(np.zeros(part.terms.n, dtype=np.int64),
                                                                          1)[0].tolist(), strict=True)))
-                rows, ids = part.terms.block_term_ids()
-                del rows
-                df.add(ids, np.ones(ids.size, dtype=np.int64))
+                df.add(ids, counts)
                 if doc is not None and doc.doc_id == docs[0].doc_id:
                     doc.merge(docs[0])
                     docs[0] = doc
@@ -456,17 +461,21 @@ class MilvusSync:
             if doc is not None:
                 out.doc_stats([doc.record(fields)])
             self._spill.complete = True
-            out.df(df)
+            whole = fresh and not out.df_rows_in_table  # every sum is here, none in the table yet
+            counted = out.df(df)
             conn.execute("DELETE FROM milvus_df WHERE df <= 0")
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('milvus:stats', ?)",
                          (json.dumps({"generation": gen, "n": n, "lengths": {k: v for k, v in lengths.items()}}),))
+        if whole:  # the table now holds exactly these (the transaction committed)
+            self._df_counted = counted
         kill_point("milvus:stats-committed")
         return True
 
     @staticmethod
-    def _part_docs(part: SyncPart) -> list[_DocTerms]:
+    def _part_docs(part: SyncPart) -> tuple[list[_DocTerms], np.ndarray, np.ndarray]:
         """The statistics of each document of ``part`` (its blocks there), in order: blocks,
-        fields' token counts, and the term ids of its blocks with how many hold each."""
+        fields' token counts, and the term ids of its blocks with how many hold each; and those
+        ids and counts of every document, one after the other (the part's document frequencies)."""
         doc_ids = [b.doc_id for b in part.blocks]
         firsts = [0, *(i for i in range(1, len(doc_ids)) if doc_ids[i] != doc_ids[i - 1])]
         group = np.zeros(len(doc_ids), dtype=np.int64)
@@ -475,15 +484,18 @@ class MilvusSync:
         terms = part.terms
         lengths = terms.field_lengths(group, len(firsts))
         rows, ids = terms.block_term_ids()
-        keys, counts = np.unique((group[rows] << 32) | ids, return_counts=True)
-        ends = np.searchsorted(keys >> 32, np.arange(1, len(firsts) + 1)).tolist()
-        ids = keys & 0xFFFFFFFF
+        if len(firsts) == len(doc_ids):  # one block per document: each id counts once
+            of_doc, counts = rows, np.ones(ids.size, dtype=np.int64)
+        else:
+            keys, counts = np.unique((group[rows] << 32) | ids, return_counts=True)
+            of_doc, ids = keys >> 32, keys & 0xFFFFFFFF
+        ends = np.searchsorted(of_doc, np.arange(1, len(firsts) + 1)).tolist()
         ends_blocks = [*firsts[1:], len(doc_ids)]
         out, a = [], 0
         for g, (first, b) in enumerate(zip(firsts, ends, strict=True)):
             out.append(_DocTerms(doc_ids[first], ends_blocks[g] - first, lengths[g], ids[a:b], counts[a:b]))
             a = b
-        return out
+        return out, ids, counts
 
     def _take_out(self, conn: Any, since: int, n: int, lengths: Counter[str], df: _DfSum) -> int | None:
         """Subtract what the documents changed since ``since`` added last time (their
@@ -579,8 +591,8 @@ class MilvusSync:
             for i, part in enumerate(self._lex_parts(since, done)):
                 blocks = part.blocks
                 docs = catalog.documents(sorted({b.doc_id for b in blocks}))
-                df = self.document_frequencies(part.terms.body_term_ids().tolist())
-                idf = {tid: sparse.tfidf_idf(d, n) for tid, d in df.items()}
+                ids, dfs = self._body_dfs(part.terms.body_term_ids())
+                idf = (ids, sparse.tfidf_idfs(dfs, n))
                 missing_idf = sparse.tfidf_idf(1, n)
                 columns = Columns()
                 for b in blocks:
@@ -599,6 +611,21 @@ class MilvusSync:
                 done = last
                 kill_point(f"milvus:lex-part:{i + 1}.")
         return count
+
+    def _body_dfs(self, body: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, dfs)``: the document frequencies of the ids of ``body`` (sorted, int64) that
+        some block has, ids sorted: from the statistics pass's sums when it counted everything in
+        this sync (``_df_counted``), otherwise read from the catalog."""
+        if self._df_counted is not None:
+            known, dfs = self._df_counted
+            at = np.minimum(np.searchsorted(known, body), max(known.size - 1, 0))
+            found = known[at] == body if known.size else np.zeros(body.size, dtype=bool)
+            return body[found], dfs[at[found]]
+        df = self.document_frequencies(body.tolist())
+        ids = np.fromiter(df.keys(), dtype=np.int64, count=len(df))
+        dfs = np.fromiter(df.values(), dtype=np.int64, count=len(df))
+        order = np.argsort(ids)
+        return ids[order], dfs[order]
 
     def _lex_parts(self, since: int, done: tuple[str, int] | None) -> Iterator[SyncPart]:
         """The parts of the rows pass: the statistics pass's, from its spill, when it read the
