@@ -9,7 +9,8 @@ since the last one, each reading, analysing and sending them ``part_blocks`` at 
    collection's totals to ``milvus_df`` and meta ``milvus:stats``, all in one catalog transaction
    (a kill leaves the statistics as they were). The document frequencies are summed in memory up
    to ``MILVUS_SYNC_DF_TERMS_MAX`` distinct term ids, then added to the table, inside the same
-   transaction.
+   transaction. Each block's terms are counted once (:class:`sleuth.lanes.sparse.PartTerms`) and
+   the statistics summed from those counts by NumPy; the spill keeps the counts for the rows pass.
 2. **Rows** (:meth:`MilvusSync._sync_lex`): the same blocks weighed with the new statistics and
    inserted, one part per insert call, one insert in flight while the next part is weighed. Before
    each insert the catalog's meta ``milvus:state`` records the sync's progress (``lex_sync``: the
@@ -60,7 +61,8 @@ if TYPE_CHECKING:
 #: Blocks read, analysed and sent to Milvus per part of a sync (and rows per insert call).
 MILVUS_SYNC_PART_BLOCKS = 2_000
 #: Distinct term ids whose document frequencies a sync sums in memory before adding them to the
-#: catalog's ``milvus_df`` (about 100 bytes each).
+#: catalog's ``milvus_df`` (16 bytes each, two int64 arrays; at most this many entries plus one
+#: part's are held before they are summed).
 MILVUS_SYNC_DF_TERMS_MAX = 1_000_000
 #: Bytes of analysed blocks the statistics pass keeps in a temporary file for the rows pass (which
 #: then reads neither the catalog nor the analyser again); past it the rows pass reads the catalog.
@@ -487,7 +489,7 @@ class MilvusSync:
         if len(firsts) == len(doc_ids):  # one block per document: each id counts once
             of_doc, counts = rows, np.ones(ids.size, dtype=np.int64)
         else:
-            keys, counts = np.unique((group[rows] << 32) | ids, return_counts=True)
+            keys, counts = sparse.unique_counts((group[rows] << 32) | ids)
             of_doc, ids = keys >> 32, keys & 0xFFFFFFFF
         ends = np.searchsorted(of_doc, np.arange(1, len(firsts) + 1)).tolist()
         ends_blocks = [*firsts[1:], len(doc_ids)]
