@@ -6,7 +6,8 @@ abstracts cycled, one block each, no embedding model), optionally under cProfile
 
 Each run reports the CPU seconds of sleuth's process and, scaled out, of the PostgreSQL server
 (with its backends) and the ``milvus-lite server`` process (``cpu_s``), to tell whose work the
-wall time is. ``--timings`` adds up the wall time of the sync's steps (wrappers, no profiler); ``--sample-s``
+wall time is. ``--timings`` adds up the wall time of the sync's steps (wrappers, no profiler), and
+the CPU time of the thread that ran them (``thread_cpu_s``, ``time.thread_time``); ``--sample-s``
 prints, every so many seconds, the blocks committed to the catalog, the rows in Milvus, this
 process's RSS and the load average (what a run stopped before its end reached).
 """
@@ -31,6 +32,8 @@ from bench.scale_curve import records
 from tests.scale.servers import MilvusLiteServer, PgServer
 
 TIMINGS: dict[str, float] = {}
+#: CPU seconds of the calling thread in each wrapped call (``time.thread_time``), same keys.
+THREAD_CPU: dict[str, float] = {}
 
 
 def timed(owner, name: str) -> None:  # type: ignore[no-untyped-def]
@@ -38,12 +41,13 @@ def timed(owner, name: str) -> None:  # type: ignore[no-untyped-def]
     inner = getattr(owner, name)
 
     def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         try:
             return inner(*args, **kwargs)
         finally:
             key = f"{getattr(owner, '__name__', type(owner).__name__)}.{name}"
             TIMINGS[key] = TIMINGS.get(key, 0.0) + time.perf_counter() - started
+            THREAD_CPU[key] = THREAD_CPU.get(key, 0.0) + time.thread_time() - cpu
 
     setattr(owner, name, wrapper)
 
@@ -66,7 +70,7 @@ def instrument() -> None:
         timed(milvus_columns, "send")
     from sleuth.lanes import sparse
 
-    for name in ("block_vectors", "part_vectors"):  # the weights: per block, or per part
+    for name in ("block_vectors", "part_vectors", "count_part", "weigh_part"):  # the terms counted, the weights
         if hasattr(sparse, name):
             timed(sparse, name)
     timed(Catalog, "write_documents")
@@ -170,7 +174,8 @@ def run(kind: str, index_dir: Path, config, corpus, n: int, profile: str,  # typ
            "blocks_per_s": round(blocks / took, 1), "load_start": round(load, 1),
            "load_end": round(os.getloadavg()[0], 1),
            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024), "cpu_s": cpu,
-           "timings_s": {k: round(v, 2) for k, v in sorted(TIMINGS.items())}}
+           "timings_s": {k: round(v, 2) for k, v in sorted(TIMINGS.items())},
+           "thread_cpu_s": {k: round(v, 2) for k, v in sorted(THREAD_CPU.items())}}
     print(json.dumps(out), flush=True)
     return out
 
@@ -197,6 +202,7 @@ def main() -> None:
         os.environ.pop("SLEUTH_CATALOG_URL", None)
         run("local", work / "local", Config(model="none"), corpus, args.records, "")
         TIMINGS.clear()
+        THREAD_CPU.clear()
     if "scale" in kinds:
         pg, milvus = PgServer().start(), MilvusLiteServer().start()
         try:

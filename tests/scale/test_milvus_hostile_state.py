@@ -86,7 +86,9 @@ def test_a_damaged_document_statistics_row_makes_the_sync_count_again(tmp_path: 
         index_all(e, tmp_path / "src")
         before = _answers(e)
         (doc_id,) = e.catalog.conn.execute("SELECT doc_id FROM documents WHERE rel_path='gen.md'").fetchone()
-    for planted in ("not json", '{"n": 1}', '{"n": "1", "len": {}, "df": {}}', "[" * 50_000):
+    for planted in ("not json", '{"n": 1}', '{"n": "1", "len": {}, "df": {}}', "[" * 50_000,
+                    '{"n": 1, "len": {}}', '{"n": 1, "len": {}, "ids": "AAA="}', '{"n": 1, "len": {}, "ids": "?!"}',
+                    '{"n": 1, "len": {}, "ids": "AAAAAA==", "counts": "AAAAAAAAAAA="}'):
         conn = sqlite3.connect(tmp_path / "idx" / "catalog.sqlite3", isolation_level=None)
         try:
             conn.execute("UPDATE milvus_doc_stats SET stats=? WHERE doc_id=?", (planted, doc_id))

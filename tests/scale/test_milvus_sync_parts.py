@@ -5,6 +5,7 @@ by the next one (which starts where it stopped), and one the catalog has moved p
 
 from __future__ import annotations
 
+import base64
 import gc
 import json
 import os
@@ -15,6 +16,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from sleuth.config import load_config
@@ -268,3 +270,59 @@ def test_the_part_size_is_a_checked_setting(tmp_path: Path) -> None:
         (tmp_path / "config.toml").write_text(f"milvus_sync_part_blocks = {bad}\n")
         with pytest.raises(ConfigError, match="milvus_sync_part_blocks must be an integer from 1 to 1000000"):
             load_config(tmp_path)
+
+
+def doc_terms(engine: Engine) -> dict[str, tuple[int, dict[str, int], dict[int, int]]]:
+    """Every ``milvus_doc_stats`` row, either format, as ``{doc_id: (blocks, lengths, {term id: blocks})}``
+    (read here, not by the code under test)."""
+    out = {}
+    for doc_id, raw in engine.catalog.conn.execute("SELECT doc_id, stats FROM milvus_doc_stats").fetchall():
+        record = json.loads(raw)
+        if "df" in record:  # the format before
+            df = {int(k): v for k, v in record["df"].items()}
+        else:
+            ids = np.frombuffer(base64.b64decode(record["ids"]), dtype="<u4").tolist()
+            counts = (np.frombuffer(base64.b64decode(record["counts"]), dtype="<u4").tolist() if "counts" in record
+                      else [1] * len(ids))
+            df = dict(zip(ids, counts, strict=True))
+        out[doc_id] = (record["n"], record["len"], df)
+    return out
+
+
+def test_document_statistics_in_the_format_before_are_taken_out_without_counting_again(  # type: ignore[no-untyped-def]
+        tmp_path: Path, scale) -> None:
+    """``milvus_doc_stats`` rows written before the packed ids (``df``: a JSON object of term ids)
+    are read by the next sync of changes: the changed documents' old contributions are taken out
+    of the totals (no count from scratch), and the totals, rows and answers are those of an index
+    that never had the old format."""
+    src = tmp_path / "src"
+    for project in PROJECTS[:2]:
+        write_files(src, project)
+    sections = "\n\n".join(f"## part {k}\n\nbaran komek {WORDS[k]} {WORDS[k + 1]}" for k in range(5))
+    (src / "alpha" / "long.md").write_text(f"# long\n\n{sections}\n")  # one document, several blocks
+    old = scale("before", PART_BLOCKS)
+    for project in PROJECTS[:2]:
+        old.index([src / project], project=project)
+    with old.catalog.write() as conn:  # the rows as the sync before this format wrote them
+        for doc_id, (n, lengths, df) in doc_terms(old).items():
+            conn.execute("UPDATE milvus_doc_stats SET stats=? WHERE doc_id=?",
+                         (json.dumps({"n": n, "len": lengths, "df": {str(k): v for k, v in df.items()}}), doc_id))
+    assert max(n for n, _, _ in doc_terms(old).values()) > 1  # long.md: ids held by several blocks
+    assert any(c > 1 for _, _, df in doc_terms(old).values() for c in df.values())
+    write_files(src, "alpha", {i: 1 for i in range(4)})
+    (src / "alpha" / "long.md").write_text(f"# long\n\n{sections}\n\n## more\n\nsagal lodox\n")
+    hook = watch(old)
+    old.index([src / "alpha"], project="alpha")
+    paths = [f"f{i:03d}.md" for i in range(4)] + ["long.md"]
+    (changed,) = old.catalog.conn.execute(
+        "SELECT count(*) FROM blocks b JOIN documents d ON d.doc_id = b.doc_id WHERE d.rel_path IN (?, ?, ?, ?, ?)"
+        " AND d.root LIKE ?", [*paths, "%alpha"]).fetchone()
+    assert changed > 5 and hook.blocks("stats") == changed, "the statistics were counted from scratch"
+    fresh = scale("after", 1_000_000)
+    for project in PROJECTS[:2]:
+        fresh.index([src / project], project=project)
+    assert catalog_stats(old)[0] == catalog_stats(fresh)[0]  # milvus_df
+    assert catalog_stats(old)[2] == catalog_stats(fresh)[2]  # the totals
+    assert doc_terms(old).keys() == doc_terms(fresh).keys()
+    assert sorted(doc_terms(old).values(), key=repr) == sorted(doc_terms(fresh).values(), key=repr)
+    assert answers(old) == answers(fresh) and all(answers(old).values())

@@ -121,6 +121,28 @@ def tfidf_idf(df: int, n_blocks: int) -> float:
     return math.log((1.0 + n_blocks) / (1.0 + df)) + 1.0
 
 
+def tfidf_idfs(dfs: np.ndarray, n_blocks: int) -> np.ndarray:
+    """:func:`tfidf_idf` of each of ``dfs`` (float64, the same numbers: computed once per distinct
+    value by ``math.log``)."""
+    values, _ = unique_counts(dfs)
+    return np.array([tfidf_idf(d, n_blocks) for d in values.tolist()], dtype=np.float64)[np.searchsorted(values, dfs)]
+
+
+def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(distinct values sorted, how many times each comes)`` of a 1-d integer array: what
+    ``np.unique(values, return_counts=True)`` gives, by one ``np.sort`` (NumPy 2's ``np.unique``
+    took 70 times as long on a part's 200,000 keys)."""
+    ordered = np.sort(values)
+    if not ordered.size:
+        return ordered, np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    return ordered[starts], np.diff(np.concatenate([starts, [ordered.size]]))
+
+
+#: The tfidf idf of term ids as two arrays: the ids sorted (int64), and their idf (float64).
+IdfArrays = tuple[np.ndarray, np.ndarray]
+
+
 def block_fields(terms: str, title_terms: Sequence[str], heading_terms: Sequence[str], tag_terms: Sequence[str],
                  path_terms: Sequence[str]) -> dict[str, list[str]]:
     """``{field: tokens}`` of one block (``terms``: its analysed body, whitespace-joined)."""
@@ -231,54 +253,125 @@ def block_stats(fields: Iterable[Mapping[str, Sequence[str]]]) -> tuple[int, dic
     return n, lengths, df
 
 
-def part_vectors(blocks: Sequence[Mapping[str, Sequence[str]]], avgdl: Mapping[str, float],
-                 idf: Mapping[int, float], missing_idf: float) -> tuple[SparseRows, SparseRows]:
-    """:func:`block_vectors` of every block of a part at once, as flat rows: ``(lex, tfidf)``.
+class PartTerms:
+    """The counted terms of a part's blocks, flat (what :func:`count_part` gives): the statistics
+    and the weights of a sync are computed from it, each block's tokens counted once.
 
-    The same numbers, bit for bit (float64): each block's terms are counted and their ids looked
-    up once (in C: ``Counter``, ``map``), then the weights are computed over the whole part by
-    NumPy with the same operations in the same order (``ln tf`` from ``math.log``, each block's
-    tfidf norm summed in its terms' order). A block where two of its terms share an id (a 32-bit
-    hash collision: the dict of :func:`block_vectors` keeps the last value at the first place) is
-    weighed by :func:`block_vectors` itself.
+    - ``ids``, ``tfs`` (int64, one entry per distinct term of a (block, field) segment, in the
+      order ``Counter(tokens)`` gives: first occurrence): term id and term frequency;
+    - per segment (a block's non-empty field, in the block's field order): ``seg_rows`` (the
+      block's row in the part), ``seg_fields`` (index in ``fields``), ``seg_tokens`` (the field's
+      token count, for BM25's length norm) and ``seg_terms`` (its entries);
+    - ``fields``: the field names (``FIELDS`` first), ``n``: the blocks.
     """
+
+    __slots__ = ("fields", "ids", "n", "seg_fields", "seg_rows", "seg_terms", "seg_tokens", "tfs")
+
+    def __init__(self, n: int, fields: tuple[str, ...], ids: np.ndarray, tfs: np.ndarray, seg_rows: np.ndarray,
+                 seg_fields: np.ndarray, seg_tokens: np.ndarray, seg_terms: np.ndarray) -> None:
+        self.n, self.fields, self.ids, self.tfs = n, fields, ids, tfs
+        self.seg_rows, self.seg_fields, self.seg_tokens, self.seg_terms = seg_rows, seg_fields, seg_tokens, seg_terms
+
+    def __getstate__(self) -> tuple[object, ...]:
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        for k, v in zip(self.__slots__, state, strict=True):
+            setattr(self, k, v)
+
+    def entry_rows(self) -> np.ndarray:
+        """The block row of each entry (int64)."""
+        return np.repeat(self.seg_rows, self.seg_terms)
+
+    def block_term_ids(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, ids)``: each block's distinct term ids over every field (:func:`block_term_ids`
+        of each block), sorted by row then id (int64 both)."""
+        keys, _ = unique_counts((self.entry_rows() << 32) | self.ids)
+        return keys >> 32, keys & 0xFFFFFFFF
+
+    def body_term_ids(self) -> np.ndarray:
+        """The distinct ``body`` term ids of the part, sorted (int64)."""
+        body = np.repeat(self.seg_fields == self.fields.index("body"), self.seg_terms)
+        return unique_counts(self.ids[body])[0]
+
+    def field_lengths(self, groups: np.ndarray, n_groups: int) -> np.ndarray:
+        """``(n_groups, len(fields))`` int64: the token counts of each field summed over the blocks
+        of each group (``groups``: the group of each block row)."""
+        at = groups[self.seg_rows] * len(self.fields) + self.seg_fields
+        out = np.bincount(at, weights=self.seg_tokens, minlength=n_groups * len(self.fields))
+        return out.astype(np.int64).reshape(n_groups, len(self.fields))
+
+
+def count_part(blocks: Sequence[Mapping[str, Sequence[str]]]) -> PartTerms:
+    """The :class:`PartTerms` of ``blocks`` (``{field: tokens}`` each): each block's tokens counted
+    (``Counter``) and their ids looked up (``map`` over :func:`field_term_ids`), in C."""
     ids: list[int] = []
     tfs: list[int] = []
-    seg_norms: list[float] = []  # one per (block, field) segment of entries
-    seg_lengths: list[int] = []
     seg_rows: list[int] = []
-    body_at: list[tuple[int, int]] = []  # (start, end) of each block's body entries
-    k1p1 = BM25_K1 + 1
+    seg_fields: list[int] = []
+    seg_tokens: list[int] = []
+    seg_terms: list[int] = []
+    index = {f: i for i, f in enumerate(FIELDS)}
     for row, fields in enumerate(blocks):
-        body = (0, 0)
         for field, tokens in fields.items():
             if not tokens:
                 continue
+            at = index.get(field)
+            if at is None:
+                at = index[field] = len(index)
             counts = Counter(tokens)
-            mean = avgdl.get(field) or 1.0
-            start = len(ids)
             ids.extend(map(field_term_ids(field).__getitem__, counts))
             tfs.extend(counts.values())
-            seg_norms.append(BM25_K1 * (1 - BM25_B + BM25_B * fieldnorm(len(tokens)) / mean))
-            seg_lengths.append(len(counts))
             seg_rows.append(row)
-            if field == "body":
-                body = (start, len(ids))
-        body_at.append(body)
-    n = len(blocks)
-    tid = np.array(ids, dtype=np.int64)
-    tf = np.array(tfs, dtype=np.int64)
-    seg_len = np.array(seg_lengths, dtype=np.int64)
-    row_of = np.repeat(np.array(seg_rows, dtype=np.int64), seg_len)
+            seg_fields.append(at)
+            seg_tokens.append(len(tokens))
+            seg_terms.append(len(counts))
+    return PartTerms(len(blocks), tuple(index), np.array(ids, dtype=np.int64), np.array(tfs, dtype=np.int64),
+                     np.array(seg_rows, dtype=np.int64), np.array(seg_fields, dtype=np.int64),
+                     np.array(seg_tokens, dtype=np.int64), np.array(seg_terms, dtype=np.int64))
+
+
+def _fieldnorms(lengths: np.ndarray) -> np.ndarray:
+    """:func:`fieldnorm` of each length (float64: exact, the values are small integers)."""
+    if not lengths.size:
+        return np.zeros(0, dtype=np.float64)
+    top = int(lengths.max())
+    if top < 1 << 16:
+        table = np.array([fieldnorm(i) for i in range(top + 1)], dtype=np.float64)
+        return table[lengths]
+    return np.array([fieldnorm(i) for i in lengths.tolist()], dtype=np.float64)
+
+
+def part_vectors(blocks: Sequence[Mapping[str, Sequence[str]]], avgdl: Mapping[str, float],
+                 idf: Mapping[int, float] | IdfArrays, missing_idf: float) -> tuple[SparseRows, SparseRows]:
+    """:func:`block_vectors` of every block of a part at once, as flat rows: ``(lex, tfidf)``
+    (:func:`weigh_part` of :func:`count_part`)."""
+    return weigh_part(count_part(blocks), avgdl, idf, missing_idf)
+
+
+def weigh_part(terms: PartTerms, avgdl: Mapping[str, float], idf: Mapping[int, float] | IdfArrays,
+               missing_idf: float) -> tuple[SparseRows, SparseRows]:
+    """:func:`block_vectors` of every block of a counted part, as flat rows: ``(lex, tfidf)``
+    (``idf``: a mapping, or :data:`IdfArrays`).
+
+    The same numbers, bit for bit (float64): the weights are computed over the whole part by NumPy
+    with the same operations in the same order (``ln tf`` from ``math.log``, each block's tfidf
+    norm summed in its terms' order). A block where two of its terms share an id (a 32-bit hash
+    collision: the dict of :func:`block_vectors` keeps the last value at the first place) is
+    weighed entry by entry as :func:`block_vectors` does.
+    """
+    n = terms.n
+    k1p1 = BM25_K1 + 1
+    tid, tf = terms.ids, terms.tfs
+    seg_len = terms.seg_terms
+    means = np.array([avgdl.get(f) or 1.0 for f in terms.fields], dtype=np.float64)
+    seg_norms = BM25_K1 * (1 - BM25_B + BM25_B * _fieldnorms(terms.seg_tokens) / means[terms.seg_fields])
+    row_of = terms.entry_rows()
     tf_f = tf.astype(np.float64)
-    lex_w = tf_f * k1p1 / (tf_f + np.repeat(np.array(seg_norms, dtype=np.float64), seg_len))
+    lex_w = tf_f * k1p1 / (tf_f + np.repeat(seg_norms, seg_len))
     # body entries, in each block's order: (1 + ln tf) idf / norm
-    body_len = np.array([b - a for a, b in body_at], dtype=np.int64)
-    body_start = np.array([a for a, _ in body_at], dtype=np.int64)
-    body_idx = np.repeat(body_start - np.concatenate([[0], np.cumsum(body_len)[:-1]]), body_len) \
-        + np.arange(int(body_len.sum()), dtype=np.int64)
-    btid, btf = tid[body_idx], tf[body_idx]
-    brow = np.repeat(np.arange(n, dtype=np.int64), body_len)
+    body = np.repeat(terms.seg_fields == terms.fields.index("body"), seg_len)
+    btid, btf, brow = tid[body], tf[body], row_of[body]
     logs = np.array([1.0 + math.log(t) if t > 0 else 1.0 for t in range(int(btf.max()) + 1 if btf.size else 1)])
     bw = logs[btf] * _lookup(idf, btid, missing_idf)
     norm2 = np.sqrt(np.bincount(brow, weights=bw * bw, minlength=n))
@@ -286,21 +379,49 @@ def part_vectors(blocks: Sequence[Mapping[str, Sequence[str]]], avgdl: Mapping[s
     bw = bw / norm2[brow]
     lex, collide_lex = SparseRows.of(row_of, tid, lex_w, n)
     tfidf, collide_tfidf = SparseRows.of(brow, btid, bw, n)
-    for row in sorted(collide_lex | collide_tfidf):  # a hash collision inside a block: as block_vectors does
-        lex_v, tfidf_v = block_vectors(blocks[row], avgdl, idf, missing_idf)
-        lex.replace(row, lex_v)
-        tfidf.replace(row, tfidf_v)
+    if collide_lex or collide_tfidf:
+        starts = np.concatenate([[0], np.cumsum(seg_len)]).tolist()
+        if isinstance(idf, tuple):
+            idf = dict(zip(idf[0].tolist(), idf[1].tolist(), strict=True))
+        for row in sorted(collide_lex | collide_tfidf):  # a hash collision inside a block
+            lex_v, tfidf_v = _row_vectors(terms, row, starts, avgdl, idf, missing_idf)
+            lex.replace(row, lex_v)
+            tfidf.replace(row, tfidf_v)
     return lex, tfidf
 
 
-def _lookup(table: Mapping[int, float], keys: np.ndarray, missing: float) -> np.ndarray:
+def _row_vectors(terms: PartTerms, row: int, starts: list[int], avgdl: Mapping[str, float],
+                 idf: Mapping[int, float], missing_idf: float) -> tuple[dict[int, float], dict[int, float]]:
+    """:func:`block_vectors` of the block at ``row`` from its counted entries (``starts``: each
+    segment's first entry, and the end)."""
+    lex: dict[int, float] = {}
+    tfidf: dict[int, float] = {}
+    k1p1 = BM25_K1 + 1
+    ids, tfs = terms.ids.tolist(), terms.tfs.tolist()
+    for s in np.flatnonzero(terms.seg_rows == row).tolist():
+        field = terms.fields[int(terms.seg_fields[s])]
+        mean = avgdl.get(field) or 1.0
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * fieldnorm(int(terms.seg_tokens[s])) / mean)
+        body = field == "body"
+        for tid, tf in zip(ids[starts[s]:starts[s + 1]], tfs[starts[s]:starts[s + 1]], strict=True):
+            lex[tid] = tf * k1p1 / (tf + norm)
+            if body:
+                tfidf[tid] = (1.0 + math.log(tf)) * idf.get(tid, missing_idf)
+    norm2 = math.sqrt(sum(w * w for w in tfidf.values())) or 1.0
+    return lex, {tid: w / norm2 for tid, w in tfidf.items()}
+
+
+def _lookup(table: Mapping[int, float] | IdfArrays, keys: np.ndarray, missing: float) -> np.ndarray:
     """``[table.get(k, missing) for k in keys]`` as float64, by a sorted search."""
-    if not table or not keys.size:
+    if isinstance(table, tuple):
+        known, values = table
+    else:
+        known = np.fromiter(table.keys(), dtype=np.int64, count=len(table))
+        values = np.fromiter(table.values(), dtype=np.float64, count=len(table))
+        order = np.argsort(known)
+        known, values = known[order], values[order]
+    if not known.size or not keys.size:
         return np.full(keys.size, missing, dtype=np.float64)
-    known = np.fromiter(table.keys(), dtype=np.int64, count=len(table))
-    values = np.fromiter(table.values(), dtype=np.float64, count=len(table))
-    order = np.argsort(known)
-    known, values = known[order], values[order]
     at = np.minimum(np.searchsorted(known, keys), known.size - 1)
     return np.where(known[at] == keys, values[at], missing)
 

@@ -6,11 +6,14 @@ failing on it at every search. Pure functions."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import math
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +62,50 @@ STATE = _fields({
 })
 #: ``milvus:stats`` (:meth:`sleuth.store.milvus.MilvusIndex.stats`).
 STATS = _fields({"generation": _count, "n": _count, "lengths": _lengths}, required=("generation", "n", "lengths"))
-#: A ``milvus_doc_stats`` row: a document's block count, fields' lengths and term ids' block counts.
-DOC_STATS = _fields({"n": _count, "len": _lengths,
+def _packed(v: object) -> bool:
+    """Base64 of little-endian uint32 values (``DOC_STATS_IDS`` and ``DOC_STATS_COUNTS``)."""
+    if not isinstance(v, str) or len(v) % 4:
+        return False
+    try:
+        return len(base64.b64decode(v, validate=True)) % 4 == 0
+    except ValueError:
+        return False
+
+
+#: A ``milvus_doc_stats`` row: a document's block count (``n``), fields' lengths (``len``) and the
+#: term ids of its blocks with how many blocks hold each: ``ids`` (base64 of the sorted ids as
+#: little-endian uint32) and ``counts`` (the same, the block counts; absent when every count is 1).
+#: A row of the format before (``df``: ``{"term id": blocks}``) is read as well.
+DOC_STATS = _fields({"n": _count, "len": _lengths, "ids": _packed, "counts": _packed,
                      "df": lambda v: isinstance(v, dict) and all(k.lstrip("-").isdigit() and _int(x)
                                                                  for k, x in v.items())},
-                    required=("n", "len", "df"))
+                    required=("n", "len"))
+
+
+def doc_stats_record(n: int, lengths: dict[str, int], ids: np.ndarray, counts: np.ndarray) -> str:
+    """A ``milvus_doc_stats`` row (:data:`DOC_STATS`) of ``n`` blocks with field ``lengths``,
+    holding the term ids ``ids`` (sorted, below 2^32) ``counts`` times each (at least 1)."""
+    record: dict[str, Any] = {"n": n, "len": lengths,
+                              "ids": base64.b64encode(ids.astype("<u4").tobytes()).decode("ascii")}
+    if counts.size and int(counts.max()) > 1:
+        record["counts"] = base64.b64encode(counts.astype("<u4").tobytes()).decode("ascii")
+    return json.dumps(record)
+
+
+def doc_stats_terms(record: dict[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(ids, counts)`` (int64) of a row :func:`parse` accepted against :data:`DOC_STATS`, in
+    either format; None when it holds neither, or ``counts`` of another length than ``ids``."""
+    if "ids" in record:
+        ids = np.frombuffer(base64.b64decode(record["ids"]), dtype="<u4").astype(np.int64)
+        if "counts" not in record:
+            return ids, np.ones(ids.size, dtype=np.int64)
+        counts = np.frombuffer(base64.b64decode(record["counts"]), dtype="<u4").astype(np.int64)
+        return (ids, counts) if counts.size == ids.size else None
+    if "df" in record:
+        df = record["df"]
+        return (np.fromiter(map(int, df), dtype=np.int64, count=len(df)),
+                np.fromiter(df.values(), dtype=np.int64, count=len(df)))
+    return None
 
 
 def parse(raw: str | None, check: Callable[[object], bool], what: str) -> dict[str, Any] | None:

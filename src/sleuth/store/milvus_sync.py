@@ -9,7 +9,8 @@ since the last one, each reading, analysing and sending them ``part_blocks`` at 
    collection's totals to ``milvus_df`` and meta ``milvus:stats``, all in one catalog transaction
    (a kill leaves the statistics as they were). The document frequencies are summed in memory up
    to ``MILVUS_SYNC_DF_TERMS_MAX`` distinct term ids, then added to the table, inside the same
-   transaction.
+   transaction. Each block's terms are counted once (:class:`sleuth.lanes.sparse.PartTerms`) and
+   the statistics summed from those counts by NumPy; the spill keeps the counts for the rows pass.
 2. **Rows** (:meth:`MilvusSync._sync_lex`): the same blocks weighed with the new statistics and
    inserted, one part per insert call, one insert in flight while the next part is weighed. Before
    each insert the catalog's meta ``milvus:state`` records the sync's progress (``lex_sync``: the
@@ -38,7 +39,6 @@ read; ``on_part`` (tests, benchmarks) sees every part as it is read.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import pickle
 import secrets
@@ -49,6 +49,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
 
 from sleuth.faults import kill_point
 from sleuth.lanes import sparse
@@ -62,7 +64,8 @@ if TYPE_CHECKING:
 #: Blocks read, analysed and sent to Milvus per part of a sync (and rows per insert call).
 MILVUS_SYNC_PART_BLOCKS = 2_000
 #: Distinct term ids whose document frequencies a sync sums in memory before adding them to the
-#: catalog's ``milvus_df`` (about 100 bytes each).
+#: catalog's ``milvus_df`` (16 bytes each, two int64 arrays; at most this many entries plus one
+#: part's are held before they are summed).
 MILVUS_SYNC_DF_TERMS_MAX = 1_000_000
 #: Bytes of analysed blocks the statistics pass keeps in a temporary file for the rows pass (which
 #: then reads neither the catalog nor the analyser again); past it the rows pass reads the catalog.
@@ -79,14 +82,91 @@ _IDS_PER_STATEMENT = 500
 
 @dataclass(slots=True, weakref_slot=True, eq=False)
 class SyncBlock:
-    """One block as a sync holds it: ids, its place in the catalog's order, and its analysed
-    fields (``{field: tokens}``), without its text."""
+    """One block as a sync holds it: ids and its place in the catalog's order (its terms are in
+    its part's :class:`sleuth.lanes.sparse.PartTerms`; its text is not held)."""
 
     block_id: str
     doc_id: str
     project_id: str
     ordinal: int
-    fields: dict[str, list[str]]
+
+
+@dataclass(slots=True, eq=False)
+class SyncPart:
+    """A part of a sync: its blocks, in the catalog's order, and their terms counted once
+    (:func:`sleuth.lanes.sparse.count_part`), which both passes read."""
+
+    blocks: list[SyncBlock]
+    terms: sparse.PartTerms
+
+
+class _DfSum:
+    """Document frequencies being summed: ``(ids, changes)`` arrays appended, summed by NumPy
+    (a sort) once more than ``MILVUS_SYNC_DF_TERMS_MAX`` entries are held, so at most that many
+    plus one part's."""
+
+    def __init__(self) -> None:
+        self._ids: list[np.ndarray] = []
+        self._changes: list[np.ndarray] = []
+        self._entries = 0
+        self._summed = True  # the arrays held are one, each id once
+
+    def add(self, ids: np.ndarray, changes: np.ndarray) -> None:
+        self._ids.append(ids)
+        self._changes.append(changes)
+        self._entries += ids.size
+        self._summed = False
+        if self._entries > MILVUS_SYNC_DF_TERMS_MAX:
+            self.items()
+
+    def items(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, changes)``: each id once (sorted), its changes summed (int64)."""
+        if not self._summed or not self._ids:
+            ids = np.concatenate(self._ids) if self._ids else np.zeros(0, dtype=np.int64)
+            changes = np.concatenate(self._changes) if self._changes else np.zeros(0, dtype=np.int64)
+            order = np.argsort(ids, kind="stable")
+            ids, changes = ids[order], changes[order]
+            starts = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]])) if ids.size else ids
+            self._ids = [ids[starts]]
+            self._changes = [np.add.reduceat(changes, starts) if ids.size else changes]
+            self._entries, self._summed = int(starts.size), True
+        return self._ids[0], self._changes[0]
+
+    def full(self) -> bool:
+        """Whether more than ``MILVUS_SYNC_DF_TERMS_MAX`` distinct ids are held (summed first)."""
+        return self._entries > MILVUS_SYNC_DF_TERMS_MAX and self.items()[0].size > MILVUS_SYNC_DF_TERMS_MAX
+
+    def clear(self) -> None:
+        self._ids, self._changes, self._entries, self._summed = [], [], 0, True
+
+
+class _DocTerms:
+    """One document's statistics being counted (its blocks may span two parts): blocks, fields'
+    token counts (``FIELDS`` order and after) and term ids with the blocks holding each."""
+
+    __slots__ = ("counts", "doc_id", "ids", "lengths", "n")
+
+    def __init__(self, doc_id: str, n: int, lengths: np.ndarray, ids: np.ndarray, counts: np.ndarray) -> None:
+        self.doc_id, self.n, self.lengths, self.ids, self.counts = doc_id, n, lengths, ids, counts
+
+    def merge(self, other: _DocTerms) -> None:
+        """Add ``other`` (the same document's blocks in the next part)."""
+        self.n += other.n
+        width = max(self.lengths.size, other.lengths.size)
+        self.lengths = np.pad(self.lengths, (0, width - self.lengths.size)) + np.pad(other.lengths,
+                                                                                  (0, width - other.lengths.size))
+        both = _DfSum()
+        both.add(self.ids, self.counts)
+        both.add(other.ids, other.counts)
+        self.ids, self.counts = both.items()
+
+    def record(self, fields: tuple[str, ...]) -> tuple[str, str]:
+        """Its ``milvus_doc_stats`` row (:func:`sleuth.store.milvus_state.doc_stats_record`)."""
+        from sleuth.store.milvus_state import doc_stats_record
+
+        lengths = dict.fromkeys(sparse.FIELDS, 0)
+        lengths.update(zip(fields, self.lengths.tolist(), strict=False))
+        return self.doc_id, doc_stats_record(self.n, lengths, self.ids, self.counts)
 
 
 def literal(value: str) -> str:
@@ -163,10 +243,10 @@ class _Spill:
         self.close()
         self.file, self.since = tempfile.TemporaryFile(prefix="sleuth-milvus-sync."), since
 
-    def write(self, part: list[SyncBlock]) -> None:
+    def write(self, part: SyncPart) -> None:
         if self.file is None:
             return
-        data = pickle.dumps([(b.block_id, b.doc_id, b.project_id, b.ordinal, b.fields) for b in part],
+        data = pickle.dumps(([(b.block_id, b.doc_id, b.project_id, b.ordinal) for b in part.blocks], part.terms),
                             protocol=pickle.HIGHEST_PROTOCOL)
         if self.bytes + len(data) > MILVUS_SYNC_SPILL_BYTES_MAX:
             self.close()
@@ -179,12 +259,13 @@ class _Spill:
         """Whether the parts of a pass from the first block of documents written after ``since`` are here."""
         return self.file is not None and self.complete and self.since == since
 
-    def parts(self) -> Iterator[list[SyncBlock]]:
+    def parts(self) -> Iterator[SyncPart]:
         assert self.file is not None
         self.file.seek(0)
         while header := self.file.read(8):
             data = self.file.read(int.from_bytes(header, "little"))
-            yield [SyncBlock(*fields) for fields in pickle.loads(data)]  # this process's own file
+            blocks, terms = pickle.loads(data)  # this process's own file
+            yield SyncPart([SyncBlock(*fields) for fields in blocks], terms)
 
     def close(self) -> None:
         if self.file is not None:
@@ -201,9 +282,13 @@ class _StatsWriter:
         self.copy_rows = getattr(conn, "copy_rows", None)
         self.df_rows_in_table = not fresh  # milvus_df may hold a term id already: add, do not insert
 
-    def df(self, df: Counter[int]) -> None:
-        """Add ``df`` (``{term_id: change}``) to ``milvus_df``, then empty it."""
-        rows = [(k, v) for k, v in df.items() if v]
+    def df(self, df: _DfSum) -> tuple[np.ndarray, np.ndarray]:
+        """Add ``df`` (each term id's change) to ``milvus_df``, then empty it; returns the ids
+        (sorted) and changes added, zeros left out."""
+        ids, changes = df.items()
+        kept = changes != 0
+        ids, changes = ids[kept], changes[kept]
+        rows = list(zip(ids.tolist(), changes.tolist(), strict=True))
         if self.copy_rows is not None:
             self.copy_rows("milvus_df", ("term_id", "df"), rows, "ON CONFLICT (term_id) DO UPDATE SET"
                            " df = milvus_df.df + excluded.df" if self.df_rows_in_table else None)
@@ -212,6 +297,7 @@ class _StatsWriter:
                                   " df = milvus_df.df + excluded.df", rows)
         df.clear()
         self.df_rows_in_table = True
+        return ids, changes
 
     def doc_stats(self, rows: list[tuple[str, str]]) -> None:
         """New ``milvus_doc_stats`` rows (their documents' old rows are deleted already)."""
@@ -232,9 +318,12 @@ class MilvusSync:
     dense: str
     _lock: threading.RLock
     _spill: _Spill
+    #: ``milvus_df`` as the statistics pass of the sync under way counted it from scratch, held
+    #: in one piece (``(ids sorted, dfs)``); None: read the catalog.
+    _df_counted: tuple[np.ndarray, np.ndarray] | None = None
     #: Blocks per part of a sync.
     part_blocks: int = MILVUS_SYNC_PART_BLOCKS
-    #: Called with ``("stats" | "lex", part)`` for every part a sync reads (tests, benchmarks).
+    #: Called with ``("stats" | "lex", blocks)`` for every part a sync reads (tests, benchmarks).
     on_part: Callable[[str, list[SyncBlock]], None] | None = None
 
     def state(self) -> dict[str, Any]:
@@ -279,9 +368,9 @@ class MilvusSync:
 
     # -------------------------------------------------------------- reading in parts
 
-    def _parts(self, phase: str, since: int, after: tuple[str, int] | None = None) -> Iterator[list[SyncBlock]]:
-        """The blocks of documents written after ``since`` (after the block ``after``), analysed,
-        ``part_blocks`` at a time in the catalog's order (document id, ordinal)."""
+    def _parts(self, phase: str, since: int, after: tuple[str, int] | None = None) -> Iterator[SyncPart]:
+        """The blocks of documents written after ``since`` (after the block ``after``), analysed
+        and counted, ``part_blocks`` at a time in the catalog's order (document id, ordinal)."""
         from sleuth.lanes.postings import analyze_heading
 
         doc_fields: tuple[str, tuple[list[str], list[str], list[str]]] = ("", ([], [], []))
@@ -290,20 +379,23 @@ class MilvusSync:
             page = self.catalog.indexed_blocks_page(since, after, size)
             if not page:
                 return
-            part: list[SyncBlock] = []
+            blocks: list[SyncBlock] = []
+            fields: list[dict[str, list[str]]] = []
             for ib in page:
                 b = ib.block
                 if b.doc_id != doc_fields[0]:
                     doc_fields = (b.doc_id, (analyze(ib.title), analyze(ib.rel_path.replace("/", " / ")),
                                              analyze(" ; ".join(ib.tags))))
                 title, path, tags = doc_fields[1]
-                fields = sparse.block_fields(ib.terms, title, analyze_heading(b.heading_path), tags, path)
-                part.append(SyncBlock(b.block_id, b.doc_id, b.project_id, b.ordinal, fields))
+                fields.append(sparse.block_fields(ib.terms, title, analyze_heading(b.heading_path), tags, path))
+                blocks.append(SyncBlock(b.block_id, b.doc_id, b.project_id, b.ordinal))
             after = (page[-1].block.doc_id, page[-1].block.ordinal)
             full = len(page) == size
             del page
+            part = SyncPart(blocks, sparse.count_part(fields))
+            del fields, blocks
             if self.on_part is not None:
-                self.on_part(phase, part)
+                self.on_part(phase, part.blocks)
             yield part
             del part
             if not full:
@@ -331,13 +423,14 @@ class MilvusSync:
         True when anything changed. ``model``/``dim``: the embedding model whose vectors go to the
         dense collection (None: no dense collection)."""
         with self._lock:
-            self._spill = _Spill()
+            self._spill, self._df_counted = _Spill(), None
             try:
                 gen = self.catalog.generation()
                 changed = self._sync_stats(gen)
                 changed |= self._sync_lex(gen)
             finally:
                 self._spill.close()
+                self._df_counted = None
             if model is not None and dim > 0:
                 changed |= self._sync_dense(gen, model, dim)
             return changed
@@ -350,7 +443,7 @@ class MilvusSync:
         fresh = since > gen or not stats  # a new catalog (or none yet): count everything again
         n = 0 if fresh else int(stats.get("n", 0))
         lengths: Counter[str] = Counter() if fresh else Counter(stats.get("lengths", {}))
-        df: Counter[int] = Counter()
+        df = _DfSum()
         with self.catalog.write() as conn:
             if not fresh:
                 taken = self._take_out(conn, since, n, lengths, df)
@@ -363,54 +456,71 @@ class MilvusSync:
                 df.clear()
                 conn.execute("DELETE FROM milvus_df")
                 conn.execute("DELETE FROM milvus_doc_stats")
-            # (doc_id, blocks, lengths, term ids' block counts) of the document being counted: a
-            # document's blocks may span two parts.
-            doc: tuple[str, int, Counter[str], Counter[int]] | None = None
-
-            def finish(doc: tuple[str, int, Counter[str], Counter[int]]) -> tuple[str, str]:
-                nonlocal n
-                doc_id, bn, blen, bdf = doc
-                n += bn
-                lengths.update(blen)
-                if bn == 1:  # every count is 1: counted as a set of ids, in C
-                    df.update(bdf.keys())
-                else:
-                    df.update(bdf)
-                return doc_id, json.dumps({"n": bn, "len": dict(blen), "df": {str(k): v for k, v in bdf.items()}})
-
+            doc: _DocTerms | None = None  # the last document counted: its blocks may go on in the next part
+            fields: tuple[str, ...] = sparse.FIELDS
             self._spill.start(since)
             for part in self._parts("stats", since):
                 self._spill.write(part)
-                finished: list[tuple[str, str]] = []
-                for doc_id, blocks in itertools.groupby(part, key=lambda b: b.doc_id):
-                    bn, blen, bdf = sparse.block_stats(b.fields for b in blocks)
-                    if doc is not None and doc[0] == doc_id:
-                        doc[2].update(blen)
-                        doc[3].update(bdf)
-                        doc = (doc_id, doc[1] + bn, doc[2], doc[3])
-                        continue
-                    if doc is not None:
-                        finished.append(finish(doc))
-                    doc = (doc_id, bn, Counter(blen), bdf)
-                out.doc_stats(finished)
-                if len(df) > MILVUS_SYNC_DF_TERMS_MAX:
+                docs, ids, counts = self._part_docs(part)
+                fields = part.terms.fields
+                n += len(part.blocks)
+                lengths.update(dict(zip(fields, part.terms.field_lengths(np.zeros(part.terms.n, dtype=np.int64),
+                                                                         1)[0].tolist(), strict=True)))
+                df.add(ids, counts)
+                if doc is not None and doc.doc_id == docs[0].doc_id:
+                    doc.merge(docs[0])
+                    docs[0] = doc
+                elif doc is not None:
+                    docs.insert(0, doc)
+                doc = docs.pop()
+                out.doc_stats([d.record(fields) for d in docs])
+                if df.full():
                     out.df(df)
             if doc is not None:
-                out.doc_stats([finish(doc)])
+                out.doc_stats([doc.record(fields)])
             self._spill.complete = True
-            out.df(df)
+            whole = fresh and not out.df_rows_in_table  # every sum is here, none in the table yet
+            counted = out.df(df)
             conn.execute("DELETE FROM milvus_df WHERE df <= 0")
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('milvus:stats', ?)",
-                         (json.dumps({"generation": gen, "n": n, "lengths": dict(lengths)}),))
+                         (json.dumps({"generation": gen, "n": n, "lengths": {k: v for k, v in lengths.items()}}),))
+        if whole:  # the table now holds exactly these (the transaction committed)
+            self._df_counted = counted
         kill_point("milvus:stats-committed")
         return True
 
-    def _take_out(self, conn: Any, since: int, n: int, lengths: Counter[str], df: Counter[int]) -> int | None:
+    @staticmethod
+    def _part_docs(part: SyncPart) -> tuple[list[_DocTerms], np.ndarray, np.ndarray]:
+        """The statistics of each document of ``part`` (its blocks there), in order: blocks,
+        fields' token counts, and the term ids of its blocks with how many hold each; and those
+        ids and counts of every document, one after the other (the part's document frequencies)."""
+        doc_ids = [b.doc_id for b in part.blocks]
+        firsts = [0, *(i for i in range(1, len(doc_ids)) if doc_ids[i] != doc_ids[i - 1])]
+        group = np.zeros(len(doc_ids), dtype=np.int64)
+        group[firsts[1:]] = 1
+        group = np.cumsum(group)
+        terms = part.terms
+        lengths = terms.field_lengths(group, len(firsts))
+        rows, ids = terms.block_term_ids()
+        if len(firsts) == len(doc_ids):  # one block per document: each id counts once
+            of_doc, counts = rows, np.ones(ids.size, dtype=np.int64)
+        else:
+            keys, counts = sparse.unique_counts((group[rows] << 32) | ids)
+            of_doc, ids = keys >> 32, keys & 0xFFFFFFFF
+        ends = np.searchsorted(of_doc, np.arange(1, len(firsts) + 1)).tolist()
+        ends_blocks = [*firsts[1:], len(doc_ids)]
+        out, a = [], 0
+        for g, (first, b) in enumerate(zip(firsts, ends, strict=True)):
+            out.append(_DocTerms(doc_ids[first], ends_blocks[g] - first, lengths[g], ids[a:b], counts[a:b]))
+            a = b
+        return out, ids, counts
+
+    def _take_out(self, conn: Any, since: int, n: int, lengths: Counter[str], df: _DfSum) -> int | None:
         """Subtract what the documents changed since ``since`` added last time (their
         ``milvus_doc_stats`` rows, deleted) from the totals; returns the block count left, or None
         when a row cannot be read (:data:`sleuth.store.milvus_state.DOC_STATS`: the totals are then
-        unknown, and the caller counts everything again)."""
-        from sleuth.store.milvus_state import DOC_STATS, parse
+        unknown, and the caller counts everything again). Rows of either format are read."""
+        from sleuth.store.milvus_state import DOC_STATS, doc_stats_terms, parse
 
         written, deleted = self.catalog.changes_since(since)
         for part in chunks(sorted({*written, *deleted}), _IDS_PER_STATEMENT):
@@ -418,11 +528,12 @@ class MilvusSync:
             for _, raw in conn.execute(f"SELECT doc_id, stats FROM milvus_doc_stats WHERE doc_id IN ({marks})",
                                        list(part)).fetchall():
                 old = parse(raw if isinstance(raw, str) else None, DOC_STATS, "a milvus_doc_stats row")
-                if old is None:
+                terms = None if old is None else doc_stats_terms(old)
+                if old is None or terms is None:
                     return None
                 n -= old["n"]
                 lengths.subtract(old["len"])
-                df.subtract({int(k): v for k, v in old["df"].items()})
+                df.add(terms[0], -terms[1])
             conn.execute(f"DELETE FROM milvus_doc_stats WHERE doc_id IN ({marks})", list(part))
         return n
 
@@ -499,21 +610,19 @@ class MilvusSync:
         count = 0
         with _Inserter(self.client, self.lex) as inserter:
             for i, part in enumerate(self._lex_parts(since, done)):
-                docs = catalog.documents(sorted({b.doc_id for b in part}))
-                body: set[str] = set()
-                for b in part:
-                    body.update(b.fields["body"])
-                df = self.document_frequencies(map(sparse.field_term_ids("body").__getitem__, body))
-                idf = {tid: sparse.tfidf_idf(d, n) for tid, d in df.items()}
+                blocks = part.blocks
+                docs = catalog.documents(sorted({b.doc_id for b in blocks}))
+                ids, dfs = self._body_dfs(part.terms.body_term_ids())
+                idf = (ids, sparse.tfidf_idfs(dfs, n))
                 missing_idf = sparse.tfidf_idf(1, n)
                 columns = Columns()
-                for b in part:
+                for b in blocks:
                     columns.add_scalars(b.block_id, b.project_id, b.doc_id, docs[b.doc_id])
-                lex, tfidf = sparse.part_vectors([b.fields for b in part], avgdl, idf, missing_idf)
+                lex, tfidf = sparse.weigh_part(part.terms, avgdl, idf, missing_idf)
                 columns.sparse.update(lex=SparseColumn(lex), tfidf=SparseColumn(tfidf))
-                last = (part[-1].doc_id, part[-1].ordinal)
-                rows = len(part)
-                del part
+                last = (blocks[-1].doc_id, blocks[-1].ordinal)
+                rows = len(blocks)
+                del part, blocks
                 inserter.wait()  # every part before this one is in Milvus
                 progress.update(done=list(done) if done else None, sent=rows)
                 self._set_state(state)
@@ -524,7 +633,22 @@ class MilvusSync:
                 kill_point(f"milvus:lex-part:{i + 1}.")
         return count
 
-    def _lex_parts(self, since: int, done: tuple[str, int] | None) -> Iterator[list[SyncBlock]]:
+    def _body_dfs(self, body: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, dfs)``: the document frequencies of the ids of ``body`` (sorted, int64) that
+        some block has, ids sorted: from the statistics pass's sums when it counted everything in
+        this sync (``_df_counted``), otherwise read from the catalog."""
+        if self._df_counted is not None:
+            known, dfs = self._df_counted
+            at = np.minimum(np.searchsorted(known, body), max(known.size - 1, 0))
+            found = known[at] == body if known.size else np.zeros(body.size, dtype=bool)
+            return body[found], dfs[at[found]]
+        df = self.document_frequencies(body.tolist())
+        ids = np.fromiter(df.keys(), dtype=np.int64, count=len(df))
+        dfs = np.fromiter(df.values(), dtype=np.int64, count=len(df))
+        order = np.argsort(ids)
+        return ids[order], dfs[order]
+
+    def _lex_parts(self, since: int, done: tuple[str, int] | None) -> Iterator[SyncPart]:
         """The parts of the rows pass: the statistics pass's, from its spill, when it read the
         same blocks; otherwise read from the catalog again (after the block ``done``)."""
         if done is not None or not self._spill.covers(since):
@@ -532,7 +656,7 @@ class MilvusSync:
             return
         for part in self._spill.parts():
             if self.on_part is not None:
-                self.on_part("lex", part)
+                self.on_part("lex", part.blocks)
             yield part
             del part
 
