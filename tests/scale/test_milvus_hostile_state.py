@@ -16,21 +16,14 @@ import pytest
 
 from sleuth.config import Config
 from sleuth.engine import Engine
-from sleuth.lanes.base import LaneQuery
-from sleuth.text import parse_query
-from tests.scale.test_milvus_lanes import index_all, write_projects
+from tests.scale.test_milvus_lanes import index_all, lane_answers, write_projects
 
 LANES = ("bm25", "index", "tfidf")
 QUERIES = ("advisory lock", "generation number of writes", "fusion weights", "lock")
 
 
 def _answers(engine: Engine) -> dict[tuple[str, str], list[tuple[str, float]]]:
-    out = {}
-    for lane in LANES:
-        for q in QUERIES:
-            ranked = engine.lanes[lane].search(LaneQuery(parse_query(q), 20, None, None))
-            out[(lane, q)] = [(b, round(s, 5)) for b, s in zip(ranked.block_ids, ranked.scores, strict=True)]
-    return out
+    return lane_answers(engine, lanes=LANES, queries=QUERIES, digits=5)
 
 
 def _state_with(field: str, value: object):  # type: ignore[no-untyped-def]

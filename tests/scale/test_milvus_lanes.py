@@ -51,12 +51,14 @@ def index_all(engine: Engine, root: Path) -> None:
 
 
 def lane_answers(engine: Engine, projects: tuple[str, ...] | None = None,
-                 doc_ids: frozenset[str] | None = None) -> dict[tuple[str, str], list[tuple[str, float]]]:
+                 doc_ids: frozenset[str] | None = None, lanes: tuple[str, ...] = LANES,
+                 queries: tuple[str, ...] = QUERIES, digits: int = 4) -> dict[tuple[str, str], list[tuple[str, float]]]:
+    """``{(lane, query): [(block_id, score rounded to digits)]}``: each lane's top 20 for each query."""
     out = {}
-    for name in LANES:
-        for q in QUERIES:
+    for name in lanes:
+        for q in queries:
             ranked = engine.lanes[name].search(LaneQuery(parse_query(q), 20, projects, doc_ids))
-            out[(name, q)] = [(b, round(s, 4)) for b, s in zip(ranked.block_ids, ranked.scores, strict=True)]
+            out[(name, q)] = [(b, round(s, digits)) for b, s in zip(ranked.block_ids, ranked.scores, strict=True)]
     return out
 
 

@@ -22,11 +22,10 @@ import pytest
 from sleuth.config import load_config
 from sleuth.engine import Engine
 from sleuth.errors import ConfigError
-from sleuth.lanes.base import LaneQuery
 from sleuth.store import milvus_columns
 from sleuth.store.milvus import MilvusSettings
 from sleuth.store.milvus_sync import MILVUS_SYNC_PART_BLOCKS, SyncBlock
-from sleuth.text import parse_query
+from tests.scale.test_milvus_lanes import lane_answers
 
 PART_BLOCKS = 3
 FILES_PER_PROJECT = 80
@@ -75,12 +74,7 @@ def catalog_stats(engine: Engine) -> tuple[Any, ...]:
 
 
 def answers(engine: Engine) -> dict[tuple[str, str], list[tuple[str, float]]]:
-    out = {}
-    for lane in LANES:
-        for q in QUERIES:
-            ranked = engine.lanes[lane].search(LaneQuery(parse_query(q), 20, None, None))
-            out[(lane, q)] = [(b, round(s, 5)) for b, s in zip(ranked.block_ids, ranked.scores, strict=True)]
-    return out
+    return lane_answers(engine, lanes=LANES, queries=QUERIES, digits=5)
 
 
 class PartWatch:
