@@ -215,6 +215,18 @@ class Engine:
     def project_ids(self) -> list[str]:
         return sorted(self.catalog.roots())  # no document counts: this runs on every search
 
+    def multi_root_projects(self) -> set[str]:
+        """The projects with several roots of their own, whose paths are shown with their root's
+        label (``en/publish.css``). The memory folder that ``project_memory_record`` writes into
+        (``<index>/memory/<project>``) is not counted: recording a memory leaves the paths of a
+        one-folder project as they were (``docs/a.md``), and its records show their own paths
+        (``notes/2026-01-02-title.md``, as the record's receipt gives them)."""
+        from sleuth.memory.records import MEMORY_DIR_NAME
+
+        memory = self.index_dir / MEMORY_DIR_NAME
+        return {pid for pid, roots in self.catalog.roots().items()
+                if sum(1 for root in roots if Path(root) != memory / pid) > 1}
+
     def projects(self) -> list[ProjectInfo]:
         """Every project of the index with its roots and counts."""
         return [ProjectInfo.model_validate(p) for p in self.catalog.projects()]

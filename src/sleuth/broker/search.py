@@ -144,7 +144,7 @@ def answer_search(engine: Engine, header: Mapping[str, Any]) -> dict[str, Any]:
         except ValidationError as exc:
             raise errors.QueryError(f"bad search request: {exc.errors()[0].get('msg', 'invalid')}") from None
         response = engine.search(request)
-        multi_root = sorted(pid for pid, roots in engine.catalog.roots().items() if len(roots) > 1)
+        multi_root = sorted(engine.multi_root_projects())
     except errors.SleuthError as exc:
         return {"ok": False, "error": str(exc), "error_type": type(exc).__name__, "exit_code": exc.exit_code}
     except Exception:  # a bug: logged; the CLI searches in its own process and reports what it finds

@@ -62,8 +62,9 @@ class DateParam(click.ParamType):
 
 
 def multi_root_projects(engine: Engine) -> set[str]:
-    """The projects with several roots, whose paths are shown with their root's label."""
-    return {pid for pid, roots in engine.catalog.roots().items() if len(roots) > 1}
+    """The projects with several roots, whose paths are shown with their root's label (see
+    :meth:`sleuth.engine.Engine.multi_root_projects`)."""
+    return engine.multi_root_projects()
 
 
 def shown_path(h: Hit, qualified: set[str]) -> str:

@@ -184,7 +184,7 @@ class MemorySearch:
         except BaseException as exc:
             self.registry.finish(state, FAILED, str(exc))
             raise
-        qualified = frozenset(p for p, roots in self.engine.catalog.roots().items() if len(roots) > 1)
+        qualified = frozenset(self.engine.multi_root_projects())
         payload = self.render(req, resp, qualified)
         self.registry.finish(state, DEGRADED if resp.degraded_lanes else COMPLETED)
         payload["elapsed_ms"] = state.elapsed_ms()

@@ -318,12 +318,15 @@ def status_json(engine: Engine, files: bool = False, allowed: Sequence[str] | No
 
 def facets_json(engine: Engine, allowed: Sequence[str] | None = None, remote: bool = False) -> dict[str, Any]:
     """What the page's filters offer: the projects shown (with their roots: for a ``remote`` user
-    their folder names only), kind labels, roles and families, and which of the filters the
-    pipeline applies."""
+    their folder names only; and ``qualified``, those whose paths the page shows with their root's
+    label, see :meth:`sleuth.engine.Engine.multi_root_projects`), kind labels, roles and families,
+    and which of the filters the pipeline applies."""
     roots = {p: list(r) for p, r in sorted(engine.catalog.roots().items()) if allowed is None or p in allowed}
     if remote:
         roots = {p: [PurePosixPath(r).name for r in rs] for p, rs in roots.items()}
-    return {"projects": list(roots), "roots": roots, "kinds": list(KIND_LABELS), "roles": list(ROLES),
+    qualified = sorted(engine.multi_root_projects() & set(roots))
+    return {"projects": list(roots), "roots": roots, "qualified": qualified, "kinds": list(KIND_LABELS),
+            "roles": list(ROLES),
             "families": list(SOURCE_FAMILIES), "query_max_chars": QUERY_MAX_CHARS, "limit_max": UI_LIMIT_MAX,
             "filters": {name: any(f in SearchFilters.model_fields for f in fields)
                         for name, fields in _PASSTHROUGH_FILTER_FIELDS.items()}

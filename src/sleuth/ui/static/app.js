@@ -175,10 +175,11 @@
     return `#/doc/${encodeURIComponent(hit.doc_id)}?block=${encodeURIComponent(blocks)}`;
   }
 
-  // "root/" before the path when the hit's project has several roots (else the paths could look alike).
+  // "root/" before the path when the hit's project has several roots (else the paths could look
+  // alike); the memory folder records are written into does not count (facets.qualified).
   function rootLabel(hit) {
-    const roots = state.facets && state.facets.roots ? state.facets.roots[hit.project] || [] : [];
-    if (roots.length < 2 || !hit.root) return "";
+    const qualified = state.facets && state.facets.qualified ? state.facets.qualified : [];
+    if (!qualified.includes(hit.project) || !hit.root) return "";
     const parts = hit.root.replace(/\/+$/, "").split("/");
     return `${parts[parts.length - 1]}/`;
   }
