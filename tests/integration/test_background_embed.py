@@ -3,6 +3,7 @@ at a known point by fault injection (no guessed delays), killed with SIGKILL and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -211,3 +212,44 @@ def test_sleuth_index_leaves_new_blocks_to_the_worker_already_running(tmp_path: 
     assert report["embedding"] == {"state": "background", "pending_blocks": 2, "started": False, "pid": None}
     assert "the embedding worker already running embeds these 2 block(s) too" in text
     assert not (index / "embed.log").exists()  # no worker process was started
+
+
+def test_a_record_written_after_the_worker_was_killed_starts_a_new_one_and_returns(tmp_path: Path) -> None:
+    """A new user's trial: a project_memory_record written after the background worker died with
+    blocks left embedded all of them inside the write (minutes). The worker here is killed with
+    SIGKILL at its hold point; the record goes through a real MCP session of `sleuth serve`."""
+    from tests.integration.mcp_session import session
+
+    notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
+    proc = run_cli("index", str(notes), "--project", "notes", "--index", str(index), "--format", "json",
+                   "--no-wait", env={HOLD_AFTER_ENV: str(EMBED_COMMIT_BLOCKS)})
+    killed = json.loads(proc.stdout)["embedding"]["pid"]
+    try:
+        held_worker_state(index)
+    finally:
+        os.kill(killed, signal.SIGKILL)
+    wait_gone(killed)
+    assert status(index)["vector_lane"]["embedding"] == {"state": "stopped", "embedded": EMBED_COMMIT_BLOCKS,
+                                                         "total": DOCS}
+
+    (result,) = session(["--index", str(index)], [("project_memory_record", {
+        "project_id": "notes", "kind": "note", "title": "Owl survey",
+        "body": "Owls nest near marker 707."})])["results"]
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content["record"]["created"] is True
+
+    # The server started a new worker, which embeds what the killed one left and the record: the
+    # write embedded none of them (the worker found them all waiting).
+    deadline = time.monotonic() + HOLD_WAIT_S
+    state: dict[str, Any] = {}
+    while time.monotonic() < deadline and state.get("state") != "done":
+        time.sleep(0.1)
+        with contextlib.suppress(OSError, ValueError):
+            state = json.loads((index / EMBED_STATE_FILE).read_text(encoding="utf-8"))
+    assert state.get("state") == "done", (index / "embed.log").read_text()
+    wait_gone(state["pid"])
+    blocks = status(index)["vector_lane"]["blocks"]
+    assert state["pid"] != killed and blocks > DOCS
+    assert (state["to_embed"], state["embedded"]) == (blocks - EMBED_COMMIT_BLOCKS, blocks - EMBED_COMMIT_BLOCKS)
+    assert status(index)["vector_lane"]["embedding"] == {"state": "done", "embedded": blocks, "total": blocks}
+    assert vectors_in(index) == blocks

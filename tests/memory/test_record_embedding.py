@@ -5,12 +5,18 @@ the pages beside the worker, under the write lock). Real catalog, real model, re
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
+from typing import Any
 
-from sleuth.background import embed_lock
+from sleuth.background import EMBED_LOG_FILE, embed_lock, read_state, worker_running
 from sleuth.engine import Engine
 from sleuth.memory.records import RecordStore
 from sleuth.types import SearchRequest
+
+#: A generous safety net for a worker to embed a few blocks (it loads the model first), in seconds.
+WORKER_WAIT_S = 240.0
 
 
 def _folder(root: Path, pages: int) -> Path:
@@ -27,7 +33,7 @@ def _counts(engine: Engine) -> tuple[int, int]:
     return engine.catalog.vector_counts(embedder.name, dim=embedder.dim)
 
 
-def test_a_record_leaves_pending_blocks_to_a_running_worker_and_embeds_them_when_none_runs(tmp_path: Path) -> None:
+def test_a_record_leaves_pending_blocks_to_a_running_worker_or_a_new_one_and_embeds_its_own(tmp_path: Path) -> None:
     folder = _folder(tmp_path / "notes", 6)
     with Engine(tmp_path / "idx") as engine:
         engine.index([folder], project="p", embed=False)  # as `sleuth index`: the worker embeds later
@@ -40,6 +46,33 @@ def test_a_record_leaves_pending_blocks_to_a_running_worker_and_embeds_them_when
             assert _counts(engine)[0] == 0  # nothing embedded by the write: the worker does it
             hits = engine.search(SearchRequest(query="quokka rottnest", lanes=["bm25"], limit=3)).hits
             assert hits and hits[0].doc_id == receipt.record_id  # the keyword lanes find it at once
-        records.write("p", "note", "Second note", "Written when no worker runs.")
-        have, total = _counts(engine)
-        assert have == total  # no worker: the write embeds what is pending, its own blocks with it
+        # The worker is gone (its lock released, as the kernel releases a killed worker's) with the
+        # folder's blocks left: the write starts a new worker and leaves every block to it.
+        assert _counts(engine) == (0, total + 1)  # the folder's and the first record's blocks wait
+        second = records.write("p", "note", "Second note", "Written when the worker is gone.")
+        pending = total + 1 + len(engine.catalog.blocks_of(second.record_id))
+        state = finished_worker(engine.index_dir)  # it found all of them waiting: the write embedded none
+        assert (state["state"], state["embedded"], state["to_embed"]) == ("done", pending, pending)
+        assert state["pid"] != os.getpid()
+        assert _counts(engine) == (total + 2, total + 2)
+        hits = engine.search(SearchRequest(query="worker gone", lanes=["vector"], limit=1)).hits
+        assert [h.doc_id for h in hits] == [second.record_id]
+        # Nothing else waits: the write embeds its own blocks at once, and starts no worker.
+        third = records.write("p", "note", "Third note", "Written when nothing else waits for a vector.")
+        assert _counts(engine) == (total + 3, total + 3)
+        assert read_state(engine.index_dir) == state
+        hits = engine.search(SearchRequest(query="nothing else waits", lanes=["vector"], limit=1)).hits
+        assert [h.doc_id for h in hits] == [third.record_id]
+
+
+def finished_worker(index_dir: Path) -> dict[str, Any]:
+    """The state of the worker a write started, once it has embedded and ended (a safety net of
+    ``WORKER_WAIT_S``: it loads the model first)."""
+    deadline = time.monotonic() + WORKER_WAIT_S
+    while time.monotonic() < deadline:
+        state = read_state(index_dir) or {}
+        if state.get("state") in ("done", "failed") and not worker_running(index_dir):
+            return state
+        time.sleep(0.1)
+    log = index_dir / EMBED_LOG_FILE
+    raise AssertionError(f"no worker embedded the blocks; its log: {log.read_text() if log.exists() else None}")

@@ -4,9 +4,10 @@ A record is a markdown file with front matter (``title``, ``kind``, ``role``, ``
 relations) in the project's memory folder, ``<index>/memory/<project_id>/<kind folder>/<slug>.md``.
 The folder is one of the project's roots, so the record is indexed like any file -- at once on
 write, and by every later ``sleuth index``. Its blocks are embedded at once too, unless a background
-embedding worker is running on the index (``sleuth index`` started it): the keyword lanes find the
-record at once and the worker embeds its blocks with the others, so a write never waits for (nor
-repeats) the embedding of a whole folder just indexed. Writing the same record again (same ``record_id``)
+embedding worker is running on the index (``sleuth index`` started it), or other blocks wait for a
+vector (a worker died with blocks left: a new one is started): the keyword lanes find the record at
+once and the worker embeds its blocks with the others, so a write never waits for (nor repeats) the
+embedding of a whole folder just indexed. Writing the same record again (same ``record_id``)
 rewrites its file: the record keeps its id and gets a new ``revision_id``. ``forget`` deletes the
 file and removes the record from every lane. Writes are serialised (one at a time per process,
 and the index's write lock across processes), so a reader never sees half of one.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import threading
@@ -68,6 +70,7 @@ REQUEST_ID_MAX_CHARS = 200
 REQUEST_KEY_HEX = 12
 
 _write_lock = threading.Lock()
+logger = logging.getLogger(__name__)
 
 
 def slugify(title: str, max_chars: int = 60) -> str:
@@ -220,8 +223,9 @@ class RecordStore:
                     tmp.write_text(text, encoding="utf-8")
             kill_point("record-written")
             try:
-                self._index_memory(project_id, root)
-                return self._document_at(project_id, root, file.relative_to(root).as_posix())
+                rel_path = file.relative_to(root).as_posix()
+                self._index_memory(project_id, root, rel_path)
+                return self._document_at(project_id, root, rel_path)
             except IndexWriteError as exc:
                 raise type(exc)(f"the record was not written: {exc}") from exc
         except BaseException:
@@ -266,28 +270,64 @@ class RecordStore:
             state = self.engine.catalog.file_states(project_id, [str(root)], [rel_path]).get((str(root), rel_path))
             st = file.stat()
             if state is None or (state.mtime_ns, state.size_bytes) != (st.st_mtime_ns, st.st_size):
-                self._index_memory(project_id, root)  # killed before its indexing committed
+                self._index_memory(project_id, root, rel_path)  # killed before its indexing committed
             doc = self._document_at(project_id, root, rel_path)
             return RecordReceipt(doc.doc_id, doc.revision, project_id, rel_path, str(file), str(front.get("kind")),
                                  existing is None, replayed=True)
         return None
 
-    def _index_memory(self, project_id: str, root: Path) -> None:
-        """Index the memory folder ``root`` of ``project_id``, then embed what is pending unless a
-        background worker holds the embed lock: it embeds the new blocks too, since it looks for
-        pending blocks again after it lets the lock go, and the lock is probed after the commit
-        (see the module docstring). Before, a record written just after ``sleuth index`` of a large
-        folder embedded every block of that folder inside the write, beside the worker: minutes."""
-        from sleuth.background import worker_running
+    def _index_memory(self, project_id: str, root: Path, rel_path: str | None = None) -> None:
+        """Index the memory folder ``root`` of ``project_id``, then embed the record's own blocks
+        (``rel_path``: the record written, None when one was forgotten), so that the vector lane
+        finds it at once; never more than those.
+
+        The embedding is left to a background worker instead when one holds the embed lock (it
+        embeds the new blocks too, since it looks for pending blocks again after it lets the lock
+        go; the lock is probed after the commit), and when more blocks wait than the record's own:
+        a worker died (``kill -9``, a reboot) or was never started with a folder's blocks left,
+        and embedding them here would hold the write for minutes. The lock tells: the kernel
+        releases it when its holder ends, however it ends. A new worker is then started (as
+        ``sleuth index`` starts one) and the write returns at once; the keyword lanes find the
+        record meanwhile. Before, a record written after ``sleuth index`` of a large folder
+        embedded every block of that folder inside the write: minutes."""
+        from sleuth import background
 
         engine = self.engine
         engine.index([root], project=project_id, embed=False)
-        if worker_running(engine.index_dir):
+        if background.worker_running(engine.index_dir):
             return
-        if engine.embed_pending() and "vector" in engine.lanes:
+        pending = background.pending_blocks(engine)
+        if not pending:
+            return
+        if pending > self._blocks_of(project_id, root, rel_path):
+            try:
+                pid = background.start_worker(engine.index_dir)
+            except OSError as exc:  # the blocks stay pending: `sleuth status` says so, `sleuth embed` resumes
+                logger.warning("the embedding worker could not start (%s): run `sleuth embed`", exc)
+            else:
+                logger.info("%d block(s) wait for a vector and no worker embeds them: started worker %d",
+                            pending, pid)
+            return
+        with contextlib.ExitStack() as stack:
+            try:
+                held = stack.enter_context(background.embed_lock(engine.index_dir, 0))
+            except OSError as exc:  # e.g. a planted embed.lock that is not a file: the blocks stay pending
+                logger.warning("the record's blocks are not embedded: %s", exc)
+                return
+            if not held:
+                return  # a worker started meanwhile: it embeds them
+            engine.embed_pending()
+        if "vector" in engine.lanes:
             with engine.folder.write_lock.held_or_skip() as writable:
                 if writable:
                     engine.lanes["vector"].warm()
+
+    def _blocks_of(self, project_id: str, root: Path, rel_path: str | None) -> int:
+        """How many blocks the record at ``rel_path`` under ``root`` has (0 for None or none indexed)."""
+        if rel_path is None:
+            return 0
+        state = self.engine.catalog.file_states(project_id, [str(root)], [rel_path]).get((str(root), rel_path))
+        return 0 if state is None else len(self.engine.catalog.blocks_of(state.doc_id))
 
     def project_of(self, record_id: str) -> str:
         """The project of record ``record_id``. Raises DocumentNotFound."""
