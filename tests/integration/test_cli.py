@@ -282,8 +282,10 @@ def test_status_lists_each_projects_roots_under_it_and_doctor_names_the_families
     lines = run_cli("status", "--index", str(index), env={"SLEUTH_MODEL": "none"}).stdout.splitlines()
     shown = [line.split(":")[0].strip() for line in lines if line.startswith(("  project ", f"    {tmp_path}"))]
     assert shown == ["project alpha", str(tmp_path / "alpha"), "project beta", str(tmp_path / "beta")]
-    doctor = run_cli("doctor", "--index", str(index), env={"SLEUTH_MODEL": "none"}).stdout.splitlines()
+    proc = run_cli("doctor", "--index", str(index), env={"SLEUTH_MODEL": "none"}, check=False)
+    doctor = proc.stdout.splitlines()
     assert "  retrieval family bm25 (lanes bm25, tfidf, index, rm3): available" in doctor
+    assert proc.returncode == 1 and doctor[0].endswith(": needs attention")  # no vector lane without a model
 
 
 def test_two_roots_with_one_folder_name_keep_their_documents_apart(tmp_path: Path) -> None:

@@ -424,12 +424,23 @@ def test_doctor_command_reports_stale_and_skipped(tmp_path: Path) -> None:
     (root / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
     index = tmp_path / "idx"
     run_cli("index", str(root), "--project", "notes", "--index", str(index))
+    # All is well (a skipped file is reported, not a fault): exit 0.
+    well = run_cli("doctor", "--index", str(index), check=False)
+    assert (well.returncode, well.stdout.splitlines()[0]) == (0, f"index {index}: ok")
     (root / "a.md").unlink()
-    report = json.loads(run_cli("doctor", "--index", str(index), "--format", "json").stdout)
+    # Something needs attention: the report says what, and the exit status is 1 (a new user's trial:
+    # it was 0, so a script or CI step could not tell).
+    proc = run_cli("doctor", "--index", str(index), "--format", "json", check=False)
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
     assert report["ok"] is False and report["stale_document_count"] == 1
     assert [(d["path"], d["project_id"]) for d in report["stale_documents"]] == [("a.md", "notes")]
     assert [s["path"] for s in report["skipped_files"]] == ["broken.pdf"]
-    text = run_cli("doctor", "--index", str(index)).stdout
+    proc = run_cli("doctor", "--index", str(index), check=False)
+    text = proc.stdout
+    assert (proc.returncode, text.splitlines()[0], proc.stderr) == (1, f"index {index}: needs attention", "")
     assert "stale: notes a.md" in text and "  1 skipped file(s):\n    1 " in text and " (broken.pdf)" in text
+    help_text = " ".join(run_cli("doctor", "--help").stdout.split())
+    assert 'Exits 0 when all is well ("ok"), 1 when anything needs attention' in help_text
     missing = run_cli("doctor", "--project", "nope", "--index", str(index), check=False)
     assert missing.returncode == 4 and "project not found: nope" in missing.stderr

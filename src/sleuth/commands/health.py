@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -9,6 +10,9 @@ import click
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option, when
 from sleuth.engine import Engine
 from sleuth.reports import DoctorReport, EmbeddingProgress, FamilyHealth, RootCoverage, SkippedReason, StatusReport
+
+#: The exit status of ``sleuth doctor`` when its report needs attention (0: all is well).
+DOCTOR_NEEDS_ATTENTION_EXIT = 1
 
 
 def render_embedding(e: EmbeddingProgress) -> str:
@@ -142,7 +146,11 @@ def status_cmd(files: bool, verbose: bool, index_dir: Path | None, fmt: str) -> 
 @format_option
 @handle_errors
 def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
-    """Check index health: stale documents (changed or deleted since indexed), skipped files, lanes."""
+    """Check index health: stale documents (changed or deleted since indexed), skipped files, lanes.
+
+    Exits 0 when all is well ("ok"), 1 when anything needs attention (stale documents, postings
+    behind the catalog, no vector lane: the report says what, in text or JSON), and with the
+    codes of every command on errors (3: no index, 4: no such project, ...)."""
     from sleuth.memory.doctor import doctor
 
     with Engine.open(index_dir) as engine:
@@ -151,3 +159,5 @@ def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
         emit_json(report.model_dump())
     else:
         click.echo(render_doctor(report))
+    if not report.ok:
+        sys.exit(DOCTOR_NEEDS_ATTENTION_EXIT)
