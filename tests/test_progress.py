@@ -7,7 +7,7 @@ import io
 import pytest
 
 from sleuth.errors import ConfigError
-from sleuth.progress import PlainLines, Progress, format_duration, progress_interval_s
+from sleuth.progress import PlainLines, Progress, format_duration, format_elapsed, progress_interval_s
 
 
 class Clock:
@@ -29,7 +29,7 @@ def test_each_phase_shows_its_count_rate_and_time_left() -> None:
     progress.start("parse", total=400)
     clock.now += 4
     progress.advance("parse", 100)
-    assert progress.line() == ("scan 400/400 files, 200.0 files/s, done in 2 s | "
+    assert progress.line() == ("scan 400/400 files, 200.0 files/s, done in 2.0 s | "
                                "parse 100/400 files, 25.0 files/s, ETA 12 s")
     progress.start("embedding", total=10_000, done=4_000)  # 4,000 embedded before: not in the rate
     clock.now += 10
@@ -69,16 +69,49 @@ def test_interval_zero_writes_every_change_and_a_quick_run_only_its_end() -> Non
     clock.now += 1
     progress.finish("parse")
     progress.finish("scan")
-    assert quick.getvalue() == "sleuth: scan 3/3 files, done in 0 s | parse 3/3 files, 3.0 files/s, done in 1 s\n"
+    assert quick.getvalue() == ("sleuth: scan 3/3 files, done in under 0.1 s | parse 3/3 files, 3.0 files/s, "
+                                "done in 1.0 s\n")
 
 
 def test_durations_and_the_interval_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [format_duration(s) for s in (0.4, 59.6, 200, 7500)] == ["0 s", "1 min 00 s", "3 min 20 s", "2 h 05 min"]
+    # A time taken is as precise as it is short: never "0 s" (a new user's trial: "done in 0 s").
+    assert [format_elapsed(s) for s in (0, 0.04, 0.05, 0.4, 2, 9.94, 9.96, 42.4, 200)] == [
+        "under 0.1 s", "under 0.1 s", "0.1 s", "0.4 s", "2.0 s", "9.9 s", "10 s", "42 s", "3 min 20 s"]
     monkeypatch.setenv("SLEUTH_PROGRESS_INTERVAL_S", "0")
     assert progress_interval_s() == 0
     monkeypatch.setenv("SLEUTH_PROGRESS_INTERVAL_S", "soon")
     with pytest.raises(ConfigError, match="SLEUTH_PROGRESS_INTERVAL_S must be a number of seconds >= 0"):
         progress_interval_s()
+
+
+def test_the_end_of_a_phase_says_what_this_process_did_and_what_it_found_done() -> None:
+    """A new user's trial: `sleuth embed` after the worker had embedded everything said "embedding
+    300/300 blocks, done in 0 s". The end now says what was embedded here, before, or by the
+    process this one waited for, and how long it waited."""
+    clock = Clock()
+
+    def ended(total: int, have: int, own: int, waited_s: float = 0.0, others: int = 0, took_s: float = 0.0) -> str:
+        progress = Progress(clock=clock)
+        progress.start("embedding", total=total, done=have, waited_s=waited_s, others=others)
+        clock.now += took_s
+        if own:
+            progress.advance("embedding", own)
+        progress.finish("embedding")
+        return progress.line()
+
+    assert ended(300, 300, 0) == "embedding 300/300 blocks, already embedded"
+    assert ended(300, 300, 0, waited_s=3.24, others=300) == \
+        "embedding 300/300 blocks, 300 embedded by another process while this one waited 3.2 s"
+    assert ended(300, 300, 0, waited_s=75, others=44) == ("embedding 300/300 blocks, 44 embedded by another process "
+                                                          "while this one waited 1 min 15 s, 256 already embedded")
+    assert ended(300, 0, 300, took_s=0.4) == "embedding 300/300 blocks, 750.0 blocks/s, done in 0.4 s"
+    assert ended(300, 256, 44, took_s=2.2) == \
+        "embedding 300/300 blocks, 20.0 blocks/s, done in 2.2 s (44 embedded here, 256 already embedded)"
+    assert ended(300, 256, 44, waited_s=0.04, others=56, took_s=12) == (
+        "embedding 300/300 blocks, 3.7 blocks/s, done in 12 s (44 embedded here, 56 by another process while "
+        "this one waited under 0.1 s, 200 already embedded)")
+    assert ended(0, 0, 0) == "embedding 0/0 blocks, done in under 0.1 s"
 
 
 def test_a_watchers_quick_batch_writes_nothing_and_a_long_one_its_end_too() -> None:
@@ -94,7 +127,7 @@ def test_a_watchers_quick_batch_writes_nothing_and_a_long_one_its_end_too() -> N
     long.advance("parse", 12)
     long.finish("parse")
     assert out.getvalue().splitlines() == ["sleuth watch: parse 12 files, 2.0 files/s",
-                                           "sleuth watch: parse 12/12 files, 2.0 files/s, done in 6 s"]
+                                           "sleuth watch: parse 12/12 files, 2.0 files/s, done in 6.0 s"]
 
 
 def test_bars_show_every_phase_with_its_count() -> None:

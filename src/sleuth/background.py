@@ -108,16 +108,25 @@ def pending_blocks(engine: Engine) -> int:
 def pending_or_reason(engine: Engine) -> tuple[int, str | None]:
     """``(blocks without a vector of the configured model, None)``, or ``(0, why there is no model)``;
     finds the model's files without loading it."""
+    counts = _configured_counts(engine)
+    if isinstance(counts, str):
+        return 0, counts
+    have, total = counts
+    return total - have, None
+
+
+def _configured_counts(engine: Engine) -> tuple[int, int] | str:
+    """``(blocks with a vector of the configured model, blocks)``, or why there is no model;
+    finds the model's files without loading it."""
     from sleuth.embed import ModelUnavailable, configured_model, declared_dim
 
     try:
         files = configured_model(engine.model.spec, engine.model.quantized)
     except ModelUnavailable as exc:
-        return 0, str(exc)
+        return str(exc)
     if files is None:
-        return 0, "no embedding model configured (model = 'none')"
-    have, total = engine.catalog.vector_counts(files.name, dim=declared_dim(files))
-    return total - have, None
+        return "no embedding model configured (model = 'none')"
+    return engine.catalog.vector_counts(files.name, dim=declared_dim(files))
 
 
 def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = float("inf")) -> int | None:
@@ -134,6 +143,12 @@ def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = 
 
     index_dir = engine.index_dir
     embedded = 0
+    # Who holds the lock now, and what is embedded, so the progress can say what that process
+    # embedded while this one waited (the counts are the configured model's: no model is loaded).
+    asked = progress.clock() if progress is not None else 0.0
+    busy = progress is not None and worker_running(index_dir)
+    counts = _configured_counts(engine) if busy else None
+    before = counts[0] if isinstance(counts, tuple) else None
     with embed_lock(index_dir, wait_s) as got:
         if not got:
             return None
@@ -149,7 +164,9 @@ def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = 
         _write_state(index_dir, state)
         hold_after = int(os.environ.get(HOLD_AFTER_ENV, "0") or 0)
         if progress is not None:
-            progress.start("embedding", total=total, done=have)
+            waited = progress.clock() - asked if busy else 0.0
+            progress.start("embedding", total=total, done=have, waited_s=waited,
+                           others=max(0, have - before) if before is not None else 0)
 
         def advance(done: int, _todo: int) -> None:
             nonlocal last

@@ -24,12 +24,21 @@ PHASE_UNITS: dict[str, str] = {"scan": "files", "parse": "files", "postings": "b
 PROGRESS_INTERVAL_S = 5.0
 #: Environment variable overriding ``PROGRESS_INTERVAL_S`` (seconds >= 0; 0: a line on every change).
 PROGRESS_INTERVAL_ENV = "SLEUTH_PROGRESS_INTERVAL_S"
+#: What a finished phase's units are once done ("5/5 blocks, already embedded").
+PHASE_DONE_WORDS: dict[str, str] = {"scan": "found", "parse": "parsed", "postings": "written",
+                                    "embedding": "embedded"}
+#: Elapsed times below this many seconds are shown with a tenth of a second ("done in 0.4 s").
+TENTHS_BELOW_S = 10.0
 
 
 @dataclass
 class Phase:
     """The count of one phase: ``done`` of ``total`` (None: not known yet), between ``started`` and
-    ``finished`` (clock seconds; ``base`` is what was done before ``started``, left out of the rate)."""
+    ``finished`` (clock seconds; ``base`` is what was done before ``started``, left out of the rate).
+
+    ``waited_s``: seconds this process waited for another one doing the same work before it
+    started (the embed lock's holder), of which ``others`` units were done by that process
+    meanwhile (counted in ``base``)."""
 
     name: str
     unit: str
@@ -38,6 +47,8 @@ class Phase:
     total: int | None = None
     finished: float | None = None
     base: int = 0
+    waited_s: float = 0.0
+    others: int = 0
 
     def rate(self, now: float) -> float | None:
         """Units per second since the phase started (None before a measurable time has passed)."""
@@ -63,15 +74,50 @@ def format_duration(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
+def format_elapsed(seconds: float) -> str:
+    """A time taken, as precise as it is short: ``under 0.1 s``, ``0.4 s``, ``9.5 s``, then as
+    :func:`format_duration` (``42 s``, ``3 min 20 s``); a quick phase is never ``0 s``."""
+    if seconds < 0.05:
+        return "under 0.1 s"
+    if seconds < TENTHS_BELOW_S - 0.05:
+        return f"{seconds:.1f} s"
+    return format_duration(seconds)
+
+
+def _finished(phase: Phase) -> str:
+    """How a finished phase ended, truthfully: what this process did and how long it took, or that
+    nothing was left for it (done before, or by the process it waited for), and the wait."""
+    word = PHASE_DONE_WORDS.get(phase.name, "done")
+    own = phase.done - phase.base
+    waited = f"while this one waited {format_elapsed(phase.waited_s)}"
+    if own <= 0 and phase.base > 0:
+        if not phase.others:
+            return f"already {word}"
+        before = phase.base - phase.others
+        return (f"{phase.others:,} {word} by another process {waited}"
+                + (f", {before:,} already {word}" if before else ""))
+    took = f"done in {format_elapsed((phase.finished or phase.started) - phase.started)}"
+    if phase.base == 0:
+        return took
+    parts = [f"{own:,} {word} here"]
+    if phase.others:
+        parts.append(f"{phase.others:,} by another process {waited}")
+    if phase.base - phase.others:
+        parts.append(f"{phase.base - phase.others:,} already {word}")
+    return f"{took} ({', '.join(parts)})"
+
+
 def format_phase(phase: Phase, now: float) -> str:
-    """One phase for people: ``parse 1,200/3,400 files, 85.0 files/s, ETA 26 s`` (``done in 4 s`` once finished)."""
+    """One phase for people: ``parse 1,200/3,400 files, 85.0 files/s, ETA 26 s``; once finished,
+    ``done in 4.2 s`` (with what was done here when some was done before: ``(44 embedded here,
+    256 already embedded)``), or ``already embedded`` when nothing was left for this process."""
     count = f"{phase.done:,}/{phase.total:,}" if phase.total is not None else f"{phase.done:,}"
     out = f"{phase.name} {count} {phase.unit}"
     rate = phase.rate(now)
     if rate is not None:
         out += f", {rate:,.1f} {phase.unit}/s"
     if phase.finished is not None:
-        return out + f", done in {format_duration(phase.finished - phase.started)}"
+        return f"{out}, {_finished(phase)}"
     eta = phase.eta_s(now)
     if eta is not None:
         out += f", ETA {format_duration(eta)}"
@@ -97,9 +143,12 @@ class Progress:
         if self.sink is not None:
             self.sink(self, final)
 
-    def start(self, name: str, total: int | None = None, done: int = 0) -> Phase:
-        """Start (or restart) phase ``name`` at ``done`` of ``total``."""
-        phase = Phase(name, PHASE_UNITS.get(name, "items"), self.clock(), done, total, base=done)
+    def start(self, name: str, total: int | None = None, done: int = 0, waited_s: float = 0.0,
+              others: int = 0) -> Phase:
+        """Start (or restart) phase ``name`` at ``done`` of ``total``, after waiting ``waited_s``
+        seconds for another process, which did ``others`` of the ``done`` units meanwhile."""
+        phase = Phase(name, PHASE_UNITS.get(name, "items"), self.clock(), done, total, base=done,
+                      waited_s=waited_s, others=min(others, done))
         self.phases[name] = phase
         self._show()
         return phase

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -186,6 +187,17 @@ def test_sleuth_embed_says_what_the_worker_it_waited_for_embedded(tmp_path: Path
     assert proc.returncode == 0, err
     assert "embedded 0 block(s) here and the background worker 5 while this waited" in out
     assert out.rstrip().endswith("; 5 of 5 blocks have a vector")
+    # Its progress line says the same (it said "embedding 5/5 blocks, done in 0 s"), the wait's
+    # length as precise as it is short.
+    last = err.splitlines()[-1]
+    assert re.fullmatch(r"sleuth embed: embedding 5/5 blocks, 5 embedded by another process while this one "
+                        r"waited (under 0\.1 s|\d\.\d s|\d+ s|\d+ min \d\d s)", last), last
+    assert re.fullmatch(r"embedded 0 block\(s\) here and the background worker 5 while this waited "
+                        r"(under 0\.1 s|\d\.\d s|\d+ s|\d+ min \d\d s); 5 of 5 blocks have a vector", out.strip()), out
+    # Nothing left: `sleuth embed` says so, and no "done in 0 s".
+    again = run_cli("embed", "--index", str(index))
+    assert again.stderr.splitlines() == ["sleuth embed: embedding 5/5 blocks, already embedded"]
+    assert again.stdout == "embedded 0 block(s) here; 5 of 5 blocks have a vector\n"
 
 
 def test_sleuth_index_leaves_new_blocks_to_the_worker_already_running(tmp_path: Path) -> None:

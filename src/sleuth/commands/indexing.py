@@ -164,6 +164,7 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
             sink = PlainLines(sys.stderr, progress_interval_s(), f"sleuth embed (process {os.getpid()})")
             background.run_worker(engine, Progress(sink))
         return
+    waited_s: float | None = None  # seconds waited for a background worker
     with Engine.open(index_dir) as engine:
         if in_background:
             pending = background.pending_blocks(engine)
@@ -177,14 +178,18 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
             if waited:
                 click.echo("waiting for the embedding worker to finish (`sleuth status` shows how far it is)", err=True)
             sink = terminal_sink(label="sleuth embed")
+            progress = Progress(sink)
             try:
-                done = background.embed_now(engine, Progress(sink)) or 0
+                done = background.embed_now(engine, progress) or 0
             finally:
                 sink.close()
             have, total = (0, 0) if embedder is None else \
                 engine.catalog.vector_counts(embedder.name, dim=embedder.dim)
+            phase = progress.phases.get("embedding")  # its wait is until the lock was free, not the embedding's
+            if waited:
+                waited_s = phase.waited_s if phase is not None and phase.waited_s else time.monotonic() - started
             result = {"state": "done", "embedded": done, "embedded_by_worker": max(0, have - before - done),
-                      "waited_s": round(time.monotonic() - started, 1) if waited else None,
+                      "waited_s": round(waited_s, 1) if waited_s is not None else None,
                       "blocks_with_vectors": have, "blocks": total, "model_unavailable": engine.model_unavailable}
     if fmt == "json":
         emit_json(result)
@@ -195,8 +200,10 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
                    if result["pid"]
                    else "every block has a vector: nothing to embed")
     else:
+        from sleuth.progress import format_elapsed
+
         by_worker = (f" and the background worker {result['embedded_by_worker']} while this waited"
-                     f" {result['waited_s']:g} s" if result["waited_s"] is not None else "")
+                     f" {format_elapsed(waited_s)}" if waited_s is not None else "")
         click.echo(f"embedded {result['embedded']} block(s) here{by_worker}; {result['blocks_with_vectors']} of "
                    f"{result['blocks']} blocks have a vector")
 
