@@ -324,6 +324,10 @@ class PgCatalog(Catalog):
                     conn.execute("ROLLBACK")
             raise
 
+    def bound_vector_rows(self) -> None:
+        """Nothing to bound: PostgreSQL's index of the vectors table holds only its keys, and a
+        large value lives out of line (TOAST), fetched only when selected (sized in SQL)."""
+
     # -------------------------------------------------------------- statements without a translation
 
     def blocks_without_vectors(self, model: str, limit: int = 10_000, dim: int | None = None) -> list[tuple[str, str]]:

@@ -94,6 +94,14 @@ MIGRATE_MAX_VECTOR_BYTES = 4 * 8192
 #: Longest model name and embedding-text hash a migration copies, in characters (hashes are 16 hex
 #: digits, model names a few dozen characters); a row with a longer key is left out.
 MIGRATE_MAX_KEY_CHARS = 1024
+#: An SQL condition that holds for a ``vectors`` row within the bounds above (its value a blob of at
+#: most ``MIGRATE_MAX_VECTOR_BYTES``, its keys text of at most ``MIGRATE_MAX_KEY_CHARS``), and its
+#: parameters (:meth:`sleuth.store.catalog.Catalog.bound_vector_rows`). The value's type and size
+#: come from its record header, so it is never loaded; a key's length in characters needs its text
+#: (one planted huge key is read once by the scan that checks it).
+BOUNDED_ROW_SQL = ("typeof(vector)='blob' AND length(vector)<=? AND typeof(model)='text' AND typeof(embed_hash)='text'"
+                   " AND length(model)<=? AND length(embed_hash)<=?")
+BOUNDED_ROW_PARAMS = (MIGRATE_MAX_VECTOR_BYTES, MIGRATE_MAX_KEY_CHARS, MIGRATE_MAX_KEY_CHARS)
 
 
 def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
@@ -225,6 +233,7 @@ class VectorTable(Connected):
         this format's size for ``dim`` dimensions, or one with a step or scale that is not finite:
         :meth:`readable_sql`; a hostile or damaged row, which the lane skips): embedding them again
         replaces the row."""
+        self.bound_vector_rows()
         sized, size = self._readable_condition(dim)
         rows = self.conn.execute(
             "SELECT b.embed_hash, d.title, b.text FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
@@ -238,6 +247,7 @@ class VectorTable(Connected):
         """Cache ``(embed_hash, float32 vector bytes)`` for ``model`` (no new generation: derived
         data), stored as codes and scale (:mod:`sleuth.store.vector_codes`)."""
         blobs = float32_blobs_to_codes([v for _, v in items])
+        self.bound_vector_rows()
         with self.write() as conn:
             conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)",
                              [(model, h, b) for (h, _), b in zip(items, blobs, strict=True)])
@@ -256,6 +266,7 @@ class VectorTable(Connected):
         convert = float32_blobs_to_codes if version < 5 else vector_codes.from_format_5 if version == 5 else list
         coded, bad = convert_rows(rows, convert)
         report_dropped(len(bad), f"importing vectors from {other}")
+        self.bound_vector_rows()
         with self.write() as conn:
             before = int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
             conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?)", coded)
@@ -266,6 +277,7 @@ class VectorTable(Connected):
         ``model``; the vector is None when the stored value is not a blob of :meth:`vector_bytes`
         ``(dim)`` (the size is checked in SQL, so a planted value of any size is never read into
         memory: :meth:`readable_rows` then skips it)."""
+        self.bound_vector_rows()
         return iter(self.conn.execute(
             f"SELECT b.block_id, d.project_id, b.embed_hash, {_SIZED_VECTOR} FROM blocks b JOIN documents d"
             " ON b.doc_id=d.doc_id JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash ORDER BY b.rowid",
@@ -274,6 +286,7 @@ class VectorTable(Connected):
 
     def count_block_vectors(self, model: str) -> int:
         """How many rows :meth:`block_vectors_with_keys` gives (in the same read transaction: as many)."""
+        self.bound_vector_rows()
         return int(self.conn.execute(
             "SELECT COUNT(*) FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
             " JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash",
@@ -286,6 +299,7 @@ class VectorTable(Connected):
         ``doc_ids``: None when the block has no vector for ``model``, ``b""`` when its stored value
         is not a blob of :meth:`vector_bytes` ``(dim)`` (checked in SQL: such a value is never read
         into memory; :meth:`readable_rows` skips it)."""
+        self.bound_vector_rows()
         marks = ",".join("?" * len(doc_ids))
         return self.conn.execute(
             "SELECT b.block_id, b.doc_id, d.project_id, b.embed_hash, CASE WHEN v.embed_hash IS NULL THEN NULL"
@@ -310,6 +324,7 @@ class VectorTable(Connected):
 
     def docs_without_vectors(self, model: str) -> list[str]:
         """Documents with at least one block that has no vector for ``model``."""
+        self.bound_vector_rows()
         return [r[0] for r in self.conn.execute(
             "SELECT DISTINCT b.doc_id FROM blocks b WHERE NOT EXISTS"
             " (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)",
@@ -321,6 +336,7 @@ class VectorTable(Connected):
         """``(blocks with a vector for model, all blocks)``, of the ``projects`` only when given;
         with ``dim``, a stored row counts only when the vector lane can read it (:meth:`readable_sql`:
         the rows :meth:`blocks_without_vectors` with ``dim`` embeds again do not)."""
+        self.bound_vector_rows()
         sized, size = self._readable_condition(dim)
         if projects is None:
             with_vec = self.conn.execute(
@@ -353,6 +369,7 @@ class VectorTable(Connected):
         are sampled (rows no block uses, planted or left over, cannot outvote them); once the model
         is loaded its own dimensions decide (:meth:`sleuth.lanes.model.SharedModel.identity`)."""
         found: Counter[int] = Counter()
+        self.bound_vector_rows()
         for (nbytes,) in self.conn.execute(
                 "SELECT length(v.vector) FROM vectors v WHERE v.model=?"
                 " AND EXISTS (SELECT 1 FROM blocks b WHERE b.embed_hash=v.embed_hash) LIMIT ?",
