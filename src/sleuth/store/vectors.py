@@ -17,6 +17,7 @@ from typing import cast
 
 import numpy as np
 
+from sleuth.errors import StorageError
 from sleuth.store import vector_codes
 from sleuth.store.rows import Connected, embedding_text
 
@@ -104,6 +105,27 @@ BOUNDED_ROW_SQL = ("typeof(vector)='blob' AND length(vector)<=? AND typeof(model
 BOUNDED_ROW_PARAMS = (MIGRATE_MAX_VECTOR_BYTES, MIGRATE_MAX_KEY_CHARS, MIGRATE_MAX_KEY_CHARS)
 
 
+def vector_bytes_of(vector_format: int, dim: int) -> int:
+    """Bytes of one stored vector of ``dim`` dimensions in catalog format ``vector_format`` (before
+    5: float32; 5: codes and a scale; 6: :func:`sleuth.store.vector_codes.blob_bytes`)."""
+    if vector_format <= 4:
+        return 4 * dim
+    if vector_format == 5:
+        return dim + vector_codes.FORMAT_5_SCALE_BYTES
+    return vector_codes.blob_bytes(dim)
+
+
+#: Most rows of a ``vectors`` table :meth:`VectorTable.import_vectors` copies: five times a
+#: million-block index; a file with more is not imported.
+IMPORT_MAX_VECTORS = 5_000_000
+#: Most dimensions of an imported vector (as ``MIGRATE_MAX_VECTOR_BYTES``): a larger row is left out
+#: as unreadable, never loaded.
+IMPORT_MAX_DIMENSIONS = 8192
+#: Most bytes of vector values an import reads, in bytes (a million float32 vectors of 1,024
+#: dimensions); a file with more is not imported.
+IMPORT_MAX_BYTES = 4 << 30
+
+
 def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
                         convert: Callable[[Sequence[bytes]], list[bytes]] = float32_blobs_to_codes) -> int:
     """Replace the ``vectors`` table of an older catalog by this format's (``create_sql``, its
@@ -151,11 +173,7 @@ class VectorTable(Connected):
     def vector_bytes(self, dim: int) -> int:
         """Bytes of one stored vector of ``dim`` dimensions in this catalog's format (before 5:
         float32; 5: codes and a scale; 6: :func:`sleuth.store.vector_codes.blob_bytes`)."""
-        if self.vector_format == 4:
-            return 4 * dim
-        if self.vector_format == 5:
-            return dim + vector_codes.FORMAT_5_SCALE_BYTES
-        return vector_codes.blob_bytes(dim)
+        return vector_bytes_of(self.vector_format, dim)
 
     def readable_rows(self, values: Sequence[object], dim: int) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, readable)`` of vector values as read from this catalog: ``readable`` (bool,
@@ -261,16 +279,48 @@ class VectorTable(Connected):
         table: float32 blobs before format 5 are encoded, format 5's rows given their blocks' steps) into
         this one; returns how many rows were
         copied. Vectors depend only on the model and the embedded text, so they survive a change of
-        index format."""
-        rows, version = read_vector_rows(other)
-        convert = float32_blobs_to_codes if version < 5 else vector_codes.from_format_5 if version == 5 else list
-        coded, bad = convert_rows(rows, convert)
-        report_dropped(len(bad), f"importing vectors from {other}")
-        self.bound_vector_rows()
-        with self.write() as conn:
-            before = int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
-            conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?)", coded)
-            return int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]) - before
+        index format. ``other`` is read a batch at a time (``MIGRATE_VECTORS_PER_BATCH`` rows); a
+        row of more than ``IMPORT_MAX_DIMENSIONS`` dimensions or a key over ``MIGRATE_MAX_KEY_CHARS``
+        characters is left out unread (reported, as every row that cannot be converted).
+
+        Raises:
+            StorageError: ``other`` holds more than ``IMPORT_MAX_VECTORS`` rows, or more than
+                ``IMPORT_MAX_BYTES`` of vectors (counted from the record headers, before any is
+                read); nothing is copied then.
+            sqlite3.DatabaseError: ``other`` is not a catalog.
+        """
+        src = sqlite3.connect(f"{other.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            meta = src.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            version = 4 if meta is None else min(int(meta[0]), 6)
+            row_max = vector_bytes_of(version, IMPORT_MAX_DIMENSIONS)
+            sized = "CASE WHEN typeof(vector)='blob' AND length(vector)<=? THEN {} END"
+            keyed = ("typeof(model)='text' AND typeof(embed_hash)='text' AND length(model)<=?"
+                     " AND length(embed_hash)<=?")
+            bounds = (MIGRATE_MAX_KEY_CHARS, MIGRATE_MAX_KEY_CHARS)
+            count, nbytes, dropped = src.execute(
+                f"SELECT count(*), total({sized.format('length(vector)')}), total(NOT ({keyed})) FROM vectors",
+                (row_max, *bounds)).fetchone()
+            if count > IMPORT_MAX_VECTORS or nbytes > IMPORT_MAX_BYTES:
+                raise StorageError(f"{other} holds {count} stored vectors of {int(nbytes)} bytes: more than an import"
+                                   f" copies ({IMPORT_MAX_VECTORS} vectors, {IMPORT_MAX_BYTES} bytes); nothing was"
+                                   " imported")
+            convert = float32_blobs_to_codes if version < 5 else vector_codes.from_format_5 if version == 5 else list
+            dropped = int(dropped)
+            rows_of = src.execute(f"SELECT model, embed_hash, {sized.format('vector')} FROM vectors WHERE {keyed}",
+                                  (row_max, *bounds))
+            self.bound_vector_rows()
+            with self.write() as conn:
+                before = int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+                while batch := rows_of.fetchmany(MIGRATE_VECTORS_PER_BATCH):
+                    coded, bad = convert_rows(batch, convert)
+                    dropped += len(bad)
+                    conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?)", coded)
+                copied = int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]) - before
+        finally:
+            src.close()
+        report_dropped(dropped, f"importing vectors from {other}")
+        return copied
 
     def block_vectors_with_keys(self, model: str, dim: int) -> Iterator[tuple[str, str, str, bytes | None]]:
         """``(block_id, project_id, embed_hash, vector bytes)`` of every block with a vector for
@@ -388,15 +438,3 @@ class VectorTable(Connected):
             return vector_codes.dim_of_blob(nbytes)
         except ValueError:
             return None
-
-
-def read_vector_rows(path: Path) -> tuple[list[tuple[str, str, bytes]], int]:
-    """``([(model, embed_hash, blob)], format)`` of the SQLite catalog file ``path`` (opened
-    read-only); ``format``: the catalog's (before 5: the blobs are float32 vectors; 5: format 5's rows)."""
-    src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        version = src.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        rows = src.execute("SELECT model, embed_hash, vector FROM vectors").fetchall()
-    finally:
-        src.close()
-    return rows, 4 if version is None else min(int(version[0]), 6)
