@@ -232,6 +232,41 @@ def test_a_zip_member_name_holding_a_nul_is_skipped_not_cut(tmp_path: Path) -> N
     assert skipped.path == "x.md\\x00../../etc/passwd" and "NUL" in skipped.reason
 
 
+def test_a_zip_member_whose_name_is_a_folder_up_to_a_nul_is_skipped_and_reported(tmp_path: Path) -> None:
+    """``docs/\\0secret.md`` cut at its NUL reads as the folder ``docs/`` (zipfile's is_dir()): it
+    was dropped without a word (attack session 26); the name as stored is judged, so it is
+    reported. A real folder member is still passed over silently."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("docs/", "")
+        zf.writestr("docs/Qsecret.md", "# Hidden\n")
+        zf.writestr("docs/ok.md", "# Ok\n")
+    path = tmp_path / "nul-folder.zip"
+    raw = buf.getvalue()
+    assert raw.count(b"docs/Qsecret.md") == 2  # its local header and its central directory entry
+    path.write_bytes(raw.replace(b"docs/Qsecret.md", b"docs/\0secret.md"))
+    assert [(m.path, m.reason) if isinstance(m, SkippedFile) else m.name for m in iter_archive(path)] == [
+        ("docs/\\x00secret.md", "member name holds a NUL character"), "docs/ok.md"]
+
+
+def test_a_zip_member_with_a_nul_in_its_local_header_name_only_is_skipped(tmp_path: Path) -> None:
+    """The central directory says ``x.md``, the member's own header ``x.md\\0../x``: the member is
+    not read under the directory's name but skipped with zipfile's reason."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("xQmd", "# Hidden\n")
+        zf.writestr("ok.md", "# Ok\n")
+    raw = buf.getvalue()
+    local = raw.index(b"xQmd")  # the local header comes first, the central directory entry last
+    path = tmp_path / "nul-header.zip"
+    path.write_bytes(raw[:local] + b"x\0md" + raw[local + 4:])
+    items = list(iter_archive(path))
+    assert [m.name for m in items if not isinstance(m, SkippedFile)] == ["ok.md"]
+    (skipped,) = [m for m in items if isinstance(m, SkippedFile)]
+    assert skipped.path == "xQmd"
+    assert skipped.reason == "cannot read member: File name in directory 'xQmd' and header b'x\\x00md' differ."
+
+
 def test_links_and_special_members_are_skipped_with_the_reason(tmp_path: Path) -> None:
     path = tmp_path / "links.tar"
     with tarfile.open(path, "w") as tf:

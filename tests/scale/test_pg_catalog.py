@@ -13,6 +13,7 @@ import pytest
 from sleuth.engine import Engine
 from sleuth.errors import IndexBusy
 from sleuth.store.pg import PgCatalog, PgWriteLock, pg_sql
+from tests.data_limit import run_with_data_headroom
 
 LANES = ["bm25", "index", "tfidf"]
 
@@ -211,22 +212,9 @@ def test_a_format_5_catalog_is_migrated_to_format_6_keeping_its_codes(tmp_path: 
 HUGE_VECTOR_MIB = 150
 MIGRATION_DATA_HEADROOM_MIB = 100
 
-_MIGRATE_UNDER_A_DATA_LIMIT = """
-import resource, sys
-from pathlib import Path
-from sleuth.store.pg import PgCatalog
-
-def data_bytes():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmData:"):
-            return int(line.split()[1]) * 1024
-    raise SystemExit("no VmData")
-
-import psycopg  # loaded before the limit is set: what the migration allocates is measured
-limit = data_bytes() + int(sys.argv[3]) * 1024 * 1024
-resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-PgCatalog(sys.argv[1], Path(sys.argv[2])).close()
-"""
+def open_pg_catalog(url: str, index_dir: str) -> None:
+    """Open (and so migrate) the catalog at ``url`` (run by :func:`tests.data_limit.run_with_data_headroom`)."""
+    PgCatalog(url, Path(index_dir)).close()
 
 
 @pytest.mark.parametrize("old_format", [4, 5])
@@ -254,9 +242,9 @@ def test_a_planted_huge_vector_is_never_fetched_by_the_migration(tmp_path: Path,
             if old_format == 4:
                 conn.execute("ALTER TABLE documents DROP COLUMN elided_chars")
             conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(old_format),))
-    done = subprocess.run([sys.executable, "-c", _MIGRATE_UNDER_A_DATA_LIMIT, catalog_url, str(tmp_path / "pg-index"),
-                           str(MIGRATION_DATA_HEADROOM_MIB)], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    # psycopg loaded before the limit is set: what the migration allocates is measured
+    done = run_with_data_headroom(f"{__name__}:open_pg_catalog", MIGRATION_DATA_HEADROOM_MIB, catalog_url,
+                                  str(tmp_path / "pg-index"), preload=["psycopg"])
     assert done.returncode == 0, done.stderr[-2000:]
     with Engine(tmp_path / "pg-index", Config(model="none")) as e:
         assert e.catalog.get_meta("schema_version") == "6"

@@ -5,7 +5,6 @@ instead of one row keeping the whole catalog from opening."""
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from sleuth.config import Config
 from sleuth.engine import Engine
 from sleuth.store import vector_codes
 from sleuth.store.catalog import Catalog
+from tests.data_limit import run_with_data_headroom
 from tests.store.old_formats import as_format_4, as_format_5
 
 MODEL = "hostile-model"
@@ -98,21 +98,9 @@ def test_a_format_4_catalog_with_a_truncated_vector_migrates_without_it(tmp_path
 HUGE_BLOB_MIB = 200
 MIGRATION_DATA_HEADROOM_MIB = 100
 
-_OPEN_UNDER_A_DATA_LIMIT = """
-import resource, sys
-from pathlib import Path
-from sleuth.store.catalog import Catalog
-
-def data_bytes():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmData:"):
-            return int(line.split()[1]) * 1024
-    raise SystemExit("no VmData")
-
-limit = data_bytes() + int(sys.argv[2]) * 1024 * 1024
-resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-Catalog(Path(sys.argv[1])).close()
-"""
+def open_catalog(path: str) -> None:
+    """Open (and so migrate) the catalog file ``path`` (run by :func:`tests.data_limit.run_with_data_headroom`)."""
+    Catalog(Path(path)).close()
 
 
 @pytest.mark.parametrize("old_format", [4, 5])
@@ -122,9 +110,6 @@ def test_a_planted_huge_vector_blob_is_never_read_by_the_migration(tmp_path: Pat
     is read from its record header and the row left out, and the table is scanned, never sought (a
     seek into format 5's WITHOUT ROWID table loads every row it compares with). Before, the
     migration loaded the value: MemoryError."""
-    import subprocess
-    import sys
-
     path = _catalog(tmp_path)
     good = np.linspace(-1, 1, DIM, dtype=np.float32)
     (as_format_4 if old_format == 4 else as_format_5)(path, {(MODEL, "good"): good})
@@ -134,9 +119,7 @@ def test_a_planted_huge_vector_blob_is_never_read_by_the_migration(tmp_path: Pat
         conn.execute("INSERT INTO vectors VALUES (?, ?, ?)", (MODEL, "k" * 2_000_000, b"\x00" * 1540))
     finally:
         conn.close()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-c", _OPEN_UNDER_A_DATA_LIMIT, str(path), str(MIGRATION_DATA_HEADROOM_MIB)],
-                          capture_output=True, text=True, env=env, timeout=600)
+    done = run_with_data_headroom(f"{__name__}:open_catalog", MIGRATION_DATA_HEADROOM_MIB, str(path))
     assert done.returncode == 0, done.stderr[-2000:]
     conn = sqlite3.connect(path)
     try:

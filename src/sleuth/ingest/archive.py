@@ -195,9 +195,10 @@ def _iter_zip(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
         if len(infos) > ARCHIVE_MAX_MEMBERS:
             raise ArchiveLimit(f"archive holds more than the {ARCHIVE_MAX_MEMBERS} member limit; not read")
         for info in infos:
-            if info.is_dir():
+            # orig_filename: the name as stored (zipfile cuts filename at a NUL, which hides it, and
+            # is_dir() reads the cut name: "docs/\0x.md" would pass for a folder, dropped unreported)
+            if info.orig_filename.endswith("/"):
                 continue
-            # orig_filename: the name as stored (zipfile cuts filename at a NUL, which hides it)
             name, reason = names.check(info.orig_filename)
             if reason is None and stat.S_ISLNK(info.external_attr >> 16):
                 reason = SYMLINK_MEMBER

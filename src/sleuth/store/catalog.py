@@ -28,7 +28,7 @@ from sleuth.store.rows import (
     embedding_text,
 )
 from sleuth.store.vector_codes import from_format_5
-from sleuth.store.vectors import VectorTable, encode_vector_table
+from sleuth.store.vectors import BOUNDED_ROW_PARAMS, BOUNDED_ROW_SQL, VectorTable, encode_vector_table, report_dropped
 from sleuth.types import Block
 
 __all__ = ["Catalog", "DocumentRow", "FileState", "HitBlock", "IndexedBlock", "embed_key", "embedding_text"]
@@ -221,6 +221,52 @@ class Catalog(DocumentReads, VectorTable):
                 raise
         return current if current is not None else version
 
+    #: Whether :meth:`bound_vector_rows` found (or left) no oversized row in the catalog file.
+    _vector_rows_bounded = False
+
+    def bound_vector_rows(self) -> None:
+        """Leave out every row of the ``vectors`` table that is too large to be a vector (its value
+        not a blob of at most ``MIGRATE_MAX_VECTOR_BYTES``, or a key over ``MIGRATE_MAX_KEY_CHARS``:
+        :data:`sleuth.store.vectors.BOUNDED_ROW_SQL`) before a query looks a vector up. A search of
+        a ``WITHOUT ROWID`` table's B-tree (formats 5 and 6: every lookup or insert of a vector)
+        loads the whole of every row it compares with that spills onto overflow pages, whatever
+        the query selects, so one planted row of a gigabyte would be loaded by the lookups of its
+        neighbours. Checked once per opened catalog (a scan, which loads no value; 75 ms at 200k
+        rows), only before the vectors are used, never by a search that loads the lane's saved
+        files. Rows over the bounds are reported (stderr) and left out, so their blocks are
+        embedded again: writable, the table is rebuilt without them (as a migration, in one
+        transaction); read-only or inside a caller's read transaction, this connection reads a
+        temporary copy without them. (A format-4 table has a rowid: its key index holds no value.)"""
+        if self._vector_rows_bounded or self.vector_format < 5:
+            return
+        conn = self.conn
+        if getattr(self._local, "vectors_copied", False):
+            if self.read_only is not None or conn.in_transaction:
+                return
+            conn.execute("DROP TABLE temp.vectors")  # writable, out of the read transaction: rebuilt below
+            self._local.vectors_copied = False
+        bad_rows = f"FROM main.vectors WHERE NOT ({BOUNDED_ROW_SQL})"
+        bad = int(conn.execute(f"SELECT count(*) {bad_rows}", BOUNDED_ROW_PARAMS).fetchone()[0])
+        if bad and (self.read_only is not None or conn.in_transaction):
+            conn.execute(_vectors_table_sql().replace("TABLE IF NOT EXISTS vectors (", "TEMP TABLE vectors (", 1))
+            conn.execute(f"INSERT INTO temp.vectors SELECT * FROM main.vectors WHERE {BOUNDED_ROW_SQL}",
+                         BOUNDED_ROW_PARAMS)
+            self._local.vectors_copied = True
+            report_dropped(bad, f"{self.path} (read as a copy without them)")
+            return
+        if bad:
+            with self.write() as w:
+                bad = int(w.execute(f"SELECT count(*) {bad_rows}", BOUNDED_ROW_PARAMS).fetchone()[0])
+                if bad:  # (another thread or process may have rebuilt it meanwhile)
+                    w.execute("DROP TABLE IF EXISTS vectors_v5")
+                    w.execute(_vectors_table_sql().replace("IF NOT EXISTS vectors (", "vectors_v5 (", 1))
+                    w.execute(f"INSERT INTO vectors_v5 SELECT * FROM vectors WHERE {BOUNDED_ROW_SQL}",
+                              BOUNDED_ROW_PARAMS)
+                    w.execute("DROP TABLE vectors")
+                    w.execute("ALTER TABLE vectors_v5 RENAME TO vectors")
+            report_dropped(bad, str(self.path))
+        self._vector_rows_bounded = True
+
     def _schema_version(self) -> int | None:
         try:
             row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -331,7 +377,8 @@ class Catalog(DocumentReads, VectorTable):
         try:
             yield conn
         finally:
-            conn.execute("COMMIT")
+            if conn.in_transaction:  # an error (SQLITE_NOMEM, ...) may have ended it: that one is reported
+                conn.execute("COMMIT")
 
     # ------------------------------------------------------------------ generation
 

@@ -31,7 +31,7 @@ from sleuth.errors import IndexBusy, IndexFormatError, StorageError
 from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV, retry_until
 from sleuth.store.catalog import _SCHEMA, SCHEMA_VERSION, Catalog
 from sleuth.store.rows import embedding_text
-from sleuth.store.urls import redact_url
+from sleuth.store.urls import redact_driver_message, redact_url
 from sleuth.store.vector_codes import from_format_5
 from sleuth.store.vectors import (
     MIGRATE_MAX_VECTOR_BYTES,
@@ -294,7 +294,7 @@ class PgCatalog(Catalog):
             conn = PgConnection(self.url)
         except Exception as exc:  # psycopg.OperationalError: refused, unknown host, bad password
             raise StorageError(f"cannot reach the catalog at {redact_url(self.url)}:"
-                               f" {redact_url(str(exc).strip())}") from exc
+                               f" {_connect_problem(exc, self.url)}") from exc
         with self._connections_lock:
             self._connections.add(conn)
         return conn
@@ -324,6 +324,10 @@ class PgCatalog(Catalog):
                     conn.execute("ROLLBACK")
             raise
 
+    def bound_vector_rows(self) -> None:
+        """Nothing to bound: PostgreSQL's index of the vectors table holds only its keys, and a
+        large value lives out of line (TOAST), fetched only when selected (sized in SQL)."""
+
     # -------------------------------------------------------------- statements without a translation
 
     def blocks_without_vectors(self, model: str, limit: int = 10_000, dim: int | None = None) -> list[tuple[str, str]]:
@@ -337,6 +341,14 @@ class PgCatalog(Catalog):
         return [(h, embedding_text(title, text)) for h, title, text in rows]
 
 
+
+
+def _connect_problem(exc: BaseException, url: str) -> str:
+    """What connecting to ``url`` failed with, fit for a message (no part of a password:
+    :func:`sleuth.store.urls.redact_driver_message`; a UnicodeDecodeError would name a byte of it)."""
+    if isinstance(exc, UnicodeError):
+        return "a percent-encoded part of the URL is not UTF-8 text"
+    return redact_driver_message(str(exc).strip(), url)
 
 
 def _lock_key(url: str, what: str) -> int:
@@ -380,9 +392,9 @@ class PgWriteLock:
         try:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=PG_CONNECT_TIMEOUT_S,
                                    application_name=_application_name())
-        except psycopg.OperationalError as exc:
+        except psycopg.Error as exc:  # OperationalError; ProgrammingError: a URL libpq cannot parse
             raise OSError(f"cannot reach the catalog at {redact_url(self.url)}:"
-                          f" {redact_url(str(exc).strip())}") from exc
+                          f" {_connect_problem(exc, self.url)}") from exc
 
         def take() -> bool:
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()

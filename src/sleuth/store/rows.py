@@ -31,6 +31,11 @@ class Connected:
     def write(self) -> AbstractContextManager[sqlite3.Connection]:
         raise NotImplementedError
 
+    def bound_vector_rows(self) -> None:
+        """Make sure no lookup in the ``vectors`` table loads a row too large to be a vector
+        (:meth:`sleuth.store.catalog.Catalog.bound_vector_rows`); called before every one."""
+        raise NotImplementedError
+
     #: True for a catalog of a format before 5 opened read-only (see ``sleuth.store.catalog``):
     #: float32 vector blobs, and documents that keep their whole text (no ``elided_chars`` column).
     old_format = False

@@ -96,6 +96,7 @@ def build(catalog: Catalog, model: str, dim: int) -> VectorState:
     projects and embed hashes are kept as fixed-width arrays and project codes, not as a Python
     string per block (at 1,000,000 blocks: 400 MB of rows, 116 MB of ids, 40 MB of hashes).
     """
+    catalog.bound_vector_rows()  # before the read transaction: it may rebuild the table
     with catalog.read():
         generation, counter = _read_marks(catalog, model)
         n = catalog.count_block_vectors(model)
@@ -200,6 +201,7 @@ def _changes(catalog: Catalog, state: VectorState, dim: int) -> tuple[
     """What changed since ``state`` (one consistent snapshot): ``(generation, counter, touched
     documents, {block_id: (project, embed_hash, vector)} of their blocks with a vector, documents
     still waiting for vectors)``; None when a full rebuild is due."""
+    catalog.bound_vector_rows()  # before the read transaction: it may rebuild the table
     with catalog.read():
         generation, counter = _read_marks(catalog, state.model)
         if (generation, counter) == state.key:

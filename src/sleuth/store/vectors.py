@@ -17,6 +17,7 @@ from typing import cast
 
 import numpy as np
 
+from sleuth.errors import StorageError
 from sleuth.store import vector_codes
 from sleuth.store.rows import Connected, embedding_text
 
@@ -94,6 +95,35 @@ MIGRATE_MAX_VECTOR_BYTES = 4 * 8192
 #: Longest model name and embedding-text hash a migration copies, in characters (hashes are 16 hex
 #: digits, model names a few dozen characters); a row with a longer key is left out.
 MIGRATE_MAX_KEY_CHARS = 1024
+#: An SQL condition that holds for a ``vectors`` row within the bounds above (its value a blob of at
+#: most ``MIGRATE_MAX_VECTOR_BYTES``, its keys text of at most ``MIGRATE_MAX_KEY_CHARS``), and its
+#: parameters (:meth:`sleuth.store.catalog.Catalog.bound_vector_rows`). The value's type and size
+#: come from its record header, so it is never loaded; a key's length in characters needs its text
+#: (one planted huge key is read once by the scan that checks it).
+BOUNDED_ROW_SQL = ("typeof(vector)='blob' AND length(vector)<=? AND typeof(model)='text' AND typeof(embed_hash)='text'"
+                   " AND length(model)<=? AND length(embed_hash)<=?")
+BOUNDED_ROW_PARAMS = (MIGRATE_MAX_VECTOR_BYTES, MIGRATE_MAX_KEY_CHARS, MIGRATE_MAX_KEY_CHARS)
+
+
+def vector_bytes_of(vector_format: int, dim: int) -> int:
+    """Bytes of one stored vector of ``dim`` dimensions in catalog format ``vector_format`` (before
+    5: float32; 5: codes and a scale; 6: :func:`sleuth.store.vector_codes.blob_bytes`)."""
+    if vector_format <= 4:
+        return 4 * dim
+    if vector_format == 5:
+        return dim + vector_codes.FORMAT_5_SCALE_BYTES
+    return vector_codes.blob_bytes(dim)
+
+
+#: Most rows of a ``vectors`` table :meth:`VectorTable.import_vectors` copies: five times a
+#: million-block index; a file with more is not imported.
+IMPORT_MAX_VECTORS = 5_000_000
+#: Most dimensions of an imported vector (as ``MIGRATE_MAX_VECTOR_BYTES``): a larger row is left out
+#: as unreadable, never loaded.
+IMPORT_MAX_DIMENSIONS = 8192
+#: Most bytes of vector values an import reads, in bytes (a million float32 vectors of 1,024
+#: dimensions); a file with more is not imported.
+IMPORT_MAX_BYTES = 4 << 30
 
 
 def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
@@ -143,11 +173,7 @@ class VectorTable(Connected):
     def vector_bytes(self, dim: int) -> int:
         """Bytes of one stored vector of ``dim`` dimensions in this catalog's format (before 5:
         float32; 5: codes and a scale; 6: :func:`sleuth.store.vector_codes.blob_bytes`)."""
-        if self.vector_format == 4:
-            return 4 * dim
-        if self.vector_format == 5:
-            return dim + vector_codes.FORMAT_5_SCALE_BYTES
-        return vector_codes.blob_bytes(dim)
+        return vector_bytes_of(self.vector_format, dim)
 
     def readable_rows(self, values: Sequence[object], dim: int) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, readable)`` of vector values as read from this catalog: ``readable`` (bool,
@@ -225,6 +251,7 @@ class VectorTable(Connected):
         this format's size for ``dim`` dimensions, or one with a step or scale that is not finite:
         :meth:`readable_sql`; a hostile or damaged row, which the lane skips): embedding them again
         replaces the row."""
+        self.bound_vector_rows()
         sized, size = self._readable_condition(dim)
         rows = self.conn.execute(
             "SELECT b.embed_hash, d.title, b.text FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
@@ -238,6 +265,7 @@ class VectorTable(Connected):
         """Cache ``(embed_hash, float32 vector bytes)`` for ``model`` (no new generation: derived
         data), stored as codes and scale (:mod:`sleuth.store.vector_codes`)."""
         blobs = float32_blobs_to_codes([v for _, v in items])
+        self.bound_vector_rows()
         with self.write() as conn:
             conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)",
                              [(model, h, b) for (h, _), b in zip(items, blobs, strict=True)])
@@ -251,21 +279,55 @@ class VectorTable(Connected):
         table: float32 blobs before format 5 are encoded, format 5's rows given their blocks' steps) into
         this one; returns how many rows were
         copied. Vectors depend only on the model and the embedded text, so they survive a change of
-        index format."""
-        rows, version = read_vector_rows(other)
-        convert = float32_blobs_to_codes if version < 5 else vector_codes.from_format_5 if version == 5 else list
-        coded, bad = convert_rows(rows, convert)
-        report_dropped(len(bad), f"importing vectors from {other}")
-        with self.write() as conn:
-            before = int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
-            conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?)", coded)
-            return int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]) - before
+        index format. ``other`` is read a batch at a time (``MIGRATE_VECTORS_PER_BATCH`` rows); a
+        row of more than ``IMPORT_MAX_DIMENSIONS`` dimensions or a key over ``MIGRATE_MAX_KEY_CHARS``
+        characters is left out unread (reported, as every row that cannot be converted).
+
+        Raises:
+            StorageError: ``other`` holds more than ``IMPORT_MAX_VECTORS`` rows, or more than
+                ``IMPORT_MAX_BYTES`` of vectors (counted from the record headers, before any is
+                read); nothing is copied then.
+            sqlite3.DatabaseError: ``other`` is not a catalog.
+        """
+        src = sqlite3.connect(f"{other.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            meta = src.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            version = 4 if meta is None else min(int(meta[0]), 6)
+            row_max = vector_bytes_of(version, IMPORT_MAX_DIMENSIONS)
+            sized = "CASE WHEN typeof(vector)='blob' AND length(vector)<=? THEN {} END"
+            keyed = ("typeof(model)='text' AND typeof(embed_hash)='text' AND length(model)<=?"
+                     " AND length(embed_hash)<=?")
+            bounds = (MIGRATE_MAX_KEY_CHARS, MIGRATE_MAX_KEY_CHARS)
+            count, nbytes, dropped = src.execute(
+                f"SELECT count(*), total({sized.format('length(vector)')}), total(NOT ({keyed})) FROM vectors",
+                (row_max, *bounds)).fetchone()
+            if count > IMPORT_MAX_VECTORS or nbytes > IMPORT_MAX_BYTES:
+                raise StorageError(f"{other} holds {count} stored vectors of {int(nbytes)} bytes: more than an import"
+                                   f" copies ({IMPORT_MAX_VECTORS} vectors, {IMPORT_MAX_BYTES} bytes); nothing was"
+                                   " imported")
+            convert = float32_blobs_to_codes if version < 5 else vector_codes.from_format_5 if version == 5 else list
+            dropped = int(dropped)
+            rows_of = src.execute(f"SELECT model, embed_hash, {sized.format('vector')} FROM vectors WHERE {keyed}",
+                                  (row_max, *bounds))
+            self.bound_vector_rows()
+            with self.write() as conn:
+                before = int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+                while batch := rows_of.fetchmany(MIGRATE_VECTORS_PER_BATCH):
+                    coded, bad = convert_rows(batch, convert)
+                    dropped += len(bad)
+                    conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?)", coded)
+                copied = int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]) - before
+        finally:
+            src.close()
+        report_dropped(dropped, f"importing vectors from {other}")
+        return copied
 
     def block_vectors_with_keys(self, model: str, dim: int) -> Iterator[tuple[str, str, str, bytes | None]]:
         """``(block_id, project_id, embed_hash, vector bytes)`` of every block with a vector for
         ``model``; the vector is None when the stored value is not a blob of :meth:`vector_bytes`
         ``(dim)`` (the size is checked in SQL, so a planted value of any size is never read into
         memory: :meth:`readable_rows` then skips it)."""
+        self.bound_vector_rows()
         return iter(self.conn.execute(
             f"SELECT b.block_id, d.project_id, b.embed_hash, {_SIZED_VECTOR} FROM blocks b JOIN documents d"
             " ON b.doc_id=d.doc_id JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash ORDER BY b.rowid",
@@ -274,6 +336,7 @@ class VectorTable(Connected):
 
     def count_block_vectors(self, model: str) -> int:
         """How many rows :meth:`block_vectors_with_keys` gives (in the same read transaction: as many)."""
+        self.bound_vector_rows()
         return int(self.conn.execute(
             "SELECT COUNT(*) FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
             " JOIN vectors v ON v.model=? AND v.embed_hash=b.embed_hash",
@@ -286,6 +349,7 @@ class VectorTable(Connected):
         ``doc_ids``: None when the block has no vector for ``model``, ``b""`` when its stored value
         is not a blob of :meth:`vector_bytes` ``(dim)`` (checked in SQL: such a value is never read
         into memory; :meth:`readable_rows` skips it)."""
+        self.bound_vector_rows()
         marks = ",".join("?" * len(doc_ids))
         return self.conn.execute(
             "SELECT b.block_id, b.doc_id, d.project_id, b.embed_hash, CASE WHEN v.embed_hash IS NULL THEN NULL"
@@ -310,6 +374,7 @@ class VectorTable(Connected):
 
     def docs_without_vectors(self, model: str) -> list[str]:
         """Documents with at least one block that has no vector for ``model``."""
+        self.bound_vector_rows()
         return [r[0] for r in self.conn.execute(
             "SELECT DISTINCT b.doc_id FROM blocks b WHERE NOT EXISTS"
             " (SELECT 1 FROM vectors v WHERE v.model=? AND v.embed_hash=b.embed_hash)",
@@ -321,6 +386,7 @@ class VectorTable(Connected):
         """``(blocks with a vector for model, all blocks)``, of the ``projects`` only when given;
         with ``dim``, a stored row counts only when the vector lane can read it (:meth:`readable_sql`:
         the rows :meth:`blocks_without_vectors` with ``dim`` embeds again do not)."""
+        self.bound_vector_rows()
         sized, size = self._readable_condition(dim)
         if projects is None:
             with_vec = self.conn.execute(
@@ -353,6 +419,7 @@ class VectorTable(Connected):
         are sampled (rows no block uses, planted or left over, cannot outvote them); once the model
         is loaded its own dimensions decide (:meth:`sleuth.lanes.model.SharedModel.identity`)."""
         found: Counter[int] = Counter()
+        self.bound_vector_rows()
         for (nbytes,) in self.conn.execute(
                 "SELECT length(v.vector) FROM vectors v WHERE v.model=?"
                 " AND EXISTS (SELECT 1 FROM blocks b WHERE b.embed_hash=v.embed_hash) LIMIT ?",
@@ -371,15 +438,3 @@ class VectorTable(Connected):
             return vector_codes.dim_of_blob(nbytes)
         except ValueError:
             return None
-
-
-def read_vector_rows(path: Path) -> tuple[list[tuple[str, str, bytes]], int]:
-    """``([(model, embed_hash, blob)], format)`` of the SQLite catalog file ``path`` (opened
-    read-only); ``format``: the catalog's (before 5: the blobs are float32 vectors; 5: format 5's rows)."""
-    src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        version = src.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        rows = src.execute("SELECT model, embed_hash, vector FROM vectors").fetchall()
-    finally:
-        src.close()
-    return rows, 4 if version is None else min(int(version[0]), 6)
