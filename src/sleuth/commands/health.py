@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option, when
-from sleuth.engine import Engine
-from sleuth.reports import DoctorReport, EmbeddingProgress, FamilyHealth, RootCoverage, SkippedReason, StatusReport
+
+if TYPE_CHECKING:  # imported by the commands that open the index, not when `sleuth` starts
+    from sleuth.reports import (
+        DoctorReport,
+        EmbeddingProgress,
+        FamilyHealth,
+        RootCoverage,
+        SkippedReason,
+        StatusReport,
+    )
 
 
 def render_embedding(e: EmbeddingProgress) -> str:
@@ -128,6 +137,8 @@ def render_doctor(report: DoctorReport) -> str:
 def status_cmd(files: bool, verbose: bool, index_dir: Path | None, fmt: str) -> None:
     """Show index health: documents, blocks, embedding progress, per-root coverage, skipped files
     by reason, last indexed."""
+    from sleuth.engine import Engine
+
     with Engine.open(index_dir) as engine:
         st = engine.status(files=files, verbose=verbose)
     if fmt == "json":
@@ -143,6 +154,7 @@ def status_cmd(files: bool, verbose: bool, index_dir: Path | None, fmt: str) -> 
 @handle_errors
 def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
     """Check index health: stale documents (changed or deleted since indexed), skipped files, lanes."""
+    from sleuth.engine import Engine
     from sleuth.memory.doctor import doctor
 
     with Engine.open(index_dir) as engine:
