@@ -94,9 +94,9 @@ class LanesOption(click.Option):
 def parse_lanes(lanes: str | None) -> list[str] | None:
     """``--lanes a,b`` as checked lane names (None when not given; ``--lanes ""`` names no lane:
     an error, as ``--lanes ,`` is, not the configured lanes)."""
-    from sleuth.config import validate_lanes  # the settings module loads the embedder's module: not at start
-
-    return None if lanes is None else list(validate_lanes(lanes.split(",")))
+    if lanes is None:
+        return None
+    return list(registry.validate_lanes(lanes.split(",")))
 
 
 def when(timestamp: object) -> str:
