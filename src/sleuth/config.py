@@ -14,6 +14,7 @@ from sleuth.errors import ConfigError
 from sleuth.fusion import FUSION_METHODS, RRF_K
 from sleuth.ingest.tabular import TABULAR_JSON_MIN_BYTES, TABULAR_MODES
 from sleuth.lanes import registry
+from sleuth.lanes.registry import validate_lanes as validate_lanes  # re-exported: it lives with the lanes
 from sleuth.locate import INDEX_DIR_NAME as INDEX_DIR_NAME  # re-exported: the index's location is in sleuth.locate
 from sleuth.locate import INDEX_ENV as INDEX_ENV
 from sleuth.locate import find_index_dir as find_index_dir
@@ -72,20 +73,6 @@ class Config:
         if lanes is None:
             return self
         return replace(self, lanes=validate_lanes(lanes))
-
-
-def validate_lanes(lanes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Check lane names against the registry, ignoring case (``BM25`` is ``bm25``); returns the
-    registered names, each once, in order. Raises ConfigError naming the unknown ones."""
-    known = registry.lane_names()
-    by_folded = {name.casefold(): name for name in known}
-    lanes = tuple(dict.fromkeys(by_folded.get(lane.strip().casefold(), lane.strip()) for lane in lanes
-                                if lane.strip()))
-    unknown = [lane for lane in lanes if lane not in known]
-    if unknown or not lanes:
-        shown = [lane if lane.isprintable() else repr(lane) for lane in unknown]  # no terminal escapes
-        raise ConfigError(f"unknown lane(s) {', '.join(shown) or '(none given)'}; choose from {', '.join(known)}")
-    return lanes
 
 
 def read_config_file(index_dir: Path | None) -> dict[str, object]:

@@ -10,6 +10,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -165,3 +166,31 @@ def test_a_search_is_never_sent_to_the_broker_of_other_settings(index: Path, env
     assert search_json(env, index, "walrus")["hits"]
     assert searches_answered(index, env) == before + 1
 
+
+
+#: Runs `sleuth ARGS` as the `sleuth` command does (sleuth.launcher) and, as the process ends (the
+#: read-only commands end with os._exit), writes to stderr the heavy modules it had imported.
+_REPORTING_SLEUTH = """
+import os, sys
+heavy = ("numpy", "onnxruntime", "tokenizers", "tantivy", "usearch", "mcp", "sleuth.engine", "sleuth.config")
+real_exit = os._exit
+def reporting_exit(code):
+    print("imported:", ",".join(m for m in heavy if m in sys.modules), file=sys.stderr, flush=True)
+    real_exit(code)
+os._exit = reporting_exit
+sys.argv = ["sleuth", *sys.argv[1:]]
+from sleuth.launcher import main
+main()
+"""
+
+
+@pytest.mark.parametrize("extra", [(), ("--lanes", "bm25,vector", "--format", "json")])
+def test_a_search_the_broker_answers_imports_neither_the_engine_nor_numpy(
+        index: Path, env: dict[str, str], broker: subprocess.Popen[str], extra: tuple[str, ...]) -> None:
+    before = searches_answered(index, env)
+    proc = subprocess.run([sys.executable, "-c", _REPORTING_SLEUTH, "search", "walrus", "--index", str(index),
+                           *extra], capture_output=True, text=True, env=env, timeout=WAIT_S)
+    assert proc.returncode == 0, proc.stderr
+    assert "walrus.md" in proc.stdout
+    assert searches_answered(index, env) == before + 1  # the broker answered it
+    assert proc.stderr.splitlines()[-1] == "imported: "

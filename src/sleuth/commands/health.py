@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option, when
-from sleuth.engine import Engine
-from sleuth.reports import DoctorReport, EmbeddingProgress, FamilyHealth, RootCoverage, SkippedReason, StatusReport
+
+if TYPE_CHECKING:  # imported by the commands that open the index, not when `sleuth` starts
+    from sleuth.reports import (
+        DoctorReport,
+        EmbeddingProgress,
+        FamilyHealth,
+        RootCoverage,
+        SkippedReason,
+        StatusReport,
+    )
 
 #: The exit status of ``sleuth doctor`` when its report needs attention (0: all is well).
 DOCTOR_NEEDS_ATTENTION_EXIT = 1
@@ -132,6 +141,8 @@ def render_doctor(report: DoctorReport) -> str:
 def status_cmd(files: bool, verbose: bool, index_dir: Path | None, fmt: str) -> None:
     """Show index health: documents, blocks, embedding progress, per-root coverage, skipped files
     by reason, last indexed."""
+    from sleuth.engine import Engine
+
     with Engine.open(index_dir) as engine:
         st = engine.status(files=files, verbose=verbose)
     if fmt == "json":
@@ -151,6 +162,7 @@ def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
     Exits 0 when all is well ("ok"), 1 when anything needs attention (stale documents, postings
     behind the catalog, no vector lane: the report says what, in text or JSON), and with the
     codes of every command on errors (3: no index, 4: no such project, ...)."""
+    from sleuth.engine import Engine
     from sleuth.memory.doctor import doctor
 
     with Engine.open(index_dir) as engine:

@@ -8,14 +8,15 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option
-from sleuth.config import INDEX_DIR_NAME, INDEX_ENV, find_index_dir
-from sleuth.engine import Engine
-from sleuth.reports import skip_summary
+from sleuth.locate import INDEX_DIR_NAME, INDEX_ENV, find_index_dir
+
+if TYPE_CHECKING:  # the engine is imported by the commands that open it, not when `sleuth` starts
+    from sleuth.engine import Engine
 
 
 @click.command("index")
@@ -38,7 +39,9 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     blocks are made by a background worker (`sleuth status` shows how far it is, `sleuth embed`
     waits for it), unless --wait."""
     from sleuth import background
+    from sleuth.engine import Engine
     from sleuth.progress import Progress, terminal_sink
+    from sleuth.reports import skip_summary
 
     for p in paths:
         if not p.exists():
@@ -138,6 +141,7 @@ def render_skips(skips: list[tuple[str, str]], verbose: bool) -> list[str]:
     """Skipped files for people: a line per reason with its count and first paths, or (``verbose``)
     a line per file."""
     from sleuth.commands.health import render_skip_summary
+    from sleuth.reports import skip_summary
 
     if verbose:
         return [f"  skipped {path}: {reason}" for path, reason in skips]
@@ -157,6 +161,7 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
     """Embed the blocks that have no vector yet (after `sleuth index`), waiting for a background
     worker that is already at it; resumes where a killed worker stopped."""
     from sleuth import background
+    from sleuth.engine import Engine
     from sleuth.progress import PlainLines, Progress, progress_interval_s, terminal_sink
 
     if worker:  # detached: stderr is embed.log
@@ -220,6 +225,7 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
     what changes (edits, new files, deletions, renames) until interrupted (Ctrl-C)."""
     import threading
 
+    from sleuth.engine import Engine
     from sleuth.watch import DEBOUNCE_MS, WatchBatch, WatchedRoot, watch_index
 
     stop = threading.Event()

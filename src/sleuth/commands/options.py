@@ -14,9 +14,9 @@ from typing import Any, TypeVar
 
 import click
 
-from sleuth.config import INDEX_DIR_NAME, validate_lanes
 from sleuth.errors import SleuthError
 from sleuth.lanes import registry
+from sleuth.locate import INDEX_DIR_NAME
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -94,7 +94,9 @@ class LanesOption(click.Option):
 def parse_lanes(lanes: str | None) -> list[str] | None:
     """``--lanes a,b`` as checked lane names (None when not given; ``--lanes ""`` names no lane:
     an error, as ``--lanes ,`` is, not the configured lanes)."""
-    return None if lanes is None else list(validate_lanes(lanes.split(",")))
+    if lanes is None:
+        return None
+    return list(registry.validate_lanes(lanes.split(",")))
 
 
 def when(timestamp: object) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,7 +16,6 @@ from sleuth.commands.options import (
     parse_lanes,
     when,
 )
-from sleuth.engine import Engine
 from sleuth.ingest.names import printable
 from sleuth.ingest.roles import FILTER_KINDS, ROLES
 from sleuth.types import (
@@ -28,6 +27,9 @@ from sleuth.types import (
     SearchRequest,
     SearchResponse,
 )
+
+if TYPE_CHECKING:
+    from sleuth.engine import Engine
 
 #: Documents the CLI ranks for a page: offset + limit rounded up to a multiple of this, so that the
 #: pages of one query within each hundred results fuse the same lane lists and neither repeat nor
@@ -155,6 +157,8 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
     if answered is not None:
         resp, qualified = answered
     else:
+        from sleuth.engine import Engine  # not imported when the broker answers
+
         with Engine.open(index_dir) as engine:
             resp = engine.search(request)
             qualified = multi_root_projects(engine)
@@ -200,6 +204,8 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
     ID_OR_PATH: a document id or block id (as `sleuth search` shows them), or a path relative to
     its root (docs/setup.md), qualified by the root's folder name when several roots hold it
     (en/publish.css)."""
+    from sleuth.engine import Engine
+
     with Engine.open(index_dir) as engine:
         scope = list(projects) or None
         _doc_id, block_id = engine.resolve(ref, scope)
@@ -237,6 +243,8 @@ def projects_cmd(ctx: click.Context, index_dir: Path | None, fmt: str) -> None:
     removes one)."""
     if ctx.invoked_subcommand is not None:
         return
+    from sleuth.engine import Engine
+
     with Engine.open(index_dir) as engine:
         projects = engine.projects()
     if fmt == "json":
@@ -260,6 +268,8 @@ def projects_remove_cmd(project: str, index_dir: Path | None, fmt: str) -> None:
     """Remove PROJECT from the index: its documents leave every lane and `sleuth watch`, and its
     roots can be indexed again under another project. No file is deleted (records written by MCP
     stay in the index's memory folder); vectors stay cached for texts indexed again."""
+    from sleuth.engine import Engine
+
     with Engine.open(index_dir) as engine:
         removed = engine.remove_project(project)
     if fmt == "json":

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option
-from sleuth.config import find_index_dir, load_serve_settings
+from sleuth.locate import find_index_dir
 
 
 @click.command("serve")
@@ -83,6 +83,7 @@ def serve_cmd(projects: tuple[str, ...], tools: str | None, guides_file: Path | 
         code = serve_via_broker(index_dir, tools, projects, guides_file, events_file)
         if code is not None:
             sys.exit(code)
+    from sleuth.config import load_serve_settings
     from sleuth.mcp.server import parse_profiles, run_stdio
 
     settings = load_serve_settings(find_index_dir(index_dir))
@@ -107,6 +108,7 @@ def _serve_http(bind: str, projects: tuple[str, ...], tools: str | None, guides_
     settings = http_settings(bind, public_url, allow_hosts, allow_origins,
                              max_request_bytes or HTTP_REQUEST_MAX_BYTES, rate_limit or RATE_LIMIT_DEFAULT,
                              audit_queries, issuer_url, jwks_url)
+    from sleuth.config import load_serve_settings
     from sleuth.httpd.app import run_http
     from sleuth.mcp.server import parse_profiles
 

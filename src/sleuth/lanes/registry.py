@@ -118,6 +118,25 @@ def lane_names() -> tuple[str, ...]:
     return tuple(s.name for s in lane_specs())
 
 
+def validate_lanes(lanes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Check lane names against the registry, ignoring case (``BM25`` is ``bm25``); returns the
+    registered names, each once, in order. Raises ConfigError naming the unknown ones (or none given).
+
+    In this module, not :mod:`sleuth.config`, so that ``sleuth search --lanes`` answered by the broker
+    checks its lanes without importing the settings (and with them the embedder and numpy)."""
+    from sleuth.errors import ConfigError
+
+    known = lane_names()
+    by_folded = {name.casefold(): name for name in known}
+    lanes = tuple(dict.fromkeys(by_folded.get(lane.strip().casefold(), lane.strip()) for lane in lanes
+                                if lane.strip()))
+    unknown = [lane for lane in lanes if lane not in known]
+    if unknown or not lanes:
+        shown = [lane if lane.isprintable() else repr(lane) for lane in unknown]  # no terminal escapes
+        raise ConfigError(f"unknown lane(s) {', '.join(shown) or '(none given)'}; choose from {', '.join(known)}")
+    return lanes
+
+
 def default_lanes() -> tuple[str, ...]:
     """The lanes run when none are asked for, in registration order."""
     return tuple(s.name for s in lane_specs() if s.default)
