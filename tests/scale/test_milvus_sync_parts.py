@@ -132,14 +132,14 @@ def test_parts_of_a_few_blocks_give_the_rows_and_ranks_of_one_part_holding_two_p
     parts, whole = scale("parts", PART_BLOCKS), scale("whole", 1_000_000)
     hook = watch(parts)
     read: list[int] = []  # blocks each catalog page had
-    page = parts.catalog.indexed_blocks_page
+    pages = parts.catalog.sync_block_pages
 
-    def counted_page(*args: Any) -> Any:
-        out = page(*args)
-        read.append(len(out))
-        return out
+    def counted_pages(*args: Any) -> Any:
+        for page in pages(*args):
+            read.append(len(page))
+            yield page
 
-    parts.catalog.indexed_blocks_page = counted_page  # type: ignore[method-assign]
+    parts.catalog.sync_block_pages = counted_pages  # type: ignore[method-assign]
     for project in PROJECTS:
         mark = len(hook.parts)
         for engine in (parts, whole):

@@ -12,8 +12,10 @@ import pytest
 
 from sleuth.engine import Engine
 from sleuth.errors import IndexBusy
+from sleuth.locks import retry_until
 from sleuth.store.pg import PgCatalog, PgWriteLock, pg_sql
 from tests.data_limit import run_with_data_headroom
+from tests.scale.test_scaleout_hosts import pg_sessions
 
 LANES = ["bm25", "index", "tfidf"]
 
@@ -322,3 +324,71 @@ def test_a_vector_row_that_is_not_finite_counts_as_not_embedded(tmp_path: Path, 
         doc_ids = [d for (d,) in cat.conn.execute("SELECT DISTINCT doc_id FROM blocks")]
         rows = {h: v for _, _, _, h, v in cat.doc_block_vectors("m", doc_ids, dim)}
         assert rows[hashes[2]] is not None and bytes(rows[hashes[2]]) == b""
+
+
+def test_the_sync_reads_blocks_with_one_cursor_as_the_keyset_pages_and_closes_its_session(
+        tmp_path: Path, catalog_url: str) -> None:
+    """PostgreSQL's reader of the Milvus sync (one query, a server-side cursor on a session of its
+    own) gives the rows, pages and order of the keyset pages every catalog has, from the first block
+    and after any block, and ends its session when the pages end or the caller stops early."""
+    from sleuth.store.reads import DocumentReads
+
+    write_corpus(tmp_path / "src")
+    for i in range(12):
+        (tmp_path / "src" / f"many{i:02d}.md").write_text(
+            "\n\n".join(f"# Part {k}\n\nBlock {k} of file {i} about locks." for k in range(i % 4 + 1)) + "\n")
+    engine = Engine(tmp_path / "index")
+    engine.index([tmp_path / "src"], project="p")
+    catalog = engine.catalog
+    assert isinstance(catalog, PgCatalog)
+    baseline = pg_sessions(catalog_url)
+
+    def back_to_baseline() -> bool:  # a closed session leaves pg_stat_activity when its backend exits
+        return retry_until(lambda: pg_sessions(catalog_url) == baseline, 30, 0.05)
+
+    every = [r for page in DocumentReads.sync_block_pages(catalog, 0, None, 1000) for r in page]
+    assert len(every) == catalog.counts()["blocks"] > 20
+    assert [(r[1], r[2]) for r in every] == sorted((r[1], r[2]) for r in every)
+    for size in (1, 3, 7, 1000):
+        for after in (None, (every[4][1], every[4][2]), (every[-1][1], every[-1][2])):
+            cursor_pages = list(catalog.sync_block_pages(0, after, size))
+            assert cursor_pages == list(DocumentReads.sync_block_pages(catalog, 0, after, size)), (size, after)
+            assert all(len(p) == size for p in cursor_pages[:-1]) and all(cursor_pages)
+    assert list(catalog.sync_block_pages(catalog.generation(), None, 5)) == []
+    assert back_to_baseline()
+    pages = catalog.sync_block_pages(0, None, 2)
+    next(pages)
+    assert pg_sessions(catalog_url) == baseline + 1
+    pages.close()
+    assert back_to_baseline()
+    engine.close()
+
+
+def test_int64_columns_go_in_by_one_binary_copy(catalog_url: str, tmp_path: Path) -> None:
+    """``copy_int64_columns``: the rows as given (negative and 63-bit values too), and with an
+    ``ON CONFLICT`` clause added to the rows already there; none for empty arrays."""
+    import numpy as np
+
+    from sleuth.store.pg import binary_copy_int64
+
+    engine = Engine(tmp_path / "index")
+    conn = engine.catalog.conn
+    conn.execute("CREATE TABLE pairs (k BIGINT PRIMARY KEY, v BIGINT NOT NULL)")
+    keys = np.array([5, -3, 2**63 - 1, -(2**63), 0], dtype=np.int64)
+    values = np.array([1, -1, 7, 2**62, 0], dtype=np.int64)
+    conn.execute("BEGIN")
+    conn.copy_int64_columns("pairs", ("k", "v"), (keys, values))
+    conn.execute("COMMIT")
+    assert sorted(conn.execute("SELECT k, v FROM pairs").fetchall()) == sorted(
+        zip(keys.tolist(), values.tolist(), strict=True))
+    conn.execute("BEGIN")
+    conn.copy_int64_columns("pairs", ("k", "v"), (np.array([5, 9]), np.array([10, 4])),
+                            "ON CONFLICT (k) DO UPDATE SET v = pairs.v + excluded.v")
+    conn.copy_int64_columns("pairs", ("k", "v"), (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)))
+    conn.execute("COMMIT")
+    assert dict(conn.execute("SELECT k, v FROM pairs").fetchall()) == {
+        5: 11, -3: -1, 2**63 - 1: 7, -(2**63): 2**62, 0: 0, 9: 4}
+    assert binary_copy_int64([np.zeros(0, dtype=np.int64)]) == b"PGCOPY\n\xff\r\n\x00" + bytes(8) + b"\xff\xff"
+    with pytest.raises(ValueError, match="one array per column"):
+        conn.copy_int64_columns("pairs", ("k", "v"), (np.array([1]), np.array([1, 2])))
+    engine.close()

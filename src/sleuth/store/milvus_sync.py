@@ -56,7 +56,7 @@ from sleuth.faults import kill_point
 from sleuth.lanes import sparse
 from sleuth.store import milvus_columns
 from sleuth.store.milvus_columns import Columns, SparseColumn
-from sleuth.text import analyze
+from sleuth.text import analyze, block_terms
 
 if TYPE_CHECKING:
     from sleuth.store.catalog import Catalog
@@ -82,13 +82,19 @@ _IDS_PER_STATEMENT = 500
 
 @dataclass(slots=True, weakref_slot=True, eq=False)
 class SyncBlock:
-    """One block as a sync holds it: ids and its place in the catalog's order (its terms are in
-    its part's :class:`sleuth.lanes.sparse.PartTerms`; its text is not held)."""
+    """One block as a sync holds it: ids, its place in the catalog's order and its document's
+    filter fields, which its Milvus rows carry (its terms are in its part's
+    :class:`sleuth.lanes.sparse.PartTerms`; its text is not held)."""
 
     block_id: str
     doc_id: str
     project_id: str
     ordinal: int
+    label: str = ""
+    role: str = ""
+    family: str = ""
+    #: The document's recorded time, in nanoseconds since the epoch.
+    recorded_ns: int = 0
 
 
 @dataclass(slots=True, eq=False)
@@ -246,7 +252,8 @@ class _Spill:
     def write(self, part: SyncPart) -> None:
         if self.file is None:
             return
-        data = pickle.dumps(([(b.block_id, b.doc_id, b.project_id, b.ordinal) for b in part.blocks], part.terms),
+        data = pickle.dumps(([(b.block_id, b.doc_id, b.project_id, b.ordinal, b.label, b.role, b.family,
+                               b.recorded_ns) for b in part.blocks], part.terms),
                             protocol=pickle.HIGHEST_PROTOCOL)
         if self.bytes + len(data) > MILVUS_SYNC_SPILL_BYTES_MAX:
             self.close()
@@ -288,13 +295,15 @@ class _StatsWriter:
         ids, changes = df.items()
         kept = changes != 0
         ids, changes = ids[kept], changes[kept]
-        rows = list(zip(ids.tolist(), changes.tolist(), strict=True))
-        if self.copy_rows is not None:
-            self.copy_rows("milvus_df", ("term_id", "df"), rows, "ON CONFLICT (term_id) DO UPDATE SET"
-                           " df = milvus_df.df + excluded.df" if self.df_rows_in_table else None)
+        copy_columns = getattr(self.conn, "copy_int64_columns", None)
+        if copy_columns is not None:  # PostgreSQL: one binary COPY packed by NumPy
+            if ids.size:
+                copy_columns("milvus_df", ("term_id", "df"), (ids, changes), "ON CONFLICT (term_id) DO UPDATE SET"
+                             " df = milvus_df.df + excluded.df" if self.df_rows_in_table else None)
         else:
             self.conn.executemany("INSERT INTO milvus_df VALUES (?, ?) ON CONFLICT(term_id) DO UPDATE SET"
-                                  " df = milvus_df.df + excluded.df", rows)
+                                  " df = milvus_df.df + excluded.df",
+                                  list(zip(ids.tolist(), changes.tolist(), strict=True)))
         df.clear()
         self.df_rows_in_table = True
         return ids, changes
@@ -370,36 +379,36 @@ class MilvusSync:
 
     def _parts(self, phase: str, since: int, after: tuple[str, int] | None = None) -> Iterator[SyncPart]:
         """The blocks of documents written after ``since`` (after the block ``after``), analysed
-        and counted, ``part_blocks`` at a time in the catalog's order (document id, ordinal)."""
+        and counted, ``part_blocks`` at a time in the catalog's order (document id, ordinal):
+        the catalog's pages (:meth:`sleuth.store.reads.DocumentReads.sync_block_pages`, only the
+        columns the sync needs; one query on PostgreSQL), one part each."""
         from sleuth.lanes.postings import analyze_heading
 
-        doc_fields: tuple[str, tuple[list[str], list[str], list[str]]] = ("", ([], [], []))
-        size = max(1, int(self.part_blocks))
-        while True:
-            page = self.catalog.indexed_blocks_page(since, after, size)
-            if not page:
-                return
-            blocks: list[SyncBlock] = []
-            fields: list[dict[str, list[str]]] = []
-            for ib in page:
-                b = ib.block
-                if b.doc_id != doc_fields[0]:
-                    doc_fields = (b.doc_id, (analyze(ib.title), analyze(ib.rel_path.replace("/", " / ")),
-                                             analyze(" ; ".join(ib.tags))))
-                title, path, tags = doc_fields[1]
-                fields.append(sparse.block_fields(ib.terms, title, analyze_heading(b.heading_path), tags, path))
-                blocks.append(SyncBlock(b.block_id, b.doc_id, b.project_id, b.ordinal))
-            after = (page[-1].block.doc_id, page[-1].block.ordinal)
-            full = len(page) == size
-            del page
-            part = SyncPart(blocks, sparse.count_part(fields))
-            del fields, blocks
-            if self.on_part is not None:
-                self.on_part(phase, part.blocks)
-            yield part
-            del part
-            if not full:
-                return
+        doc_id = ""
+        title: list[str] = []
+        path: list[str] = []
+        tags: list[str] = []
+        with contextlib.closing(self.catalog.sync_block_pages(since, after, max(1, int(self.part_blocks)))) as pages:
+            for page in pages:
+                blocks: list[SyncBlock] = []
+                fields: list[dict[str, list[str]]] = []
+                for (block_id, block_doc, ordinal, heading, text, project_id, doc_title, doc_tags, rel_path, label,
+                     role, family, recorded_ns) in page:
+                    if block_doc != doc_id:
+                        doc_id, title = block_doc, analyze(doc_title)
+                        path = analyze(rel_path.replace("/", " / "))
+                        tags = analyze(" ; ".join(json.loads(doc_tags)))
+                    fields.append(sparse.block_fields(block_terms(str(text), title), title,
+                                                      analyze_heading(json.loads(heading)), tags, path))
+                    blocks.append(SyncBlock(block_id, block_doc, project_id, int(ordinal), label, role, family,
+                                            int(recorded_ns)))
+                del page
+                part = SyncPart(blocks, sparse.count_part(fields))
+                del fields, blocks
+                if self.on_part is not None:
+                    self.on_part(phase, part.blocks)
+                yield part
+                del part
 
     # -------------------------------------------------------------- sync
 
@@ -601,7 +610,6 @@ class MilvusSync:
         """Insert the rows of the blocks of documents written after ``since``, from where the
         sync's progress (``state["lex_sync"]``) says, recording it before each insert; returns how
         many rows were sent."""
-        catalog = self.catalog
         progress = state["lex_sync"]
         done: tuple[str, int] | None = None  # the last block known to be in Milvus
         if progress.get("done"):
@@ -611,13 +619,12 @@ class MilvusSync:
         with _Inserter(self.client, self.lex) as inserter:
             for i, part in enumerate(self._lex_parts(since, done)):
                 blocks = part.blocks
-                docs = catalog.documents(sorted({b.doc_id for b in blocks}))
                 ids, dfs = self._body_dfs(part.terms.body_term_ids())
                 idf = (ids, sparse.tfidf_idfs(dfs, n))
                 missing_idf = sparse.tfidf_idf(1, n)
                 columns = Columns()
                 for b in blocks:
-                    columns.add_scalars(b.block_id, b.project_id, b.doc_id, docs[b.doc_id])
+                    columns.add_scalars(b.block_id, b.project_id, b.doc_id, b)  # the document's fields, read with it
                 lex, tfidf = sparse.weigh_part(part.terms, avgdl, idf, missing_idf)
                 columns.sparse.update(lex=SparseColumn(lex), tfidf=SparseColumn(tfidf))
                 last = (blocks[-1].doc_id, blocks[-1].ordinal)

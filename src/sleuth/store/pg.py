@@ -22,15 +22,17 @@ import re
 import sys
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sleuth.errors import IndexBusy, IndexFormatError, StorageError
 from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV, retry_until
 from sleuth.store.catalog import _SCHEMA, SCHEMA_VERSION, Catalog
-from sleuth.store.rows import embedding_text
+from sleuth.store.rows import embedding_text, sync_block_query
 from sleuth.store.urls import redact_driver_message, redact_url
 from sleuth.store.vector_codes import from_format_5
 from sleuth.store.vectors import (
@@ -171,20 +173,62 @@ class PgConnection:
         the caller's transaction. With ``on_conflict`` (``ON CONFLICT (...) DO ...``) they go to a
         temporary table first and then in with one ``INSERT ... SELECT``. ``table``, ``columns``
         and ``on_conflict`` are the catalog's own constants, never user text."""
+        with self._copy_into(table, columns, on_conflict, "") as copy:
+            for row in rows:
+                copy.write_row([_text(a) if isinstance(a, str) else a for a in row])
+
+    def copy_int64_columns(self, table: str, columns: Sequence[str], values: Sequence[np.ndarray],
+                           on_conflict: str | None = None) -> None:
+        """One BIGINT column of ``table`` from each array of ``values`` (int64, of equal lengths),
+        by one binary ``COPY`` whose bytes NumPy packs (no Python per row), inside the caller's
+        transaction; ``on_conflict`` as :meth:`copy_rows`.
+
+        Raises:
+            ValueError: arrays of unequal lengths, or not as many as ``columns``.
+        """
+        if len(values) != len(columns) or len({v.size for v in values}) > 1:
+            raise ValueError("one array per column, all of one length")
+        with self._copy_into(table, columns, on_conflict, " (FORMAT BINARY)") as copy:
+            copy.write(binary_copy_int64(values))
+
+    @contextmanager
+    def _copy_into(self, table: str, columns: Sequence[str], on_conflict: str | None, options: str) -> Iterator[Any]:
+        """A ``COPY ... FROM STDIN`` into ``table`` (through a temporary table and one ``INSERT ...
+        SELECT ... on_conflict`` when ``on_conflict`` is given); constants only, as :meth:`copy_rows`."""
         cols = ", ".join(columns)
         target = table
         if on_conflict is not None:
             target = f"sleuth_copy_{table}"
             self.raw.execute(f"CREATE TEMP TABLE {target} (LIKE {table}) ON COMMIT DROP")  # pyright: ignore[reportCallIssue, reportArgumentType] -- constants
-        with self.raw.cursor() as cur, cur.copy(f"COPY {target} ({cols}) FROM STDIN") as copy:  # pyright: ignore[reportArgumentType] -- constants
-            for row in rows:
-                copy.write_row([_text(a) if isinstance(a, str) else a for a in row])
+        with self.raw.cursor() as cur, cur.copy(f"COPY {target} ({cols}) FROM STDIN{options}") as copy:  # pyright: ignore[reportArgumentType] -- constants
+            yield copy
         if on_conflict is not None:
             self.raw.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {target} {on_conflict}")  # pyright: ignore[reportCallIssue, reportArgumentType] -- constants
             self.raw.execute(f"DROP TABLE {target}")  # pyright: ignore[reportCallIssue, reportArgumentType] -- constants
 
     def close(self) -> None:
         self.raw.close()
+
+
+#: The header of PostgreSQL's binary ``COPY`` format: its signature, flags (none) and the length
+#: of the header extension (none); the trailer is a field count of -1.
+_BINARY_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
+_BINARY_COPY_TRAILER = b"\xff\xff"
+
+
+def binary_copy_int64(values: Sequence[np.ndarray]) -> bytes:
+    """Rows of BIGINT columns in PostgreSQL's binary ``COPY`` format: for each row the field
+    count (int16), then per field its length (int32, 8) and value (int64), all big-endian;
+    ``values``: one int64 array per column, of equal lengths (row ``i`` takes element ``i`` of each)."""
+    fields: list[tuple[str, str]] = [("count", ">i2")]
+    for i in range(len(values)):
+        fields += [(f"len{i}", ">i4"), (f"value{i}", ">i8")]
+    rows = np.empty(values[0].size if values else 0, dtype=np.dtype(fields))
+    rows["count"] = len(values)
+    for i, column in enumerate(values):
+        rows[f"len{i}"] = 8
+        rows[f"value{i}"] = np.asarray(column, dtype=np.int64)
+    return _BINARY_COPY_HEADER + rows.tobytes() + _BINARY_COPY_TRAILER
 
 
 def _application_name() -> str:
@@ -329,6 +373,29 @@ class PgCatalog(Catalog):
         large value lives out of line (TOAST), fetched only when selected (sized in SQL)."""
 
     # -------------------------------------------------------------- statements without a translation
+
+    def sync_block_pages(self, min_generation: int, after: tuple[str, int] | None,
+                         size: int) -> Generator[list[tuple[Any, ...]], None, None]:
+        """As :meth:`sleuth.store.reads.DocumentReads.sync_block_pages`, with one query: a
+        server-side cursor (``DECLARE``, then ``FETCH`` of ``size`` rows a page) on a connection of
+        its own, in one ``REPEATABLE READ READ ONLY`` snapshot, closed when the pages end (or the
+        caller closes the iterator). The sync commits the catalog meanwhile (its progress) on the
+        catalog's own connection, which would end a cursor declared there."""
+        size = max(1, int(size))
+        sql, args = sync_block_query(min_generation, after)
+        conn = self._connect()
+        try:
+            conn.raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            with conn.raw.cursor(name="sleuth_sync_blocks") as cur:
+                cur.itersize = size
+                cur.execute(pg_sql(sql), args)  # pyright: ignore[reportArgumentType] -- the catalog's own statement
+                while rows := cur.fetchmany(size):
+                    yield rows
+            conn.raw.execute("COMMIT")
+        finally:
+            with self._connections_lock:
+                self._connections.discard(conn)
+            conn.close()
 
     def blocks_without_vectors(self, model: str, limit: int = 10_000, dim: int | None = None) -> list[tuple[str, str]]:
         sized, size = self._readable_condition(dim)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from typing import Any
 
 from sleuth.store import doc_text
 from sleuth.store.rows import (
@@ -19,6 +20,7 @@ from sleuth.store.rows import (
     block_of_row,
     document_of_row,
     hit_block_of_row,
+    sync_block_query,
 )
 from sleuth.text import analyze, block_terms
 from sleuth.types import Block
@@ -227,27 +229,23 @@ class DocumentReads(Connected):
             block = block_of_row(row[:11])
             yield IndexedBlock(block, block_terms(block.text, title_of[1]), title, json.loads(row[12]), row[13])
 
-    def indexed_blocks_page(self, min_generation: int, after: tuple[str, int] | None,
-                            limit: int) -> list[IndexedBlock]:
-        """At most ``limit`` blocks of :meth:`indexed_blocks`, in the same order (document id, then
-        ordinal), starting after the block ``after`` (``(doc_id, ordinal)``; None: from the first).
-        Keyset paging on the ``blocks_doc`` index: each page is one bounded query, so a reader
-        holds one page at a time (on PostgreSQL a query's rows all come to the client at once)."""
-        sql = (f"SELECT {BLOCK_COLUMNS}, d.project_id, d.title, d.tags, d.rel_path FROM blocks b"
-               " JOIN documents d ON b.doc_id=d.doc_id WHERE d.generation > ?")
-        args: list[object] = [min_generation]
-        if after is not None:
-            sql += " AND (b.doc_id, b.ordinal) > (?, ?)"
-            args += [after[0], int(after[1])]
-        rows = self.conn.execute(sql + " ORDER BY b.doc_id, b.ordinal LIMIT ?", [*args, int(limit)]).fetchall()
-        out: list[IndexedBlock] = []
-        title_of: tuple[str, list[str]] = ("", [])
-        for row in rows:
-            if row[11] != title_of[0]:
-                title_of = (row[11], analyze(row[11]))
-            block = block_of_row(row[:11])
-            out.append(IndexedBlock(block, block_terms(block.text, title_of[1]), row[11], json.loads(row[12]), row[13]))
-        return out
+    def sync_block_pages(self, min_generation: int, after: tuple[str, int] | None,
+                         size: int) -> Generator[list[tuple[Any, ...]], None, None]:
+        """The rows a Milvus sync reads (:data:`SYNC_BLOCK_SELECT`) of every block of documents
+        written after ``min_generation``, starting after the block ``after`` (``(doc_id, ordinal)``;
+        None: from the first), in the catalog's order (document id, then ordinal), ``size`` rows a
+        page. Keyset paging on the ``blocks_doc`` index: each page one bounded query, so a reader
+        holds one page at a time. :class:`sleuth.store.pg.PgCatalog` reads them with one query
+        through a server-side cursor instead."""
+        size = max(1, int(size))
+        while True:
+            sql, args = sync_block_query(min_generation, after)
+            rows = self.conn.execute(sql + " LIMIT ?", [*args, size]).fetchall()
+            if rows:
+                yield rows
+            if len(rows) < size:
+                return
+            after = (str(rows[-1][1]), int(rows[-1][2]))
 
     def block_terms(self, doc_ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """``(block_id, project_id, terms)`` of every block of ``doc_ids`` (for a tfidf update)."""

@@ -160,6 +160,28 @@ BLOCK_COLUMNS = (
 )
 
 
+#: What a Milvus sync reads of each block and its document, in this order: the block's ids and
+#: place, heading path (JSON) and text; its document's project, title, tags (JSON), path, and the
+#: rows' filter fields (label, role, family, recorded time in ns). Nothing else (no line spans, no
+#: hashes, no document text).
+SYNC_BLOCK_SELECT = (
+    "SELECT b.block_id, b.doc_id, b.ordinal, b.heading_path, b.text, d.project_id, d.title, d.tags,"
+    " d.rel_path, d.label, d.role, d.family, d.recorded_ns FROM blocks b JOIN documents d ON b.doc_id=d.doc_id"
+)
+
+
+def sync_block_query(min_generation: int, after: tuple[str, int] | None) -> tuple[str, list[object]]:
+    """``(sql, args)``: :data:`SYNC_BLOCK_SELECT` of the blocks of documents written after
+    ``min_generation``, after the block ``after`` (``(doc_id, ordinal)``; None: from the first),
+    ordered by document id and ordinal (the ``blocks_doc`` index), with ``?`` placeholders."""
+    sql = SYNC_BLOCK_SELECT + " WHERE d.generation > ?"
+    args: list[object] = [int(min_generation)]
+    if after is not None:
+        sql += " AND (b.doc_id, b.ordinal) > (?, ?)"
+        args += [str(after[0]), int(after[1])]
+    return sql + " ORDER BY b.doc_id, b.ordinal", args
+
+
 def block_of_row(r: Sequence[object]) -> Block:
     # r: the ten BLOCK_COLUMNS followed by the document's project_id.
     return Block(
