@@ -184,6 +184,8 @@ def test_block_fields_equal_block_terms_and_surface_tokens(words: list[str], tit
     title_terms = analyze(" ".join(title_words))
     assert module.block_fields(text, title_terms) == (module.block_terms(text, title_terms),
                                                       " ".join(surface_tokens(text)))
+    assert module.joined_terms(text) == " ".join(analyze(text))
+    assert module.title_terms_of(text) == analyze(text)
 
 
 def test_block_fields_caches_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -438,12 +438,10 @@ def block_terms(text: str, title_terms: Sequence[str]) -> str:
     return " ".join(terms)
 
 
-def block_fields(text: str, title_terms: Sequence[str]) -> tuple[str, str]:
-    """``(block_terms(text, title_terms), " ".join(surface_tokens(text)))`` with one split of the
-    text: the bm25 and exact fields of a block's postings."""
-    pieces = text.split()
+def _joined_body(pieces: list[str]) -> str:
+    """``" ".join`` of the index terms of ``pieces`` (whitespace-free), new pieces analysed first."""
     try:  # most texts: every piece was seen before
-        body = " ".join(filter(None, map(_PIECE_BODY.__getitem__, pieces)))
+        return " ".join(filter(None, map(_PIECE_BODY.__getitem__, pieces)))
     except KeyError:
         new = set(pieces).difference(_PIECE_BODY)
         if len(_PIECE_BODY) + len(new) > CHUNK_CACHE_ENTRIES:
@@ -451,7 +449,28 @@ def block_fields(text: str, title_terms: Sequence[str]) -> tuple[str, str]:
             _PIECE_EXACT.clear()
             new = set(pieces)
         _add_pieces(new)
-        body = " ".join(filter(None, map(_PIECE_BODY.__getitem__, pieces)))
+        return " ".join(filter(None, map(_PIECE_BODY.__getitem__, pieces)))
+
+
+def joined_terms(text: str) -> str:
+    """``" ".join(analyze(text))``, from the caches indexing fills (the postings' title, path and tag
+    fields)."""
+    return _joined_body(text.split())
+
+
+def title_terms_of(title: str) -> list[str]:
+    """``analyze(title)``; an ASCII title's from the caches indexing fills (no ASCII term holds
+    whitespace, so its joined terms split back into them)."""
+    if title.isascii():
+        return joined_terms(title).split()
+    return analyze(title)
+
+
+def block_fields(text: str, title_terms: Sequence[str]) -> tuple[str, str]:
+    """``(block_terms(text, title_terms), " ".join(surface_tokens(text)))`` with one split of the
+    text: the bm25 and exact fields of a block's postings."""
+    pieces = text.split()
+    body = _joined_body(pieces)
     exact = " ".join(filter(None, map(_PIECE_EXACT.__getitem__, pieces)))
     if title_terms:
         title = " ".join(title_terms)
