@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING
 from sleuth.errors import ConfigError, ProjectNotFound, QueryError
 from sleuth.ingest import PARSER_VERSION
 from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
-from sleuth.text import analyze
-from sleuth.text.analyze import block_fields
+from sleuth.text.analyze import block_fields, title_terms_of
 from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, SkippedFile
 
 if TYPE_CHECKING:
@@ -127,7 +126,7 @@ def make_blocks(project_id: str, doc_id: str, title: str, parsed: ParsedDocument
         # still be found (by its title, path and tags in the index lane, and its text if any).
         text = parsed.text.rstrip()
         drafts = [BlockDraft(text, (), 1, text.count("\n") + 1, 0, len(text))]
-    title_terms = analyze(title)
+    title_terms = title_terms_of(title)
     out: list[tuple[Block, str, str]] = []
     seen: dict[str, int] = {}
     for ordinal, draft in enumerate(drafts):

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from sleuth.text import analyze, fold, parse_query, surface_tokens, tokenize, unique
@@ -159,3 +161,39 @@ def test_find_terms_equals_filtered_tokenize(words: list[str], query_words: list
     text = "".join(w if i % 2 else w + " " for i, w in enumerate(words))
     wanted = frozenset(t.term for w in query_words for t in tokenize(w))
     assert find_terms(text, wanted) == [t for t in tokenize(text) if t.term in wanted]
+
+
+# block_fields fills its piece caches in bulk (sleuth.text.analyze._add_pieces: plain words with one
+# stemWords call, ASCII chunks without the chunk caches, the rest through them); its fields must be
+# those of block_terms and surface_tokens, which go through the chunk caches alone.
+_PIECE_WORDS = [*_WORDS, "cells,", "(The", "DNA)", "2013.", "(TNF-alpha)", "p<0.05", "'quoted'", "don't", "it’s",
+                "src/cli.py:12", "_", "A", "I", "(n=3352", "16p13.3-13.2.", "ABc", "aB", "x" * 70, "a-" + "b" * 70,
+                "IL-6/STAT3,", "Ser118", "–", "(", ")", "well-known", "co-op.", "#tag", "@user", "C++", "R&D"]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECE_WORDS), max_size=40), st.lists(st.sampled_from(_PIECE_WORDS), max_size=4),
+       st.booleans())
+def test_block_fields_equal_block_terms_and_surface_tokens(words: list[str], title_words: list[str],
+                                                          fresh: bool) -> None:
+    module = sys.modules["sleuth.text.analyze"]  # (sleuth.text.analyze, the attribute, is the function)
+    if fresh:
+        module._PIECE_BODY.clear()
+        module._PIECE_EXACT.clear()
+    text = "".join(w if i % 3 else w + " " for i, w in enumerate(words))
+    title_terms = analyze(" ".join(title_words))
+    assert module.block_fields(text, title_terms) == (module.block_terms(text, title_terms),
+                                                      " ".join(surface_tokens(text)))
+    assert module.joined_terms(text) == " ".join(analyze(text))
+    assert module.title_terms_of(text) == analyze(text)
+
+
+def test_block_fields_caches_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = sys.modules["sleuth.text.analyze"]
+    monkeypatch.setattr(module, "CHUNK_CACHE_ENTRIES", 8)
+    module._PIECE_BODY.clear()
+    module._PIECE_EXACT.clear()
+    texts = [" ".join(f"word{i}x{j} Cells, (TNF-alpha) naïve" for j in range(5)) for i in range(6)]
+    for text in texts:
+        assert module.block_fields(text, ()) == (module.block_terms(text, ()), " ".join(surface_tokens(text)))
+        assert len(module._PIECE_BODY) == len(module._PIECE_EXACT) <= max(8, len(set(text.split())))

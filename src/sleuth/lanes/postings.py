@@ -33,6 +33,7 @@ from sleuth.store import scratch
 from sleuth.store.catalog import Catalog, IndexedBlock
 from sleuth.store.scratch import replacing
 from sleuth.text import analyze, surface_tokens
+from sleuth.text.analyze import joined_terms
 
 #: Memory budget of the tantivy writer, in bytes (tantivy's minimum is 15 MB per thread).
 WRITER_HEAP_BYTES = 128 * 1024 * 1024
@@ -295,10 +296,10 @@ class Postings:
         for ib in catalog_blocks:
             fields = cache.get(ib.block.doc_id)
             if fields is None:
-                fields = (
-                    " ".join(analyze(ib.title)),
-                    " ".join(analyze(ib.rel_path.replace("/", " / "))),
-                    " ".join(analyze(" ; ".join(ib.tags))),
+                fields = (  # " ".join(analyze(...)) of each
+                    joined_terms(ib.title),
+                    joined_terms(ib.rel_path.replace("/", " / ")),
+                    joined_terms(" ; ".join(ib.tags)),
                 )
                 cache = {ib.block.doc_id: fields}
             writer.add_document(self._document(ib, *fields))

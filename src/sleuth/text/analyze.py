@@ -233,29 +233,81 @@ _PIECE_SURFACE = _PieceCache(1)
 _PIECE_TERMS._twin, _PIECE_SURFACE._twin = _PIECE_SURFACE, _PIECE_TERMS
 
 
-class _JoinedCache(dict[str, str]):
-    """Piece → its index terms (or surface tokens) whitespace-joined, from ``source`` (what indexing
-    hands tantivy: a text's fields are then one ``str.join`` of the pieces' strings). Emptied whole
-    when ``CHUNK_CACHE_ENTRIES`` are held. No term and no surface token is empty (a word's term is
-    kept with two characters or more, or as an important short term; a whole identifier keeps its
-    connectors and its ASCII letters and digits; an empty fold gives no surface token), so
-    ``filter(None, ...)`` over the pieces' strings leaves out exactly the pieces without any."""
+# What indexing hands tantivy: piece -> its index terms (``_PIECE_BODY``) and its surface tokens
+# (``_PIECE_EXACT``), each whitespace-joined, so a block's fields are one ``str.join`` of its pieces'
+# strings. No term and no surface token is empty (a word's term is kept with two characters or more,
+# or as an important short term; a whole identifier keeps its connectors and its ASCII letters and
+# digits; an empty fold gives no surface token), so ``filter(None, ...)`` over the pieces' strings
+# leaves out exactly the pieces without any. Plain dicts (``block_fields`` reads them from C and
+# catches the KeyError of a text with new pieces), filled together by ``_add_pieces`` for all of a
+# text's new pieces at once (a set difference from C finds them), emptied together when
+# ``CHUNK_CACHE_ENTRIES`` would be exceeded.
+_PIECE_BODY: dict[str, str] = {}
+_PIECE_EXACT: dict[str, str] = {}
 
-    __slots__ = ("_source",)
+# A piece whose only chunk is a plain ASCII word: a lowercase or capitalised word, or all capitals
+# (no camelCase hump, so not an identifier), or ASCII digits, between characters that are not word
+# characters ("cells,", "(The", "DNA)", "2013."). Its index term is the lowered word stemmed, unless
+# ``_keep`` drops it, and its surface token the lowered word, as ``_analyse_chunk`` and
+# ``_analyse_surface`` give (checked over every piece of the seven corpora of bench/analysis_identity.py).
+_PLAIN_PIECE_RE = re.compile(r"\W*([A-Z]?[a-z]+|[A-Z]+|[0-9]+)\W*")
+_NO_CHUNK_RE = re.compile(r"\W*")
+# A piece whose only chunk is ASCII without an apostrophe ("TNF-alpha,", "(p53)", "src/cli.py"):
+# analysed by ``_ascii_chunk_fields`` without the chunk caches.
+_ASCII_CHUNK_PIECE_RE = re.compile(r"\W*([A-Za-z0-9_]+(?:[.\-/:@#+][A-Za-z0-9_]+)*)\W*")
 
-    def __init__(self, source: dict[str, tuple[str, ...]]) -> None:
-        super().__init__()
-        self._source = source
 
-    def __missing__(self, piece: str) -> str:
-        if len(self) >= CHUNK_CACHE_ENTRIES:
-            self.clear()
-        joined = self[piece] = " ".join(self._source[piece])
-        return joined
+def _ascii_chunk_fields(chunk: str, stems: dict[str, str]) -> tuple[str, str]:
+    """``(index terms, surface token)`` of an ASCII chunk without apostrophes, whitespace-joined:
+    ``_analyse_chunk`` and ``_analyse_surface`` with folding as lowering (ASCII) and the stems of
+    ``stems`` (filled as needed)."""
+    whole = chunk.lower()
+    if not is_identifier(chunk):
+        terms = _word_terms(whole)
+        return " ".join(terms), whole
+    terms = [whole] if len(whole) <= TERM_MAX_CHARS else []
+    for part in identifier_parts(chunk):
+        word = part.lower()
+        if _keep(word):
+            term = stems.get(word)
+            if term is None:
+                term = stems[word] = _STEMMER.stemWord(word)
+            if term != whole:
+                terms.append(term)
+    return " ".join(terms), whole
 
 
-_PIECE_BODY = _JoinedCache(_PIECE_TERMS)
-_PIECE_EXACT = _JoinedCache(_PIECE_SURFACE)
+def _add_pieces(pieces: Iterable[str]) -> None:
+    """Analyse new ``pieces`` into ``_PIECE_BODY`` and ``_PIECE_EXACT``: pieces of one plain word
+    together (one ``stemWords`` call over their words), pieces of one ASCII chunk without an
+    apostrophe by ``_ascii_chunk_fields`` (no chunk cache), the others through the chunk caches
+    (``_analyse_piece``). The same strings as ``" ".join`` of ``_analyse_piece``'s tuples: every
+    distinct piece of the seven corpora of bench/analysis_identity.py (421,788) was compared."""
+    plain_pieces: list[str] = []
+    words: list[str] = []
+    match = _PLAIN_PIECE_RE.fullmatch
+    ascii_chunk = _ASCII_CHUNK_PIECE_RE.fullmatch
+    stems: dict[str, str] = {}
+    for piece in pieces:
+        m = match(piece)
+        if m is not None:
+            plain_pieces.append(piece)
+            words.append(m.group(1).lower())
+        elif _NO_CHUNK_RE.fullmatch(piece) is not None:
+            _PIECE_BODY[piece] = _PIECE_EXACT[piece] = ""
+        elif (m := ascii_chunk(piece)) is not None:
+            _PIECE_BODY[piece], _PIECE_EXACT[piece] = _ascii_chunk_fields(m.group(1), stems)
+        else:
+            terms, surface = _analyse_piece(piece)
+            _PIECE_BODY[piece] = " ".join(terms)
+            _PIECE_EXACT[piece] = " ".join(surface)
+    if not words:
+        return
+    kept = [w for w in words if w not in stems and _keep(w)]
+    if kept:
+        stems.update(zip(kept, _STEMMER.stemWords(kept), strict=True))
+    _PIECE_BODY.update(zip(plain_pieces, map(stems.get, words, [""] * len(words)), strict=True))
+    _PIECE_EXACT.update(zip(plain_pieces, words, strict=True))
 
 
 def tokenize(text: str) -> list[Token]:
@@ -386,11 +438,39 @@ def block_terms(text: str, title_terms: Sequence[str]) -> str:
     return " ".join(terms)
 
 
+def _joined_body(pieces: list[str]) -> str:
+    """``" ".join`` of the index terms of ``pieces`` (whitespace-free), new pieces analysed first."""
+    try:  # most texts: every piece was seen before
+        return " ".join(filter(None, map(_PIECE_BODY.__getitem__, pieces)))
+    except KeyError:
+        new = set(pieces).difference(_PIECE_BODY)
+        if len(_PIECE_BODY) + len(new) > CHUNK_CACHE_ENTRIES:
+            _PIECE_BODY.clear()
+            _PIECE_EXACT.clear()
+            new = set(pieces)
+        _add_pieces(new)
+        return " ".join(filter(None, map(_PIECE_BODY.__getitem__, pieces)))
+
+
+def joined_terms(text: str) -> str:
+    """``" ".join(analyze(text))``, from the caches indexing fills (the postings' title, path and tag
+    fields)."""
+    return _joined_body(text.split())
+
+
+def title_terms_of(title: str) -> list[str]:
+    """``analyze(title)``; an ASCII title's from the caches indexing fills (no ASCII term holds
+    whitespace, so its joined terms split back into them)."""
+    if title.isascii():
+        return joined_terms(title).split()
+    return analyze(title)
+
+
 def block_fields(text: str, title_terms: Sequence[str]) -> tuple[str, str]:
     """``(block_terms(text, title_terms), " ".join(surface_tokens(text)))`` with one split of the
     text: the bm25 and exact fields of a block's postings."""
     pieces = text.split()
-    body = " ".join(filter(None, map(_PIECE_BODY.__getitem__, pieces)))
+    body = _joined_body(pieces)
     exact = " ".join(filter(None, map(_PIECE_EXACT.__getitem__, pieces)))
     if title_terms:
         title = " ".join(title_terms)
