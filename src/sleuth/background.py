@@ -219,6 +219,22 @@ def run_worker(engine: Engine, progress: Progress | None = None) -> int:
         wait_s = 0.0
 
 
+#: The worker this process last started, by index folder: a burst of writes (records over MCP)
+#: starts no second one while it runs, before it has taken the embed lock too.
+_STARTED: dict[Path, subprocess.Popen[bytes]] = {}
+
+
+def worker_started_here(index_dir: Path) -> bool:
+    """True while the worker this process started for ``index_dir`` (:func:`start_worker`) is
+    still starting: alive, and not yet at the embedding (it loads Python and the catalog before it
+    takes the embed lock and writes its pid to the state file). Once it wrote its pid the lock
+    tells (:func:`worker_running`): a worker past its last look for pending blocks embeds no more."""
+    proc = _STARTED.get(index_dir)
+    if proc is None or proc.poll() is not None:
+        return False
+    return (read_state(index_dir) or {}).get("pid") != proc.pid
+
+
 def start_worker(index_dir: Path) -> int:
     """Start ``sleuth embed --worker`` for ``index_dir`` in its own session (it survives the
     terminal and this process) at a lower priority (``EMBED_WORKER_NICE``), its stderr appended to
@@ -237,6 +253,7 @@ def start_worker(index_dir: Path) -> int:
             [sys.executable, "-m", "sleuth.cli", "embed", "--worker", "--index", str(index_dir)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
             close_fds=True, cwd=str(index_dir))
+    _STARTED[index_dir] = proc
     return proc.pid
 
 

@@ -249,6 +249,25 @@ def test_a_zip_member_whose_name_is_a_folder_up_to_a_nul_is_skipped_and_reported
         ("docs/\\x00secret.md", "member name holds a NUL character"), "docs/ok.md"]
 
 
+def test_a_zip_folder_entry_with_a_nul_or_holding_bytes_is_reported(tmp_path: Path) -> None:
+    """``secret.md\\0/`` ends with ``/`` as stored, so it passed for a folder and was dropped
+    without a word, as was a folder entry holding bytes (attack session 26b): both are reported.
+    An empty folder entry is still passed over silently."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("docs/", "")
+        zf.writestr("secret.mdQ/", "# Hidden\n")
+        zf.writestr(zipfile.ZipInfo("notes/"), "# Also hidden\n")
+        zf.writestr("docs/ok.md", "# Ok\n")
+    path = tmp_path / "nul-slash.zip"
+    raw = buf.getvalue()
+    assert raw.count(b"secret.mdQ/") == 2
+    path.write_bytes(raw.replace(b"secret.mdQ/", b"secret.md\0/"))
+    assert [(m.path, m.reason) if isinstance(m, SkippedFile) else m.name for m in iter_archive(path)] == [
+        ("secret.md\\x00/", "member name holds a NUL character"),
+        ("notes", "a folder entry holding 14 bytes"), "docs/ok.md"]
+
+
 def test_a_zip_member_with_a_nul_in_its_local_header_name_only_is_skipped(tmp_path: Path) -> None:
     """The central directory says ``x.md``, the member's own header ``x.md\\0../x``: the member is
     not read under the directory's name but skipped with zipfile's reason."""

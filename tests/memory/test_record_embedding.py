@@ -5,7 +5,9 @@ the pages beside the worker, under the write lock). Real catalog, real model, re
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,31 @@ def test_a_record_leaves_pending_blocks_to_a_running_worker_or_a_new_one_and_emb
         assert read_state(engine.index_dir) == state
         hits = engine.search(SearchRequest(query="nothing else waits", lanes=["vector"], limit=1)).hits
         assert [h.doc_id for h in hits] == [third.record_id]
+
+
+def test_a_burst_of_records_starts_one_worker(tmp_path: Path, caplog: Any) -> None:
+    """Records written one after another while the worker the first started is still starting (it
+    has not taken the embed lock yet: held stopped here) started a worker each (attack session
+    26b): the burst starts one, which embeds every block once it runs."""
+    folder = _folder(tmp_path / "notes", 6)
+    with Engine(tmp_path / "idx") as engine:
+        engine.index([folder], project="p", embed=False)
+        records = RecordStore(engine)
+        with caplog.at_level(logging.INFO, logger="sleuth.memory.records"):
+            records.write("p", "note", "First of a burst", "Written right after the folder was indexed.")
+            started = [r.args[1] for r in caplog.records if "started worker" in r.getMessage()]
+            assert len(started) == 1
+            os.kill(started[0], signal.SIGSTOP)  # still starting, whatever the machine's speed
+            try:
+                for i in range(3):
+                    records.write("p", "note", f"Burst {i}", f"Burst record {i} about quokkas.")
+            finally:
+                os.kill(started[0], signal.SIGCONT)
+            assert len([r for r in caplog.records if "started worker" in r.getMessage()]) == 1
+        state = finished_worker(engine.index_dir)
+        assert state["pid"] == started[0]
+        have, total = _counts(engine)
+        assert have == total
 
 
 def finished_worker(index_dir: Path) -> dict[str, Any]:

@@ -196,10 +196,14 @@ def _iter_zip(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
             raise ArchiveLimit(f"archive holds more than the {ARCHIVE_MAX_MEMBERS} member limit; not read")
         for info in infos:
             # orig_filename: the name as stored (zipfile cuts filename at a NUL, which hides it, and
-            # is_dir() reads the cut name: "docs/\0x.md" would pass for a folder, dropped unreported)
-            if info.orig_filename.endswith("/"):
+            # is_dir() reads the cut name: "docs/\0x.md" would pass for a folder, dropped unreported);
+            # a folder is an empty entry whose name ends with "/" and holds no NUL ("x.md\0/" did)
+            folder = info.orig_filename.endswith("/") and "\0" not in info.orig_filename
+            if folder and info.file_size == 0:
                 continue
             name, reason = names.check(info.orig_filename)
+            if folder and reason is None:
+                reason = f"a folder entry holding {info.file_size} bytes"
             if reason is None and stat.S_ISLNK(info.external_attr >> 16):
                 reason = SYMLINK_MEMBER
             reason = reason or _too_large(name, info.file_size) or _ratio_reason(info.file_size, info.compress_size)

@@ -294,8 +294,8 @@ class RecordStore:
 
         engine = self.engine
         engine.index([root], project=project_id, embed=False)
-        if background.worker_running(engine.index_dir):
-            return
+        if background.worker_running(engine.index_dir) or background.worker_started_here(engine.index_dir):
+            return  # a worker embeds (or is about to: it takes the lock once it has started)
         pending = background.pending_blocks(engine)
         if not pending:
             return
