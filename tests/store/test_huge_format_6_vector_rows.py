@@ -21,6 +21,7 @@ from sleuth.config import Config
 from sleuth.engine import Engine, Record
 from sleuth.store import vector_cache, vector_codes
 from sleuth.store.catalog import Catalog
+from sleuth.store.vectors import SCAN_MAX_VALUE_BYTES
 from tests.data_limit import run_with_data_headroom
 
 MODEL, DIM = "test/model", 16
@@ -123,5 +124,42 @@ def test_a_read_only_catalog_with_a_planted_huge_vector_row_is_read_without_it(t
     try:  # the file as it was
         assert conn.execute("SELECT length(vector) FROM vectors WHERE embed_hash=?", (planted,)).fetchone() == (
             PLANTED_MIB << 20,)
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("first", ["counts", "build", "store"])
+def test_a_planted_huge_key_leaves_the_vectors_out_unread(tmp_path: Path, first: str) -> None:
+    """A 200 MiB embedding-text hash (SQLite 3.40 cannot size a text value without loading it), in
+    a process that may allocate only 100 MiB more than it starts with: the scan runs under
+    ``SCAN_MAX_VALUE_BYTES``, so the key is never loaded; which row holds it is then unknown, so
+    every stored vector is left out (reported) and every block is embedded again (before:
+    MemoryError)."""
+    planted = _planted(tmp_path / "idx", "blob")
+    conn = sqlite3.connect(tmp_path / "idx" / "catalog.sqlite3", isolation_level=None)
+    try:  # the planted row's vector back to a normal one; another row given a huge key
+        conn.execute("UPDATE vectors SET vector=zeroblob(?) WHERE embed_hash=?",
+                     (vector_codes.blob_bytes(DIM), planted))
+        other = conn.execute("SELECT embed_hash FROM vectors ORDER BY embed_hash LIMIT 1 OFFSET 10").fetchone()[0]
+        conn.execute("UPDATE vectors SET embed_hash = embed_hash || CAST(zeroblob(?) AS TEXT) WHERE embed_hash=?",
+                     (PLANTED_MIB << 20, other))
+    finally:
+        conn.close()
+    done = run_with_data_headroom(f"{__name__}:look_up", DATA_HEADROOM_MIB, str(tmp_path / "idx"), first, planted)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout)
+    if first == "store":  # the one vector stored again after the table was emptied
+        assert found == {"counts": [1, RECORDS], "without": sorted(found["without"]), "docs_without": RECORDS - 1,
+                         "dim": DIM, "matrix": 1, "pending": RECORDS - 1}
+        assert len(found["without"]) == 10 and planted not in found["without"]
+    elif first == "counts":
+        assert found["counts"] == [0, RECORDS] and found["docs_without"] == RECORDS and found["dim"] is None
+        assert (found["matrix"], found["pending"]) == (0, RECORDS)
+    else:
+        assert found == {"counts": [0, RECORDS], "matrix": 0, "pending": RECORDS}
+    assert f"holds a key of more than {SCAN_MAX_VALUE_BYTES} bytes, which is not read; its {RECORDS}" in done.stderr
+    conn = sqlite3.connect(tmp_path / "idx" / "catalog.sqlite3")
+    try:
+        assert conn.execute("SELECT count(*) FROM vectors").fetchone() == (int(first == "store"),)
     finally:
         conn.close()

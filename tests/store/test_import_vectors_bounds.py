@@ -121,3 +121,24 @@ def test_a_planted_huge_row_is_never_loaded_by_an_import(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == "3\n" and "1 stored vector(s) could not be read" in done.stderr
     assert _stored(tmp_path / "new.sqlite3") == [(MODEL, vector_codes.blob_bytes(DIM))] * 3
+
+
+def test_a_planted_huge_key_is_never_loaded_by_an_import(tmp_path: Path) -> None:
+    """A 200 MiB embedding-text hash in the file imported (SQLite 3.40 cannot size a text value
+    without loading it), in a process that may allocate only 100 MiB more than it starts with: the
+    import is refused unread, with a readable error, and nothing is copied (before: MemoryError)."""
+    old = _source(tmp_path)
+    _insert(old, MODEL, "", "zeroblob(?)", 64)
+    conn = sqlite3.connect(old, isolation_level=None)
+    try:
+        conn.execute("UPDATE vectors SET embed_hash = CAST(zeroblob(?) AS TEXT) WHERE embed_hash=''",
+                     (PLANTED_MIB << 20,))
+    finally:
+        conn.close()
+    done = run_with_data_headroom(f"{__name__}:import_into", DATA_HEADROOM_MIB, str(tmp_path / "new.sqlite3"),
+                                  str(old))
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert (f"StorageError: {old} holds a stored vector key of more than {vectors.SCAN_MAX_VALUE_BYTES} bytes,"
+            " which is not read; nothing was imported") in done.stderr
+    assert "MemoryError" not in done.stderr
+    assert _stored(tmp_path / "new.sqlite3") == []

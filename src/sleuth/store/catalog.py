@@ -10,6 +10,7 @@ either the state before a write transaction or after it, never half of it.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,8 +29,18 @@ from sleuth.store.rows import (
     embedding_text,
 )
 from sleuth.store.vector_codes import from_format_5
-from sleuth.store.vectors import BOUNDED_ROW_PARAMS, BOUNDED_ROW_SQL, VectorTable, encode_vector_table, report_dropped
+from sleuth.store.vectors import (
+    BOUNDED_ROW_PARAMS,
+    BOUNDED_ROW_SQL,
+    SCAN_MAX_VALUE_BYTES,
+    VectorTable,
+    encode_vector_table,
+    length_limit,
+    report_dropped,
+)
 from sleuth.types import Block
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Catalog", "DocumentRow", "FileState", "HitBlock", "IndexedBlock", "embed_key", "embedding_text"]
 
@@ -246,22 +257,31 @@ class Catalog(DocumentReads, VectorTable):
             conn.execute("DROP TABLE temp.vectors")  # writable, out of the read transaction: rebuilt below
             self._local.vectors_copied = False
         bad_rows = f"FROM main.vectors WHERE NOT ({BOUNDED_ROW_SQL})"
-        bad = int(conn.execute(f"SELECT count(*) {bad_rows}", BOUNDED_ROW_PARAMS).fetchone()[0])
+        try:
+            with length_limit(conn):
+                bad = int(conn.execute(f"SELECT count(*) {bad_rows}", BOUNDED_ROW_PARAMS).fetchone()[0])
+            keep = f"WHERE {BOUNDED_ROW_SQL}"
+        except sqlite3.DataError:  # a key too long to load: which row is unknown unread, so none is kept
+            bad = int(conn.execute("SELECT count(*) FROM main.vectors").fetchone()[0])
+            keep = "WHERE 0"
+            log.warning("%s: the vectors table holds a key of more than %d bytes, which is not read; its %d"
+                        " stored vector(s) are left out", self.path, SCAN_MAX_VALUE_BYTES, bad)
+        params = BOUNDED_ROW_PARAMS if keep != "WHERE 0" else ()
         if bad and (self.read_only is not None or conn.in_transaction):
             conn.execute(_vectors_table_sql().replace("TABLE IF NOT EXISTS vectors (", "TEMP TABLE vectors (", 1))
-            conn.execute(f"INSERT INTO temp.vectors SELECT * FROM main.vectors WHERE {BOUNDED_ROW_SQL}",
-                         BOUNDED_ROW_PARAMS)
+            conn.execute(f"INSERT INTO temp.vectors SELECT * FROM main.vectors {keep}", params)
             self._local.vectors_copied = True
             report_dropped(bad, f"{self.path} (read as a copy without them)")
             return
         if bad:
             with self.write() as w:
-                bad = int(w.execute(f"SELECT count(*) {bad_rows}", BOUNDED_ROW_PARAMS).fetchone()[0])
-                if bad:  # (another thread or process may have rebuilt it meanwhile)
+                if keep != "WHERE 0":  # (another thread or process may have rebuilt it meanwhile)
+                    with length_limit(w):
+                        bad = int(w.execute(f"SELECT count(*) {bad_rows}", BOUNDED_ROW_PARAMS).fetchone()[0])
+                if bad:
                     w.execute("DROP TABLE IF EXISTS vectors_v5")
                     w.execute(_vectors_table_sql().replace("IF NOT EXISTS vectors (", "vectors_v5 (", 1))
-                    w.execute(f"INSERT INTO vectors_v5 SELECT * FROM vectors WHERE {BOUNDED_ROW_SQL}",
-                              BOUNDED_ROW_PARAMS)
+                    w.execute(f"INSERT INTO vectors_v5 SELECT * FROM vectors {keep}", params)
                     w.execute("DROP TABLE vectors")
                     w.execute("ALTER TABLE vectors_v5 RENAME TO vectors")
             report_dropped(bad, str(self.path))

@@ -12,6 +12,7 @@ import logging
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import cast
 
@@ -98,11 +99,28 @@ MIGRATE_MAX_KEY_CHARS = 1024
 #: An SQL condition that holds for a ``vectors`` row within the bounds above (its value a blob of at
 #: most ``MIGRATE_MAX_VECTOR_BYTES``, its keys text of at most ``MIGRATE_MAX_KEY_CHARS``), and its
 #: parameters (:meth:`sleuth.store.catalog.Catalog.bound_vector_rows`). The value's type and size
-#: come from its record header, so it is never loaded; a key's length in characters needs its text
-#: (one planted huge key is read once by the scan that checks it).
+#: come from its record header, so it is never loaded; a key's length in characters needs its text,
+#: so the scans that check it run under ``SCAN_MAX_VALUE_BYTES`` (:func:`length_limit`).
 BOUNDED_ROW_SQL = ("typeof(vector)='blob' AND length(vector)<=? AND typeof(model)='text' AND typeof(embed_hash)='text'"
                    " AND length(model)<=? AND length(embed_hash)<=?")
 BOUNDED_ROW_PARAMS = (MIGRATE_MAX_VECTOR_BYTES, MIGRATE_MAX_KEY_CHARS, MIGRATE_MAX_KEY_CHARS)
+#: Largest value, in bytes, that a scan of a ``vectors`` table may load (SQLite's
+#: ``SQLITE_LIMIT_LENGTH`` while it runs): far above any vector or key within the bounds above, far
+#: below what a planted key could make SQLite allocate (SQLite 3.40 cannot size a text value without
+#: loading it; a larger one raises ``sqlite3.DataError`` "string or blob too big" unread).
+SCAN_MAX_VALUE_BYTES = 1 << 20
+
+
+@contextmanager
+def length_limit(conn: sqlite3.Connection, max_bytes: int = SCAN_MAX_VALUE_BYTES) -> Iterator[None]:
+    """Run the block with SQLite's largest value on ``conn`` lowered to ``max_bytes`` (bytes), then
+    restore it: a statement that would load a larger value raises ``sqlite3.DataError`` before
+    allocating it (``SQLITE_LIMIT_LENGTH``, https://www.sqlite.org/limits.html)."""
+    before = conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_bytes)
+    try:
+        yield
+    finally:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, before)
 
 
 def vector_bytes_of(vector_format: int, dim: int) -> int:
@@ -287,9 +305,11 @@ class VectorTable(Connected):
             StorageError: ``other`` holds more than ``IMPORT_MAX_VECTORS`` rows, or more than
                 ``IMPORT_MAX_BYTES`` of vectors (counted from the record headers, before any is
                 read); nothing is copied then.
+                A key of more than ``SCAN_MAX_VALUE_BYTES`` is refused the same way, unread.
             sqlite3.DatabaseError: ``other`` is not a catalog.
         """
         src = sqlite3.connect(f"{other.resolve().as_uri()}?mode=ro", uri=True)
+        src.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SCAN_MAX_VALUE_BYTES)  # a planted huge key: DataError, unread
         try:
             meta = src.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             version = 4 if meta is None else min(int(meta[0]), 6)
@@ -298,9 +318,13 @@ class VectorTable(Connected):
             keyed = ("typeof(model)='text' AND typeof(embed_hash)='text' AND length(model)<=?"
                      " AND length(embed_hash)<=?")
             bounds = (MIGRATE_MAX_KEY_CHARS, MIGRATE_MAX_KEY_CHARS)
-            count, nbytes, dropped = src.execute(
-                f"SELECT count(*), total({sized.format('length(vector)')}), total(NOT ({keyed})) FROM vectors",
-                (row_max, *bounds)).fetchone()
+            try:
+                count, nbytes, dropped = src.execute(
+                    f"SELECT count(*), total({sized.format('length(vector)')}), total(NOT ({keyed})) FROM vectors",
+                    (row_max, *bounds)).fetchone()
+            except sqlite3.DataError:
+                raise StorageError(f"{other} holds a stored vector key of more than {SCAN_MAX_VALUE_BYTES} bytes,"
+                                   " which is not read; nothing was imported") from None
             if count > IMPORT_MAX_VECTORS or nbytes > IMPORT_MAX_BYTES:
                 raise StorageError(f"{other} holds {count} stored vectors of {int(nbytes)} bytes: more than an import"
                                    f" copies ({IMPORT_MAX_VECTORS} vectors, {IMPORT_MAX_BYTES} bytes); nothing was"
