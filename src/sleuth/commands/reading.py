@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -27,9 +27,6 @@ from sleuth.types import (
     SearchRequest,
     SearchResponse,
 )
-
-if TYPE_CHECKING:
-    from sleuth.engine import Engine
 
 #: Documents the CLI ranks for a page: offset + limit rounded up to a multiple of this, so that the
 #: pages of one query within each hundred results fuse the same lane lists and neither repeat nor
@@ -61,12 +58,6 @@ class DateParam(click.ParamType):
         if ns is None:
             self.fail(f"{value!r} is not a date (2024-03-01) or date-time (2024-03-01T10:00:00Z)", param, ctx)
         return ns
-
-
-def multi_root_projects(engine: Engine) -> set[str]:
-    """The projects with several roots, whose paths are shown with their root's label (see
-    :meth:`sleuth.engine.Engine.multi_root_projects`)."""
-    return engine.multi_root_projects()
 
 
 def shown_path(h: Hit, qualified: set[str]) -> str:
@@ -161,7 +152,7 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
 
         with Engine.open(index_dir) as engine:
             resp = engine.search(request)
-            qualified = multi_root_projects(engine)
+            qualified = engine.multi_root_projects()
     if fmt == "json":
         emit_json(search_json(resp))
     else:
@@ -210,7 +201,7 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
         scope = list(projects) or None
         _doc_id, block_id = engine.resolve(ref, scope)
         doc = engine.get(ref, scope)
-        qualified = doc.project in multi_root_projects(engine)
+        qualified = doc.project in engine.multi_root_projects()
     path = f"{doc.root_label}/{doc.path}" if qualified and doc.root_label else doc.path
     block = next((b for b in doc.blocks if b["block_id"] == block_id), None) if block_id else None
     if block is not None:

@@ -42,7 +42,7 @@ from sleuth.store.scratch import replacing, scratch_path
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
-    from sleuth.store.catalog import DocumentRow
+    from sleuth.store.catalog import DocumentRow, FileState
 
 #: Record kinds → (folder in the memory folder, role, kind label). The kind label is what search
 #: results show as ``kind`` and ``filters.kinds`` matches (the same vocabulary as indexed files).
@@ -267,7 +267,7 @@ class RecordStore:
             if text != render(str(front.get("date", ""))):
                 raise QueryError(f"request_id {request_id!r} was already used for another write ({rel_path}):"
                                  " give each new write its own request_id")
-            state = self.engine.catalog.file_states(project_id, [str(root)], [rel_path]).get((str(root), rel_path))
+            state = self._file_state(project_id, root, rel_path)
             st = file.stat()
             if state is None or (state.mtime_ns, state.size_bytes) != (st.st_mtime_ns, st.st_size):
                 self._index_memory(project_id, root, rel_path)  # killed before its indexing committed
@@ -322,11 +322,15 @@ class RecordStore:
                 if writable:
                     engine.lanes["vector"].warm()
 
+    def _file_state(self, project_id: str, root: Path, rel_path: str) -> FileState | None:
+        """The catalog's state of the file at ``rel_path`` under ``root`` (None: not indexed)."""
+        return self.engine.catalog.file_states(project_id, [str(root)], [rel_path]).get((str(root), rel_path))
+
     def _blocks_of(self, project_id: str, root: Path, rel_path: str | None) -> int:
         """How many blocks the record at ``rel_path`` under ``root`` has (0 for None or none indexed)."""
         if rel_path is None:
             return 0
-        state = self.engine.catalog.file_states(project_id, [str(root)], [rel_path]).get((str(root), rel_path))
+        state = self._file_state(project_id, root, rel_path)
         return 0 if state is None else len(self.engine.catalog.blocks_of(state.doc_id))
 
     def project_of(self, record_id: str) -> str:
