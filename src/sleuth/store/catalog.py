@@ -260,13 +260,13 @@ class Catalog(DocumentReads, VectorTable):
         try:
             with length_limit(conn):
                 bad = int(conn.execute(f"SELECT count(*) {bad_rows}", BOUNDED_ROW_PARAMS).fetchone()[0])
-            keep = f"WHERE {BOUNDED_ROW_SQL}"
+            key_unread = False
         except sqlite3.DataError:  # a key too long to load: which row is unknown unread, so none is kept
             bad = int(conn.execute("SELECT count(*) FROM main.vectors").fetchone()[0])
-            keep = "WHERE 0"
+            key_unread = True
             log.warning("%s: the vectors table holds a key of more than %d bytes, which is not read; its %d"
                         " stored vector(s) are left out", self.path, SCAN_MAX_VALUE_BYTES, bad)
-        params = BOUNDED_ROW_PARAMS if keep != "WHERE 0" else ()
+        keep, params = ("WHERE 0", ()) if key_unread else (f"WHERE {BOUNDED_ROW_SQL}", BOUNDED_ROW_PARAMS)
         if bad and (self.read_only is not None or conn.in_transaction):
             conn.execute(_vectors_table_sql().replace("TABLE IF NOT EXISTS vectors (", "TEMP TABLE vectors (", 1))
             conn.execute(f"INSERT INTO temp.vectors SELECT * FROM main.vectors {keep}", params)
@@ -275,7 +275,7 @@ class Catalog(DocumentReads, VectorTable):
             return
         if bad:
             with self.write() as w:
-                if keep != "WHERE 0":  # (another thread or process may have rebuilt it meanwhile)
+                if not key_unread:  # (another thread or process may have rebuilt it meanwhile)
                     with length_limit(w):
                         bad = int(w.execute(f"SELECT count(*) {bad_rows}", BOUNDED_ROW_PARAMS).fetchone()[0])
                 if bad:

@@ -101,9 +101,12 @@ MIGRATE_MAX_KEY_CHARS = 1024
 #: parameters (:meth:`sleuth.store.catalog.Catalog.bound_vector_rows`). The value's type and size
 #: come from its record header, so it is never loaded; a key's length in characters needs its text,
 #: so the scans that check it run under ``SCAN_MAX_VALUE_BYTES`` (:func:`length_limit`).
-BOUNDED_ROW_SQL = ("typeof(vector)='blob' AND length(vector)<=? AND typeof(model)='text' AND typeof(embed_hash)='text'"
-                   " AND length(model)<=? AND length(embed_hash)<=?")
-BOUNDED_ROW_PARAMS = (MIGRATE_MAX_VECTOR_BYTES, MIGRATE_MAX_KEY_CHARS, MIGRATE_MAX_KEY_CHARS)
+#: (``BOUNDED_KEY_SQL``: the keys' part alone, with its parameters.)
+BOUNDED_KEY_SQL = ("typeof(model)='text' AND typeof(embed_hash)='text' AND length(model)<=?"
+                   " AND length(embed_hash)<=?")
+BOUNDED_KEY_PARAMS = (MIGRATE_MAX_KEY_CHARS, MIGRATE_MAX_KEY_CHARS)
+BOUNDED_ROW_SQL = f"typeof(vector)='blob' AND length(vector)<=? AND {BOUNDED_KEY_SQL}"
+BOUNDED_ROW_PARAMS = (MIGRATE_MAX_VECTOR_BYTES, *BOUNDED_KEY_PARAMS)
 #: Largest value, in bytes, that a scan of a ``vectors`` table may load (SQLite's
 #: ``SQLITE_LIMIT_LENGTH`` while it runs): far above any vector or key within the bounds above, far
 #: below what a planted key could make SQLite allocate (SQLite 3.40 cannot size a text value without
@@ -154,14 +157,14 @@ def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
     over ``MIGRATE_MAX_VECTOR_BYTES`` or a key over ``MIGRATE_MAX_KEY_CHARS`` is never read)."""
     conn.execute("DROP TABLE IF EXISTS vectors_v5")
     conn.execute(create_sql.replace("IF NOT EXISTS vectors (", "vectors_v5 (", 1))
-    keyed = "typeof(model)='text' AND typeof(embed_hash)='text' AND length(model)<=? AND length(embed_hash)<=?"
-    bounds = (MIGRATE_MAX_KEY_CHARS, MIGRATE_MAX_KEY_CHARS)
-    dropped = int(conn.execute(f"SELECT count(*) FROM vectors WHERE NOT ({keyed})", bounds).fetchone()[0])
+    dropped = int(conn.execute(f"SELECT count(*) FROM vectors WHERE NOT ({BOUNDED_KEY_SQL})",
+                               BOUNDED_KEY_PARAMS).fetchone()[0])
     # One scan, read a batch at a time: a seek into a WITHOUT ROWID table (format 5's) loads the
     # whole of every row its search compares with, a planted huge one included; a scan does not.
     rows_of = conn.execute(
         "SELECT model, embed_hash, CASE WHEN typeof(vector)='blob' AND length(vector)<=? THEN vector END"
-        f" FROM vectors WHERE {keyed} ORDER BY model, embed_hash", (MIGRATE_MAX_VECTOR_BYTES, *bounds))
+        f" FROM vectors WHERE {BOUNDED_KEY_SQL} ORDER BY model, embed_hash",
+        (MIGRATE_MAX_VECTOR_BYTES, *BOUNDED_KEY_PARAMS))
     while rows := rows_of.fetchmany(MIGRATE_VECTORS_PER_BATCH):
         coded, bad = convert_rows(rows, convert)
         dropped += len(bad)
@@ -315,13 +318,11 @@ class VectorTable(Connected):
             version = 4 if meta is None else min(int(meta[0]), 6)
             row_max = vector_bytes_of(version, IMPORT_MAX_DIMENSIONS)
             sized = "CASE WHEN typeof(vector)='blob' AND length(vector)<=? THEN {} END"
-            keyed = ("typeof(model)='text' AND typeof(embed_hash)='text' AND length(model)<=?"
-                     " AND length(embed_hash)<=?")
-            bounds = (MIGRATE_MAX_KEY_CHARS, MIGRATE_MAX_KEY_CHARS)
             try:
                 count, nbytes, dropped = src.execute(
-                    f"SELECT count(*), total({sized.format('length(vector)')}), total(NOT ({keyed})) FROM vectors",
-                    (row_max, *bounds)).fetchone()
+                    f"SELECT count(*), total({sized.format('length(vector)')}),"
+                    f" total(NOT ({BOUNDED_KEY_SQL})) FROM vectors",
+                    (row_max, *BOUNDED_KEY_PARAMS)).fetchone()
             except sqlite3.DataError:
                 raise StorageError(f"{other} holds a stored vector key of more than {SCAN_MAX_VALUE_BYTES} bytes,"
                                    " which is not read; nothing was imported") from None
@@ -331,8 +332,9 @@ class VectorTable(Connected):
                                    " imported")
             convert = float32_blobs_to_codes if version < 5 else vector_codes.from_format_5 if version == 5 else list
             dropped = int(dropped)
-            rows_of = src.execute(f"SELECT model, embed_hash, {sized.format('vector')} FROM vectors WHERE {keyed}",
-                                  (row_max, *bounds))
+            rows_of = src.execute(f"SELECT model, embed_hash, {sized.format('vector')} FROM vectors"
+                                  f" WHERE {BOUNDED_KEY_SQL}",
+                                  (row_max, *BOUNDED_KEY_PARAMS))
             self.bound_vector_rows()
             with self.write() as conn:
                 before = int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
