@@ -15,6 +15,7 @@ from sleuth.config import Config
 from sleuth.engine import Engine
 from sleuth.store import vector_codes
 from sleuth.store.catalog import Catalog
+from sleuth.store.vectors import MIGRATE_MAX_KEY_CHARS, SCAN_MAX_VALUE_BYTES
 from tests.data_limit import run_with_data_headroom
 from tests.store.old_formats import as_format_4, as_format_5
 
@@ -105,7 +106,8 @@ def open_catalog(path: str) -> None:
 
 @pytest.mark.parametrize("old_format", [4, 5])
 def test_a_planted_huge_vector_blob_is_never_read_by_the_migration(tmp_path: Path, old_format: int) -> None:
-    """A format-4 or 5 catalog with a 200 MiB value in its vectors table (and a key of 2 MB)
+    """A format-4 or 5 catalog with a 200 MiB value in its vectors table (and a key over
+    ``MIGRATE_MAX_KEY_CHARS``)
     migrates in a process that may allocate only 100 MiB more than it starts with: the value's size
     is read from its record header and the row left out, and the table is scanned, never sought (a
     seek into format 5's WITHOUT ROWID table loads every row it compares with). Before, the
@@ -116,7 +118,7 @@ def test_a_planted_huge_vector_blob_is_never_read_by_the_migration(tmp_path: Pat
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("INSERT INTO vectors VALUES (?, 'huge', zeroblob(?))", (MODEL, HUGE_BLOB_MIB << 20))
-        conn.execute("INSERT INTO vectors VALUES (?, ?, ?)", (MODEL, "k" * 2_000_000, b"\x00" * 1540))
+        conn.execute("INSERT INTO vectors VALUES (?, ?, ?)", (MODEL, "k" * (2 * MIGRATE_MAX_KEY_CHARS), b"\x00" * 1540))
     finally:
         conn.close()
     done = run_with_data_headroom(f"{__name__}:open_catalog", MIGRATION_DATA_HEADROOM_MIB, str(path))
@@ -128,3 +130,32 @@ def test_a_planted_huge_vector_blob_is_never_read_by_the_migration(tmp_path: Pat
     finally:
         conn.close()
     assert (version, keys) == ("6", ["good"])
+
+
+@pytest.mark.parametrize("old_format", [4, 5])
+def test_a_planted_huge_key_is_never_read_by_the_migration(tmp_path: Path, old_format: int) -> None:
+    """A format-4 or 5 catalog with a 200 MiB embedding-text hash (SQLite 3.40 cannot size a text
+    value without loading it) migrates in a process that may allocate only 100 MiB more than it
+    starts with: the migration runs under ``SCAN_MAX_VALUE_BYTES``, so the key is never loaded;
+    which row holds it is then unknown, so every stored vector is left out (reported) and every
+    block is embedded again, as :meth:`Catalog.bound_vector_rows` does. Before: MemoryError."""
+    path = _catalog(tmp_path)
+    good = np.linspace(-1, 1, DIM, dtype=np.float32)
+    (as_format_4 if old_format == 4 else as_format_5)(path, {(MODEL, "good"): good, (MODEL, "good2"): -good})
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("INSERT INTO vectors VALUES (?, 'huge' || CAST(zeroblob(?) AS TEXT), ?)",
+                     (MODEL, HUGE_BLOB_MIB << 20, good.tobytes()))
+    finally:
+        conn.close()
+    done = run_with_data_headroom(f"{__name__}:open_catalog", MIGRATION_DATA_HEADROOM_MIB, str(path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"holds a key of more than {SCAN_MAX_VALUE_BYTES} bytes, which is not read; its 3 stored" in done.stderr
+    assert "catalog migration: 3 stored vector(s) could not be read" in done.stderr
+    conn = sqlite3.connect(path)
+    try:
+        version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+        count = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+    finally:
+        conn.close()
+    assert (version, count) == ("6", 0)

@@ -154,9 +154,30 @@ def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
     caller's transaction; ``convert`` turns equal-sized old blobs into stored rows (default: float32
     vectors of format 4; :func:`sleuth.store.vector_codes.from_format_5` for format 5's rows).
     Returns how many rows could not be converted and were left out (:func:`convert_rows`; a value
-    over ``MIGRATE_MAX_VECTOR_BYTES`` or a key over ``MIGRATE_MAX_KEY_CHARS`` is never read)."""
+    over ``MIGRATE_MAX_VECTOR_BYTES`` or a key over ``MIGRATE_MAX_KEY_CHARS`` is never read).
+    The scans run under ``SCAN_MAX_VALUE_BYTES`` (:func:`length_limit`): a key larger than that
+    is never loaded, and since which row holds it is then unknown, every row is left out (reported
+    on stderr; their blocks are embedded again), as
+    :meth:`sleuth.store.catalog.Catalog.bound_vector_rows` does."""
     conn.execute("DROP TABLE IF EXISTS vectors_v5")
     conn.execute(create_sql.replace("IF NOT EXISTS vectors (", "vectors_v5 (", 1))
+    try:
+        with length_limit(conn):
+            dropped = _encode_rows(conn, convert)
+    except sqlite3.DataError:  # a key too long to load: which row is unknown unread, so none is kept
+        conn.execute("DELETE FROM vectors_v5")
+        dropped = int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+        log.warning("%s: the vectors table holds a key of more than %d bytes, which is not read; its %d"
+                    " stored vector(s) are left out", "catalog migration", SCAN_MAX_VALUE_BYTES, dropped)
+    conn.execute("DROP TABLE vectors")
+    conn.execute("ALTER TABLE vectors_v5 RENAME TO vectors")
+    report_dropped(dropped, "catalog migration")
+    return dropped
+
+
+def _encode_rows(conn: sqlite3.Connection, convert: Callable[[Sequence[bytes]], list[bytes]]) -> int:
+    """Copy the convertible rows of ``vectors`` into ``vectors_v5`` (:func:`encode_vector_table`);
+    returns how many were left out. Raises ``sqlite3.DataError`` on a value over the length limit."""
     dropped = int(conn.execute(f"SELECT count(*) FROM vectors WHERE NOT ({BOUNDED_KEY_SQL})",
                                BOUNDED_KEY_PARAMS).fetchone()[0])
     # One scan, read a batch at a time: a seek into a WITHOUT ROWID table (format 5's) loads the
@@ -165,14 +186,13 @@ def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
         "SELECT model, embed_hash, CASE WHEN typeof(vector)='blob' AND length(vector)<=? THEN vector END"
         f" FROM vectors WHERE {BOUNDED_KEY_SQL} ORDER BY model, embed_hash",
         (MIGRATE_MAX_VECTOR_BYTES, *BOUNDED_KEY_PARAMS))
-    while rows := rows_of.fetchmany(MIGRATE_VECTORS_PER_BATCH):
-        coded, bad = convert_rows(rows, convert)
-        dropped += len(bad)
-        conn.executemany("INSERT INTO vectors_v5 VALUES (?,?,?)", coded)
-    rows_of.close()
-    conn.execute("DROP TABLE vectors")
-    conn.execute("ALTER TABLE vectors_v5 RENAME TO vectors")
-    report_dropped(dropped, "catalog migration")
+    try:
+        while rows := rows_of.fetchmany(MIGRATE_VECTORS_PER_BATCH):
+            coded, bad = convert_rows(rows, convert)
+            dropped += len(bad)
+            conn.executemany("INSERT INTO vectors_v5 VALUES (?,?,?)", coded)
+    finally:
+        rows_of.close()
     return dropped
 
 
