@@ -75,8 +75,11 @@ class Hit(Model):
         description="Found by the vector lane alone: similar in meaning, not among the word-matching lanes' "
                     "results (it may still hold a word of the query)",
     )
-    block_ids: list[str] = Field(description="All matching blocks of the document, best first")
-    best_block_id: str
+    block_ids: list[str] = Field(description="All matching blocks of the document, best first (the shown block "
+                                 "first: see best_block_id)")
+    best_block_id: str = Field(description="The block shown (snippet, heading path, lines): the block that scored "
+                               "highest, unless it matched only through the title, headings or path and another "
+                               "matching block's own text holds a query word; then that block")
     heading_path: list[str] = Field(default_factory=list, description="Headings above the best block")
     lines: tuple[int, int] = Field(description="1-based inclusive line span of the best block in the document's "
                                    "text (a notebook's rendered cells, a PDF's text layer)")

@@ -14,6 +14,7 @@ freshness (one ``stat``) and its extents.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from sleuth.pathglob import root_label
 from sleuth.pipeline.fuse import lane_of
 from sleuth.store.catalog import HitBlock
 from sleuth.summaries import Snippet, make_snippet
+from sleuth.text.analyze import find_terms
 from sleuth.types import Hit, LaneContribution, Passage
 
 if TYPE_CHECKING:
@@ -33,6 +35,9 @@ if TYPE_CHECKING:
 
 #: Documents an entity hit lists as mentioning it.
 ENTITY_MENTIONS_SHOWN = 20
+#: Formats whose blocks start with a ``#`` heading line that the block's heading path repeats.
+_HEADED_FORMATS = frozenset({"markdown", "notebook"})
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
 
 
 class Rows:
@@ -116,10 +121,45 @@ def _passages(d: FusedDocument, best: HitBlock, rows: Rows, terms: frozenset[str
     return out
 
 
+def _body_holds(block: HitBlock, terms: frozenset[str]) -> bool:
+    """Whether ``block``'s own text, beyond its heading lines (markdown and notebook ``#`` headings,
+    which the heading path repeats), holds one of ``terms``."""
+    text = block.text
+    if block.kind in _HEADED_FORMATS:
+        text = "\n".join(line for line in text.splitlines() if not _HEADING_LINE.match(line))
+    return bool(find_terms(text, terms))
+
+
+def shown_block(d: FusedDocument, best: HitBlock, rows: Rows, terms: frozenset[str]) -> tuple[FusedDocument, HitBlock]:
+    """The block a hit shows, and ``d`` with that block first: ``best`` (the block that scored
+    highest, MaxP) unless its own text (beyond its heading lines) holds none of ``terms`` -- it
+    matched through the fields the lexical lanes index beside the text: the document's title, its
+    heading path, its path -- and another matching block's does; then the first such block in
+    ``d.block_ids`` order. A document found by meaning alone keeps the vector lane's best block.
+    Scores and order are untouched: only what is displayed changes (passage, heading path,
+    location, block id).
+
+    Args: ``terms``: the analysed query terms (the highlight terms).
+    Returns: ``(d, block)``; ``d`` as given when ``best`` is kept.
+    """
+    if not terms or d.semantic_only or _body_holds(best, terms):
+        return d, best
+    blocks = rows.blocks(d.block_ids)
+    for block_id in d.block_ids:
+        block = blocks.get(block_id)
+        if block is not None and block_id != best.block_id and _body_holds(block, terms):
+            order = [block_id, *(b for b in d.block_ids if b != block_id)]
+            return dataclasses.replace(d, block_ids=order, best_block_id=block_id), block
+    return d, best
+
+
 def document_hit(rank: int, d: FusedDocument, block: HitBlock, rows: Rows, terms: frozenset[str], passages: int,
                  passage_max_chars: int, snippets: bool, explain: bool,
                  superseded_by: Mapping[str, set[str]]) -> Hit:
-    """The hit of a fused document whose best block is ``block``."""
+    """The hit of a fused document whose best block is ``block``; with ``snippets``, the block shown
+    is :func:`shown_block`'s choice (a block whose own text holds a query word)."""
+    if snippets:
+        d, block = shown_block(d, block, rows, terms)
     shown = _passages(d, block, rows, terms, passages, passage_max_chars) if snippets else []
     first = shown[0] if shown else None
     # Built from the catalog's and the fusion's own typed values: no validation needed.
