@@ -32,11 +32,11 @@ from sleuth.store.vector_codes import from_format_5
 from sleuth.store.vectors import (
     BOUNDED_ROW_PARAMS,
     BOUNDED_ROW_SQL,
-    SCAN_MAX_VALUE_BYTES,
     VectorTable,
     encode_vector_table,
     length_limit,
     report_dropped,
+    rows_behind_unread_key,
 )
 from sleuth.types import Block
 
@@ -262,10 +262,8 @@ class Catalog(DocumentReads, VectorTable):
                 bad = int(conn.execute(f"SELECT count(*) {bad_rows}", BOUNDED_ROW_PARAMS).fetchone()[0])
             key_unread = False
         except sqlite3.DataError:  # a key too long to load: which row is unknown unread, so none is kept
-            bad = int(conn.execute("SELECT count(*) FROM main.vectors").fetchone()[0])
+            bad = rows_behind_unread_key(conn, "main.vectors", str(self.path))
             key_unread = True
-            log.warning("%s: the vectors table holds a key of more than %d bytes, which is not read; its %d"
-                        " stored vector(s) are left out", self.path, SCAN_MAX_VALUE_BYTES, bad)
         keep, params = ("WHERE 0", ()) if key_unread else (f"WHERE {BOUNDED_ROW_SQL}", BOUNDED_ROW_PARAMS)
         if bad and (self.read_only is not None or conn.in_transaction):
             conn.execute(_vectors_table_sql().replace("TABLE IF NOT EXISTS vectors (", "TEMP TABLE vectors (", 1))

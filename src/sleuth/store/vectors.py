@@ -147,6 +147,16 @@ IMPORT_MAX_DIMENSIONS = 8192
 IMPORT_MAX_BYTES = 4 << 30
 
 
+def rows_behind_unread_key(conn: sqlite3.Connection, table: str, source: str) -> int:
+    """How many rows ``table`` holds, all to be left out because one of them holds a key over
+    ``SCAN_MAX_VALUE_BYTES`` (which row is unknown while it is unread); logs that, naming ``source``.
+    ``table`` is a fixed name of the caller's, never input."""
+    rows = int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    log.warning("%s: the vectors table holds a key of more than %d bytes, which is not read; its %d"
+                " stored vector(s) are left out", source, SCAN_MAX_VALUE_BYTES, rows)
+    return rows
+
+
 def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
                         convert: Callable[[Sequence[bytes]], list[bytes]] = float32_blobs_to_codes) -> int:
     """Replace the ``vectors`` table of an older catalog by this format's (``create_sql``, its
@@ -166,9 +176,7 @@ def encode_vector_table(conn: sqlite3.Connection, create_sql: str,
             dropped = _encode_rows(conn, convert)
     except sqlite3.DataError:  # a key too long to load: which row is unknown unread, so none is kept
         conn.execute("DELETE FROM vectors_v5")
-        dropped = int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
-        log.warning("%s: the vectors table holds a key of more than %d bytes, which is not read; its %d"
-                    " stored vector(s) are left out", "catalog migration", SCAN_MAX_VALUE_BYTES, dropped)
+        dropped = rows_behind_unread_key(conn, "vectors", "catalog migration")
     conn.execute("DROP TABLE vectors")
     conn.execute("ALTER TABLE vectors_v5 RENAME TO vectors")
     report_dropped(dropped, "catalog migration")
