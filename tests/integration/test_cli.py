@@ -285,7 +285,18 @@ def test_status_lists_each_projects_roots_under_it_and_doctor_names_the_families
     proc = run_cli("doctor", "--index", str(index), env={"SLEUTH_MODEL": "none"}, check=False)
     doctor = proc.stdout.splitlines()
     assert "  retrieval family bm25 (lanes bm25, tfidf, index, rm3): available" in doctor
-    assert proc.returncode == 1 and doctor[0].endswith(": needs attention")  # no vector lane without a model
+    # a model turned off is the user's choice: reported, not counted (it exited 1, "needs attention")
+    assert "  retrieval family vector (lanes vector): unavailable: no embedding model configured (model = 'none')" \
+        in doctor
+    assert proc.returncode == 0 and doctor[0] == f"index {index}: ok"
+    report = json.loads(run_cli("doctor", "--index", str(index), "--format", "json",
+                                env={"SLEUTH_MODEL": "none"}).stdout)
+    assert report["ok"] is True and report["lanes"]["vector"]["available"] is False
+    # a model configured but missing still needs attention
+    missing = str(tmp_path / "no-model")
+    proc = run_cli("doctor", "--index", str(index), env={"SLEUTH_MODEL": missing}, check=False)
+    assert proc.returncode == 1 and proc.stdout.splitlines()[0] == f"index {index}: needs attention"
+    assert f"  retrieval family vector (lanes vector): unavailable: model '{missing}'" in proc.stdout
 
 
 def test_two_roots_with_one_folder_name_keep_their_documents_apart(tmp_path: Path) -> None:

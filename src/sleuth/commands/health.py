@@ -160,8 +160,9 @@ def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
     """Check index health: stale documents (changed or deleted since indexed), skipped files, lanes.
 
     Exits 0 when all is well ("ok"), 1 when anything needs attention (stale documents, postings
-    behind the catalog, no vector lane: the report says what, in text or JSON), and with the
-    codes of every command on errors (3: no index, 4: no such project, ...)."""
+    behind the catalog, no vector lane although a model is configured: the report says what, in
+    text or JSON), and with the codes of every command on errors (3: no index, 4: no such
+    project, ...). A model turned off (SLEUTH_MODEL=none) is reported, not counted."""
     from sleuth.engine import Engine
     from sleuth.memory.doctor import doctor
 

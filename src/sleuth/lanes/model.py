@@ -24,6 +24,12 @@ class SharedModel:
         self._lock = threading.Lock()
 
     @property
+    def disabled(self) -> bool:
+        """True when no model is configured on purpose (``"none"`` or empty): the vector lane is
+        off by choice, not broken. Loads nothing."""
+        return not self.spec or self.spec.strip().lower() == "none"
+
+    @property
     def tried(self) -> bool:
         """True once a load was attempted (loaded or failed)."""
         return self._embedder is not None or self._error is not None

@@ -97,8 +97,10 @@ def doctor(engine: Engine, project_id: str | None = None, visible: Collection[st
     lanes = _families(engine, wanted)
     generation, postings_generation = engine.catalog.generation(), engine.postings.generation()
     vector = lanes.get("vector")
+    # a model turned off (model = 'none') is the user's choice: reported, but nothing to attend to
+    vector_ok = vector is None or vector.available or engine.model.disabled
     return DoctorReport(
-        ok=not stale and postings_generation == generation and (vector is None or vector.available),
+        ok=not stale and postings_generation == generation and vector_ok,
         index_dir=str(engine.index_dir), generation=generation, postings_generation=postings_generation,
         projects=[DoctorProject(**p.model_dump(), memory_dir=str(engine.index_dir / MEMORY_DIR_NAME / p.project_id),
                                 stale_documents=stale_counts[p.project_id],
