@@ -341,3 +341,42 @@ def test_variants_and_questions_are_bounded_everywhere(hugo_index: Path) -> None
         Question(query="x", variants=["y"] * (SEARCH_VARIANTS_MAX + 1))
     with pytest.raises(pydantic.ValidationError, match="at most 20 items"):
         SearchRequest(questions=[Question(query="x")] * (SEARCH_QUESTIONS_MAX + 1))
+
+
+#: Modules that loading the embedding model imports (its onnxruntime session, its tokenizer).
+MODEL_MODULES = ("onnxruntime", "tokenizers")
+
+
+def test_status_shows_the_models_name_and_dimensions_without_loading_it(tmp_path: Path) -> None:
+    """`sleuth status` loaded the embedding model (an onnxruntime session and the tokenizer) only
+    to show its name and dimensions; they are read from the model's files. The real command runs
+    in a new interpreter, which then says which of the model's modules it imported."""
+    import subprocess
+    import sys
+
+    from sleuth.engine import Engine
+
+    notes, index = tmp_path / "notes", tmp_path / "idx"
+    notes.mkdir()
+    for i in range(3):
+        (notes / f"n{i}.md").write_text(f"# Note {i}\n\nAbout tides and reefs, note {i}.\n", encoding="utf-8")
+    run_cli("index", str(notes), "--index", str(index))  # embedded (SLEUTH_INDEX_WAIT)
+    loaded = tmp_path / "loaded.json"
+    program = ("import json, sys\nfrom sleuth.cli import cli\ntry:\n"
+               "    cli(sys.argv[1:-1], prog_name='sleuth')\nfinally:\n"
+               f"    open(sys.argv[-1], 'w').write(json.dumps([m for m in {MODEL_MODULES!r} if m in sys.modules]))\n")
+    runs = {fmt: subprocess.run([sys.executable, "-c", program, "status", "--index", str(index), "--format", fmt,
+                                 str(loaded)], capture_output=True, text=True, timeout=300)
+            for fmt in ("json", "text")}
+    assert [(r.returncode, r.stderr) for r in runs.values()] == [(0, ""), (0, "")]
+    assert json.loads(loaded.read_text()) == []  # was ["onnxruntime", "tokenizers"]
+    with Engine.open(index) as engine:  # the loaded model's own name, dimensions and path
+        embedder = engine.embedder()
+        assert embedder is not None
+        blocks = engine.catalog.counts()["blocks"]
+    vector = json.loads(runs["json"].stdout)["vector_lane"]
+    assert (vector["available"], vector["model"], vector["dimensions"], vector["path"]) == (
+        True, embedder.name, embedder.dim, embedder.path)
+    assert embedder.dim == 384 and vector["blocks_with_vectors"] == vector["blocks"] == blocks
+    assert (f"  vector lane: {embedder.name} (384 dimensions, {embedder.path}), {blocks} of {blocks} blocks embedded"
+            in runs["text"].stdout.splitlines())

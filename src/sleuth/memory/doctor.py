@@ -32,7 +32,11 @@ DOCTOR_LISTED_MAX = 20
 
 
 def _families(engine: Engine, wanted: list[str]) -> dict[str, FamilyHealth]:
-    """Each family's health from its lanes' status; the vector and graph figures of the chosen projects."""
+    """Each family's health from its lanes' status; the vector and graph figures of the chosen projects.
+    The model is loaded first (the vector lane's status alone reads its files only): a doctor tells
+    a model that cannot load."""
+    if "vector" in engine.lanes:
+        engine.model.get()
     out: dict[str, FamilyHealth] = {}
     for family in registry.families():
         names = [n for n in registry.lanes_of_family(family) if n in engine.lanes]
