@@ -380,3 +380,24 @@ def test_status_shows_the_models_name_and_dimensions_without_loading_it(tmp_path
     assert embedder.dim == 384 and vector["blocks_with_vectors"] == vector["blocks"] == blocks
     assert (f"  vector lane: {embedder.name} (384 dimensions, {embedder.path}), {blocks} of {blocks} blocks embedded"
             in runs["text"].stdout.splitlines())
+
+
+def test_get_of_a_skipped_file_says_it_was_skipped_and_why(tmp_path: Path) -> None:
+    """A new user's trial: `sleuth get` of a file that indexing skipped said "document not found";
+    it says the file was skipped, with the reason the catalog recorded, for each way of naming it."""
+    notes = tmp_path / "notes"
+    (notes / "sub").mkdir(parents=True)
+    (notes / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    (notes / "sub" / "tool.exe").write_bytes(b"MZ\0\1binary")
+    index = tmp_path / "idx"
+    env = {"SLEUTH_MODEL": "none"}
+    run_cli("index", str(notes), "--index", str(index), env=env)
+    said = ("error: not indexed: {!r} was skipped at indexing: notes/sub/tool.exe (project notes): binary file type:"
+            " .exe (`sleuth status --verbose` lists every skipped file)")
+    for ref in ("sub/tool.exe", "notes/sub/tool.exe", str(notes / "sub" / "tool.exe")):
+        proc = run_cli("get", ref, "--index", str(index), env=env, check=False)
+        assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (4, "", said.format(ref))
+    other = run_cli("get", "sub/tool.exe", "--project", "elsewhere", "--index", str(index), env=env, check=False)
+    assert other.returncode == 4 and "document not found: 'sub/tool.exe'" in other.stderr  # not in that project
+    missing = run_cli("get", "nothing.md", "--index", str(index), env=env, check=False)
+    assert missing.returncode == 4 and "document not found: 'nothing.md'" in missing.stderr
