@@ -401,3 +401,36 @@ def test_get_of_a_skipped_file_says_it_was_skipped_and_why(tmp_path: Path) -> No
     assert other.returncode == 4 and "document not found: 'sub/tool.exe'" in other.stderr  # not in that project
     missing = run_cli("get", "nothing.md", "--index", str(index), env=env, check=False)
     assert missing.returncode == 4 and "document not found: 'nothing.md'" in missing.stderr
+
+
+def test_counts_in_human_text_have_thousands_separators_everywhere(tmp_path: Path) -> None:
+    """A new user's trial: `sleuth index` showed "1,129/1,129 blocks" (the progress line) beside
+    "1129 blocks written" (the summary). Every count in the text of index, status, projects and
+    doctor has thousands separators; JSON keeps numbers."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(1000):
+        (notes / f"n{i:04d}.md").write_text(f"# Note {i}\n\nAbout tides, note {i}.\n", encoding="utf-8")
+        (notes / f"t{i:04d}.exe").write_bytes(b"MZ\0\1")
+    index, env = tmp_path / "idx", {"SLEUTH_MODEL": "none"}
+    proc = run_cli("index", str(notes), "--project", "notes", "--index", str(index), env=env)
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"indexed project 'notes' into {index}: 2,000 files scanned, 1,000 added, 0 updated, "
+                               "0 unchanged, 0 removed, 1,000 blocks written, 0 embedded, 1,000 skipped (")
+    assert "  skipped 1,000 file(s):" in lines
+    assert "    1,000 binary file type (t0000.exe, t0001.exe, t0002.exe, ... (997 more))" in lines
+    assert "postings 1,000/1,000 blocks" in proc.stderr
+    status = run_cli("status", "--index", str(index), env=env).stdout.splitlines()
+    assert status[1].startswith("  1,000 documents, 1,000 blocks, 1 project(s), generation ")
+    assert f"    {notes}: 1,000 indexed, 1,000 skipped, 0 failed, last indexed " in "\n".join(status)
+    assert "  1,000 skipped file(s):" in status
+    projects = run_cli("projects", "--index", str(index), env=env).stdout.splitlines()
+    assert projects[0].startswith("notes: 1,000 documents, 1,000 blocks, last indexed ")
+    doctor = run_cli("doctor", "--index", str(index), env=env).stdout.splitlines()
+    assert "  1,000 skipped file(s):" in doctor
+    project = f"  project notes: 1,000 documents, 1,000 blocks, 0 stale, 1,000 skipped; memory folder {index}"
+    assert f"{project}/memory/notes" in doctor
+    again = json.loads(run_cli("index", str(notes), "--project", "notes", "--index", str(index), "--format", "json",
+                               env=env).stdout)
+    assert (again["scanned"], again["unchanged"], len(again["skipped"])) == (2000, 1000, 1000)
+    assert json.loads(run_cli("status", "--index", str(index), "--format", "json", env=env).stdout)["blocks"] == 1000

@@ -244,7 +244,7 @@ def projects_cmd(ctx: click.Context, index_dir: Path | None, fmt: str) -> None:
     if not projects:
         click.echo("no projects yet: run `sleuth index PATH`")
     for p in projects:
-        click.echo(f"{p.project_id}: {p.documents} documents, {p.blocks} blocks, "
+        click.echo(f"{p.project_id}: {p.documents:,} documents, {p.blocks:,} blocks, "
                    f"last indexed {when(p.last_indexed)}")
         for root in p.roots:
             click.echo(f"    {root}")
