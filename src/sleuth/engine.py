@@ -253,11 +253,12 @@ class Engine:
         absolute path under a root. Only documents of ``projects`` (None: all) count.
 
         Raises:
-            DocumentNotFound: nothing (visible) has that id or path.
+            DocumentNotFound: nothing (visible) has that id or path; when the path is a file that
+                indexing skipped, the message says so, with the reason recorded for it.
             QueryError: the path names documents of several roots or projects (they are listed).
         """
         from sleuth.errors import QueryError
-        from sleuth.pathglob import qualified_path, root_label
+        from sleuth.pathglob import qualified_path
 
         ref = ref.strip()
         allowed = None if projects is None else set(projects)
@@ -273,12 +274,41 @@ class Engine:
         forms = [ref.removeprefix("./")]
         if "\\" in ref:
             forms.append(ref.replace("\\", "/").removeprefix("./"))
+        found = self._files_at(ref, forms, allowed, self.catalog.documents_at)
+        if len(found) == 1:
+            return found[0][0], None
+        if found:
+            listed = ", ".join(f"{qualified_path(root, rel_path)} (project {pid}, id {doc_id})"
+                               for doc_id, pid, root, rel_path in found[:10])
+            raise QueryError(f"{ref!r} names {len(found)} documents: {listed}; pass the root-qualified path, "
+                             "the id or --project")
+        skipped = self._files_at(ref, forms, allowed, self._skipped_at)
+        if skipped:  # a file indexing passed over: say so, and why, rather than "not found"
+            listed = "; ".join(f"{qualified_path(root, rel_path)} (project {pid}): {reason}"
+                               for reason, pid, root, rel_path in skipped[:10])
+            raise DocumentNotFound(f"not indexed: {ref!r} was skipped at indexing: {listed}"
+                                   " (`sleuth status --verbose` lists every skipped file)")
+        raise DocumentNotFound(f"document not found: {ref!r} (give a document id, a block id or a path "
+                               "relative to its root, as `sleuth search` shows them)")
+
+    def _skipped_at(self, rel_path: str) -> list[tuple[str, str, str, str]]:
+        """``(reason, project_id, root, path)`` of every skipped file at ``rel_path`` (as documents_at's rows)."""
+        return [(s["reason"], s["project"], s["root"], s["path"]) for s in self.catalog.skipped_at(rel_path)]
+
+    def _files_at(self, ref: str, forms: list[str], allowed: set[str] | None,
+                  rows_at: Callable[[str], list[tuple[str, str, str, str]]]) -> list[tuple[str, str, str, str]]:
+        """The rows ``rows_at(rel_path)`` gives (``(key, project_id, root, rel_path)``) for the file
+        ``ref`` names (see :meth:`resolve`): the first of ``forms`` that names any, as a path
+        relative to its root or qualified by the root's label, then ``ref`` as an absolute path
+        under a root; only of ``allowed`` projects (None: all), each once."""
+        from sleuth.pathglob import root_label
+
         candidates: list[tuple[str, str, str, str]] = []
         for rel in forms:
-            candidates = [c for c in self.catalog.documents_at(rel) if allowed is None or c[1] in allowed]
+            candidates = [c for c in rows_at(rel) if allowed is None or c[1] in allowed]
             label, _, rest = rel.partition("/")
             if rest:  # root-qualified: en/publish.css
-                candidates += [c for c in self.catalog.documents_at(rest)
+                candidates += [c for c in rows_at(rest)
                                if root_label(c[2]) == label and (allowed is None or c[1] in allowed)]
             if candidates:
                 break
@@ -287,18 +317,9 @@ class Engine:
                 for root in roots if allowed is None or pid in allowed else ():
                     inside = Path(ref).resolve(strict=False)
                     if inside.is_relative_to(Path(root)) and inside != Path(root):
-                        candidates += [c for c in self.catalog.documents_at(inside.relative_to(root).as_posix())
+                        candidates += [c for c in rows_at(inside.relative_to(root).as_posix())
                                        if c[1] == pid and c[2] == root]
-        found = list(dict.fromkeys(candidates))
-        if len(found) == 1:
-            return found[0][0], None
-        if found:
-            listed = ", ".join(f"{qualified_path(root, rel_path)} (project {pid}, id {doc_id})"
-                               for doc_id, pid, root, rel_path in found[:10])
-            raise QueryError(f"{ref!r} names {len(found)} documents: {listed}; pass the root-qualified path, "
-                             "the id or --project")
-        raise DocumentNotFound(f"document not found: {ref!r} (give a document id, a block id or a path "
-                               "relative to its root, as `sleuth search` shows them)")
+        return list(dict.fromkeys(candidates))
 
     def get(self, doc_id: str, projects: Sequence[str] | None = None) -> DocumentContent:
         """The whole stored document ``doc_id`` (restricted to ``projects`` when given); ``doc_id``

@@ -185,7 +185,8 @@ class FamilyHealth(Model):
 class DoctorReport(Model):
     """Index health per project: stale documents, skipped files, lanes (``doctor``)."""
 
-    ok: bool = Field(description="Nothing stale, the postings current, the vector lane available")
+    ok: bool = Field(description="Nothing stale, the postings current, the vector lane available (or the model"
+                                 " turned off on purpose: model = 'none')")
     index_dir: str
     generation: int
     postings_generation: int

@@ -159,11 +159,20 @@ class Question(Model):
     variants: list[str] = Field(default_factory=list, max_length=SEARCH_VARIANTS_MAX)
 
 
+#: The project that holds records filed without a project (``project_memory_record``); a search of
+#: every project leaves it out where seed 004 says so (``all_projects``, ``sleuth search`` without
+#: ``--project``: :attr:`SearchRequest.inbox`).
+INBOX_PROJECT_ID = "inbox"
+
+
 class SearchRequest(Model):
     """A search over one or more projects of an index (one query, or grouped ``questions``)."""
 
     query: str = ""
     projects: list[str] | None = Field(default=None, description="Project ids; None = every project")
+    inbox: bool = Field(default=True, description=f"With projects None: the Inbox ({INBOX_PROJECT_ID!r}, records"
+                        " filed without a project) too; False leaves it out, as project_memory_search's all_projects"
+                        " does (seed 004)")
     limit: int = Field(default=20, ge=1, le=SEARCH_LIMIT_MAX, description="Maximum number of documents")
     offset: int = Field(default=0, ge=0, le=OFFSET_MAX, description="Results skipped before the first one "
                         "returned (ranks continue from offset + 1)")

@@ -323,3 +323,33 @@ def test_over_long_member_names_are_skipped_and_gnu_long_names_bounded(tmp_path:
         add(tf, "n" * 100_000 + ".md", b"# huge\n")
     with pytest.raises(ArchiveLimit, match="a GNU long name of 100004 bytes, over the 16384 byte limit"):
         members(huge)
+
+
+def test_a_tar_member_whose_gnu_long_name_holds_a_nul_is_skipped_not_cut(tmp_path: Path) -> None:
+    """tarfile cuts a GNU long name (the ``././@LongLink`` entry before the member) at its first
+    NUL: ``.../secret\\0.md`` was read as ``.../secret`` and ``.../\\0secret.md`` as ``...``, each
+    indexed under a name that is not the stored one. The name as stored is judged, so both are
+    skipped with the reason; a long name without a NUL and a pax name holding one read as before."""
+    folder = "docs/" + "a" * 120
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tf:
+        for name in (f"{folder}/secretQ.md", f"{folder}/Qhidden.md", f"{folder}/long-ok.md", "ok.md"):
+            add(tf, name, b"# Page\n")
+    raw = buf.getvalue()
+    assert raw.count(b"secretQ.md") == 1 and raw.count(b"/Qhidden.md") == 1  # in the long-name entries only
+    path = tmp_path / "nul-long.tar"
+    path.write_bytes(raw.replace(b"secretQ.md", b"secret\0.md").replace(b"/Qhidden.md", b"/\0hidden.md"))
+    assert members(path) == [
+        (f"{folder}/secret\\x00.md", "member name holds a NUL character"),
+        (f"{folder}/\\x00hidden.md", "member name holds a NUL character"),
+        (f"{folder}/long-ok.md", "ok"),
+        ("ok.md", "ok"),
+    ]
+    pax = tmp_path / "nul-pax.tar"
+    with tarfile.open(pax, "w", format=tarfile.PAX_FORMAT) as tf:
+        info = tarfile.TarInfo("x.md")
+        info.pax_headers = {"path": "secret\0.md"}
+        info.size = 3
+        tf.addfile(info, io.BytesIO(b"# x"))
+        add(tf, "ok.md", b"# ok\n")
+    assert members(pax) == [("secret\\x00.md", "member name holds a NUL character"), ("ok.md", "ok")]

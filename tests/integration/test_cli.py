@@ -285,7 +285,18 @@ def test_status_lists_each_projects_roots_under_it_and_doctor_names_the_families
     proc = run_cli("doctor", "--index", str(index), env={"SLEUTH_MODEL": "none"}, check=False)
     doctor = proc.stdout.splitlines()
     assert "  retrieval family bm25 (lanes bm25, tfidf, index, rm3): available" in doctor
-    assert proc.returncode == 1 and doctor[0].endswith(": needs attention")  # no vector lane without a model
+    # a model turned off is the user's choice: reported, not counted (it exited 1, "needs attention")
+    assert "  retrieval family vector (lanes vector): unavailable: no embedding model configured (model = 'none')" \
+        in doctor
+    assert proc.returncode == 0 and doctor[0] == f"index {index}: ok"
+    report = json.loads(run_cli("doctor", "--index", str(index), "--format", "json",
+                                env={"SLEUTH_MODEL": "none"}).stdout)
+    assert report["ok"] is True and report["lanes"]["vector"]["available"] is False
+    # a model configured but missing still needs attention
+    missing = str(tmp_path / "no-model")
+    proc = run_cli("doctor", "--index", str(index), env={"SLEUTH_MODEL": missing}, check=False)
+    assert proc.returncode == 1 and proc.stdout.splitlines()[0] == f"index {index}: needs attention"
+    assert f"  retrieval family vector (lanes vector): unavailable: model '{missing}'" in proc.stdout
 
 
 def test_two_roots_with_one_folder_name_keep_their_documents_apart(tmp_path: Path) -> None:
@@ -330,3 +341,96 @@ def test_variants_and_questions_are_bounded_everywhere(hugo_index: Path) -> None
         Question(query="x", variants=["y"] * (SEARCH_VARIANTS_MAX + 1))
     with pytest.raises(pydantic.ValidationError, match="at most 20 items"):
         SearchRequest(questions=[Question(query="x")] * (SEARCH_QUESTIONS_MAX + 1))
+
+
+#: Modules that loading the embedding model imports (its onnxruntime session, its tokenizer).
+MODEL_MODULES = ("onnxruntime", "tokenizers")
+
+
+def test_status_shows_the_models_name_and_dimensions_without_loading_it(tmp_path: Path) -> None:
+    """`sleuth status` loaded the embedding model (an onnxruntime session and the tokenizer) only
+    to show its name and dimensions; they are read from the model's files. The real command runs
+    in a new interpreter, which then says which of the model's modules it imported."""
+    import subprocess
+    import sys
+
+    from sleuth.engine import Engine
+
+    notes, index = tmp_path / "notes", tmp_path / "idx"
+    notes.mkdir()
+    for i in range(3):
+        (notes / f"n{i}.md").write_text(f"# Note {i}\n\nAbout tides and reefs, note {i}.\n", encoding="utf-8")
+    run_cli("index", str(notes), "--index", str(index))  # embedded (SLEUTH_INDEX_WAIT)
+    loaded = tmp_path / "loaded.json"
+    program = ("import json, sys\nfrom sleuth.cli import cli\ntry:\n"
+               "    cli(sys.argv[1:-1], prog_name='sleuth')\nfinally:\n"
+               f"    open(sys.argv[-1], 'w').write(json.dumps([m for m in {MODEL_MODULES!r} if m in sys.modules]))\n")
+    runs = {fmt: subprocess.run([sys.executable, "-c", program, "status", "--index", str(index), "--format", fmt,
+                                 str(loaded)], capture_output=True, text=True, timeout=300)
+            for fmt in ("json", "text")}
+    assert [(r.returncode, r.stderr) for r in runs.values()] == [(0, ""), (0, "")]
+    assert json.loads(loaded.read_text()) == []  # was ["onnxruntime", "tokenizers"]
+    with Engine.open(index) as engine:  # the loaded model's own name, dimensions and path
+        embedder = engine.embedder()
+        assert embedder is not None
+        blocks = engine.catalog.counts()["blocks"]
+    vector = json.loads(runs["json"].stdout)["vector_lane"]
+    assert (vector["available"], vector["model"], vector["dimensions"], vector["path"]) == (
+        True, embedder.name, embedder.dim, embedder.path)
+    assert embedder.dim == 384 and vector["blocks_with_vectors"] == vector["blocks"] == blocks
+    assert (f"  vector lane: {embedder.name} (384 dimensions, {embedder.path}), {blocks} of {blocks} blocks embedded"
+            in runs["text"].stdout.splitlines())
+
+
+def test_get_of_a_skipped_file_says_it_was_skipped_and_why(tmp_path: Path) -> None:
+    """A new user's trial: `sleuth get` of a file that indexing skipped said "document not found";
+    it says the file was skipped, with the reason the catalog recorded, for each way of naming it."""
+    notes = tmp_path / "notes"
+    (notes / "sub").mkdir(parents=True)
+    (notes / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    (notes / "sub" / "tool.exe").write_bytes(b"MZ\0\1binary")
+    index = tmp_path / "idx"
+    env = {"SLEUTH_MODEL": "none"}
+    run_cli("index", str(notes), "--index", str(index), env=env)
+    said = ("error: not indexed: {!r} was skipped at indexing: notes/sub/tool.exe (project notes): binary file type:"
+            " .exe (`sleuth status --verbose` lists every skipped file)")
+    for ref in ("sub/tool.exe", "notes/sub/tool.exe", str(notes / "sub" / "tool.exe")):
+        proc = run_cli("get", ref, "--index", str(index), env=env, check=False)
+        assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (4, "", said.format(ref))
+    other = run_cli("get", "sub/tool.exe", "--project", "elsewhere", "--index", str(index), env=env, check=False)
+    assert other.returncode == 4 and "document not found: 'sub/tool.exe'" in other.stderr  # not in that project
+    missing = run_cli("get", "nothing.md", "--index", str(index), env=env, check=False)
+    assert missing.returncode == 4 and "document not found: 'nothing.md'" in missing.stderr
+
+
+def test_counts_in_human_text_have_thousands_separators_everywhere(tmp_path: Path) -> None:
+    """A new user's trial: `sleuth index` showed "1,129/1,129 blocks" (the progress line) beside
+    "1129 blocks written" (the summary). Every count in the text of index, status, projects and
+    doctor has thousands separators; JSON keeps numbers."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(1000):
+        (notes / f"n{i:04d}.md").write_text(f"# Note {i}\n\nAbout tides, note {i}.\n", encoding="utf-8")
+        (notes / f"t{i:04d}.exe").write_bytes(b"MZ\0\1")
+    index, env = tmp_path / "idx", {"SLEUTH_MODEL": "none"}
+    proc = run_cli("index", str(notes), "--project", "notes", "--index", str(index), env=env)
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"indexed project 'notes' into {index}: 2,000 files scanned, 1,000 added, 0 updated, "
+                               "0 unchanged, 0 removed, 1,000 blocks written, 0 embedded, 1,000 skipped (")
+    assert "  skipped 1,000 file(s):" in lines
+    assert "    1,000 binary file type (t0000.exe, t0001.exe, t0002.exe, ... (997 more))" in lines
+    assert "postings 1,000/1,000 blocks" in proc.stderr
+    status = run_cli("status", "--index", str(index), env=env).stdout.splitlines()
+    assert status[1].startswith("  1,000 documents, 1,000 blocks, 1 project(s), generation ")
+    assert f"    {notes}: 1,000 indexed, 1,000 skipped, 0 failed, last indexed " in "\n".join(status)
+    assert "  1,000 skipped file(s):" in status
+    projects = run_cli("projects", "--index", str(index), env=env).stdout.splitlines()
+    assert projects[0].startswith("notes: 1,000 documents, 1,000 blocks, last indexed ")
+    doctor = run_cli("doctor", "--index", str(index), env=env).stdout.splitlines()
+    assert "  1,000 skipped file(s):" in doctor
+    project = f"  project notes: 1,000 documents, 1,000 blocks, 0 stale, 1,000 skipped; memory folder {index}"
+    assert f"{project}/memory/notes" in doctor
+    again = json.loads(run_cli("index", str(notes), "--project", "notes", "--index", str(index), "--format", "json",
+                               env=env).stdout)
+    assert (again["scanned"], again["unchanged"], len(again["skipped"])) == (2000, 1000, 1000)
+    assert json.loads(run_cli("status", "--index", str(index), "--format", "json", env=env).stdout)["blocks"] == 1000

@@ -444,3 +444,40 @@ def test_doctor_command_reports_stale_and_skipped(tmp_path: Path) -> None:
     assert 'Exits 0 when all is well ("ok"), 1 when anything needs attention' in help_text
     missing = run_cli("doctor", "--project", "nope", "--index", str(index), check=False)
     assert missing.returncode == 4 and "project not found: nope" in missing.stderr
+
+
+def test_the_inbox_is_left_out_of_a_search_of_every_project_by_mcp_and_the_cli_alike(tmp_path: Path) -> None:
+    """A new user's trial: a record filed without a project goes to the Inbox, which
+    project_memory_search's all_projects leaves out (seed 004: "Excludes Inbox"), while `sleuth
+    search` without --project found it. Both leave it out now; the CLI says so, and naming the
+    Inbox searches it."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Tides\n\nThe zephyrwombat tide table for the harbour.\n", encoding="utf-8")
+    index, env = tmp_path / "idx", {"SLEUTH_MODEL": "none"}
+    run_cli("index", str(notes), "--project", "notes", "--index", str(index), env=env)
+
+    async def script(s: ClientSession) -> dict[str, Any]:
+        out = {"record": ok(await s.call_tool("project_memory_record", {
+            "kind": "note", "title": "Loose thought", "body": "Try the quokkabyte codec for the backups."}))}
+        for name, args in (("all", {"all_projects": True}), ("default", {}), ("inbox", {"project_id": "inbox"})):
+            out[name] = ok(await s.call_tool("project_memory_search", {"query": "quokkabyte codec", **args}))
+        return out
+
+    out = session(index, script, env)
+    assert out["record"]["record"]["project_id"] == "inbox"
+    assert [paths(out[name]) for name in ("all", "default")] == [[], []]
+    assert paths(out["inbox"]) == [out["record"]["record"]["path"]]
+    text = run_cli("search", "quokkabyte codec", "--index", str(index), env=env).stdout
+    assert text.splitlines()[-1] == (
+        "no results for 'quokkabyte codec': no word of the query occurs in the searched documents; the inbox project"
+        " (1 record(s) filed without a project) is left out of a search of every project; name it to search it"
+        " (--project inbox)")
+    found = json.loads(run_cli("search", "quokkabyte codec", "--index", str(index), "--format", "json", env=env).stdout)
+    assert (found["hits"], found["projects"]) == ([], ["notes"])
+    named = json.loads(run_cli("search", "quokkabyte codec", "--project", "inbox", "--index", str(index),
+                               "--format", "json", env=env).stdout)
+    assert [(h["project"], h["path"]) for h in named["hits"]] == [("inbox", out["record"]["record"]["path"])]
+    assert named["notice"] is None
+    other = json.loads(run_cli("search", "zephyrwombat", "--index", str(index), "--format", "json", env=env).stdout)
+    assert [h["path"] for h in other["hits"]] == ["a.md"] and "inbox project (1 record(s)" in other["notice"]

@@ -45,8 +45,8 @@ def render_skip_summary(groups: list[SkippedReason], indent: str, hint: str) -> 
     """Skipped files counted by reason, with the first paths of each."""
     out = []
     for g in groups:
-        more = f", ... ({g.count - len(g.examples)} more)" if g.count > len(g.examples) else ""
-        out.append(f"{indent}{g.count} {g.reason} ({', '.join(g.examples)}{more})")
+        more = f", ... ({g.count - len(g.examples):,} more)" if g.count > len(g.examples) else ""
+        out.append(f"{indent}{g.count:,} {g.reason} ({', '.join(g.examples)}{more})")
     if any(g.count > len(g.examples) for g in groups):
         out.append(f"{indent}every skipped file and its reason: {hint}")
     return out
@@ -54,14 +54,14 @@ def render_skip_summary(groups: list[SkippedReason], indent: str, hint: str) -> 
 
 def _coverage_line(c: RootCoverage) -> str:
     """One root's coverage line of ``sleuth status``."""
-    return (f"    {c.root or '(records)'}: {c.indexed} indexed, {c.skipped} skipped, "
-            f"{c.failed} failed, last indexed {when(c.last_indexed)}")
+    return (f"    {c.root or '(records)'}: {c.indexed:,} indexed, {c.skipped:,} skipped, "
+            f"{c.failed:,} failed, last indexed {when(c.last_indexed)}")
 
 
 def render_status(st: StatusReport, verbose: bool = False) -> str:
     """A status report as text for people (``verbose``: every skipped file, not a summary by reason)."""
     out = [f"index {st.index_dir}",
-           f"  {st.documents} documents, {st.blocks} blocks, {len(st.projects)} project(s), generation "
+           f"  {st.documents:,} documents, {st.blocks:,} blocks, {len(st.projects):,} project(s), generation "
            f"{st.generation} (postings at {st.postings_generation})"]
     if st.postings_behind:
         out.append(f"  the bm25, index, rm3 and exact lanes answer from generation {st.postings_generation}:"
@@ -71,8 +71,8 @@ def render_status(st: StatusReport, verbose: bool = False) -> str:
     out.append(f"  lanes: {', '.join(st.lanes)}")
     vec = st.vector_lane
     if vec.available:
-        out.append(f"  vector lane: {vec.model} ({vec.dimensions} dimensions, {vec.path}), "
-                   f"{vec.blocks_with_vectors} of {vec.blocks} blocks embedded")
+        out.append(f"  vector lane: {vec.model} ({vec.dimensions:,} dimensions, {vec.path}), "
+                   f"{vec.blocks_with_vectors:,} of {vec.blocks:,} blocks embedded")
     else:
         # the reason is also a search's notice, which points here; status shows the progress below
         out.append(f"  vector lane unavailable: {(vec.reason or '').removesuffix(' (`sleuth status` shows how far)')}")
@@ -80,19 +80,19 @@ def render_status(st: StatusReport, verbose: bool = False) -> str:
         out.append(f"  {render_embedding(vec.embedding)}")
     listed = {p.project_id for p in st.projects}
     for p in st.projects:  # each project's roots under it (a root may belong to several projects)
-        out.append(f"  project {p.project_id}: {p.documents} documents, last indexed {when(p.last_indexed)}")
+        out.append(f"  project {p.project_id}: {p.documents:,} documents, last indexed {when(p.last_indexed)}")
         out.extend(_coverage_line(c) for c in st.coverage if c.project == p.project_id)
     out.extend(_coverage_line(c) for c in st.coverage if c.project not in listed)
-    out.append(f"  {st.skipped} skipped file(s)" + (":" if st.skipped else ""))
+    out.append(f"  {st.skipped:,} skipped file(s)" + (":" if st.skipped else ""))
     if verbose or st.files is not None:
         out.extend(f"    {s.path}: {s.reason}" for s in st.skipped_files)
     else:
         out.extend(render_skip_summary(st.skipped_by_reason, "    ", "`sleuth status --verbose`"))
-    out.append(f"  {len(st.problems)} file(s) indexed with a warning")
+    out.append(f"  {len(st.problems):,} file(s) indexed with a warning")
     out.extend(f"    {p.path}: {p.problem}" for p in st.problems)
     if st.files is not None:
         stale = sum(1 for f in st.files if f.freshness == "stale")
-        out.append(f"  {len(st.files)} file(s), {stale} of them changed or gone since indexed (stale); every file:")
+        out.append(f"  {len(st.files):,} file(s), {stale:,} of them changed or gone since indexed (stale); every file:")
         for f in st.files:
             if f.state == "indexed":
                 out.append(f"    {f.state:<8} {f.path}  (indexed {f.indexed_at}, {f.freshness})")
@@ -107,7 +107,7 @@ def _partly_embedded(lane: FamilyHealth) -> str:
     have, total = lane.details.get("blocks_with_vectors"), lane.details.get("blocks")
     if not lane.available or not isinstance(have, int) or not isinstance(total, int) or have >= total:
         return ""
-    return (f" ({have} of {total} blocks embedded: it does not see the others yet; `sleuth status` shows the"
+    return (f" ({have:,} of {total:,} blocks embedded: it does not see the others yet; `sleuth status` shows the"
             " embedding's progress, `sleuth embed` finishes it)")
 
 
@@ -115,8 +115,8 @@ def render_doctor(report: DoctorReport) -> str:
     """A doctor report as text for people."""
     out = [f"index {report.index_dir}: {'ok' if report.ok else 'needs attention'}"]
     for p in report.projects:
-        out.append(f"  project {p.project_id}: {p.documents} documents, {p.blocks} blocks, "
-                   f"{p.stale_documents} stale, {p.skipped_files} skipped; memory folder {p.memory_dir}")
+        out.append(f"  project {p.project_id}: {p.documents:,} documents, {p.blocks:,} blocks, "
+                   f"{p.stale_documents:,} stale, {p.skipped_files:,} skipped; memory folder {p.memory_dir}")
     for name, lane in report.lanes.items():  # seed 004's retrieval families, each answered by lanes
         out.append(f"  retrieval family {name} (lanes {', '.join(lane.lanes) or 'none'}): "
                    + ("available" if lane.available else f"unavailable: {lane.reason}") + _partly_embedded(lane))
@@ -126,7 +126,7 @@ def render_doctor(report: DoctorReport) -> str:
     out.extend(f"  stale: {d.project_id} {d.path} (indexed {d.indexed_at}): run `sleuth index` again"
                for d in report.stale_documents)
     if report.skipped_by_reason:
-        out.append(f"  {report.skipped_file_count} skipped file(s):")
+        out.append(f"  {report.skipped_file_count:,} skipped file(s):")
         out.extend(render_skip_summary(report.skipped_by_reason, "    ", "`sleuth status --verbose`"))
     return "\n".join(out)
 
@@ -160,8 +160,9 @@ def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
     """Check index health: stale documents (changed or deleted since indexed), skipped files, lanes.
 
     Exits 0 when all is well ("ok"), 1 when anything needs attention (stale documents, postings
-    behind the catalog, no vector lane: the report says what, in text or JSON), and with the
-    codes of every command on errors (3: no index, 4: no such project, ...)."""
+    behind the catalog, no vector lane although a model is configured: the report says what, in
+    text or JSON), and with the codes of every command on errors (3: no index, 4: no such
+    project, ...). A model turned off (SLEUTH_MODEL=none) is reported, not counted."""
     from sleuth.engine import Engine
     from sleuth.memory.doctor import doctor
 

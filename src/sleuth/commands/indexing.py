@@ -75,10 +75,10 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                    **({"embedding": embedding} if embedding else {})})
         return
     click.echo(
-        f"indexed project {report.project!r} into {target}: {report.scanned} files scanned, "
-        f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-        f"{report.removed} removed, {report.blocks} blocks written, {report.embedded} embedded, "
-        f"{len(report.skipped)} skipped "
+        f"indexed project {report.project!r} into {target}: {report.scanned:,} files scanned, "
+        f"{report.added:,} added, {report.updated:,} updated, {report.unchanged:,} unchanged, "
+        f"{report.removed:,} removed, {report.blocks:,} blocks written, {report.embedded:,} embedded, "
+        f"{len(report.skipped):,} skipped "
         f"({report.took_s:.2f} s)"
     )
     if no_model:
@@ -121,13 +121,13 @@ def _embedding_line(embedding: dict[str, Any]) -> str:
     if embedding.get("started") is False:
         worker = f" (process {embedding['pid']})" if embedding["pid"] else ""
         return (f"  keyword search is ready; the embedding worker already running{worker} embeds these "
-                f"{embedding['pending_blocks']} block(s) too: `sleuth status` shows how far, `sleuth embed` "
+                f"{embedding['pending_blocks']:,} block(s) too: `sleuth status` shows how far, `sleuth embed` "
                 "waits for it")
     if embedding.get("pid"):
-        return (f"  keyword search is ready; embedding {embedding['pending_blocks']} block(s) in the background "
+        return (f"  keyword search is ready; embedding {embedding['pending_blocks']:,} block(s) in the background "
                 f"(process {embedding['pid']}): `sleuth status` shows how far, `sleuth embed` waits for it")
     return (f"  keyword search is ready; the embedding worker could not start ({embedding['error']}): "
-            f"run `sleuth embed` to embed {embedding['pending_blocks']} block(s)")
+            f"run `sleuth embed` to embed {embedding['pending_blocks']:,} block(s)")
 
 
 def _finds(target: Path) -> bool:
@@ -146,7 +146,7 @@ def render_skips(skips: list[tuple[str, str]], verbose: bool) -> list[str]:
     if verbose:
         return [f"  skipped {path}: {reason}" for path, reason in skips]
     lines = render_skip_summary(skip_summary(skips), "    ", "`sleuth index --verbose` or `sleuth status --verbose`")
-    return [f"  skipped {len(skips)} file(s):", *lines] if lines else []
+    return [f"  skipped {len(skips):,} file(s):", *lines] if lines else []
 
 
 @click.command("embed")
@@ -201,16 +201,16 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
     elif result.get("model_unavailable"):
         click.echo(f"nothing embedded: {result['model_unavailable']}")
     elif in_background:
-        click.echo(f"embedding {result['pending_blocks']} block(s) in the background (process {result['pid']})"
+        click.echo(f"embedding {result['pending_blocks']:,} block(s) in the background (process {result['pid']})"
                    if result["pid"]
                    else "every block has a vector: nothing to embed")
     else:
         from sleuth.progress import format_elapsed
 
-        by_worker = (f" and the background worker {result['embedded_by_worker']} while this waited"
+        by_worker = (f" and the background worker {result['embedded_by_worker']:,} while this waited"
                      f" {format_elapsed(waited_s)}" if waited_s is not None else "")
-        click.echo(f"embedded {result['embedded']} block(s) here{by_worker}; {result['blocks_with_vectors']} of "
-                   f"{result['blocks']} blocks have a vector")
+        click.echo(f"embedded {result['embedded']:,} block(s) here{by_worker}; {result['blocks_with_vectors']:,} of "
+                   f"{result['blocks']:,} blocks have a vector")
 
 
 @click.command("watch")

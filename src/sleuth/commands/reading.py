@@ -98,7 +98,9 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
 
 @click.command("search")
 @click.argument("query")
-@click.option("--project", "projects", multiple=True, help="Search only this project (repeatable).")
+@click.option("--project", "projects", multiple=True,
+              help="Search only this project (repeatable); without it, every project but the inbox (records "
+                   "filed without a project), as MCP's all_projects.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Maximum results.")
 @click.option("--offset", type=click.IntRange(0, OFFSET_MAX), default=0, show_default=True,
               help="Skip this many results first (the next page: --offset 10 after --limit 10); pages within "
@@ -141,7 +143,7 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
             raise click.BadParameter(f"{len(given)} given; the limit is {most}", param_hint=hint)
     filters = SearchFilters(kinds=list(kinds), roles=list(roles), paths=list(paths), tags=list(tags),
                             recorded_after_ns=since, recorded_before_ns=until)
-    request = SearchRequest(query=query, projects=list(projects) or None, limit=limit, offset=offset,
+    request = SearchRequest(query=query, projects=list(projects) or None, inbox=False, limit=limit, offset=offset,
                             rank_window=rank_window(offset, limit), lanes=parse_lanes(lanes), explain=explain,
                             variants=list(variants), filters=filters, details=fmt == "json")
     answered = _from_broker(index_dir, request)
@@ -244,7 +246,7 @@ def projects_cmd(ctx: click.Context, index_dir: Path | None, fmt: str) -> None:
     if not projects:
         click.echo("no projects yet: run `sleuth index PATH`")
     for p in projects:
-        click.echo(f"{p.project_id}: {p.documents} documents, {p.blocks} blocks, "
+        click.echo(f"{p.project_id}: {p.documents:,} documents, {p.blocks:,} blocks, "
                    f"last indexed {when(p.last_indexed)}")
         for root in p.roots:
             click.echo(f"    {root}")

@@ -343,7 +343,19 @@ class _BoundedTarInfo(tarfile.TarInfo):
         if self.size > MEMBER_NAME_MAX_CHARS * 4:
             raise ArchiveLimit(f"a GNU long name of {self.size} bytes, over the {MEMBER_NAME_MAX_CHARS * 4} byte "
                                "limit; the rest was not read")
-        return super()._proc_gnulong(tar)  # type: ignore[misc]
+        stream = tar.fileobj
+        data = stream.read(self._block(self.size))  # pyright: ignore[reportAttributeAccessIssue] -- TarInfo._block
+        tar.fileobj = _Replay(data, stream)
+        try:
+            member = super()._proc_gnulong(tar)  # type: ignore[misc]
+        finally:
+            tar.fileobj = stream
+        # tarfile cuts the name at its first NUL ("secret\0.md" read as "secret"): the member keeps
+        # the name as stored (its NULs of padding aside), which member_name skips with the reason
+        stored = data[: self.size].rstrip(b"\0")
+        if self.type == tarfile.GNUTYPE_LONGNAME and b"\0" in stored:
+            member.name = stored.decode(tar.encoding, tar.errors)
+        return member
 
     def _proc_pax(self, tar: Any) -> Any:
         if self.size > TAR_PAX_HEADER_MAX_BYTES:

@@ -24,6 +24,12 @@ class SharedModel:
         self._lock = threading.Lock()
 
     @property
+    def disabled(self) -> bool:
+        """True when no model is configured on purpose (``"none"`` or empty): the vector lane is
+        off by choice, not broken. Loads nothing."""
+        return not self.spec or self.spec.strip().lower() == "none"
+
+    @property
     def tried(self) -> bool:
         """True once a load was attempted (loaded or failed)."""
         return self._embedder is not None or self._error is not None
@@ -44,16 +50,30 @@ class SharedModel:
         """Why there is no model (none configured, or it cannot load), else None; loads it first."""
         return self._error if self.get() is None else None
 
+    def described(self, known_dim: Callable[[str], int | None] | None = None) -> tuple[str, int, str] | None:
+        """``(name, dimensions, arithmetic path)`` of the configured model read without loading it
+        (no onnxruntime session, no tokenizer): the name and path from its files
+        (:func:`sleuth.embed.configured_model`, which builds or quantises a graph not made yet, as
+        loading would), the dimensions as its folder declares them (:func:`sleuth.embed.declared_dim`)
+        or, failing that, as ``known_dim(name)`` (a callable, e.g. the catalog's ``vector_dim``)
+        knows them; the catalog is asked last because its rows can be planted. None when only
+        loading tells: no model configured, its files cannot be found (:meth:`get` then says why),
+        or neither declares the dimensions."""
+        if self.disabled:
+            return None
+        with contextlib.suppress(ModelUnavailable):
+            files = configured_model(self.spec, self.quantized)
+            dim = None if files is None else declared_dim(files) or (known_dim(files.name) if known_dim else None)
+            if files and dim:
+                return files.name, int(dim), files.path
+        return None
+
     def identity(self, known_dim: Callable[[str], int | None] | None = None) -> tuple[str, int]:
-        """``(name, dimensions)`` of the model's vectors without loading it when its folder declares
-        them (:func:`sleuth.embed.declared_dim`) or, failing that, ``known_dim(name)`` (a callable,
-        e.g. the catalog's ``vector_dim``) knows them; once loaded, the model's own; ``("", 0)``
-        without a model. The catalog is asked last because its rows can be planted."""
+        """``(name, dimensions)`` of the model's vectors without loading it when :meth:`described`
+        tells them; once loaded, the model's own; ``("", 0)`` without a model."""
         if not self.tried:
-            with contextlib.suppress(ModelUnavailable):
-                files = configured_model(self.spec, self.quantized)
-                dim = None if files is None else declared_dim(files) or (known_dim(files.name) if known_dim else None)
-                if files and dim:
-                    return files.name, int(dim)
+            described = self.described(known_dim)
+            if described is not None:
+                return described[0], described[1]
         embedder = self.get()
         return (embedder.name, embedder.dim) if embedder else ("", 0)

@@ -390,15 +390,22 @@ class VectorLane(LaneBase):
             self._decoded(self.matrix())
 
     def status(self) -> LaneStatus:
-        """Model, dimensions and embedded blocks, from the catalog's counts (nothing is loaded but the model)."""
-        embedder = self.context.model.get()
-        if embedder is None:
-            return LaneStatus(False, self.context.model.unavailable())
-        have, total = self.context.catalog.vector_counts(embedder.name, dim=embedder.dim)
-        reason = no_vectors_reason(embedder.name, self.embedding_running()) if total and not have else None
-        return LaneStatus(reason is None, reason, {"model": embedder.name, "path": embedder.path,
-                                                   "dimensions": embedder.dim, "blocks_with_vectors": have,
-                                                   "blocks": total})
+        """Model, dimensions and embedded blocks, from the catalog's counts. Nothing is loaded: the
+        model's name, dimensions and path are read from its files
+        (:meth:`sleuth.lanes.model.SharedModel.described`); only when they do not tell, or the
+        model was loaded already, the loaded model's (a model that cannot load is then reported)."""
+        model = self.context.model
+        described = None if model.tried else model.described(self.context.catalog.vector_dim)
+        if described is None:
+            embedder = model.get()
+            if embedder is None:
+                return LaneStatus(False, model.unavailable())
+            described = embedder.name, embedder.dim, embedder.path
+        name, dim, path = described
+        have, total = self.context.catalog.vector_counts(name, dim=dim)
+        reason = no_vectors_reason(name, self.embedding_running()) if total and not have else None
+        return LaneStatus(reason is None, reason, {"model": name, "path": path, "dimensions": dim,
+                                                   "blocks_with_vectors": have, "blocks": total})
 
     # ------------------------------------------------------------------ queries
 

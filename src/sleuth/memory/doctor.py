@@ -32,7 +32,11 @@ DOCTOR_LISTED_MAX = 20
 
 
 def _families(engine: Engine, wanted: list[str]) -> dict[str, FamilyHealth]:
-    """Each family's health from its lanes' status; the vector and graph figures of the chosen projects."""
+    """Each family's health from its lanes' status; the vector and graph figures of the chosen projects.
+    The model is loaded first (the vector lane's status alone reads its files only): a doctor tells
+    a model that cannot load."""
+    if "vector" in engine.lanes:
+        engine.model.get()
     out: dict[str, FamilyHealth] = {}
     for family in registry.families():
         names = [n for n in registry.lanes_of_family(family) if n in engine.lanes]
@@ -97,8 +101,10 @@ def doctor(engine: Engine, project_id: str | None = None, visible: Collection[st
     lanes = _families(engine, wanted)
     generation, postings_generation = engine.catalog.generation(), engine.postings.generation()
     vector = lanes.get("vector")
+    # a model turned off (model = 'none') is the user's choice: reported, but nothing to attend to
+    vector_ok = vector is None or vector.available or engine.model.disabled
     return DoctorReport(
-        ok=not stale and postings_generation == generation and (vector is None or vector.available),
+        ok=not stale and postings_generation == generation and vector_ok,
         index_dir=str(engine.index_dir), generation=generation, postings_generation=postings_generation,
         projects=[DoctorProject(**p.model_dump(), memory_dir=str(engine.index_dir / MEMORY_DIR_NAME / p.project_id),
                                 stale_documents=stale_counts[p.project_id],

@@ -24,14 +24,12 @@ from sleuth.memory.arguments import MemoryRequest
 from sleuth.pipeline import NO_SEARCHABLE_TERMS
 from sleuth.pipeline.budget import Candidate, Passage, default_budget_bytes, fit_to_budget
 from sleuth.pipeline.requests import CANCELLED, COMPLETED, DEGRADED, FAILED, TIMED_OUT, RequestRegistry
-from sleuth.types import Hit, Question, SearchFilters, SearchRequest, SearchResponse
+from sleuth.types import INBOX_PROJECT_ID, Hit, Question, SearchFilters, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
     from sleuth.mcp.access import Access
 
-#: The project that holds records filed without a project; ``all_projects`` leaves it out.
-INBOX_PROJECT_ID = "inbox"
 #: Passages offered per result before the budget decides (best blocks first), and their size.
 PASSAGES_PER_RESULT = 3
 PASSAGE_MAX_CHARS = 900

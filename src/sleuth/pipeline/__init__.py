@@ -34,7 +34,7 @@ from sleuth.pipeline.results import Rows, add_details, document_hit, entity_hit,
 from sleuth.pipeline.retrieve import LanePools, Retrieval, Retriever
 from sleuth.ranking import lexical_state, semantic_notice
 from sleuth.text import ParsedQuery, parse_query
-from sleuth.types import Hit, QuestionAnswer, RankedList, SearchRequest, SearchResponse
+from sleuth.types import INBOX_PROJECT_ID, Hit, QuestionAnswer, RankedList, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
     from sleuth.config import Config
@@ -93,6 +93,20 @@ class Searcher:
         if missing:
             raise ProjectNotFound(f"project not found: {', '.join(missing)} (see `sleuth projects`)")
         return tuple(dict.fromkeys(projects))
+
+    def scope(self, req: SearchRequest) -> tuple[tuple[str, ...] | None, int]:
+        """``(projects, inbox documents left out)``: the checked projects of ``req`` (None: every
+        project); with none named and ``req.inbox`` False, every project but the Inbox
+        (:data:`sleuth.types.INBOX_PROJECT_ID`), and how many documents it holds.
+
+        Raises:
+            ProjectNotFound: a project that does not exist.
+        """
+        projects = self.check_projects(req.projects)
+        if projects is not None or req.inbox or INBOX_PROJECT_ID not in (known := self.catalog.roots()):
+            return projects, 0
+        inbox = len(self.catalog.filter_documents([INBOX_PROJECT_ID]))
+        return tuple(sorted(p for p in known if p != INBOX_PROJECT_ID)), inbox
 
     def _allowed_documents(self, req: SearchRequest, projects: tuple[str, ...] | None) -> frozenset[str] | None:
         """The documents the filters allow (None: no filter beyond the projects).
@@ -159,7 +173,7 @@ class Searcher:
         if state is not None:
             state.set_phase("scope")
         lanes = self.config.with_lanes(req.lanes).lanes
-        projects = self.check_projects(req.projects)
+        projects, inbox_left_out = self.scope(req)
         doc_ids = self._allowed_documents(req, projects)
         primary = parse_query(req.query) if not req.questions else None
         if primary is not None and primary.is_empty and not any(not parse_query(v).is_empty for v in req.variants):
@@ -223,7 +237,7 @@ class Searcher:
             terms=list(first.terms), phrases=[" ".join(p) for p in first.phrases],
             result_count=len(answers[0].hits), hits=answers[0].hits, lanes=ran,
             took_ms=round((time.perf_counter() - started) * 1000, 3),
-            notice=self._notice(plan, retrieval, answers, word_notice),
+            notice=self._notice(plan, retrieval, answers, word_notice, inbox_left_out),
             unavailable_lanes=retrieval.unavailable, degraded_lanes=sorted(retrieval.degraded),
             failed_lanes=retrieval.failed, skipped_lanes=retrieval.skipped, questions=answers,
             projects=list(plan.projects) if plan.projects is not None else [], request_id=req.request_id,
@@ -316,14 +330,18 @@ class Searcher:
     # ------------------------------------------------------------------ notices
 
     def _notice(self, plan: Plan, retrieval: Retrieval, answers: list[QuestionAnswer],
-                word_notice: str | None) -> str | None:
-        """What the reader should know: why the answer is empty, an indexing run in progress, documents
-        the vector lane does not see yet."""
+                word_notice: str | None, inbox_left_out: int = 0) -> str | None:
+        """What the reader should know: why the answer is empty, the Inbox left out (its
+        ``inbox_left_out`` documents), an indexing run in progress, documents the vector lane does
+        not see yet."""
         notes: list[str] = []
         if word_notice:
             notes.append(word_notice)
         elif not any(a.hits for a in answers):
             notes.append(self._why_empty(plan, retrieval))
+        if inbox_left_out:
+            notes.append(f"the {INBOX_PROJECT_ID} project ({inbox_left_out:,} record(s) filed without a project) is"
+                         f" left out of a search of every project; name it to search it (--project {INBOX_PROJECT_ID})")
         postings = self._postings_generation
         if set(plan.lanes) & POSTINGS_LANES and postings is not None and postings() < self.catalog.generation():
             behind = self._postings_behind() if self._postings_behind is not None else None

@@ -650,6 +650,15 @@ class Catalog(DocumentReads, VectorTable):
             for r in self._per_file("SELECT project_id, root, path, reason, at FROM skipped", "path", project_id)
         ]
 
+    def skipped_at(self, path: str) -> list[dict[str, str]]:
+        """The skipped files whose path relative to their root is ``path``: ``[{project, root, path,
+        reason, at}]``, by project and root."""
+        return [
+            {"project": str(r[0]), "root": str(r[1]), "path": str(r[2]), "reason": str(r[3]), "at": str(r[4])}
+            for r in self.conn.execute("SELECT project_id, root, path, reason, at FROM skipped WHERE path = ?"
+                                       " ORDER BY project_id, root", (path,))
+        ]
+
     def indexed_files(self, project_id: str | None = None) -> list[dict[str, object]]:
         """Every indexed file: ``[{project, root, path, mtime_ns, size_bytes, indexed_at}]``."""
         rows = self._per_file("SELECT project_id, root, rel_path, mtime_ns, size_bytes, indexed_at FROM documents",
