@@ -7,6 +7,10 @@ nDCG@10 of each, how many queries have the same top-10 documents (in order, and 
 same per lane. Vectors are embedded once, by the local run, and copied into the PostgreSQL catalog.
 
     .venv/bin/python bench/scale_parity.py [--data ../shared/data/scifact] [--out result.json]
+        [--lane-sets default,bm25,index,tfidf,vector]
+
+``--lane-sets``: the lane sets compared (``default``: the default lanes; a set of several lanes is
+written with ``+``, e.g. ``bm25+index``).
 """
 
 from __future__ import annotations
@@ -58,7 +62,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/data/scifact"))
     ap.add_argument("--out", default="")
+    ap.add_argument("--lane-sets", default=",".join("+".join(lanes) if lanes else "default" for lanes in LANE_SETS))
     args = ap.parse_args()
+    lane_sets = [None if name == "default" else tuple(name.split("+")) for name in args.lane_sets.split(",")]
 
     from sleuth.config import Config
     from sleuth.engine import Engine
@@ -68,7 +74,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="sleuth-parity-"))
     pg, milvus = PgServer().start(), MilvusLiteServer().start()
     out: dict[str, object] = {"dataset": dataset.name, "documents": len(dataset.corpus),
-                              "queries": len(dataset.queries)}
+                              "queries": len(dataset.queries), "default_lanes": list(Config().lanes)}
     try:
         local = Engine(work / "local", Config())
         out["local_index_s"] = round(index(local, dataset), 2)
@@ -80,7 +86,7 @@ def main() -> None:
         out["scale_index_s"] = round(time.perf_counter() - started, 2)
         out["blocks"] = local.catalog.counts()["blocks"]
         results = {}
-        for lanes in LANE_SETS:
+        for lanes in lane_sets:
             name = ",".join(lanes) if lanes else "default"
             a, ta = run_queries(local, dataset, lanes)
             b, tb = run_queries(scale, dataset, lanes)
