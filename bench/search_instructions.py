@@ -9,7 +9,7 @@ thread: sleuth.embed.ORT_THREADS) that opens the engine on INDEX, warms its lane
 too: a search's count is the difference divided by ``--count`` (in millions, per checkout, and as
 a ratio over the first checkout). Lane sets: ``bm25`` (the bm25 lane alone), ``hybrid`` (the
 default lanes; each counted query embeds its text), ``hybrid-cached`` (the default lanes, every
-query embedded before the warm-up: the search without the embedding). Unaffected by other jobs on
+query of QUERIES.json embedded before the warm-up: the search without the embedding). Unaffected by other jobs on
 the cores; about 50x slower than the searches themselves.
 
 With ``--digests``, no valgrind: for each checkout, each lane set's ``--digest-queries`` first
@@ -48,7 +48,7 @@ vector = lanes is None or "vector" in lanes
 engine.warm_lanes(vectors=vector)
 engine.search(SearchRequest(query=queries[-1], limit=10, lanes=lanes))
 if cached:
-    engine.lanes["vector"].embed_queries(run)
+    engine.lanes["vector"].embed_queries(queries)  # every query, whatever the count: the same work in both runs
 for q in run:
     if vector and not cached:
         engine.lanes["vector"].forget_query_vectors()  # each query embeds its text
