@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # annotations only: pure, and free of pydantic (sleuth.types) at import
@@ -247,7 +248,8 @@ def _documents(scores: dict[str, float], traces: dict[str, list[tuple[str, int, 
     if limit is not None:
         order = order[: max(limit, 0)]
     out: list[FusedDocument] = []
-    make_trace = LaneTrace._make
+    # tuple.__new__ from C (LaneTrace._make is a Python call and checks a length the parts always have)
+    make_trace = partial(tuple.__new__, LaneTrace)
     for doc_id in order:
         parts = doc_blocks[doc_id]
         if len(parts) == 1:  # most documents: one block from one lane
