@@ -346,3 +346,29 @@ def test_property_zscore_monotone_in_a_lane_score(data, which):
         gap_before = part_before[target].get(first.lane, 0) - part_before[other].get(first.lane, 0)
         gap_after = part[target].get(first.lane, 0) - part[other].get(first.lane, 0)
         assert gap_after >= gap_before - 1e-9
+
+
+@settings(max_examples=200, deadline=None)
+@given(lane_lists())
+def test_property_group_by_document_is_its_definition(data):
+    # each document once, at its best block's rank and score, its blocks in rank order
+    for r in data[0]:
+        expected: dict[str, tuple[list[str], float]] = {}
+        for block_id, score in zip(r.block_ids, r.scores, strict=True):
+            expected.setdefault(doc_of(block_id), ([], score))[0].append(block_id)
+        assert group_by_document(r, doc_of) == [(d, blocks, score) for d, (blocks, score) in expected.items()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(lane_lists(), st.integers(min_value=0, max_value=8))
+def test_property_zscore_order_blocks_and_traces(data, limit):
+    # by descending score, ties by id; each document's blocks by their summed parts (ties by id),
+    # its trace by descending contribution (ties by lane)
+    lists, weights = data
+    fused = zscore(lists, doc_of, weights)
+    assert [d.doc_id for d in fused] == sorted((d.doc_id for d in fused),
+                                               key=lambda i: (-next(d.score for d in fused if d.doc_id == i), i))
+    for d in fused:
+        assert d.trace == sorted(d.trace, key=lambda t: (-t.contribution, t.lane))
+        assert d.best_block_id == d.block_ids[0]
+    assert summary(zscore(lists, doc_of, weights, limit=limit)) == summary(fused)[:limit]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # annotations only: pure, and free of pydantic (sleuth.types) at import
@@ -53,8 +54,11 @@ class FusedDocument:
 
 def group_by_document(ranked: RankedList, doc_of: Callable[[str], str]) -> list[tuple[str, list[str], float]]:
     """Collapse a lane's block list to ``[(doc_id, [block_ids best first], best_score)]`` in rank order."""
+    docs = list(map(doc_of, ranked.block_ids))
+    if len(set(docs)) == len(docs):  # each document once (most lists): nothing to collapse
+        return list(zip(docs, [[b] for b in ranked.block_ids], ranked.scores, strict=True))
     order: dict[str, tuple[list[str], float]] = {}
-    for block_id, doc_id, score in zip(ranked.block_ids, map(doc_of, ranked.block_ids), ranked.scores, strict=True):
+    for block_id, doc_id, score in zip(ranked.block_ids, docs, ranked.scores, strict=True):
         if doc_id in order:
             order[doc_id][0].append(block_id)
         else:
@@ -213,16 +217,18 @@ def zscore(
         mean = math.fsum(best) / len(best)
         std = math.sqrt(math.fsum([(v - mean) ** 2 for v in best]) / len(best))
         low = min(best)
-        block_score = dict(zip(ranked.block_ids, ranked.scores, strict=True))
+        # the scores of blocks after their document's first, read only when a document has several
+        block_score = (dict(zip(ranked.block_ids, ranked.scores, strict=True))
+                       if len(grouped) < len(ranked.block_ids) else {})
         lane = ranked.lane
         for rank, (doc_id, blocks, lane_score) in enumerate(grouped, start=1):
             part = w * ((lane_score - low) / std if std > 0 else ZSCORE_FLAT)
             trace = (lane, rank, w, part, lane_score)
-            if std > 0:  # a document's first block is its best: its part is ``part`` itself
-                block_parts = [(blocks[0], part)]
-                block_parts += [(b, w * (max(0.0, block_score[b] - low) / std)) for b in blocks[1:]]
-            else:
-                block_parts = [(b, w * ZSCORE_FLAT) for b in blocks]
+            # a document's first block is its best: its part is ``part`` itself
+            block_parts = [(blocks[0], part)]
+            if len(blocks) > 1:
+                block_parts += [(b, w * (max(0.0, block_score[b] - low) / std) if std > 0 else part)
+                                for b in blocks[1:]]
             if doc_id in scores:
                 scores[doc_id] += part
                 traces[doc_id].append(trace)
@@ -237,11 +243,13 @@ def zscore(
 def _documents(scores: dict[str, float], traces: dict[str, list[tuple[str, int, float, float, float]]],
                doc_blocks: dict[str, list[tuple[str, float]]], limit: int | None) -> list[FusedDocument]:
     """Fused documents by descending score (ties by id), each with its blocks best first."""
-    order = sorted(scores, key=lambda d: (-scores[d], d))
+    # by id, then (a stable sort) by descending score: ties stay in id order
+    order = sorted(sorted(scores), key=scores.__getitem__, reverse=True)
     if limit is not None:
         order = order[: max(limit, 0)]
     out: list[FusedDocument] = []
-    make_trace = LaneTrace._make
+    # tuple.__new__ from C (LaneTrace._make is a Python call and checks a length the parts always have)
+    make_trace = partial(tuple.__new__, LaneTrace)
     for doc_id in order:
         parts = doc_blocks[doc_id]
         if len(parts) == 1:  # most documents: one block from one lane
@@ -315,7 +323,8 @@ def fuse(lists: Sequence[RankedList], doc_of: Callable[[str], str], method: str,
     # Each block's document looked up once (a dict's lookup from C), not once per pass over the lists.
     ids = [b for r in lists for b in r.block_ids]
     doc_of = dict(zip(ids, map(doc_of, ids), strict=True)).__getitem__
-    repeats = repeated_lanes([r for r in lists if weights.get(r.lane, 1.0) > 0], doc_of, lane_order)
+    weighed = [r for r in lists if weights.get(r.lane, 1.0) > 0 and r.block_ids]
+    repeats = repeated_lanes(weighed, doc_of, lane_order) if len(weighed) > 1 else {}
     kept = [r for r in lists if r.lane not in repeats]
     if repeats and families:
         weights = _family_weights(weights, [r.lane for r in lists], repeats, families)
@@ -348,10 +357,12 @@ def _family_weights(weights: dict[str, float], lanes: Sequence[str], repeats: Ma
 def _trace_repeats(fused: list[FusedDocument], repeated: Sequence[RankedList], doc_of: Callable[[str], str]) -> None:
     """Add each repeating lane to the traces of the documents it found (weight 0, contribution 0)."""
     by_doc = {d.doc_id: d for d in fused}
+    traced: dict[str, FusedDocument] = {}
     for ranked in sorted(repeated, key=lambda r: r.lane):
         for rank, (doc_id, _blocks, score) in enumerate(group_by_document(ranked, doc_of), start=1):
             d = by_doc.get(doc_id)
             if d is not None:
                 d.trace.append(LaneTrace(ranked.lane, rank, 0.0, 0.0, score))
-    for d in fused:
+                traced[doc_id] = d
+    for d in traced.values():  # the others' traces are in order already (_documents)
         d.trace.sort(key=lambda t: (-t.contribution, t.lane))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import PurePath
 
 import pathspec
@@ -20,8 +21,10 @@ from sleuth.errors import QueryError
 PATH_GLOB_MAX_CHARS = 500
 
 
+@lru_cache(maxsize=1024)
 def root_label(root: str) -> str:
-    """The label of a project root: its folder's name (``/work/site/en`` → ``en``); ``""`` for ``/``."""
+    """The label of a project root: its folder's name (``/work/site/en`` → ``en``); ``""`` for ``/``.
+    Remembered per root (every hit of every search shows its root's)."""
     return PurePath(root).name
 
 

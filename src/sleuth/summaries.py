@@ -7,10 +7,10 @@ boundaries; highlights are ``[start, end)`` spans of matched terms relative to t
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from sleuth.text.analyze import find_terms
+from sleuth.text.analyze import Token, find_terms
 
 #: Longest snippet, in code points (ellipses not counted).
 SNIPPET_MAX_CHARS = 280
@@ -26,13 +26,16 @@ class Snippet:
     end: int
 
 
-def make_snippet(text: str, terms: Collection[str], max_chars: int = SNIPPET_MAX_CHARS) -> Snippet:
+def make_snippet(text: str, terms: Collection[str], max_chars: int = SNIPPET_MAX_CHARS,
+                 matches: Sequence[Token] | None = None) -> Snippet:
     """Cut the passage of ``text`` that best matches ``terms`` (analysed query terms).
 
     Whitespace runs inside the snippet are kept as they are, so highlight offsets index the
     returned text directly: ``snippet.text[s:e]`` is the matched word for every ``(s, e)``.
+    ``matches``: ``find_terms(text, frozenset(terms))`` when the caller has it already.
     """
-    matches = find_terms(text, frozenset(terms))
+    if matches is None:
+        matches = find_terms(text, frozenset(terms))
     spans = sorted({(t.start, t.end): t.term for t in matches}.items())
     if len(text) <= max_chars:
         start, end = 0, len(text)

@@ -7,6 +7,8 @@ response model serves all three.
 
 from __future__ import annotations
 
+from typing import Any, Self
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from sleuth.doc_types import (  # noqa: F401 - re-exported: the records live there, without pydantic
@@ -28,6 +30,27 @@ class Model(BaseModel):
     """Base of the API models: validators are built on first use, not at import (faster start)."""
 
     model_config = ConfigDict(defer_build=True)
+
+    @classmethod
+    def of_fields(cls, **values: Any) -> Self:
+        """An instance from trusted values of every field, already of their types, unvalidated: as
+        ``model_construct`` with every field given, without its per-field alias and default look-ups
+        (hits, passages and traces are built for every result of every search).
+
+        Raises:
+            TypeError: a field is missing, or a name is not a field.
+        """
+        fields = cls.__pydantic_fields__
+        if values.keys() != fields.keys():
+            raise TypeError(f"{cls.__name__}.of_fields needs every field, exactly: missing "
+                            f"{sorted(fields.keys() - values.keys())}, unknown {sorted(values.keys() - fields.keys())}")
+        m = cls.__new__(cls)
+        _set = object.__setattr__
+        _set(m, "__dict__", {name: values[name] for name in fields})
+        _set(m, "__pydantic_fields_set__", set(fields))
+        _set(m, "__pydantic_extra__", None)
+        _set(m, "__pydantic_private__", None)
+        return m
 
 
 

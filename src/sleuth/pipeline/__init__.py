@@ -223,7 +223,7 @@ class Searcher:
                                "retrieval" if set(late) - set(plan.expansion_lanes) else "graph", late)
         if state is not None:
             state.set_phase("summaries")
-        answers = [QuestionAnswer.model_construct(id=q.id, query=q.query, variants=[v.text for v in q.variants],
+        answers = [QuestionAnswer.of_fields(id=q.id, query=q.query, variants=[v.text for v in q.variants],
                                                   hits=self._hits(q, fused, rows, req, plan, graph, superseded_by))
                    for q, fused in zip(plan.questions, ranked, strict=True)]
         first = plan.questions[0].variants[0].parsed

@@ -110,7 +110,9 @@ def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedLi
     if with_variants:
         own = [r for r in named if "#" not in r.lane and r.lane not in expand]
         fused = rerank_by_primary(fused, fused_of(own, None), rrf_k)
-    judged = judge_semantic_only(fused, drop_weak, verbatim=frozenset(verbatim))
+    # a document is semantic-only when only semantic lanes found it: none is when they found nothing
+    judged = (judge_semantic_only(fused, drop_weak, verbatim=frozenset(verbatim))
+              if any(r.block_ids and lane_of(r.lane) in semantic for r in named) else fused)
     dropped = len(fused) - len(judged)
     return (order_superseded(judged, superseded_by) if superseded_by else judged), dropped
 

@@ -26,7 +26,7 @@ from sleuth.pathglob import root_label
 from sleuth.pipeline.fuse import lane_of
 from sleuth.store.catalog import HitBlock
 from sleuth.summaries import Snippet, make_snippet
-from sleuth.text.analyze import find_terms
+from sleuth.text.analyze import Token, find_terms
 from sleuth.types import Hit, LaneContribution, Passage
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ class Rows:
         self.catalog = catalog
         self._blocks: dict[str, HitBlock | None] = {}
         self._snippets: dict[tuple[str, int], Snippet] = {}
+        self._matches: dict[tuple[str, frozenset[str]], list[Token]] = {}
 
     def blocks(self, block_ids: Sequence[str]) -> dict[str, HitBlock]:
         """Like :meth:`sleuth.store.catalog.Catalog.hit_blocks`, remembering what was found and what was not."""
@@ -56,11 +57,20 @@ class Rows:
             self._blocks.update((b, found.get(b)) for b in todo)
         return {b: block for b in block_ids if (block := self._blocks[b]) is not None}
 
+    def matches(self, block: HitBlock, terms: frozenset[str]) -> list[Token]:
+        """``find_terms(block.text, terms)``, found once per search (the shown block's choice and
+        the snippet both need it)."""
+        key = (block.block_id, terms)
+        found = self._matches.get(key)
+        if found is None:
+            found = self._matches[key] = find_terms(block.text, terms)
+        return found
+
     def snippet(self, block: HitBlock, terms: frozenset[str], max_chars: int) -> Snippet:
         key = (block.block_id, max_chars)
         snip = self._snippets.get(key)
         if snip is None:
-            snip = self._snippets[key] = make_snippet(block.text, terms, max_chars)
+            snip = self._snippets[key] = make_snippet(block.text, terms, max_chars, self.matches(block, terms))
         return snip
 
 
@@ -102,7 +112,7 @@ def location(block: HitBlock) -> str:
 
 
 def _trace(d: FusedDocument) -> list[LaneContribution]:
-    return [LaneContribution.model_construct(lane=t.lane, rank=t.rank, weight=t.weight, contribution=t.contribution,
+    return [LaneContribution.of_fields(lane=t.lane, rank=t.rank, weight=t.weight, contribution=t.contribution,
                                              lane_score=t.lane_score) for t in d.trace]
 
 
@@ -116,18 +126,24 @@ def _passages(d: FusedDocument, best: HitBlock, rows: Rows, terms: frozenset[str
     out = []
     for b in blocks:
         snip = rows.snippet(b, terms, max_chars)
-        out.append(Passage.model_construct(text=snip.text, start=b.start_char + snip.start, end=b.start_char + snip.end,
+        out.append(Passage.of_fields(text=snip.text, start=b.start_char + snip.start, end=b.start_char + snip.end,
                                            highlights=snip.highlights, heading_path=list(b.heading_path)))
     return out
 
 
-def _body_holds(block: HitBlock, terms: frozenset[str]) -> bool:
+def _body_holds(block: HitBlock, matches: Sequence[Token]) -> bool:
     """Whether ``block``'s own text, beyond its heading lines (markdown and notebook ``#`` headings,
-    which the heading path repeats), holds one of ``terms``."""
-    text = block.text
-    if block.kind in _HEADED_FORMATS:
-        text = "\n".join(line for line in text.splitlines() if not _HEADING_LINE.match(line))
-    return bool(find_terms(text, terms))
+    which the heading path repeats), holds one of the query terms, given where its whole text holds
+    them (``matches``, :func:`sleuth.text.analyze.find_terms`: a term's chunk never spans lines)."""
+    if not matches or block.kind not in _HEADED_FORMATS:
+        return bool(matches)
+    start = 0
+    for line in block.text.splitlines(keepends=True):
+        end = start + len(line)
+        if not _HEADING_LINE.match(line) and any(start <= t.start < end for t in matches):
+            return True
+        start = end
+    return False
 
 
 def shown_block(d: FusedDocument, best: HitBlock, rows: Rows, terms: frozenset[str]) -> tuple[FusedDocument, HitBlock]:
@@ -142,12 +158,12 @@ def shown_block(d: FusedDocument, best: HitBlock, rows: Rows, terms: frozenset[s
     Args: ``terms``: the analysed query terms (the highlight terms).
     Returns: ``(d, block)``; ``d`` as given when ``best`` is kept.
     """
-    if not terms or d.semantic_only or _body_holds(best, terms):
+    if not terms or d.semantic_only or _body_holds(best, rows.matches(best, terms)):
         return d, best
     blocks = rows.blocks(d.block_ids)
     for block_id in d.block_ids:
         block = blocks.get(block_id)
-        if block is not None and block_id != best.block_id and _body_holds(block, terms):
+        if block is not None and block_id != best.block_id and _body_holds(block, rows.matches(block, terms)):
             order = [block_id, *(b for b in d.block_ids if b != block_id)]
             return dataclasses.replace(d, block_ids=order, best_block_id=block_id), block
     return d, best
@@ -163,7 +179,7 @@ def document_hit(rank: int, d: FusedDocument, block: HitBlock, rows: Rows, terms
     shown = _passages(d, block, rows, terms, passages, passage_max_chars) if snippets else []
     first = shown[0] if shown else None
     # Built from the catalog's and the fusion's own typed values: no validation needed.
-    return Hit.model_construct(
+    return Hit.of_fields(
         rank=rank, doc_id=d.doc_id, project=block.project_id, path=block.rel_path, title=block.title,
         kind=block.label, format=block.kind, tags=block.tags, score=d.score,
         sources=list(dict.fromkeys(lane_of(t.lane) for t in d.trace)),
@@ -182,8 +198,8 @@ def entity_hit(rank: int, d: FusedDocument, graph: LinkGraph, titles: Mapping[st
     """The hit of a graph entity: its name, and a one-line summary of the documents mentioning it."""
     node = graph.entities[d.doc_id]
     text = graph.entity_summary(d.doc_id, titles)
-    passage = Passage.model_construct(text=text, start=0, end=len(text), highlights=[], heading_path=[])
-    return Hit.model_construct(
+    passage = Passage.of_fields(text=text, start=0, end=len(text), highlights=[], heading_path=[])
+    return Hit.of_fields(
         rank=rank, doc_id=d.doc_id, project=node.project_id, path="", title=node.name, kind="entity", format="",
         tags=[],
         score=d.score, sources=["graph"], semantic_only=False, block_ids=[], best_block_id="", heading_path=[],

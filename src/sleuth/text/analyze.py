@@ -23,9 +23,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain, islice
+from typing import NamedTuple
 
 import Stemmer
 
@@ -52,9 +52,9 @@ _APOSTROPHES = "'’"
 _STEMMER = Stemmer.Stemmer("english", 0)
 
 
-@dataclass(frozen=True)
-class Token:
-    """One analysed term and the ``[start, end)`` code-point span of the text it came from."""
+class Token(NamedTuple):
+    """One analysed term and the ``[start, end)`` code-point span of the text it came from (a named
+    tuple: snippets make several per hit of every search)."""
 
     term: str
     start: int

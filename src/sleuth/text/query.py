@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from sleuth.errors import QueryError
 from sleuth.text.analyze import analyze, identifier_spans, surface_tokens, unique
@@ -18,6 +19,8 @@ from sleuth.text.analyze import analyze, identifier_spans, surface_tokens, uniqu
 QUERY_MAX_CHARS = 4_000
 #: At most this many distinct terms are searched (the first ones in query order).
 QUERY_MAX_TERMS = 64
+#: Parsed queries remembered (the last ones parsed; each at most ``QUERY_MAX_CHARS``).
+PARSED_QUERIES_KEPT = 64
 
 _PHRASE_RE = re.compile(r"[\"“”„]([^\"“”„]*)[\"“”„]")
 
@@ -69,6 +72,13 @@ def parse_query(text: str) -> ParsedQuery:
     text = text.strip()
     if len(text) > QUERY_MAX_CHARS:
         raise QueryError(f"query is {len(text)} characters long; the limit is {QUERY_MAX_CHARS}")
+    return _parse(text)
+
+
+@lru_cache(maxsize=PARSED_QUERIES_KEPT)
+def _parse(text: str) -> ParsedQuery:
+    """:func:`parse_query` of a stripped text within the length limit (remembered: a search parses
+    its query when it checks it and again when it plans its variants)."""
     phrases: list[tuple[str, ...]] = []
     for m in _PHRASE_RE.finditer(text):
         tokens = tuple(surface_tokens(m.group(1)))
