@@ -15,7 +15,7 @@ from sleuth.ingest import parse_document
 from sleuth.lanes.base import LaneQuery
 from sleuth.store.catalog import DocumentRow
 from sleuth.text import parse_query
-from sleuth.types import SearchRequest
+from sleuth.types import Question, SearchRequest
 
 
 def write(root: Path, rel: str, text: str, mtime_ns: int | None = None) -> Path:
@@ -390,3 +390,19 @@ def test_reindexing_a_root_without_a_project_keeps_its_project(tmp_path: Path, s
         assert sorted(p.name for p in eng.projects()) == ["copy", "hugo", "other"]
     finally:
         eng.close()
+
+
+def test_grouped_questions_show_a_shared_block_around_their_own_terms(tmp_path: Path) -> None:
+    # One search, two questions, one document: each question's snippet is cut around its own words
+    # (the search's snippet cache was keyed by block alone: the second question got the first's).
+    root = tmp_path / "notes"
+    filler = " ".join(f"word{i}" for i in range(200))
+    write(root, "long.md", f"# Notes\n\nThe quokka lives on an island. {filler} The wombat digs burrows.\n")
+    with Engine(tmp_path / "idx", config=Config(model="none")) as eng:
+        eng.index([root], project="p")
+        resp = eng.search(SearchRequest(questions=[Question(id="a", query="quokka"), Question(id="b", query="wombat")],
+                                        limit=1))
+    (a,), (b,) = (q.hits for q in resp.questions)
+    assert a.doc_id == b.doc_id
+    assert "quokka" in a.snippet and "wombat" not in a.snippet
+    assert "wombat" in b.snippet and "quokka" not in b.snippet

@@ -46,7 +46,7 @@ class Rows:
     def __init__(self, catalog: Corpus) -> None:
         self.catalog = catalog
         self._blocks: dict[str, HitBlock | None] = {}
-        self._snippets: dict[tuple[str, int], Snippet] = {}
+        self._snippets: dict[tuple[str, frozenset[str], int], Snippet] = {}
         self._matches: dict[tuple[str, frozenset[str]], list[Token]] = {}
 
     def blocks(self, block_ids: Sequence[str]) -> dict[str, HitBlock]:
@@ -67,7 +67,10 @@ class Rows:
         return found
 
     def snippet(self, block: HitBlock, terms: frozenset[str], max_chars: int) -> Snippet:
-        key = (block.block_id, max_chars)
+        """``block``'s snippet of at most ``max_chars`` code points around ``terms``, made once per
+        search for each block, terms and size (grouped questions show one block around their own
+        terms)."""
+        key = (block.block_id, terms, max_chars)
         snip = self._snippets.get(key)
         if snip is None:
             snip = self._snippets[key] = make_snippet(block.text, terms, max_chars, self.matches(block, terms))
