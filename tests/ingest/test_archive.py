@@ -353,3 +353,79 @@ def test_a_tar_member_whose_gnu_long_name_holds_a_nul_is_skipped_not_cut(tmp_pat
         tf.addfile(info, io.BytesIO(b"# x"))
         add(tf, "ok.md", b"# ok\n")
     assert members(pax) == [("secret\\x00.md", "member name holds a NUL character"), ("ok.md", "ok")]
+
+
+# Hand-built tar headers (ustar with the GNU magic), for archives tarfile itself would not write.
+BLOCK = tarfile.BLOCKSIZE
+END = b"\0" * (2 * BLOCK)
+
+
+def header(name: bytes, size: int, kind: bytes = b"0", checksum: bytes | None = None) -> bytes:
+    """One 512-byte tar header for a member ``name`` of ``size`` bytes and type ``kind``."""
+    block = bytearray(BLOCK)
+    for offset, value in ((0, name[:100]), (100, b"0000644\0"), (108, b"0000000\0"), (116, b"0000000\0"),
+                          (124, b"%011o\0" % size), (136, b"%011o\0" % 1_700_000_000), (148, b" " * 8),
+                          (156, kind), (257, b"ustar  \0")):
+        block[offset:offset + len(value)] = value
+    block[148:156] = checksum if checksum is not None else b"%06o\0 " % sum(block)
+    return bytes(block)
+
+
+def padded(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % BLOCK)
+
+
+def entry(name: bytes, data: bytes, kind: bytes = b"0") -> bytes:
+    """A member: its header and its data, padded to whole blocks."""
+    return header(name, len(data), kind) + padded(data)
+
+
+def long_name(name: bytes) -> bytes:
+    """A GNU long name (the ``././@LongLink`` entry) for the member after it."""
+    return entry(b"././@LongLink", name, b"L")
+
+
+def pax_header(kind: bytes = b"x", **records: str) -> bytes:
+    """A pax header (``kind`` ``x``: for the member after it; ``g``: global) holding ``records``."""
+    body = b""
+    for key, value in records.items():
+        record = f" {key}={value}\n".encode()
+        length = len(record) + 1
+        while len(str(length)) + len(record) != length:
+            length += 1
+        body += str(length).encode() + record
+    return entry(b"././@PaxHeader", body, kind)
+
+
+def test_a_chain_of_extended_headers_stops_the_archive_with_the_reason(tmp_path: Path) -> None:
+    """Hundreds of GNU long names (or pax headers) before one member made tarfile recurse once per
+    header: a RecursionError out of the indexing run (an attack on the archive reader). At most
+    TAR_EXTENDED_HEADERS_MAX in a row are read; the members before are kept."""
+    first = entry(b"docs/first.md", b"# First\n")
+    cases = {"gnu.tar": long_name(b"docs/x.md") * 200, "pax.tar": pax_header(comment="c") * 300}
+    for name, chain in cases.items():
+        path = tmp_path / name
+        path.write_bytes(first + chain + entry(b"x.md", b"# X\n") + END)
+        read: list[str] = []
+        with pytest.raises(ArchiveLimit) as caught:
+            for m in iter_archive(path):
+                read.append(m.name)  # type: ignore[union-attr]
+        assert read == ["docs/first.md"]
+        assert str(caught.value) == ("more than 8 extended headers (GNU long names, pax headers) in a row before one"
+                                     " member; the rest was not read")
+    # as many as real archives hold (a global pax header, a pax header, GNU long name and link name) read as before
+    path = tmp_path / "ok.tar"
+    path.write_bytes(first + pax_header(b"g", comment="all") + pax_header(comment="c")
+                     + long_name(b"docs/" + b"n" * 120 + b".md") + entry(b"x.md", b"# X\n") + END)
+    assert members(path) == [("docs/first.md", "ok"), ("docs/" + "n" * 120 + ".md", "ok")]
+
+
+def test_an_unexpected_error_inside_tarfile_is_the_archive_s_failure(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the chain limit, 2,000 long names make tarfile raise RecursionError: it comes out
+    as ArchiveError with the reason (the indexer reports the archive and goes on), not as a crash."""
+    monkeypatch.setattr(archive_module, "TAR_EXTENDED_HEADERS_MAX", 1_000_000)
+    path = tmp_path / "deep.tar"
+    path.write_bytes(long_name(b"docs/x.md") * 2_000 + entry(b"x.md", b"# X\n") + END)
+    with pytest.raises(ArchiveError, match="^cannot read archive: RecursionError: maximum recursion depth exceeded"):
+        list(iter_archive(path))

@@ -269,6 +269,29 @@ def test_a_tar_built_to_be_slow_to_parse_is_skipped_at_once(tmp_path: Path) -> N
     assert [h["path"] for h in search_json(tmp_path / "idx", "walruses")["hits"]] == ["notes.md"]
 
 
+def test_a_tar_with_a_chain_of_extended_headers_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    """200 GNU long names (300 pax headers) before one member made tarfile recurse past Python's
+    limit: the RecursionError ended `sleuth index` and nothing was indexed (an attack on the archive reader).
+    Each archive is reported with the reason, its first member and the files beside it indexed."""
+    from tests.ingest.test_archive import END, entry, long_name, pax_header
+
+    root = tmp_path / "bundles"
+    root.mkdir()
+    first = entry(b"docs/first.md", b"# First\n\nA page about walruses.\n")
+    (root / "gnu.tar").write_bytes(first + long_name(b"docs/x.md") * 200 + entry(b"x.md", b"# X\n") + END)
+    (root / "pax.tar").write_bytes(first + pax_header(comment="c") * 300 + entry(b"x.md", b"# X\n") + END)
+    write(root, "notes.md", "# Notes\n\nAbout walruses too.\n")
+    out = run_cli("index", str(root), "--project", "repo", "--index", str(tmp_path / "idx"), "--format", "json",
+                  check=False, env=LEXICAL)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    report = json.loads(out.stdout)
+    reason = ("more than 8 extended headers (GNU long names, pax headers) in a row before one member; the rest was"
+              " not read")
+    assert sorted((s["path"], s["reason"]) for s in report["skipped"]) == [("gnu.tar", reason), ("pax.tar", reason)]
+    assert sorted(h["path"] for h in search_json(tmp_path / "idx", "walruses")["hits"]) == [
+        "gnu.tar/docs/first.md", "notes.md", "pax.tar/docs/first.md"]
+
+
 # ============================================================================ 3. file names
 
 

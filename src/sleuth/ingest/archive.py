@@ -64,6 +64,11 @@ TAR_PAX_DIGIT_RUN_MAX = 64
 Python's tarfile take quadratic time (CVE-2024-6232, fixed in Python 3.11.10 and 3.12.6), in the
 indexing process itself, outside any per-file budget."""
 _PAX_DIGIT_RUN = re.compile(rb"\d{%d}" % (TAR_PAX_DIGIT_RUN_MAX + 1))
+TAR_EXTENDED_HEADERS_MAX = 8
+"""At most this many extended headers (GNU long names and link names, pax headers) in a row before
+one tar member; more stop the archive. Real archives have one or two (a pax header, or a GNU long
+name and long link name; a global pax header before the first member); tarfile follows each one
+recursively, so a long chain of them is a RecursionError in the indexing process."""
 
 #: The largest single read a tar reader may ask of the stream: a member up to its size limit
 #: (a read for a bigger header, e.g. a pax or GNU long-name record, is a bomb).
@@ -336,7 +341,23 @@ class _Replay:
 class _BoundedTarInfo(tarfile.TarInfo):
     """tarfile's member header, with its pax headers checked against the limits above before
     tarfile parses them (:data:`TAR_PAX_HEADER_MAX_BYTES`, :data:`TAR_PAX_TOTAL_MAX_BYTES`,
-    :data:`TAR_PAX_DIGIT_RUN_MAX`)."""
+    :data:`TAR_PAX_DIGIT_RUN_MAX`), and at most :data:`TAR_EXTENDED_HEADERS_MAX` extended headers
+    before one member."""
+
+    def _proc_member(self, tar: Any) -> Any:
+        if self.type not in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
+                             tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE):
+            return super()._proc_member(tar)  # type: ignore[misc]
+        # an extended header: tarfile reads the member it belongs to from inside this call
+        depth = getattr(tar, "sleuth_extended_depth", 0) + 1
+        if depth > TAR_EXTENDED_HEADERS_MAX:
+            raise ArchiveLimit(f"more than {TAR_EXTENDED_HEADERS_MAX} extended headers (GNU long names, pax headers)"
+                               " in a row before one member; the rest was not read")
+        tar.sleuth_extended_depth = depth
+        try:
+            return super()._proc_member(tar)  # type: ignore[misc]
+        finally:
+            tar.sleuth_extended_depth = depth - 1
 
     def _proc_gnulong(self, tar: Any) -> Any:
         # A GNU long name or link name: read whole by tarfile, so bounded like a pax header.
@@ -430,7 +451,8 @@ def iter_archive(path: Path, identity: tuple[int, int] | None = None,
     Raises:
         ArchiveLimit: the archive goes over a limit of the module docstring (after yielding what
             came before); the message is the reason.
-        ArchiveError: the file is not a readable archive.
+        ArchiveError: the file is not a readable archive (any error while reading it, e.g. a
+            RecursionError inside tarfile, comes out as this; the message is the reason).
     """
     try:
         fd = open_file(path, identity, roots)
@@ -442,8 +464,10 @@ def iter_archive(path: Path, identity: tuple[int, int] | None = None,
                 yield from _iter_zip(handle)
             else:
                 yield from _iter_tar(handle)
-        except ArchiveLimit:
+        except ArchiveError:
             raise
         except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError, lzma.LZMAError,
                 NotImplementedError) as exc:
             raise ArchiveError(printable(f"cannot read archive: {exc}")) from exc
+        except Exception as exc:  # e.g. a RecursionError deep in tarfile: this archive's failure, not the run's
+            raise ArchiveError(printable(f"cannot read archive: {type(exc).__name__}: {exc}")) from exc
