@@ -429,3 +429,45 @@ def test_an_unexpected_error_inside_tarfile_is_the_archive_s_failure(tmp_path: P
     path.write_bytes(long_name(b"docs/x.md") * 2_000 + entry(b"x.md", b"# X\n") + END)
     with pytest.raises(ArchiveError, match="^cannot read archive: RecursionError: maximum recursion depth exceeded"):
         list(iter_archive(path))
+
+
+def test_a_tar_that_ends_at_a_bad_header_is_reported_with_the_members_before(tmp_path: Path) -> None:
+    """tarfile takes a header it cannot read, after the first member, for the end of the archive:
+    the members after it vanished without a word (an attack on the archive reader). The archive is
+    now reported (ArchiveError after the members read); its normal end, padded with empty blocks,
+    is not."""
+    before, after = entry(b"docs/before.md", b"# Before\n"), entry(b"docs/lost.md", b"# Lost\n")
+    bad = header(b"docs/mid.md", 6, checksum=b"0000001\0") + padded(b"# Mid\n")
+    cases = {
+        "checksum.tar": (before + bad + after + END, "a header after member 1 could not be read; the rest of the"
+                                                     " archive was not read"),
+        "cut.tar": (before + header(b"docs/lost.md", 7)[:300], "a header after member 1 could not be read; the"
+                                                                " rest of the archive was not read"),
+        "after-end.tar": (before + END + after + END, "data after the end-of-archive marker (after member 1) was"
+                                                      " not read"),
+    }
+    for name, (data, reason) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        read: list[str] = []
+        with pytest.raises(ArchiveError) as caught:
+            for m in iter_archive(path):
+                read.append(m.name)  # type: ignore[union-attr]
+        assert (read, str(caught.value)) == (["docs/before.md"], reason), name
+    for name, data in {"ends.tar": before + END + b"\0" * 9 * BLOCK, "no-end.tar": before}.items():
+        (tmp_path / name).write_bytes(data)
+        assert members(tmp_path / name) == [("docs/before.md", "ok")], name
+
+
+def test_a_tar_folder_entry_holding_bytes_is_reported_and_the_members_after_read(tmp_path: Path) -> None:
+    """An old-style regular member (type NUL) named ``x.md/`` is a folder to tarfile, which read
+    its bytes as the next header: it and the member after it vanished. Its bytes are passed over
+    and it is reported (as a zip's folder entry holding bytes is), as is a regular member whose GNU
+    long name ends with ``/``; an empty folder entry is still passed over silently."""
+    path = tmp_path / "folder.tar"
+    path.write_bytes(entry(b"docs/", b"", b"5") + entry(b"docs/hidden.md/", b"# Hidden marker\n", b"\0")
+                     + long_name(b"docs/" + b"n" * 100 + b".md/") + entry(b"x", b"# Also hidden\n", b"0")
+                     + entry(b"docs/after.md", b"# After\n") + END)
+    assert members(path) == [("docs/hidden.md", "a folder entry holding 16 bytes"),
+                             ("docs/" + "n" * 100 + ".md", "a folder entry holding 14 bytes"),
+                             ("docs/after.md", "ok")]

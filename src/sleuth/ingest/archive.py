@@ -246,6 +246,7 @@ class _BoundedStream(io.RawIOBase):
         super().__init__()
         self.stream, self.raw, self.pos = stream, raw, 0
         self.compressed = stream is not raw
+        self.last = b""  # what the last read returned (after tarfile's last member: the header it stopped at)
 
     def _check_total(self, end: int) -> None:
         if end > ARCHIVE_MAX_UNCOMPRESSED_BYTES:
@@ -284,8 +285,10 @@ class _BoundedStream(io.RawIOBase):
         if not self.compressed:
             data = self.stream.read(size)
             self.pos += len(data)
-            return data
-        return self._advance(size, keep=True)
+        else:
+            data = self._advance(size, keep=True)
+        self.last = data
+        return data
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         data = self.read(len(buffer))
@@ -359,6 +362,14 @@ class _BoundedTarInfo(tarfile.TarInfo):
         finally:
             tar.sleuth_extended_depth = depth - 1
 
+    def _proc_builtin(self, tar: Any) -> Any:
+        member = super()._proc_builtin(tar)  # type: ignore[misc]
+        if member.isdir() and member.size > 0:
+            # a folder holding bytes (e.g. an old-style regular member named "x.md/"): tarfile would read
+            # its bytes as the next header and end the archive there; they are passed over, the entry reported
+            tar.offset = member.offset_data + self._block(member.size)  # pyright: ignore[reportAttributeAccessIssue] -- TarInfo._block
+        return member
+
     def _proc_gnulong(self, tar: Any) -> Any:
         # A GNU long name or link name: read whole by tarfile, so bounded like a pax header.
         if self.size > MEMBER_NAME_MAX_CHARS * 4:
@@ -414,6 +425,25 @@ def _not_regular(member: tarfile.TarInfo) -> str | None:
     return "not a regular file (a device, FIFO or other special member)"
 
 
+def _end_reason(stream: _BoundedStream, count: int) -> str | None:
+    """Why the place where tarfile stopped reading, after ``count`` members, is not the archive's
+    end (None: it is). tarfile takes a header it cannot read (a wrong checksum, a member's bytes
+    read as a header) for the end, silently; the end is an empty block followed by nothing but
+    empty blocks (or the data ending at a header)."""
+    block = stream.last  # the header tarfile stopped at
+    if not block:
+        return None
+    if len(block) < tarfile.BLOCKSIZE or block.count(0) != len(block):
+        return f"a header after member {count} could not be read; the rest of the archive was not read"
+    while stream.pos < ARCHIVE_MAX_UNCOMPRESSED_BYTES:
+        chunk = stream.read(min(_STREAM_CHUNK_BYTES, ARCHIVE_MAX_UNCOMPRESSED_BYTES - stream.pos))
+        if not chunk:
+            return None
+        if chunk.count(0) != len(chunk):
+            return f"data after the end-of-archive marker (after member {count}) was not read"
+    return None
+
+
 def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
     stream = _BoundedStream(_decompressed(handle), handle)
     names, count = _Names(), 0
@@ -421,12 +451,24 @@ def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
         while True:
             member = tar.next()
             if member is None:
+                reason = _end_reason(stream, count)
+                if reason is not None:
+                    raise ArchiveError(reason)
                 return
             count += 1
             if count > ARCHIVE_MAX_MEMBERS:
                 raise ArchiveLimit(_members_reason())
             tar.members.clear()  # pyright: ignore[reportAttributeAccessIssue] -- tarfile keeps every member it met; nothing here needs them again
             if member.isdir():
+                if member.size > 0:
+                    name, reason = names.check(member.name)
+                    yield SkippedFile(name, reason or f"a folder entry holding {member.size} bytes")
+                continue
+            if member.isfile() and member.name.endswith("/"):  # a folder to GNU tar (e.g. a long name "x.md/")
+                if member.size == 0:
+                    continue
+                name, reason = names.check(member.name)
+                yield SkippedFile(name, reason or f"a folder entry holding {member.size} bytes")
                 continue
             name, reason = names.check(member.name)
             reason = reason or _not_regular(member) or _too_large(name, member.size)
@@ -444,7 +486,8 @@ def iter_archive(path: Path, identity: tuple[int, int] | None = None,
     archive order, with normalised names (:func:`member_name`).
 
     The archive is opened as :func:`sleuth.ingest.confine.open_file` opens files (``identity``,
-    ``roots``: see there). Members larger than ``FILE_MAX_BYTES`` (PDFs: ``PDF_MAX_BYTES``), with a
+    ``roots``: see there). Folders are passed over (a folder entry holding bytes comes out as
+    SkippedFile). Members larger than ``FILE_MAX_BYTES`` (PDFs: ``PDF_MAX_BYTES``), with a
     name that is skipped, with a name met before, or (zip) compressed more than
     :data:`ARCHIVE_MAX_RATIO` to 1 come out as SkippedFile with the reason.
 
@@ -452,7 +495,9 @@ def iter_archive(path: Path, identity: tuple[int, int] | None = None,
         ArchiveLimit: the archive goes over a limit of the module docstring (after yielding what
             came before); the message is the reason.
         ArchiveError: the file is not a readable archive (any error while reading it, e.g. a
-            RecursionError inside tarfile, comes out as this; the message is the reason).
+            RecursionError inside tarfile, comes out as this; the message is the reason); or, for a
+            tar, after yielding the members before, a header that cannot be read before the
+            archive's end, or data after its end-of-archive marker.
     """
     try:
         fd = open_file(path, identity, roots)
