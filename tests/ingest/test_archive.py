@@ -471,3 +471,52 @@ def test_a_tar_folder_entry_holding_bytes_is_reported_and_the_members_after_read
     assert members(path) == [("docs/hidden.md", "a folder entry holding 16 bytes"),
                              ("docs/" + "n" * 100 + ".md", "a folder entry holding 14 bytes"),
                              ("docs/after.md", "ok")]
+
+
+def old_gnu_sparse(name: bytes, extension_blocks: int) -> bytes:
+    """An old GNU sparse member (type ``S``) whose map runs on for ``extension_blocks`` blocks of 21
+    entries each (and holds no data), as an attacker would write it."""
+    def octal(n: int) -> bytes:
+        return b"%011o\0" % n
+
+    block = bytearray(header(name, 0, b"S", checksum=b" " * 8))
+    for i in range(4):  # the map's first entries, in the header itself
+        block[386 + i * 24:410 + i * 24] = octal(i + 1) + octal(1)
+    block[482], block[483:495] = 1, octal(100)  # extended; the file's real size
+    block[148:156] = b"%06o\0 " % sum(block)
+    extension = bytearray(b"".join(octal(5) + octal(1) for _ in range(21)) + b"\0" * 8)
+    extension[504] = 1
+    last = bytearray(extension)
+    last[504] = 0
+    return bytes(block) + bytes(extension) * (extension_blocks - 1) + bytes(last)
+
+
+def print_members(path: str) -> None:
+    """Print the members of the archive at ``path`` (a child of run_with_data_headroom)."""
+    try:
+        print(members(Path(path)))
+    except ArchiveError as exc:
+        print(f"ArchiveError: {exc}")
+
+
+def test_a_sparse_member_is_skipped_without_reading_its_map(tmp_path: Path) -> None:
+    """An old GNU sparse member whose map's extension blocks fill the archive made tarfile keep
+    every entry: 100 MB of them took 867 MB in the indexing process (an attack on the archive
+    reader). Sparse members are skipped with the reason and their map passed over, not kept: 40 MB
+    of map (1.7 million entries) is read with 32 MiB to spare; the member after is read."""
+    from tests.data_limit import run_with_data_headroom
+
+    path = tmp_path / "sparse.tar"
+    path.write_bytes(old_gnu_sparse(b"docs/sparse.md", 80_000) + entry(b"after.md", b"# After\n") + END)
+    assert path.stat().st_size > 40_000_000
+    out = run_with_data_headroom("tests.ingest.test_archive:print_members", 32, str(path))
+    assert (out.returncode, out.stderr) == (0, "")
+    expected = [("docs/sparse.md", "a sparse file inside the archive (not read)"), ("after.md", "ok")]
+    assert out.stdout == f"{expected!r}\n"
+    # a pax (GNU 1.0) sparse member: its map, at the start of its data, is not read either
+    data = b"2\n0\n3\n10\n3\n" + b"abcdef"
+    pax = tmp_path / "pax-sparse.tar"
+    pax.write_bytes(pax_header(**{"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "docs/p.md",
+                                  "GNU.sparse.realsize": "13"})
+                    + entry(b"GNUSparseFile.0/p.md", data) + entry(b"after.md", b"# After\n") + END)
+    assert members(pax) == [("docs/p.md", "a sparse file inside the archive (not read)"), ("after.md", "ok")]

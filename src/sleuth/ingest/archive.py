@@ -370,6 +370,27 @@ class _BoundedTarInfo(tarfile.TarInfo):
             tar.offset = member.offset_data + self._block(member.size)  # pyright: ignore[reportAttributeAccessIssue] -- TarInfo._block
         return member
 
+    def _proc_sparse(self, tar: Any) -> Any:
+        # An old GNU sparse member: tarfile keeps every entry of its map, and the map's extension
+        # blocks may run on for the whole archive (100 MB of them: 867 MB in memory). sleuth does not
+        # read sparse files (their holes are no text), so the blocks are passed over, not kept.
+        _structs, extended, real_size = self._sparse_structs  # pyright: ignore[reportAttributeAccessIssue] -- set by frombuf
+        del self._sparse_structs  # pyright: ignore[reportAttributeAccessIssue]
+        while extended:
+            block = tar.fileobj.read(tarfile.BLOCKSIZE)
+            if len(block) < tarfile.BLOCKSIZE:
+                raise tarfile.ReadError("unexpected end of data in a sparse member's map")
+            extended = bool(block[504])
+        self.sparse = []  # pyright: ignore[reportAttributeAccessIssue] -- typeshed says bytes; tarfile keeps a list (here: not read)
+        self.offset_data = tar.fileobj.tell()
+        tar.offset = self.offset_data + self._block(self.size)  # pyright: ignore[reportAttributeAccessIssue] -- TarInfo._block
+        self.size = real_size
+        return self
+
+    def _proc_gnusparse_10(self, next: Any, pax_headers: Any, tar: Any) -> None:
+        # A pax (GNU 1.0) sparse member's map is the first part of its data, as long as it says: not read.
+        next.sparse = []
+
     def _proc_gnulong(self, tar: Any) -> Any:
         # A GNU long name or link name: read whole by tarfile, so bounded like a pax header.
         if self.size > MEMBER_NAME_MAX_CHARS * 4:
@@ -410,12 +431,16 @@ class _BoundedTarInfo(tarfile.TarInfo):
             tar.fileobj = stream
 
 
+#: Why a sparse file in a tar is not indexed (its map is not read: a map may be made to fill memory).
+SPARSE_MEMBER = "a sparse file inside the archive (not read)"
 #: Why an archive member that is a symbolic link is not indexed (its target is a name, maybe outside the archive).
 SYMLINK_MEMBER = "a symbolic link inside the archive (not followed)"
 
 
 def _not_regular(member: tarfile.TarInfo) -> str | None:
     """Why a tar member that is not a regular file is skipped (None: it is one)."""
+    if member.issparse():
+        return SPARSE_MEMBER
     if member.isfile():
         return None
     if member.issym():
@@ -487,9 +512,9 @@ def iter_archive(path: Path, identity: tuple[int, int] | None = None,
 
     The archive is opened as :func:`sleuth.ingest.confine.open_file` opens files (``identity``,
     ``roots``: see there). Folders are passed over (a folder entry holding bytes comes out as
-    SkippedFile). Members larger than ``FILE_MAX_BYTES`` (PDFs: ``PDF_MAX_BYTES``), with a
-    name that is skipped, with a name met before, or (zip) compressed more than
-    :data:`ARCHIVE_MAX_RATIO` to 1 come out as SkippedFile with the reason.
+    SkippedFile, as does a sparse file of a tar). Members larger than ``FILE_MAX_BYTES`` (PDFs:
+    ``PDF_MAX_BYTES``), with a name that is skipped, with a name met before, or (zip) compressed
+    more than :data:`ARCHIVE_MAX_RATIO` to 1 come out as SkippedFile with the reason.
 
     Raises:
         ArchiveLimit: the archive goes over a limit of the module docstring (after yielding what
