@@ -520,3 +520,19 @@ def test_a_sparse_member_is_skipped_without_reading_its_map(tmp_path: Path) -> N
                                   "GNU.sparse.realsize": "13"})
                     + entry(b"GNUSparseFile.0/p.md", data) + entry(b"after.md", b"# After\n") + END)
     assert members(pax) == [("docs/p.md", "a sparse file inside the archive (not read)"), ("after.md", "ok")]
+
+
+def test_a_tar_member_with_two_gnu_long_names_is_reported_under_the_last(tmp_path: Path) -> None:
+    """With two long names before one member tarfile took the first and GNU tar takes the last:
+    ``docs/first.md`` + ``docs/sec\\0ond.md`` was indexed as ``docs/first.md`` and the NUL never
+    seen (an attack on the archive reader). The last name is the one checked and shown, and the
+    member is reported whatever it is; one long name reads as before."""
+    path = tmp_path / "chain.tar"
+    body = entry(b"x.md", b"# X\n")
+    path.write_bytes(long_name(b"docs/first.md") + long_name(b"docs/sec\0ond.md") + body
+                     + long_name(b"docs/first\0.md") + long_name(b"docs/second.md") + body
+                     + long_name(b"docs/a.md") + long_name(b"docs/b.md") + long_name(b"docs/c.md") + body
+                     + long_name(b"docs/" + b"n" * 120 + b".md") + body + END)
+    reason = "more than one GNU long name for one member (tar tools disagree on which one is its name)"
+    assert members(path) == [("docs/sec\\x00ond.md", "member name holds a NUL character"),
+                             ("docs/second.md", reason), ("docs/c.md", reason), ("docs/" + "n" * 120 + ".md", "ok")]

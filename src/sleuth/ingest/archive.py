@@ -403,11 +403,20 @@ class _BoundedTarInfo(tarfile.TarInfo):
             member = super()._proc_gnulong(tar)  # type: ignore[misc]
         finally:
             tar.fileobj = stream
+        if self.type != tarfile.GNUTYPE_LONGNAME:
+            return member
+        # Two long names before one member: tarfile names it by the first, GNU tar by the last. The
+        # last one is kept (checked as any name) and the member reported, as tools disagree on its name.
+        last = getattr(member, "sleuth_long_name", None)  # set by a long name nearer the member
+        if last is not None:
+            member.name, member.sleuth_reason = last, _LONG_NAMES_REASON
+            return member
         # tarfile cuts the name at its first NUL ("secret\0.md" read as "secret"): the member keeps
         # the name as stored (its NULs of padding aside), which member_name skips with the reason
         stored = data[: self.size].rstrip(b"\0")
-        if self.type == tarfile.GNUTYPE_LONGNAME and b"\0" in stored:
+        if b"\0" in stored:
             member.name = stored.decode(tar.encoding, tar.errors)
+        member.sleuth_long_name = member.name
         return member
 
     def _proc_pax(self, tar: Any) -> Any:
@@ -433,6 +442,8 @@ class _BoundedTarInfo(tarfile.TarInfo):
 
 #: Why a sparse file in a tar is not indexed (its map is not read: a map may be made to fill memory).
 SPARSE_MEMBER = "a sparse file inside the archive (not read)"
+#: Why a tar member with more than one GNU long name is skipped.
+_LONG_NAMES_REASON = "more than one GNU long name for one member (tar tools disagree on which one is its name)"
 #: Why an archive member that is a symbolic link is not indexed (its target is a name, maybe outside the archive).
 SYMLINK_MEMBER = "a symbolic link inside the archive (not followed)"
 
@@ -493,10 +504,12 @@ def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
                 if member.size == 0:
                     continue
                 name, reason = names.check(member.name)
-                yield SkippedFile(name, reason or f"a folder entry holding {member.size} bytes")
+                yield SkippedFile(name, reason or getattr(member, "sleuth_reason", None)
+                                  or f"a folder entry holding {member.size} bytes")
                 continue
             name, reason = names.check(member.name)
-            reason = reason or _not_regular(member) or _too_large(name, member.size)
+            reason = (reason or getattr(member, "sleuth_reason", None) or _not_regular(member)
+                      or _too_large(name, member.size))
             if reason is not None:
                 yield SkippedFile(name, reason)
                 continue
