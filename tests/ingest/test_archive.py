@@ -353,3 +353,186 @@ def test_a_tar_member_whose_gnu_long_name_holds_a_nul_is_skipped_not_cut(tmp_pat
         tf.addfile(info, io.BytesIO(b"# x"))
         add(tf, "ok.md", b"# ok\n")
     assert members(pax) == [("secret\\x00.md", "member name holds a NUL character"), ("ok.md", "ok")]
+
+
+# Hand-built tar headers (ustar with the GNU magic), for archives tarfile itself would not write.
+BLOCK = tarfile.BLOCKSIZE
+END = b"\0" * (2 * BLOCK)
+
+
+def header(name: bytes, size: int, kind: bytes = b"0", checksum: bytes | None = None) -> bytes:
+    """One 512-byte tar header for a member ``name`` of ``size`` bytes and type ``kind``."""
+    block = bytearray(BLOCK)
+    for offset, value in ((0, name[:100]), (100, b"0000644\0"), (108, b"0000000\0"), (116, b"0000000\0"),
+                          (124, b"%011o\0" % size), (136, b"%011o\0" % 1_700_000_000), (148, b" " * 8),
+                          (156, kind), (257, b"ustar  \0")):
+        block[offset:offset + len(value)] = value
+    block[148:156] = checksum if checksum is not None else b"%06o\0 " % sum(block)
+    return bytes(block)
+
+
+def padded(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % BLOCK)
+
+
+def entry(name: bytes, data: bytes, kind: bytes = b"0") -> bytes:
+    """A member: its header and its data, padded to whole blocks."""
+    return header(name, len(data), kind) + padded(data)
+
+
+def long_name(name: bytes) -> bytes:
+    """A GNU long name (the ``././@LongLink`` entry) for the member after it."""
+    return entry(b"././@LongLink", name, b"L")
+
+
+def pax_header(kind: bytes = b"x", **records: str) -> bytes:
+    """A pax header (``kind`` ``x``: for the member after it; ``g``: global) holding ``records``."""
+    body = b""
+    for key, value in records.items():
+        record = f" {key}={value}\n".encode()
+        length = len(record) + 1
+        while len(str(length)) + len(record) != length:
+            length += 1
+        body += str(length).encode() + record
+    return entry(b"././@PaxHeader", body, kind)
+
+
+def test_a_chain_of_extended_headers_stops_the_archive_with_the_reason(tmp_path: Path) -> None:
+    """Hundreds of GNU long names (or pax headers) before one member made tarfile recurse once per
+    header: a RecursionError out of the indexing run (an attack on the archive reader). At most
+    TAR_EXTENDED_HEADERS_MAX in a row are read; the members before are kept."""
+    first = entry(b"docs/first.md", b"# First\n")
+    cases = {"gnu.tar": long_name(b"docs/x.md") * 200, "pax.tar": pax_header(comment="c") * 300}
+    for name, chain in cases.items():
+        path = tmp_path / name
+        path.write_bytes(first + chain + entry(b"x.md", b"# X\n") + END)
+        read: list[str] = []
+        with pytest.raises(ArchiveLimit) as caught:
+            for m in iter_archive(path):
+                read.append(m.name)  # type: ignore[union-attr]
+        assert read == ["docs/first.md"]
+        assert str(caught.value) == ("more than 8 extended headers (GNU long names, pax headers) in a row before one"
+                                     " member; the rest was not read")
+    # as many as real archives hold (a global pax header, a pax header, GNU long name and link name) read as before
+    path = tmp_path / "ok.tar"
+    path.write_bytes(first + pax_header(b"g", comment="all") + pax_header(comment="c")
+                     + long_name(b"docs/" + b"n" * 120 + b".md") + entry(b"x.md", b"# X\n") + END)
+    assert members(path) == [("docs/first.md", "ok"), ("docs/" + "n" * 120 + ".md", "ok")]
+
+
+def test_an_unexpected_error_inside_tarfile_is_the_archive_s_failure(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the chain limit, 2,000 long names make tarfile raise RecursionError: it comes out
+    as ArchiveError with the reason (the indexer reports the archive and goes on), not as a crash."""
+    monkeypatch.setattr(archive_module, "TAR_EXTENDED_HEADERS_MAX", 1_000_000)
+    path = tmp_path / "deep.tar"
+    path.write_bytes(long_name(b"docs/x.md") * 2_000 + entry(b"x.md", b"# X\n") + END)
+    with pytest.raises(ArchiveError, match="^cannot read archive: RecursionError: maximum recursion depth exceeded"):
+        list(iter_archive(path))
+
+
+def test_a_tar_that_ends_at_a_bad_header_is_reported_with_the_members_before(tmp_path: Path) -> None:
+    """tarfile takes a header it cannot read, after the first member, for the end of the archive:
+    the members after it vanished without a word (an attack on the archive reader). The archive is
+    now reported (ArchiveError after the members read); its normal end, padded with empty blocks,
+    is not."""
+    before, after = entry(b"docs/before.md", b"# Before\n"), entry(b"docs/lost.md", b"# Lost\n")
+    bad = header(b"docs/mid.md", 6, checksum=b"0000001\0") + padded(b"# Mid\n")
+    cases = {
+        "checksum.tar": (before + bad + after + END, "a header after member 1 could not be read; the rest of the"
+                                                     " archive was not read"),
+        "cut.tar": (before + header(b"docs/lost.md", 7)[:300], "a header after member 1 could not be read; the"
+                                                                " rest of the archive was not read"),
+        "after-end.tar": (before + END + after + END, "data after the end-of-archive marker (after member 1) was"
+                                                      " not read"),
+    }
+    for name, (data, reason) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        read: list[str] = []
+        with pytest.raises(ArchiveError) as caught:
+            for m in iter_archive(path):
+                read.append(m.name)  # type: ignore[union-attr]
+        assert (read, str(caught.value)) == (["docs/before.md"], reason), name
+    for name, data in {"ends.tar": before + END + b"\0" * 9 * BLOCK, "no-end.tar": before}.items():
+        (tmp_path / name).write_bytes(data)
+        assert members(tmp_path / name) == [("docs/before.md", "ok")], name
+
+
+def test_a_tar_folder_entry_holding_bytes_is_reported_and_the_members_after_read(tmp_path: Path) -> None:
+    """An old-style regular member (type NUL) named ``x.md/`` is a folder to tarfile, which read
+    its bytes as the next header: it and the member after it vanished. Its bytes are passed over
+    and it is reported (as a zip's folder entry holding bytes is), as is a regular member whose GNU
+    long name ends with ``/``; an empty folder entry is still passed over silently."""
+    path = tmp_path / "folder.tar"
+    path.write_bytes(entry(b"docs/", b"", b"5") + entry(b"docs/hidden.md/", b"# Hidden marker\n", b"\0")
+                     + long_name(b"docs/" + b"n" * 100 + b".md/") + entry(b"x", b"# Also hidden\n", b"0")
+                     + entry(b"docs/after.md", b"# After\n") + END)
+    assert members(path) == [("docs/hidden.md", "a folder entry holding 16 bytes"),
+                             ("docs/" + "n" * 100 + ".md", "a folder entry holding 14 bytes"),
+                             ("docs/after.md", "ok")]
+
+
+def old_gnu_sparse(name: bytes, extension_blocks: int) -> bytes:
+    """An old GNU sparse member (type ``S``) whose map runs on for ``extension_blocks`` blocks of 21
+    entries each (and holds no data), as an attacker would write it."""
+    def octal(n: int) -> bytes:
+        return b"%011o\0" % n
+
+    block = bytearray(header(name, 0, b"S", checksum=b" " * 8))
+    for i in range(4):  # the map's first entries, in the header itself
+        block[386 + i * 24:410 + i * 24] = octal(i + 1) + octal(1)
+    block[482], block[483:495] = 1, octal(100)  # extended; the file's real size
+    block[148:156] = b"%06o\0 " % sum(block)
+    extension = bytearray(b"".join(octal(5) + octal(1) for _ in range(21)) + b"\0" * 8)
+    extension[504] = 1
+    last = bytearray(extension)
+    last[504] = 0
+    return bytes(block) + bytes(extension) * (extension_blocks - 1) + bytes(last)
+
+
+def print_members(path: str) -> None:
+    """Print the members of the archive at ``path`` (a child of run_with_data_headroom)."""
+    try:
+        print(members(Path(path)))
+    except ArchiveError as exc:
+        print(f"ArchiveError: {exc}")
+
+
+def test_a_sparse_member_is_skipped_without_reading_its_map(tmp_path: Path) -> None:
+    """An old GNU sparse member whose map's extension blocks fill the archive made tarfile keep
+    every entry: 100 MB of them took 867 MB in the indexing process (an attack on the archive
+    reader). Sparse members are skipped with the reason and their map passed over, not kept: 40 MB
+    of map (1.7 million entries) is read with 32 MiB to spare; the member after is read."""
+    from tests.data_limit import run_with_data_headroom
+
+    path = tmp_path / "sparse.tar"
+    path.write_bytes(old_gnu_sparse(b"docs/sparse.md", 80_000) + entry(b"after.md", b"# After\n") + END)
+    assert path.stat().st_size > 40_000_000
+    out = run_with_data_headroom("tests.ingest.test_archive:print_members", 32, str(path))
+    assert (out.returncode, out.stderr) == (0, "")
+    expected = [("docs/sparse.md", "a sparse file inside the archive (not read)"), ("after.md", "ok")]
+    assert out.stdout == f"{expected!r}\n"
+    # a pax (GNU 1.0) sparse member: its map, at the start of its data, is not read either
+    data = b"2\n0\n3\n10\n3\n" + b"abcdef"
+    pax = tmp_path / "pax-sparse.tar"
+    pax.write_bytes(pax_header(**{"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "docs/p.md",
+                                  "GNU.sparse.realsize": "13"})
+                    + entry(b"GNUSparseFile.0/p.md", data) + entry(b"after.md", b"# After\n") + END)
+    assert members(pax) == [("docs/p.md", "a sparse file inside the archive (not read)"), ("after.md", "ok")]
+
+
+def test_a_tar_member_with_two_gnu_long_names_is_reported_under_the_last(tmp_path: Path) -> None:
+    """With two long names before one member tarfile took the first and GNU tar takes the last:
+    ``docs/first.md`` + ``docs/sec\\0ond.md`` was indexed as ``docs/first.md`` and the NUL never
+    seen (an attack on the archive reader). The last name is the one checked and shown, and the
+    member is reported whatever it is; one long name reads as before."""
+    path = tmp_path / "chain.tar"
+    body = entry(b"x.md", b"# X\n")
+    path.write_bytes(long_name(b"docs/first.md") + long_name(b"docs/sec\0ond.md") + body
+                     + long_name(b"docs/first\0.md") + long_name(b"docs/second.md") + body
+                     + long_name(b"docs/a.md") + long_name(b"docs/b.md") + long_name(b"docs/c.md") + body
+                     + long_name(b"docs/" + b"n" * 120 + b".md") + body + END)
+    reason = "more than one GNU long name for one member (tar tools disagree on which one is its name)"
+    assert members(path) == [("docs/sec\\x00ond.md", "member name holds a NUL character"),
+                             ("docs/second.md", reason), ("docs/c.md", reason), ("docs/" + "n" * 120 + ".md", "ok")]

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -267,6 +268,51 @@ def test_a_tar_built_to_be_slow_to_parse_is_skipped_at_once(tmp_path: Path) -> N
                         "was not read"),
     ]
     assert [h["path"] for h in search_json(tmp_path / "idx", "walruses")["hits"]] == ["notes.md"]
+
+
+def test_a_tar_with_a_chain_of_extended_headers_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    """200 GNU long names (300 pax headers) before one member made tarfile recurse past Python's
+    limit: the RecursionError ended `sleuth index` and nothing was indexed (an attack on the archive reader).
+    Each archive is reported with the reason, its first member and the files beside it indexed."""
+    from tests.ingest.test_archive import END, entry, long_name, pax_header
+
+    root = tmp_path / "bundles"
+    root.mkdir()
+    first = entry(b"docs/first.md", b"# First\n\nA page about walruses.\n")
+    (root / "gnu.tar").write_bytes(first + long_name(b"docs/x.md") * 200 + entry(b"x.md", b"# X\n") + END)
+    (root / "pax.tar").write_bytes(first + pax_header(comment="c") * 300 + entry(b"x.md", b"# X\n") + END)
+    write(root, "notes.md", "# Notes\n\nAbout walruses too.\n")
+    out = run_cli("index", str(root), "--project", "repo", "--index", str(tmp_path / "idx"), "--format", "json",
+                  check=False, env=LEXICAL)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    report = json.loads(out.stdout)
+    reason = ("more than 8 extended headers (GNU long names, pax headers) in a row before one member; the rest was"
+              " not read")
+    assert sorted((s["path"], s["reason"]) for s in report["skipped"]) == [("gnu.tar", reason), ("pax.tar", reason)]
+    assert sorted(h["path"] for h in search_json(tmp_path / "idx", "walruses")["hits"]) == [
+        "gnu.tar/docs/first.md", "notes.md", "pax.tar/docs/first.md"]
+
+
+def test_a_tar_that_ends_at_a_bad_header_is_reported_and_its_members_before_kept(tmp_path: Path) -> None:
+    """A member with a wrong checksum between two good ones: tarfile ended the archive there and
+    nothing was said (an attack on the archive reader). The archive is reported, its first member
+    indexed; a folder entry holding bytes is reported and the member after it indexed."""
+    from tests.ingest.test_archive import END, entry, header, padded
+
+    root = tmp_path / "bundles"
+    root.mkdir()
+    bad = header(b"docs/mid.md", 6, checksum=b"0000001\0") + padded(b"# Mid\n")
+    (root / "corrupt.tar.gz").write_bytes(gzip.compress(
+        entry(b"docs/before.md", b"# Before\n\nWalruses.\n") + bad + entry(b"docs/lost.md", b"# Lost\n") + END))
+    (root / "folder.tar").write_bytes(entry(b"docs/hidden.md/", b"# Hidden\n", b"\0")
+                                      + entry(b"docs/after.md", b"# After\n\nWalruses.\n") + END)
+    report = index_json(root, tmp_path / "idx")
+    assert sorted((s["path"], s["reason"]) for s in report["skipped"]) == [
+        ("corrupt.tar.gz", "a header after member 1 could not be read; the rest of the archive was not read"),
+        ("folder.tar/docs/hidden.md", "a folder entry holding 9 bytes"),
+    ]
+    assert sorted(h["path"] for h in search_json(tmp_path / "idx", "walruses")["hits"]) == [
+        "corrupt.tar.gz/docs/before.md", "folder.tar/docs/after.md"]
 
 
 # ============================================================================ 3. file names

@@ -64,6 +64,11 @@ TAR_PAX_DIGIT_RUN_MAX = 64
 Python's tarfile take quadratic time (CVE-2024-6232, fixed in Python 3.11.10 and 3.12.6), in the
 indexing process itself, outside any per-file budget."""
 _PAX_DIGIT_RUN = re.compile(rb"\d{%d}" % (TAR_PAX_DIGIT_RUN_MAX + 1))
+TAR_EXTENDED_HEADERS_MAX = 8
+"""At most this many extended headers (GNU long names and link names, pax headers) in a row before
+one tar member; more stop the archive. Real archives have one or two (a pax header, or a GNU long
+name and long link name; a global pax header before the first member); tarfile follows each one
+recursively, so a long chain of them is a RecursionError in the indexing process."""
 
 #: The largest single read a tar reader may ask of the stream: a member up to its size limit
 #: (a read for a bigger header, e.g. a pax or GNU long-name record, is a bomb).
@@ -241,6 +246,7 @@ class _BoundedStream(io.RawIOBase):
         super().__init__()
         self.stream, self.raw, self.pos = stream, raw, 0
         self.compressed = stream is not raw
+        self.last = b""  # what the last read returned (after tarfile's last member: the header it stopped at)
 
     def _check_total(self, end: int) -> None:
         if end > ARCHIVE_MAX_UNCOMPRESSED_BYTES:
@@ -279,8 +285,10 @@ class _BoundedStream(io.RawIOBase):
         if not self.compressed:
             data = self.stream.read(size)
             self.pos += len(data)
-            return data
-        return self._advance(size, keep=True)
+        else:
+            data = self._advance(size, keep=True)
+        self.last = data
+        return data
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         data = self.read(len(buffer))
@@ -336,7 +344,52 @@ class _Replay:
 class _BoundedTarInfo(tarfile.TarInfo):
     """tarfile's member header, with its pax headers checked against the limits above before
     tarfile parses them (:data:`TAR_PAX_HEADER_MAX_BYTES`, :data:`TAR_PAX_TOTAL_MAX_BYTES`,
-    :data:`TAR_PAX_DIGIT_RUN_MAX`)."""
+    :data:`TAR_PAX_DIGIT_RUN_MAX`), and at most :data:`TAR_EXTENDED_HEADERS_MAX` extended headers
+    before one member."""
+
+    def _proc_member(self, tar: Any) -> Any:
+        if self.type not in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
+                             tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE):
+            return super()._proc_member(tar)  # type: ignore[misc]
+        # an extended header: tarfile reads the member it belongs to from inside this call
+        depth = getattr(tar, "sleuth_extended_depth", 0) + 1
+        if depth > TAR_EXTENDED_HEADERS_MAX:
+            raise ArchiveLimit(f"more than {TAR_EXTENDED_HEADERS_MAX} extended headers (GNU long names, pax headers)"
+                               " in a row before one member; the rest was not read")
+        tar.sleuth_extended_depth = depth
+        try:
+            return super()._proc_member(tar)  # type: ignore[misc]
+        finally:
+            tar.sleuth_extended_depth = depth - 1
+
+    def _proc_builtin(self, tar: Any) -> Any:
+        member = super()._proc_builtin(tar)  # type: ignore[misc]
+        if member.isdir() and member.size > 0:
+            # a folder holding bytes (e.g. an old-style regular member named "x.md/"): tarfile would read
+            # its bytes as the next header and end the archive there; they are passed over, the entry reported
+            tar.offset = member.offset_data + self._block(member.size)  # pyright: ignore[reportAttributeAccessIssue] -- TarInfo._block
+        return member
+
+    def _proc_sparse(self, tar: Any) -> Any:
+        # An old GNU sparse member: tarfile keeps every entry of its map, and the map's extension
+        # blocks may run on for the whole archive (100 MB of them: 867 MB in memory). sleuth does not
+        # read sparse files (their holes are no text), so the blocks are passed over, not kept.
+        _structs, extended, real_size = self._sparse_structs  # pyright: ignore[reportAttributeAccessIssue] -- set by frombuf
+        del self._sparse_structs  # pyright: ignore[reportAttributeAccessIssue]
+        while extended:
+            block = tar.fileobj.read(tarfile.BLOCKSIZE)
+            if len(block) < tarfile.BLOCKSIZE:
+                raise tarfile.ReadError("unexpected end of data in a sparse member's map")
+            extended = bool(block[504])
+        self.sparse = []  # pyright: ignore[reportAttributeAccessIssue] -- typeshed says bytes; tarfile keeps a list (here: not read)
+        self.offset_data = tar.fileobj.tell()
+        tar.offset = self.offset_data + self._block(self.size)  # pyright: ignore[reportAttributeAccessIssue] -- TarInfo._block
+        self.size = real_size
+        return self
+
+    def _proc_gnusparse_10(self, next: Any, pax_headers: Any, tar: Any) -> None:
+        # A pax (GNU 1.0) sparse member's map is the first part of its data, as long as it says: not read.
+        next.sparse = []
 
     def _proc_gnulong(self, tar: Any) -> Any:
         # A GNU long name or link name: read whole by tarfile, so bounded like a pax header.
@@ -350,11 +403,20 @@ class _BoundedTarInfo(tarfile.TarInfo):
             member = super()._proc_gnulong(tar)  # type: ignore[misc]
         finally:
             tar.fileobj = stream
+        if self.type != tarfile.GNUTYPE_LONGNAME:
+            return member
+        # Two long names before one member: tarfile names it by the first, GNU tar by the last. The
+        # last one is kept (checked as any name) and the member reported, as tools disagree on its name.
+        last = getattr(member, "sleuth_long_name", None)  # set by a long name nearer the member
+        if last is not None:
+            member.name, member.sleuth_reason = last, _LONG_NAMES_REASON
+            return member
         # tarfile cuts the name at its first NUL ("secret\0.md" read as "secret"): the member keeps
         # the name as stored (its NULs of padding aside), which member_name skips with the reason
         stored = data[: self.size].rstrip(b"\0")
-        if self.type == tarfile.GNUTYPE_LONGNAME and b"\0" in stored:
+        if b"\0" in stored:
             member.name = stored.decode(tar.encoding, tar.errors)
+        member.sleuth_long_name = member.name
         return member
 
     def _proc_pax(self, tar: Any) -> Any:
@@ -378,12 +440,18 @@ class _BoundedTarInfo(tarfile.TarInfo):
             tar.fileobj = stream
 
 
+#: Why a sparse file in a tar is not indexed (its map is not read: a map may be made to fill memory).
+SPARSE_MEMBER = "a sparse file inside the archive (not read)"
+#: Why a tar member with more than one GNU long name is skipped.
+_LONG_NAMES_REASON = "more than one GNU long name for one member (tar tools disagree on which one is its name)"
 #: Why an archive member that is a symbolic link is not indexed (its target is a name, maybe outside the archive).
 SYMLINK_MEMBER = "a symbolic link inside the archive (not followed)"
 
 
 def _not_regular(member: tarfile.TarInfo) -> str | None:
     """Why a tar member that is not a regular file is skipped (None: it is one)."""
+    if member.issparse():
+        return SPARSE_MEMBER
     if member.isfile():
         return None
     if member.issym():
@@ -393,6 +461,25 @@ def _not_regular(member: tarfile.TarInfo) -> str | None:
     return "not a regular file (a device, FIFO or other special member)"
 
 
+def _end_reason(stream: _BoundedStream, count: int) -> str | None:
+    """Why the place where tarfile stopped reading, after ``count`` members, is not the archive's
+    end (None: it is). tarfile takes a header it cannot read (a wrong checksum, a member's bytes
+    read as a header) for the end, silently; the end is an empty block followed by nothing but
+    empty blocks (or the data ending at a header)."""
+    block = stream.last  # the header tarfile stopped at
+    if not block:
+        return None
+    if len(block) < tarfile.BLOCKSIZE or block.count(0) != len(block):
+        return f"a header after member {count} could not be read; the rest of the archive was not read"
+    while stream.pos < ARCHIVE_MAX_UNCOMPRESSED_BYTES:
+        chunk = stream.read(min(_STREAM_CHUNK_BYTES, ARCHIVE_MAX_UNCOMPRESSED_BYTES - stream.pos))
+        if not chunk:
+            return None
+        if chunk.count(0) != len(chunk):
+            return f"data after the end-of-archive marker (after member {count}) was not read"
+    return None
+
+
 def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
     stream = _BoundedStream(_decompressed(handle), handle)
     names, count = _Names(), 0
@@ -400,15 +487,29 @@ def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
         while True:
             member = tar.next()
             if member is None:
+                reason = _end_reason(stream, count)
+                if reason is not None:
+                    raise ArchiveError(reason)
                 return
             count += 1
             if count > ARCHIVE_MAX_MEMBERS:
                 raise ArchiveLimit(_members_reason())
             tar.members.clear()  # pyright: ignore[reportAttributeAccessIssue] -- tarfile keeps every member it met; nothing here needs them again
             if member.isdir():
+                if member.size > 0:
+                    name, reason = names.check(member.name)
+                    yield SkippedFile(name, reason or f"a folder entry holding {member.size} bytes")
+                continue
+            if member.isfile() and member.name.endswith("/"):  # a folder to GNU tar (e.g. a long name "x.md/")
+                if member.size == 0:
+                    continue
+                name, reason = names.check(member.name)
+                yield SkippedFile(name, reason or getattr(member, "sleuth_reason", None)
+                                  or f"a folder entry holding {member.size} bytes")
                 continue
             name, reason = names.check(member.name)
-            reason = reason or _not_regular(member) or _too_large(name, member.size)
+            reason = (reason or getattr(member, "sleuth_reason", None) or _not_regular(member)
+                      or _too_large(name, member.size))
             if reason is not None:
                 yield SkippedFile(name, reason)
                 continue
@@ -423,14 +524,18 @@ def iter_archive(path: Path, identity: tuple[int, int] | None = None,
     archive order, with normalised names (:func:`member_name`).
 
     The archive is opened as :func:`sleuth.ingest.confine.open_file` opens files (``identity``,
-    ``roots``: see there). Members larger than ``FILE_MAX_BYTES`` (PDFs: ``PDF_MAX_BYTES``), with a
-    name that is skipped, with a name met before, or (zip) compressed more than
-    :data:`ARCHIVE_MAX_RATIO` to 1 come out as SkippedFile with the reason.
+    ``roots``: see there). Folders are passed over (a folder entry holding bytes comes out as
+    SkippedFile, as does a sparse file of a tar). Members larger than ``FILE_MAX_BYTES`` (PDFs:
+    ``PDF_MAX_BYTES``), with a name that is skipped, with a name met before, or (zip) compressed
+    more than :data:`ARCHIVE_MAX_RATIO` to 1 come out as SkippedFile with the reason.
 
     Raises:
         ArchiveLimit: the archive goes over a limit of the module docstring (after yielding what
             came before); the message is the reason.
-        ArchiveError: the file is not a readable archive.
+        ArchiveError: the file is not a readable archive (any error while reading it, e.g. a
+            RecursionError inside tarfile, comes out as this; the message is the reason); or, for a
+            tar, after yielding the members before, a header that cannot be read before the
+            archive's end, or data after its end-of-archive marker.
     """
     try:
         fd = open_file(path, identity, roots)
@@ -442,8 +547,10 @@ def iter_archive(path: Path, identity: tuple[int, int] | None = None,
                 yield from _iter_zip(handle)
             else:
                 yield from _iter_tar(handle)
-        except ArchiveLimit:
+        except ArchiveError:
             raise
         except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError, lzma.LZMAError,
                 NotImplementedError) as exc:
             raise ArchiveError(printable(f"cannot read archive: {exc}")) from exc
+        except Exception as exc:  # e.g. a RecursionError deep in tarfile: this archive's failure, not the run's
+            raise ArchiveError(printable(f"cannot read archive: {type(exc).__name__}: {exc}")) from exc
