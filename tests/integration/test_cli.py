@@ -434,3 +434,35 @@ def test_counts_in_human_text_have_thousands_separators_everywhere(tmp_path: Pat
                                env=env).stdout)
     assert (again["scanned"], again["unchanged"], len(again["skipped"])) == (2000, 1000, 1000)
     assert json.loads(run_cli("status", "--index", str(index), "--format", "json", env=env).stdout)["blocks"] == 1000
+
+
+def test_get_of_a_path_in_a_symlink_loop_or_outside_every_root_is_not_found(tmp_path: Path) -> None:
+    """An attack: `sleuth get /abs/path/through/a/symlink/loop` ended in a traceback (RuntimeError
+    from resolving it) and MCP get_notebook in a bare "Error executing tool"; a NUL byte likewise.
+    Any path outside the roots, looped or not, and a looped path inside one, is "not found";
+    a NUL byte is refused in words."""
+    from tests.integration.mcp_session import session, text_of
+
+    notes, outside = tmp_path / "notes", tmp_path / "outside"
+    notes.mkdir()
+    outside.mkdir()
+    (notes / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    env = {"SLEUTH_MODEL": "none"}
+    run_cli("index", str(notes), "--project", "notes", "--index", str(index), env=env)
+    for folder in (notes, outside):  # a loop made after indexing, inside the root and outside it
+        (folder / "loop").symlink_to(folder / "loop")
+    refs = [str(outside / "loop" / "x.md"), str(notes / "loop" / "x.md"), str(outside / "nothing.md")]
+    for ref in refs:
+        proc = run_cli("get", ref, "--index", str(index), env=env, check=False)
+        assert (proc.returncode, proc.stdout) == (4, ""), proc.stderr
+        assert proc.stderr.startswith(f"error: document not found: {ref!r} (give a document id"), proc.stderr
+    assert run_cli("get", str(notes / "a.md"), "--index", str(index), env=env).stdout.startswith("# A")
+    nul = str(outside / "a\0b")
+    calls = [("get_notebook", {"project_id": "notes", "item_id": ref}) for ref in [*refs, nul]]
+    results = session(["--index", str(index), "--no-broker", "--tools", "project"], calls, env=env)["results"]
+    answers = [(bool(r.is_error), text_of(r)) for r in results]
+    assert answers == [*((True, f"Error executing tool get_notebook: item not found or access denied: {ref}")
+                         for ref in refs),
+                       (True, f"item_id holds a NUL character (U+0000) at character {nul.index(chr(0))}; "
+                              "arguments must be text")]  # the MCP arguments' own check
