@@ -466,3 +466,34 @@ def test_get_of_a_path_in_a_symlink_loop_or_outside_every_root_is_not_found(tmp_
                          for ref in refs),
                        (True, f"item_id holds a NUL character (U+0000) at character {nul.index(chr(0))}; "
                               "arguments must be text")]  # the MCP arguments' own check
+
+
+def test_status_neither_builds_nor_quantises_the_models_graph(tmp_path: Path) -> None:
+    """An attack: with a cold model cache `sleuth status` built or quantised the model's ONNX graph
+    (a 400 MB model.onnx: 533 MB RSS, 6.8 s, files written into the cache) only to show its name.
+    It reads the name, the arithmetic path and the declared dimensions from the model's folder and
+    writes nothing; here the graphs are junk, which building or quantising would have failed on."""
+    from sleuth.embed import INT8_INEXACT_SUFFIX, INT8_OUTLIERS_SUFFIX, INT8_SUFFIX, int8_support
+
+    inexact = "" if int8_support().fast else INT8_INEXACT_SUFFIX
+    notes, index = tmp_path / "notes", tmp_path / "idx"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    run_cli("index", str(notes), "--index", str(index), env={"SLEUTH_MODEL": "none"})
+    (index / "config.toml").write_text("model_int8 = true\n", encoding="utf-8")  # quantise on any CPU
+    for weights, name in (("model.onnx", f"graph{INT8_SUFFIX}{inexact}"),
+                          ("model.safetensors", f"weights{INT8_OUTLIERS_SUFFIX}{inexact}")):
+        model, cache = tmp_path / name.split("@")[0], tmp_path / f"cache-{weights}"
+        model.mkdir()
+        cache.mkdir()
+        (model / "config.json").write_text('{"hidden_size": 384}', encoding="utf-8")
+        (model / "tokenizer.json").write_text("{}", encoding="utf-8")
+        (model / weights).write_bytes(b"\x08junk" * 200)
+        env = {"SLEUTH_MODEL": str(model), "SLEUTH_MODEL_CACHE": str(cache)}
+        shown = json.loads(run_cli("status", "--index", str(index), "--format", "json", env=env).stdout)
+        vector = shown["vector_lane"]
+        assert (vector["available"], vector["model"], vector["dimensions"]) == (False, name, 384), vector
+        assert vector["reason"].startswith(f"no block has a vector from {name} yet"), vector
+        text = run_cli("status", "--index", str(index), env=env).stdout
+        assert f"  vector lane unavailable: no block has a vector from {name} yet" in text, text
+        assert list(cache.iterdir()) == [], weights  # nothing built, quantised or swept into it
