@@ -250,10 +250,16 @@ class _ModelPlan:
 
 def _model_files_digest(source: Path) -> str:
     """A digest of the names, sizes and modification times of ``source``'s ``*.json`` and
-    ``*.safetensors`` files (a changed file gives a new cache folder)."""
+    ``*.safetensors`` files (a changed file gives a new cache folder). An entry that cannot be
+    stat'ed (a dangling symlink, a loop, no permission) counts by its name alone: the build reads
+    only the files it needs and says which one it cannot."""
     digest = hashlib.sha1(f"graph {GRAPH_VERSION}".encode())
     for f in sorted(source.glob("*.json")) + sorted(source.glob("*.safetensors")):
-        st = f.stat()
+        try:
+            st = f.stat()
+        except OSError:
+            digest.update(f"{f.name}:unreadable".encode())
+            continue
         digest.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return digest.hexdigest()[:12]
 
@@ -263,22 +269,25 @@ def _plan_model(spec: str, quantized: bool | None) -> _ModelPlan:
     listing and its files' sizes and times: nothing is built, quantised, loaded or written.
 
     Raises:
-        ModelUnavailable: no such folder, or no tokenizer.json.
+        ModelUnavailable: no such folder, no tokenizer.json, or the folder cannot be read.
     """
     if spec == DEFAULT_MODEL:
         source = packaged_minilm_dir()
     else:
         source = Path(spec).expanduser()
-        if not source.is_dir():
+    try:
+        if spec != DEFAULT_MODEL and not source.is_dir():
             raise ModelUnavailable(f"model {spec!r} is neither {DEFAULT_MODEL!r} nor a folder")
-    if not (source / "tokenizer.json").is_file():
-        raise ModelUnavailable(f"model folder {source} has no tokenizer.json")
-    if (source / "model.onnx").is_file():
-        fp32 = source / "model.onnx"
-        cache = model_cache_dir() / f"onnx-{hashlib.sha1(str(source.resolve()).encode()).hexdigest()[:12]}"
-    else:
-        cache = model_cache_dir() / f"{source.name}-{_model_files_digest(source)}"
-        fp32 = cache / "model.onnx"
+        if not (source / "tokenizer.json").is_file():
+            raise ModelUnavailable(f"model folder {source} has no tokenizer.json")
+        if (source / "model.onnx").is_file():
+            fp32 = source / "model.onnx"
+            cache = model_cache_dir() / f"onnx-{hashlib.sha1(str(source.resolve()).encode()).hexdigest()[:12]}"
+        else:
+            cache = model_cache_dir() / f"{source.name}-{_model_files_digest(source)}"
+            fp32 = cache / "model.onnx"
+    except (OSError, RuntimeError) as exc:  # an unreadable folder; a symlink loop
+        raise ModelUnavailable(f"cannot read the model folder {source}: {exc}") from exc
     name = spec if spec == DEFAULT_MODEL else source.name
     tokenizer = source / "tokenizer.json"
     support = int8_support()

@@ -497,3 +497,43 @@ def test_status_neither_builds_nor_quantises_the_models_graph(tmp_path: Path) ->
         text = run_cli("status", "--index", str(index), env=env).stdout
         assert f"  vector lane unavailable: no block has a vector from {name} yet" in text, text
         assert list(cache.iterdir()) == [], weights  # nothing built, quantised or swept into it
+
+
+def test_a_dangling_symlink_in_the_model_folder_is_passed_over(tmp_path: Path) -> None:
+    """An attack: a dangling symlink among the model folder's *.json files made `sleuth index`,
+    `status` and `doctor` exit 2 with "[Errno 2] No such file or directory" (the cache key stat'ed
+    every file). It counts by its name: the real model (its files linked) embeds and reports as
+    before; a model that cannot be built is reported while the lexical lanes are committed."""
+    from sleuth.embed import packaged_minilm_dir
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nalpha reef\n", encoding="utf-8")
+    real, junk = tmp_path / "real", tmp_path / "junk"
+    for folder in (real, junk):
+        folder.mkdir()
+        (folder / "dangling.json").symlink_to(tmp_path / "nonexistent" / "x")
+    for entry in packaged_minilm_dir().iterdir():
+        (real / entry.name).symlink_to(entry)
+    (junk / "config.json").write_text('{"hidden_size": 384}', encoding="utf-8")
+    (junk / "tokenizer.json").write_text("{}", encoding="utf-8")
+    (junk / "model.safetensors").write_bytes(b"junk")
+    env = {"SLEUTH_MODEL": str(real)}
+    index = tmp_path / "idx-real"
+    indexed = run_cli("index", str(notes), "--index", str(index), env=env)
+    assert ", 1 blocks written, 1 embedded, 0 skipped" in indexed.stdout, indexed.stdout
+    vector = json.loads(run_cli("status", "--index", str(index), "--format", "json", env=env).stdout)["vector_lane"]
+    assert (vector["available"], vector["model"].partition("@")[0], vector["dimensions"],
+            vector["blocks_with_vectors"]) == (True, "real", 384, 1)
+    doctor = run_cli("doctor", "--index", str(index), env=env)
+    assert "  retrieval family vector (lanes vector): available" in doctor.stdout.splitlines(), doctor.stdout
+    env, index = {"SLEUTH_MODEL": str(junk)}, tmp_path / "idx-junk"
+    why = f"cannot build {junk}'s ONNX graph: model_type None is not supported (only 'bert')"
+    indexed = run_cli("index", str(notes), "--index", str(index), env=env)
+    assert f"  vector lane unavailable (searches use the lexical lanes): {why}" in indexed.stdout, indexed.stdout
+    assert run_cli("status", "--index", str(index), env=env).returncode == 0
+    doctor = run_cli("doctor", "--index", str(index), env=env, check=False)
+    assert (doctor.returncode, doctor.stderr) == (1, ""), doctor.stderr  # 1: the model needs attention
+    assert f"  retrieval family vector (lanes vector): unavailable: {why}" in doctor.stdout.splitlines()
+    found = run_cli("search", "reef", "--index", str(index), "--format", "json", env=env)
+    assert [h["path"] for h in json.loads(found.stdout)["hits"]] == ["a.md"]
