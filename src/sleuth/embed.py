@@ -86,10 +86,19 @@ class ModelUnavailable(Exception):
 
 
 def model_cache_dir() -> Path:
-    """``$SLEUTH_MODEL_CACHE``, else ``$XDG_CACHE_HOME/sleuth/models``, else ``~/.cache/sleuth/models``."""
-    if os.environ.get(MODEL_CACHE_ENV):
-        return Path(os.environ[MODEL_CACHE_ENV]).expanduser()
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    """``$SLEUTH_MODEL_CACHE``, else ``$XDG_CACHE_HOME/sleuth/models``, else ``~/.cache/sleuth/models``.
+
+    Raises:
+        ModelUnavailable: a ``~`` in the setting (or the default) names no home folder.
+    """
+    try:
+        if os.environ.get(MODEL_CACHE_ENV):
+            return Path(os.environ[MODEL_CACHE_ENV]).expanduser()
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    except RuntimeError:  # ~user of no such user, or neither $HOME nor a password entry
+        raise ModelUnavailable(f"the model cache's folder names no home folder (${MODEL_CACHE_ENV}="
+                               f"{os.environ.get(MODEL_CACHE_ENV, '')!r}; no such user, or $HOME unset):"
+                               f" set ${MODEL_CACHE_ENV} to a full path") from None
     return base / "sleuth" / "models"
 
 
@@ -500,7 +509,14 @@ def load_embedder_now(spec: str | None, quantized: bool | None = None) -> Embedd
 
 
 def check_model_spec(spec: object) -> str:
-    """Validate a configured model spec (a string), raising ConfigError otherwise."""
+    """Validate a configured model spec (a string; a folder starting with ``~`` must expand to a
+    home folder), raising ConfigError otherwise."""
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"model must be a model name, a folder or 'none', got {json.dumps(spec)}")
+    if spec.strip().startswith("~"):
+        try:
+            Path(spec.strip()).expanduser()
+        except RuntimeError:  # ~user of no such user, or ~ with neither $HOME nor a password entry
+            raise ConfigError(f"model {json.dumps(spec.strip())} starts with '~' but names no home folder"
+                              " (no such user, or $HOME unset): give the folder's full path") from None
     return spec.strip()

@@ -537,3 +537,38 @@ def test_a_dangling_symlink_in_the_model_folder_is_passed_over(tmp_path: Path) -
     assert f"  retrieval family vector (lanes vector): unavailable: {why}" in doctor.stdout.splitlines()
     found = run_cli("search", "reef", "--index", str(index), "--format", "json", env=env)
     assert [h["path"] for h in json.loads(found.stdout)["hits"]] == ["a.md"]
+
+
+def test_a_model_folder_starting_with_a_tilde_of_no_home_is_a_configuration_error(tmp_path: Path) -> None:
+    """An attack: SLEUTH_MODEL='~none' (or model = "~x" in config.toml) made status, doctor and
+    index end in "RuntimeError: Could not determine home directory." from expanding the '~'. It is
+    a configuration error in words; a model cache under such a '~' leaves the vector lane unavailable."""
+    import os
+    import subprocess
+    import sys
+
+    from sleuth.embed import DEFAULT_MODEL
+
+    notes, index = tmp_path / "notes", tmp_path / "idx"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    run_cli("index", str(notes), "--index", str(index), env={"SLEUTH_MODEL": "none"})
+    spec = "~sleuth-no-such-user/model"
+    said = (f'error: model "{spec}" starts with \'~\' but names no home folder (no such user, or $HOME unset): '
+            "give the folder's full path (settings from {})")
+    for command in (["status"], ["doctor"], ["index", str(notes)]):
+        proc = run_cli(*command, "--index", str(index), env={"SLEUTH_MODEL": spec}, check=False)
+        assert (proc.returncode, proc.stdout, proc.stderr.splitlines()[-1:]) == (
+            2, "", [said.format("$SLEUTH_MODEL")]), proc.stderr
+    (index / "config.toml").write_text(f'model = "{spec}"\n', encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "SLEUTH_MODEL"}
+    proc = subprocess.run([sys.executable, "-m", "sleuth.cli", "status", "--index", str(index)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert (proc.returncode, proc.stderr.strip()) == (2, said.format(index / "config.toml")), proc.stderr
+    (index / "config.toml").unlink()
+    cache = "~sleuth-no-such-user/cache"
+    shown = run_cli("status", "--index", str(index), "--format", "json",
+                    env={"SLEUTH_MODEL_CACHE": cache, "SLEUTH_MODEL": DEFAULT_MODEL}).stdout
+    assert json.loads(shown)["vector_lane"]["reason"] == (
+        f"the model cache's folder names no home folder ($SLEUTH_MODEL_CACHE={cache!r}; no such user, or $HOME "
+        "unset): set $SLEUTH_MODEL_CACHE to a full path")
