@@ -86,10 +86,19 @@ class ModelUnavailable(Exception):
 
 
 def model_cache_dir() -> Path:
-    """``$SLEUTH_MODEL_CACHE``, else ``$XDG_CACHE_HOME/sleuth/models``, else ``~/.cache/sleuth/models``."""
-    if os.environ.get(MODEL_CACHE_ENV):
-        return Path(os.environ[MODEL_CACHE_ENV]).expanduser()
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    """``$SLEUTH_MODEL_CACHE``, else ``$XDG_CACHE_HOME/sleuth/models``, else ``~/.cache/sleuth/models``.
+
+    Raises:
+        ModelUnavailable: a ``~`` in the setting (or the default) names no home folder.
+    """
+    try:
+        if os.environ.get(MODEL_CACHE_ENV):
+            return Path(os.environ[MODEL_CACHE_ENV]).expanduser()
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    except RuntimeError:  # ~user of no such user, or neither $HOME nor a password entry
+        raise ModelUnavailable(f"the model cache's folder names no home folder (${MODEL_CACHE_ENV}="
+                               f"{os.environ.get(MODEL_CACHE_ENV, '')!r}; no such user, or $HOME unset):"
+                               f" set ${MODEL_CACHE_ENV} to a full path") from None
     return base / "sleuth" / "models"
 
 
@@ -234,44 +243,101 @@ def resolve_model(spec: str = DEFAULT_MODEL, quantized: bool | None = None) -> M
         return _resolve_model(spec, quantized)
 
 
-def _resolve_model(spec: str, quantized: bool | None) -> ModelFiles:
+@dataclass(frozen=True)
+class _ModelPlan:
+    """Where model ``spec``'s files are and will be (:func:`_plan_model`): ``files`` (the graph
+    :func:`_resolve_model` runs, built or quantised first when missing), the float32 graph
+    ``fp32``, the cache folder, and whether the graph is built here from safetensors weights."""
+
+    files: ModelFiles
+    source: Path
+    fp32: Path
+    cache: Path
+    built: bool
+    use_int8: bool
+
+
+def _model_files_digest(source: Path) -> str:
+    """A digest of the names, sizes and modification times of ``source``'s ``*.json`` and
+    ``*.safetensors`` files (a changed file gives a new cache folder). An entry that cannot be
+    stat'ed (a dangling symlink, a loop, no permission) counts by its name alone: the build reads
+    only the files it needs and says which one it cannot."""
+    digest = hashlib.sha1(f"graph {GRAPH_VERSION}".encode())
+    for f in sorted(source.glob("*.json")) + sorted(source.glob("*.safetensors")):
+        try:
+            st = f.stat()
+        except OSError:
+            digest.update(f"{f.name}:unreadable".encode())
+            continue
+        digest.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return digest.hexdigest()[:12]
+
+
+def _plan_model(spec: str, quantized: bool | None) -> _ModelPlan:
+    """The files of model ``spec`` and where its graphs go, found by reading only the folder's
+    listing and its files' sizes and times: nothing is built, quantised, loaded or written.
+
+    Raises:
+        ModelUnavailable: no such folder, no tokenizer.json, or the folder cannot be read.
+    """
     if spec == DEFAULT_MODEL:
         source = packaged_minilm_dir()
     else:
         source = Path(spec).expanduser()
-        if not source.is_dir():
+    try:
+        if spec != DEFAULT_MODEL and not source.is_dir():
             raise ModelUnavailable(f"model {spec!r} is neither {DEFAULT_MODEL!r} nor a folder")
-    if not (source / "tokenizer.json").is_file():
-        raise ModelUnavailable(f"model folder {source} has no tokenizer.json")
-    if (source / "model.onnx").is_file():
-        fp32 = source / "model.onnx"
-        cache = model_cache_dir() / f"onnx-{hashlib.sha1(str(source.resolve()).encode()).hexdigest()[:12]}"
-    else:
-        digest = hashlib.sha1(f"graph {GRAPH_VERSION}".encode())
-        for f in sorted(source.glob("*.json")) + sorted(source.glob("*.safetensors")):
-            st = f.stat()
-            digest.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
-        cache = model_cache_dir() / f"{source.name}-{digest.hexdigest()[:12]}"
-        fp32 = cache / "model.onnx"
+        if not (source / "tokenizer.json").is_file():
+            raise ModelUnavailable(f"model folder {source} has no tokenizer.json")
+        if (source / "model.onnx").is_file():
+            fp32 = source / "model.onnx"
+            cache = model_cache_dir() / f"onnx-{hashlib.sha1(str(source.resolve()).encode()).hexdigest()[:12]}"
+        else:
+            cache = model_cache_dir() / f"{source.name}-{_model_files_digest(source)}"
+            fp32 = cache / "model.onnx"
+    except (OSError, RuntimeError) as exc:  # an unreadable folder; a symlink loop
+        raise ModelUnavailable(f"cannot read the model folder {source}: {exc}") from exc
     name = spec if spec == DEFAULT_MODEL else source.name
+    tokenizer = source / "tokenizer.json"
     support = int8_support()
     use_int8, path = choose_int8(quantized, support)
     built = fp32.parent == cache  # built here from safetensors weights (not a model.onnx given as is)
-    if cache.is_dir():
-        scratch.sweep(cache)  # scratch files of builds or quantisations a kill cut short
     if not use_int8:
-        if built and not fp32.is_file():
-            _build_onnx(source, fp32)
-        return ModelFiles(name, fp32, source / "tokenizer.json", path)
+        return _ModelPlan(ModelFiles(name, fp32, tokenizer, path), source, fp32, cache, built, False)
     suffix = (INT8_OUTLIERS_SUFFIX if built else INT8_SUFFIX) + ("" if support.fast else INT8_INEXACT_SUFFIX)
     int8 = cache / f"model{suffix.replace('@', '.')}.onnx"
-    if not int8.is_file():
+    return _ModelPlan(ModelFiles(name + suffix, int8, tokenizer, path), source, fp32, cache, built, True)
+
+
+def _resolve_model(spec: str, quantized: bool | None) -> ModelFiles:
+    plan = _plan_model(spec, quantized)
+    files, cache, fp32 = plan.files, plan.cache, plan.fp32
+    if cache.is_dir():
+        scratch.sweep(cache)  # scratch files of builds or quantisations a kill cut short
+    if not plan.use_int8:
+        if plan.built and not fp32.is_file():
+            _build_onnx(plan.source, fp32)
+        return files
+    if not files.onnx_path.is_file():
         cache.mkdir(parents=True, exist_ok=True)
-        if built:
-            _build_onnx(source, int8, int8=True)
+        if plan.built:
+            _build_onnx(plan.source, files.onnx_path, int8=True)
         else:
-            quantize_int8(fp32, int8)
-    return ModelFiles(name + suffix, int8, source / "tokenizer.json", path)
+            quantize_int8(fp32, files.onnx_path)
+    return files
+
+
+def described_model(spec: str | None, quantized: bool | None = None) -> ModelFiles | None:
+    """The files model ``spec`` runs (name, graph, tokenizer, arithmetic path), as
+    :func:`configured_model` gives them, found without building, quantising, loading or writing
+    anything (the graph may not exist yet); None for ``"none"``/empty.
+
+    Raises:
+        ModelUnavailable: the model's folder cannot be found or read.
+    """
+    if not spec or spec.lower() == "none":
+        return None
+    return _plan_model(spec, quantized).files
 
 
 def import_onnxruntime() -> None:
@@ -443,7 +509,14 @@ def load_embedder_now(spec: str | None, quantized: bool | None = None) -> Embedd
 
 
 def check_model_spec(spec: object) -> str:
-    """Validate a configured model spec (a string), raising ConfigError otherwise."""
+    """Validate a configured model spec (a string; a folder starting with ``~`` must expand to a
+    home folder), raising ConfigError otherwise."""
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"model must be a model name, a folder or 'none', got {json.dumps(spec)}")
+    if spec.strip().startswith("~"):
+        try:
+            Path(spec.strip()).expanduser()
+        except RuntimeError:  # ~user of no such user, or ~ with neither $HOME nor a password entry
+            raise ConfigError(f"model {json.dumps(spec.strip())} starts with '~' but names no home folder"
+                              " (no such user, or $HOME unset): give the folder's full path") from None
     return spec.strip()

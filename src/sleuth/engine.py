@@ -53,6 +53,22 @@ def _ns_to_rfc3339(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _resolved_under(ref: str, root: Path) -> Path | None:
+    """The absolute path ``ref`` with its symlinks resolved, when both its lexical form (``..``
+    folded) and its resolved form lie strictly under ``root``; else None. A path outside ``root``
+    is never resolved (the file system is not consulted for it), and one that cannot be resolved
+    (a symlink loop, an unreadable folder, an embedded NUL) is None too, so every path outside
+    the roots asked about answers alike."""
+    lexical = Path(os.path.normpath(ref))
+    if not lexical.is_relative_to(root) or lexical == root:
+        return None
+    try:
+        inside = Path(ref).resolve(strict=False)
+    except (RuntimeError, OSError, ValueError):  # a symlink loop, a permission error, a NUL byte
+        return None
+    return inside if inside.is_relative_to(root) and inside != root else None
+
+
 class Engine:
     """An index folder opened for indexing and search.
 
@@ -261,6 +277,8 @@ class Engine:
         from sleuth.pathglob import qualified_path
 
         ref = ref.strip()
+        if "\0" in ref:
+            raise QueryError(f"a document reference cannot hold a NUL byte, got {ref[:100]!r}")
         allowed = None if projects is None else set(projects)
         head, sep, _suffix = ref.partition(":")
         doc = self.catalog.document(head) if head and "/" not in head else None
@@ -315,8 +333,8 @@ class Engine:
         if Path(ref).is_absolute():
             for pid, roots in self.catalog.roots().items():
                 for root in roots if allowed is None or pid in allowed else ():
-                    inside = Path(ref).resolve(strict=False)
-                    if inside.is_relative_to(Path(root)) and inside != Path(root):
+                    inside = _resolved_under(ref, Path(root))
+                    if inside is not None:
                         candidates += [c for c in rows_at(inside.relative_to(root).as_posix())
                                        if c[1] == pid and c[2] == root]
         return list(dict.fromkeys(candidates))

@@ -434,3 +434,141 @@ def test_counts_in_human_text_have_thousands_separators_everywhere(tmp_path: Pat
                                env=env).stdout)
     assert (again["scanned"], again["unchanged"], len(again["skipped"])) == (2000, 1000, 1000)
     assert json.loads(run_cli("status", "--index", str(index), "--format", "json", env=env).stdout)["blocks"] == 1000
+
+
+def test_get_of_a_path_in_a_symlink_loop_or_outside_every_root_is_not_found(tmp_path: Path) -> None:
+    """An attack: `sleuth get /abs/path/through/a/symlink/loop` ended in a traceback (RuntimeError
+    from resolving it) and MCP get_notebook in a bare "Error executing tool"; a NUL byte likewise.
+    Any path outside the roots, looped or not, and a looped path inside one, is "not found";
+    a NUL byte is refused in words."""
+    from tests.integration.mcp_session import session, text_of
+
+    notes, outside = tmp_path / "notes", tmp_path / "outside"
+    notes.mkdir()
+    outside.mkdir()
+    (notes / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    env = {"SLEUTH_MODEL": "none"}
+    run_cli("index", str(notes), "--project", "notes", "--index", str(index), env=env)
+    for folder in (notes, outside):  # a loop made after indexing, inside the root and outside it
+        (folder / "loop").symlink_to(folder / "loop")
+    refs = [str(outside / "loop" / "x.md"), str(notes / "loop" / "x.md"), str(outside / "nothing.md")]
+    for ref in refs:
+        proc = run_cli("get", ref, "--index", str(index), env=env, check=False)
+        assert (proc.returncode, proc.stdout) == (4, ""), proc.stderr
+        assert proc.stderr.startswith(f"error: document not found: {ref!r} (give a document id"), proc.stderr
+    assert run_cli("get", str(notes / "a.md"), "--index", str(index), env=env).stdout.startswith("# A")
+    nul = str(outside / "a\0b")
+    calls = [("get_notebook", {"project_id": "notes", "item_id": ref}) for ref in [*refs, nul]]
+    results = session(["--index", str(index), "--no-broker", "--tools", "project"], calls, env=env)["results"]
+    answers = [(bool(r.is_error), text_of(r)) for r in results]
+    assert answers == [*((True, f"Error executing tool get_notebook: item not found or access denied: {ref}")
+                         for ref in refs),
+                       (True, f"item_id holds a NUL character (U+0000) at character {nul.index(chr(0))}; "
+                              "arguments must be text")]  # the MCP arguments' own check
+
+
+def test_status_neither_builds_nor_quantises_the_models_graph(tmp_path: Path) -> None:
+    """An attack: with a cold model cache `sleuth status` built or quantised the model's ONNX graph
+    (a 400 MB model.onnx: 533 MB RSS, 6.8 s, files written into the cache) only to show its name.
+    It reads the name, the arithmetic path and the declared dimensions from the model's folder and
+    writes nothing; here the graphs are junk, which building or quantising would have failed on."""
+    from sleuth.embed import INT8_INEXACT_SUFFIX, INT8_OUTLIERS_SUFFIX, INT8_SUFFIX, int8_support
+
+    inexact = "" if int8_support().fast else INT8_INEXACT_SUFFIX
+    notes, index = tmp_path / "notes", tmp_path / "idx"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    run_cli("index", str(notes), "--index", str(index), env={"SLEUTH_MODEL": "none"})
+    (index / "config.toml").write_text("model_int8 = true\n", encoding="utf-8")  # quantise on any CPU
+    for weights, name in (("model.onnx", f"graph{INT8_SUFFIX}{inexact}"),
+                          ("model.safetensors", f"weights{INT8_OUTLIERS_SUFFIX}{inexact}")):
+        model, cache = tmp_path / name.split("@")[0], tmp_path / f"cache-{weights}"
+        model.mkdir()
+        cache.mkdir()
+        (model / "config.json").write_text('{"hidden_size": 384}', encoding="utf-8")
+        (model / "tokenizer.json").write_text("{}", encoding="utf-8")
+        (model / weights).write_bytes(b"\x08junk" * 200)
+        env = {"SLEUTH_MODEL": str(model), "SLEUTH_MODEL_CACHE": str(cache)}
+        shown = json.loads(run_cli("status", "--index", str(index), "--format", "json", env=env).stdout)
+        vector = shown["vector_lane"]
+        assert (vector["available"], vector["model"], vector["dimensions"]) == (False, name, 384), vector
+        assert vector["reason"].startswith(f"no block has a vector from {name} yet"), vector
+        text = run_cli("status", "--index", str(index), env=env).stdout
+        assert f"  vector lane unavailable: no block has a vector from {name} yet" in text, text
+        assert list(cache.iterdir()) == [], weights  # nothing built, quantised or swept into it
+
+
+def test_a_dangling_symlink_in_the_model_folder_is_passed_over(tmp_path: Path) -> None:
+    """An attack: a dangling symlink among the model folder's *.json files made `sleuth index`,
+    `status` and `doctor` exit 2 with "[Errno 2] No such file or directory" (the cache key stat'ed
+    every file). It counts by its name: the real model (its files linked) embeds and reports as
+    before; a model that cannot be built is reported while the lexical lanes are committed."""
+    from sleuth.embed import packaged_minilm_dir
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nalpha reef\n", encoding="utf-8")
+    real, junk = tmp_path / "real", tmp_path / "junk"
+    for folder in (real, junk):
+        folder.mkdir()
+        (folder / "dangling.json").symlink_to(tmp_path / "nonexistent" / "x")
+    for entry in packaged_minilm_dir().iterdir():
+        (real / entry.name).symlink_to(entry)
+    (junk / "config.json").write_text('{"hidden_size": 384}', encoding="utf-8")
+    (junk / "tokenizer.json").write_text("{}", encoding="utf-8")
+    (junk / "model.safetensors").write_bytes(b"junk")
+    env = {"SLEUTH_MODEL": str(real)}
+    index = tmp_path / "idx-real"
+    indexed = run_cli("index", str(notes), "--index", str(index), env=env)
+    assert ", 1 blocks written, 1 embedded, 0 skipped" in indexed.stdout, indexed.stdout
+    vector = json.loads(run_cli("status", "--index", str(index), "--format", "json", env=env).stdout)["vector_lane"]
+    assert (vector["available"], vector["model"].partition("@")[0], vector["dimensions"],
+            vector["blocks_with_vectors"]) == (True, "real", 384, 1)
+    doctor = run_cli("doctor", "--index", str(index), env=env)
+    assert "  retrieval family vector (lanes vector): available" in doctor.stdout.splitlines(), doctor.stdout
+    env, index = {"SLEUTH_MODEL": str(junk)}, tmp_path / "idx-junk"
+    why = f"cannot build {junk}'s ONNX graph: model_type None is not supported (only 'bert')"
+    indexed = run_cli("index", str(notes), "--index", str(index), env=env)
+    assert f"  vector lane unavailable (searches use the lexical lanes): {why}" in indexed.stdout, indexed.stdout
+    assert run_cli("status", "--index", str(index), env=env).returncode == 0
+    doctor = run_cli("doctor", "--index", str(index), env=env, check=False)
+    assert (doctor.returncode, doctor.stderr) == (1, ""), doctor.stderr  # 1: the model needs attention
+    assert f"  retrieval family vector (lanes vector): unavailable: {why}" in doctor.stdout.splitlines()
+    found = run_cli("search", "reef", "--index", str(index), "--format", "json", env=env)
+    assert [h["path"] for h in json.loads(found.stdout)["hits"]] == ["a.md"]
+
+
+def test_a_model_folder_starting_with_a_tilde_of_no_home_is_a_configuration_error(tmp_path: Path) -> None:
+    """An attack: SLEUTH_MODEL='~none' (or model = "~x" in config.toml) made status, doctor and
+    index end in "RuntimeError: Could not determine home directory." from expanding the '~'. It is
+    a configuration error in words; a model cache under such a '~' leaves the vector lane unavailable."""
+    import os
+    import subprocess
+    import sys
+
+    from sleuth.embed import DEFAULT_MODEL
+
+    notes, index = tmp_path / "notes", tmp_path / "idx"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    run_cli("index", str(notes), "--index", str(index), env={"SLEUTH_MODEL": "none"})
+    spec = "~sleuth-no-such-user/model"
+    said = (f'error: model "{spec}" starts with \'~\' but names no home folder (no such user, or $HOME unset): '
+            "give the folder's full path (settings from {})")
+    for command in (["status"], ["doctor"], ["index", str(notes)]):
+        proc = run_cli(*command, "--index", str(index), env={"SLEUTH_MODEL": spec}, check=False)
+        assert (proc.returncode, proc.stdout, proc.stderr.splitlines()[-1:]) == (
+            2, "", [said.format("$SLEUTH_MODEL")]), proc.stderr
+    (index / "config.toml").write_text(f'model = "{spec}"\n', encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "SLEUTH_MODEL"}
+    proc = subprocess.run([sys.executable, "-m", "sleuth.cli", "status", "--index", str(index)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert (proc.returncode, proc.stderr.strip()) == (2, said.format(index / "config.toml")), proc.stderr
+    (index / "config.toml").unlink()
+    cache = "~sleuth-no-such-user/cache"
+    shown = run_cli("status", "--index", str(index), "--format", "json",
+                    env={"SLEUTH_MODEL_CACHE": cache, "SLEUTH_MODEL": DEFAULT_MODEL}).stdout
+    assert json.loads(shown)["vector_lane"]["reason"] == (
+        f"the model cache's folder names no home folder ($SLEUTH_MODEL_CACHE={cache!r}; no such user, or $HOME "
+        "unset): set $SLEUTH_MODEL_CACHE to a full path")

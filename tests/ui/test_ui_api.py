@@ -159,6 +159,23 @@ def test_stale_files_are_counted(ui_index: Path, ui_corpus: Path) -> None:
         server.stop()
 
 
+def test_dates_beyond_the_catalogs_range_are_clamped_as_mcp_clamps_them(ui_server: UiServer, ui_index: Path) -> None:
+    """An attack: a date outside 1677-2262 (what 64-bit nanoseconds hold) crashed `sleuth search`
+    (OverflowError from SQLite, exit 1) and the page's search (500). Such a bound is clamped to the
+    catalog's range, as MCP's recorded_after / recorded_before are: every record on its side."""
+    both = ["plans/roadmap.md", "adr/0001-use-sqlite.md"]
+    cases = [({"since": "0001-01-01"}, both), ({"until": "2300-01-01"}, both),
+             ({"since": "0001-01-01T00:00-05:00", "until": "9999-12-31T23:59:59+14:00"}, both),
+             ({"since": "2262-05-01"}, []), ({"since": "9999-12-31"}, []), ({"until": "1677-01-01"}, [])]
+    for bounds, expected in cases:
+        status, body = ui_server.get(q(q="quokkabase", **bounds))
+        assert (status, [p for _, p in paths(body)]) == (200, expected), bounds
+        flags = [x for name, value in bounds.items() for x in (f"--{name}", value)]
+        cli = run_cli("search", "quokkabase", "--project", "notes", *flags, "--index", str(ui_index),
+                      "--format", "json")
+        assert [h["path"] for h in json.loads(cli.stdout)["hits"]] == expected, bounds
+
+
 def test_a_running_writer_is_shown(ui_server: UiServer, ui_index: Path) -> None:
     lock = WriteLock(ui_index / WRITE_LOCK_FILE, 5.0)
     assert lock.acquire()

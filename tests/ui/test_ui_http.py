@@ -179,3 +179,31 @@ def test_chromium_enters_a_token_once_and_searches(browser: Any, server: HttpSer
     finally:
         context.close()
     assert failures == []
+
+
+def test_a_path_outside_the_users_roots_is_not_found_alike_and_a_nul_is_refused(
+        index: Path, server: HttpServer, tokens: dict[str, str], tmp_path: Path) -> None:
+    """An attack: alice's /ui/api/document of a path through a symlink loop outside every root got
+    500 (other paths 404: the server resolved any path it was given and told loops apart), and of
+    a path with a NUL byte 500. Now every path outside her roots, in beta's root or in a loop in
+    her own, answers the same 404, and a NUL byte 400 in words."""
+    root = index.parent
+    loops = [tmp_path / "loop", root / "beta" / "loop", root / "alpha" / "loop"]
+    for loop in loops:
+        loop.symlink_to(loop)
+    try:
+        refs = [str(tmp_path / "loop" / "x.md"), str(tmp_path / "nothing.md"), str(root / "beta" / "loop" / "x.md"),
+                str(root / "beta" / "beta-plan.md"), str(root / "alpha" / "loop" / "x.md")]
+        for ref in refs:
+            answer = api(server, "document", tokens["alice"], id=ref)
+            assert (answer.status_code, answer.json()) == (404, {"error": (
+                f"document not found: {ref!r} (give a document id, a block id or a path relative to its root, as "
+                "`sleuth search` shows them)")}), ref
+        nul = api(server, "document", tokens["alice"], id="/tmp/a\0b")
+        assert (nul.status_code, nul.json()) == (400, {"error": "a document reference cannot hold a NUL byte, got "
+                                                                "'/tmp/a\\x00b'"})
+        own = api(server, "document", tokens["alice"], id=str(root / "alpha" / "alpha-guide.md"))
+        assert (own.status_code, own.json()["path"]) == (200, "alpha-guide.md")
+    finally:
+        for loop in loops:
+            loop.unlink()

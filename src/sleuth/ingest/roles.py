@@ -325,21 +325,31 @@ def parse_time_ns(value: object) -> int | None:
 _DAY_NS = 86_400 * 1_000_000_000
 
 
+#: The recorded times the catalog can store: 64-bit signed nanoseconds since the epoch (about
+#: 1677-09-21 to 2262-04-11).
+RECORDED_NS_MIN = -(2**63)
+RECORDED_NS_MAX = 2**63 - 1
+
+
+def clamp_recorded_ns(ns: int) -> int:
+    """``ns`` (nanoseconds since the epoch) clamped to what the catalog stores
+    (:data:`RECORDED_NS_MIN` to :data:`RECORDED_NS_MAX`): a search bound beyond that range holds
+    every record on its side, so the clamped bound selects the same records."""
+    return max(RECORDED_NS_MIN, min(RECORDED_NS_MAX, ns))
+
+
 def time_bound_ns(text: str, end_of_day: bool = False) -> int | None:
     """A ``--since`` / ``--until`` bound (the CLI's and the page's): a date (``2024-03-01``) or an
     ISO 8601 / RFC 3339 date-time (``2024-03-01T10:00``, ``2024-03-01 10:00:30Z``,
     ``...+02:00``; no zone: UTC) as nanoseconds since the epoch; None when it is neither. A date
-    alone with ``end_of_day`` (an upper bound) means the last nanosecond of that UTC day."""
+    alone with ``end_of_day`` (an upper bound) means the last nanosecond of that UTC day. Years
+    0001 to 9999 are taken, clamped to the catalog's range (:func:`clamp_recorded_ns`), as MCP's
+    ``filters.recorded_after`` / ``recorded_before`` are."""
     text = text.strip()
     ns = parse_time_ns(text)
     if ns is not None and end_of_day and len(text) == 10:
         ns += _DAY_NS - 1
-    return ns
-
-
-#: The recorded times the catalog can store: 64-bit signed nanoseconds since the epoch.
-RECORDED_NS_MIN = -(2**63)
-RECORDED_NS_MAX = 2**63 - 1
+    return None if ns is None else clamp_recorded_ns(ns)
 
 
 def recorded_time(front_matter: Mapping[str, object], mtime_ns: int) -> tuple[int, str | None]:

@@ -6,7 +6,7 @@ import contextlib
 import threading
 from collections.abc import Callable
 
-from sleuth.embed import Embedder, ModelUnavailable, configured_model, declared_dim, load_embedder
+from sleuth.embed import Embedder, ModelUnavailable, declared_dim, described_model, load_embedder
 
 
 class SharedModel:
@@ -52,17 +52,17 @@ class SharedModel:
 
     def described(self, known_dim: Callable[[str], int | None] | None = None) -> tuple[str, int, str] | None:
         """``(name, dimensions, arithmetic path)`` of the configured model read without loading it
-        (no onnxruntime session, no tokenizer): the name and path from its files
-        (:func:`sleuth.embed.configured_model`, which builds or quantises a graph not made yet, as
-        loading would), the dimensions as its folder declares them (:func:`sleuth.embed.declared_dim`)
-        or, failing that, as ``known_dim(name)`` (a callable, e.g. the catalog's ``vector_dim``)
-        knows them; the catalog is asked last because its rows can be planted. None when only
-        loading tells: no model configured, its files cannot be found (:meth:`get` then says why),
-        or neither declares the dimensions."""
+        (no onnxruntime session, no tokenizer): the name and path from its folder
+        (:func:`sleuth.embed.described_model`: nothing is built, quantised or written), the
+        dimensions as its folder declares them (:func:`sleuth.embed.declared_dim`) or, failing that,
+        as ``known_dim(name)`` (a callable, e.g. the catalog's ``vector_dim``) knows them; the
+        catalog is asked last because its rows can be planted. None when only loading tells: no
+        model configured, its files cannot be found (:meth:`get` then says why), or neither
+        declares the dimensions."""
         if self.disabled:
             return None
         with contextlib.suppress(ModelUnavailable):
-            files = configured_model(self.spec, self.quantized)
+            files = described_model(self.spec, self.quantized)
             dim = None if files is None else declared_dim(files) or (known_dim(files.name) if known_dim else None)
             if files and dim:
                 return files.name, int(dim), files.path

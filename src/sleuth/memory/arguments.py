@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from sleuth.errors import QueryError, shown_value
-from sleuth.ingest.roles import FILTER_KINDS
+from sleuth.ingest.roles import FILTER_KINDS, clamp_recorded_ns
 from sleuth.lanes import registry
 from sleuth.text.query import QUERY_MAX_CHARS
 
@@ -180,7 +180,7 @@ def parse_rfc3339_ns(value: Any, name: str) -> int | None:
         raise QueryError(f"{name} must be a date-time from year 0001 to 9999; got {shown_value(value)}") from None
     ns = int(seconds) * 1_000_000_000 + parsed.microsecond * 1000
     # Clamped to the catalog's 64-bit range (years 1678 to 2261): beyond it, every record is inside.
-    return max(-(2**63), min(2**63 - 1, ns))
+    return clamp_recorded_ns(ns)
 
 
 def _variants(value: Any, name: str) -> tuple[str, ...]:
