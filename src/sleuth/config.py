@@ -12,6 +12,7 @@ from typing import Any
 from sleuth.embed import DEFAULT_MODEL, check_model_spec
 from sleuth.errors import ConfigError
 from sleuth.fusion import FUSION_METHODS, RRF_K
+from sleuth.ingest.limits import ARCHIVE_MAX_MEMBERS, ARCHIVE_MAX_MEMBERS_CEILING
 from sleuth.ingest.tabular import TABULAR_JSON_MIN_BYTES, TABULAR_MODES
 from sleuth.lanes import registry
 from sleuth.lanes.registry import validate_lanes as validate_lanes  # re-exported: it lives with the lanes
@@ -53,6 +54,8 @@ class Config:
     #: skipped, the default) or ``"index"``; see sleuth.ingest.tabular for why.
     tabular: str = "skip"
     tabular_json_min_bytes: int = TABULAR_JSON_MIN_BYTES
+    #: Members read from one archive (sleuth.ingest.archive): 1 to ``ARCHIVE_MAX_MEMBERS_CEILING``.
+    archive_max_members: int = ARCHIVE_MAX_MEMBERS
     #: Milvus for the lanes bm25, tfidf, index and vector (docs/SCALE.md): a local ``.db`` path
     #: (milvus-lite; relative to the index folder) or ``http://host:19530``; None: the local lanes.
     milvus_uri: str | None = None
@@ -150,15 +153,17 @@ def load_config(index_dir: Path | None) -> Config:
     config.toml keys: ``lanes = [..]``, ``fusion = "zscore"`` (or ``"convex"``, ``"rrf"``),
     ``rrf_k = 60``, ``model = "all-MiniLM-L6-v2"`` (or a folder, or ``"none"``),
     ``model_int8 = "auto"`` (or true / false), ``[lane_weights] bm25 = 1.2 ...`` (RRF),
-    ``[score_weights] bm25 = 0.48 ...`` (zscore, convex), ``tabular = "skip"`` (or ``"index"``) and
-    ``tabular_json_min_bytes = 262144`` (see sleuth.ingest.tabular).
+    ``[score_weights] bm25 = 0.48 ...`` (zscore, convex), ``tabular = "skip"`` (or ``"index"``),
+    ``tabular_json_min_bytes = 262144`` (see sleuth.ingest.tabular) and ``archive_max_members =
+    10000`` (also ``SLEUTH_ARCHIVE_MAX_MEMBERS``; at most ``ARCHIVE_MAX_MEMBERS_CEILING``).
     Raises ConfigError on an unreadable file or bad values (a bad value's message ends with where
     the settings came from: the file, the ``SLEUTH_*`` variables set).
     """
     values = read_config_file(index_dir)
     sources = [str(index_dir / "config.toml")] if values and index_dir is not None else []
     _refuse_network_uri_from_file(values, index_dir)
-    for env, key in (("SLEUTH_LANES", "lanes"), ("SLEUTH_RRF_K", "rrf_k"), ("SLEUTH_MODEL", "model")):
+    for env, key in (("SLEUTH_LANES", "lanes"), ("SLEUTH_RRF_K", "rrf_k"), ("SLEUTH_MODEL", "model"),
+                     ("SLEUTH_ARCHIVE_MAX_MEMBERS", "archive_max_members")):
         if env in os.environ:
             values[key] = os.environ[env].split(",") if key == "lanes" else os.environ[env]
             sources.append(f"${env}")
@@ -217,7 +222,8 @@ def _model_settings(cfg: Config, values: dict[str, Any]) -> Config:
 
 
 def _tabular_settings(cfg: Config, values: dict[str, Any]) -> Config:
-    """``tabular`` and ``tabular_json_min_bytes`` of ``values`` applied to ``cfg``. Raises ConfigError."""
+    """``tabular``, ``tabular_json_min_bytes`` and ``archive_max_members`` of ``values`` applied to
+    ``cfg``. Raises ConfigError."""
     if "tabular" in values:
         if values["tabular"] not in TABULAR_MODES:
             raise ConfigError(f"tabular must be one of {', '.join(TABULAR_MODES)}, got {values['tabular']!r}")
@@ -227,6 +233,16 @@ def _tabular_settings(cfg: Config, values: dict[str, Any]) -> Config:
         if not isinstance(raw_min, int) or isinstance(raw_min, bool) or raw_min < 0:
             raise ConfigError(f"tabular_json_min_bytes must be a number of bytes >= 0, got {raw_min!r}")
         cfg = replace(cfg, tabular_json_min_bytes=raw_min)
+    if "archive_max_members" in values:
+        raw_members = values["archive_max_members"]
+        try:
+            members = int(str(raw_members).strip()) if not isinstance(raw_members, bool | float) else 0
+        except ValueError:
+            members = 0
+        if not 1 <= members <= ARCHIVE_MAX_MEMBERS_CEILING:
+            raise ConfigError(f"archive_max_members must be a whole number of members from 1 to"
+                              f" {ARCHIVE_MAX_MEMBERS_CEILING:,}, got {raw_members!r}")
+        cfg = replace(cfg, archive_max_members=members)
     return cfg
 
 

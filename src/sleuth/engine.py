@@ -96,7 +96,8 @@ class Engine:
             specs = tuple(milvus_lane_specs(specs, context))
         #: Every registered lane, built over this index (retrieval and expansion lanes).
         self.lanes: dict[str, Any] = {spec.name: spec.create(context) for spec in specs}
-        self.indexer = Indexer(self.folder, self.model, self.warm_lanes, self._tabular_rule)
+        self.indexer = Indexer(self.folder, self.model, self.warm_lanes, self._tabular_rule,
+                               lambda: self.config.archive_max_members)
         self.searcher = Searcher(self.catalog, self.lanes, config,
                                  lane_delays_from_env(os.environ.get(LANE_DELAY_ENV)),
                                  catch_up=self.folder.catch_up, postings_generation=self.postings.generation,

@@ -152,6 +152,35 @@ def file_coverage(indexed: list[dict[str, object]], skipped: list[dict[str, str]
     return sorted(out, key=lambda f: (str(f["project"]), str(f["root"]), str(f["path"])))
 
 
+def file_gone(root: str, rel_path: str) -> bool:
+    """Whether the file of an indexed document is gone (for an archive member: the archive file),
+    as opposed to changed: what a ``stale`` :func:`freshness` means, told apart for people. One
+    ``os.stat``; a document with no file (empty ``root``) is never gone; never raises."""
+    if not root:
+        return False
+    rel_path = fs_name(rel_path)
+    member = _archive_split(rel_path)
+    try:
+        if member is not None and not os.path.isdir(os.path.join(root, member[0])):
+            os.stat(os.path.join(root, member[0]))
+        elif os.path.isdir(root):
+            os.stat(os.path.join(root, rel_path))
+        else:
+            os.stat(root)  # a root that is one file
+    except OSError:
+        return True
+    return False
+
+
+def stale_note(state: str | None, gone: bool) -> str:
+    """The words that tell a reader a document is not as it was indexed (``""`` when ``state`` is
+    not ``"stale"``): ``"stale: the file is gone since it was indexed"`` or ``"stale: the file
+    changed since it was indexed"``."""
+    if state != "stale":
+        return ""
+    return "stale: the file " + ("is gone" if gone else "changed") + " since it was indexed"
+
+
 def row_freshness(doc: DocumentRow) -> Freshness:
     """``current`` or ``stale``: is the file of catalog row ``doc`` as it was indexed? (see
     :func:`document_freshness`)."""

@@ -215,16 +215,20 @@ class Indexer:
             derived files for the next process; with False when the run did not embed (the vector
             lane is then left to the embedding).
         tabular: the rule for tabular data files (sleuth.ingest.tabular); None: indexed as any file.
+        archive_max_members: the member limit of one archive (the setting ``archive_max_members``);
+            None: ``ARCHIVE_MAX_MEMBERS``.
     """
 
     def __init__(self, folder: IndexFolder, model: SharedModel, warm_lanes: Callable[[bool], None],
-                 tabular: Callable[[], TabularRule] | None = None) -> None:
+                 tabular: Callable[[], TabularRule] | None = None,
+                 archive_max_members: Callable[[], int] | None = None) -> None:
         self.folder = folder
         self.catalog = folder.catalog
         self.postings = folder.postings
         self.model = model
         self.warm_lanes = warm_lanes
         self.tabular = tabular
+        self.archive_max_members = archive_max_members
 
     # ------------------------------------------------------------------ entry points
 
@@ -567,12 +571,15 @@ class Indexer:
         items = (walk_roots([root], excludes, confine) if rel_paths is None
                  else walk_paths(root, rel_paths, excludes, confine))
         real_roots = Roots(confine)
+        from sleuth.ingest.limits import ARCHIVE_MAX_MEMBERS
+
+        max_members = self.archive_max_members() if self.archive_max_members is not None else ARCHIVE_MAX_MEMBERS
         for item in items:
             if isinstance(item, SkippedFile):
                 yield item
             elif is_archive(item.rel_path):
                 try:
-                    for member in iter_archive(item.path, item.identity, real_roots):
+                    for member in iter_archive(item.path, item.identity, real_roots, max_members):
                         if isinstance(member, SkippedFile):
                             yield SkippedFile(f"{item.rel_path}/{member.path}", member.reason)
                         else:

@@ -18,11 +18,12 @@ registry (``LaneSpec.matches``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from sleuth.fusion import FusedDocument
 from sleuth.lanes import registry
+from sleuth.text import analyze
 
 if TYPE_CHECKING:
     from sleuth.types import RankedList
@@ -112,6 +113,34 @@ def semantic_notice(lexical_ran: bool, lexical_found: bool, results: int, droppe
         return f"{missing}: every result is a semantic-only match (similar in meaning, no word in common)"
     weak = f"; {dropped} weakly similar document(s) left out" if dropped else ""
     return f"{missing}{weak}"
+
+
+#: Query words an absent-words notice names (the others are counted), and the characters of each shown.
+ABSENT_WORDS_LISTED_MAX = 3
+ABSENT_WORD_MAX_CHARS = 40
+
+
+def absent_words_notice(query: str, absent_terms: Collection[str]) -> str | None:
+    """The notice naming the words of ``query`` that no indexed document holds, when the others
+    matched (None when no word is absent): a word as written (quotes and edge punctuation
+    stripped) is absent when it analyses to index terms that are all in ``absent_terms``. At most
+    :data:`ABSENT_WORDS_LISTED_MAX` words are named, each cut to :data:`ABSENT_WORD_MAX_CHARS`
+    characters, the rest counted: ``no indexed document holds the word(s) 'taxnomy'; the results
+    match the other words``."""
+    if not absent_terms:
+        return None
+    words: list[str] = []
+    for raw in query.split():
+        word = raw.strip("\"'“”‘’.,;:!?()[]{}")
+        terms = analyze(word) if word else []
+        if terms and all(t in absent_terms for t in terms) and word not in words:
+            words.append(word)
+    if not words:
+        return None
+    shown = ", ".join(repr(w if len(w) <= ABSENT_WORD_MAX_CHARS else w[:ABSENT_WORD_MAX_CHARS] + "…")
+                      for w in words[:ABSENT_WORDS_LISTED_MAX])
+    more = f" and {len(words) - ABSENT_WORDS_LISTED_MAX} more" if len(words) > ABSENT_WORDS_LISTED_MAX else ""
+    return f"no indexed document holds the word(s) {shown}{more}; the results match the other words"
 
 
 def lexical_state(lists: Sequence[RankedList]) -> tuple[bool, bool]:

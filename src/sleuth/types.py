@@ -250,7 +250,8 @@ class SearchResponse(Model):
     failed_lanes: dict[str, str] = Field(default_factory=dict, description="Lanes that failed, with the error")
     skipped_lanes: dict[str, str] = Field(default_factory=dict, description="Lanes with nothing to look for")
     word_notice: str | None = Field(default=None, description="That no word of the query occurs in the "
-                                    "searched documents, when none does (results are then meaning matches)")
+                                    "searched documents, when none does (results are then meaning matches); "
+                                    "else the query words no indexed document holds, when some matched")
     questions: list[QuestionAnswer] = Field(default_factory=list, description="Every question's answer (one "
                                             "for a plain query, whose hits are also in hits)")
     projects: list[str] = Field(default_factory=list, description="Projects searched (None asked: all)")

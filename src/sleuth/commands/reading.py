@@ -65,8 +65,13 @@ def shown_path(h: Hit, qualified: set[str]) -> str:
     return f"{h.root_label}/{h.path}" if h.project in qualified and h.root_label else h.path
 
 
-def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None = None) -> str:
-    """A search response as text: rank, score, path, location, title, heading, snippet (and the trace)."""
+def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None = None,
+                gone: set[str] | None = None) -> str:
+    """A search response as text: rank, score, path, location, title, heading, snippet (and the trace).
+    A hit whose ``freshness`` is ``stale`` is marked so after its path (``gone``: the doc ids of
+    those whose file is gone rather than changed)."""
+    from sleuth.freshness import stale_note
+
     out: list[str] = [f"(lane {lane} unavailable: {why})" for lane, why in resp.unavailable_lanes.items()]
     out += [f"(lane {lane} failed: {why})" for lane, why in resp.failed_lanes.items()]
     if not resp.hits:
@@ -76,8 +81,9 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
     for h in resp.hits:
         heading = " > ".join(x for x in h.heading_path if x != h.location)
         where = f"  {h.location}" if h.location else ""
+        note = stale_note(h.freshness, h.doc_id in (gone or set()))
         out.append(f"{h.rank:>2}. {shown_path(h, qualified or set())}  [{h.project}]  {h.kind}  score {h.score:.4f}"
-                   f"{where}")
+                   f"{where}" + (f"  ({note}: run `sleuth index` again)" if note else ""))
         out.append(f"    {h.title}" + (f"  §  {heading}" if heading else ""))
         out.append("    " + " ".join(h.snippet.split())[:240])
         block = f"  block {h.best_block_id}" if h.best_block_id and h.best_block_id != h.doc_id else ""
@@ -145,7 +151,7 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
                             recorded_after_ns=since, recorded_before_ns=until)
     request = SearchRequest(query=query, projects=list(projects) or None, inbox=False, limit=limit, offset=offset,
                             rank_window=rank_window(offset, limit), lanes=parse_lanes(lanes), explain=explain,
-                            variants=list(variants), filters=filters, details=fmt == "json")
+                            variants=list(variants), filters=filters, details=True)
     answered = _from_broker(index_dir, request)
     if answered is not None:
         resp, qualified = answered
@@ -158,7 +164,11 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
     if fmt == "json":
         emit_json(search_json(resp))
     else:
-        click.echo(printable(render_text(resp, explain, qualified)))  # a title or snippet may hold terminal escapes
+        from sleuth.freshness import file_gone
+
+        gone = {h.doc_id for h in resp.hits if h.freshness == "stale" and file_gone(h.root, h.path)}
+        # a title or snippet may hold terminal escapes
+        click.echo(printable(render_text(resp, explain, qualified, gone)))
 
 
 def search_json(resp: SearchResponse) -> dict[str, Any]:
@@ -196,14 +206,26 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
 
     ID_OR_PATH: a document id or block id (as `sleuth search` shows them), or a path relative to
     its root (docs/setup.md), qualified by the root's folder name when several roots hold it
-    (en/publish.css)."""
+    (en/publish.css). The text printed is the one indexed: when the file changed or is gone
+    since, a note on stderr says so (JSON: ``freshness`` "current" or "stale", and
+    ``stale_reason`` "changed" or "gone" when stale); the exit code stays 0."""
     from sleuth.engine import Engine
+    from sleuth.freshness import file_gone, row_freshness, stale_note
 
     with Engine.open(index_dir) as engine:
         scope = list(projects) or None
         _doc_id, block_id = engine.resolve(ref, scope)
         doc = engine.get(ref, scope)
         qualified = doc.project in engine.multi_root_projects()
+        row = engine.catalog.document(doc.doc_id)
+    state = row_freshness(row) if row is not None else "current"
+    gone = state == "stale" and file_gone(doc.root, doc.path)
+    fresh: dict[str, Any] = {"freshness": state, "stale_reason": ("gone" if gone else "changed")
+                             if state == "stale" else None}
+    note = stale_note(state, gone)
+    if note and fmt != "json":
+        click.echo(printable(f"sleuth get: {note}; shown as indexed -- run `sleuth index` again to read it anew"),
+                   err=True)
     path = f"{doc.root_label}/{doc.path}" if qualified and doc.root_label else doc.path
     block = next((b for b in doc.blocks if b["block_id"] == block_id), None) if block_id else None
     if block is not None:
@@ -212,13 +234,14 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
         text = doc.text[chars[0]:chars[1]]
         if fmt == "json":
             emit_json({"doc_id": doc.doc_id, "project": doc.project, "path": doc.path, "root": doc.root,
-                       "root_label": doc.root_label, "title": doc.title, "kind": doc.kind, **block, "text": text})
+                       "root_label": doc.root_label, "title": doc.title, "kind": doc.kind, **block, "text": text,
+                       **fresh})
         else:
             click.echo(printable(f"# {doc.title}\n({doc.project}: {path}, {block['location']}, block {block_id})\n"))
             click.echo(printable(text))
         return
     if fmt == "json":
-        emit_json(doc.model_dump())
+        emit_json({**doc.model_dump(), **fresh})
     else:
         status = f", {doc.status}" if doc.status else ""
         # control characters of the file (terminal escapes) shown escaped, never sent to the terminal

@@ -7,7 +7,8 @@ with ``..``, holds a NUL, or is empty after that is skipped with the reason; nam
 valid UTF-8 or hold control characters are escaped (:mod:`sleuth.ingest.names`).
 
 And every archive is bounded, as bomb-aware readers are (Apache POI's ``ZipSecureFile``, Python's
-own ``zipfile`` warnings): at most :data:`ARCHIVE_MAX_MEMBERS` members, at most
+own ``zipfile`` warnings): at most :data:`ARCHIVE_MAX_MEMBERS` members (the setting
+``archive_max_members`` raises it, up to :data:`ARCHIVE_MAX_MEMBERS_CEILING`), at most
 :data:`ARCHIVE_MAX_UNCOMPRESSED_BYTES` uncompressed bytes read from one archive, and at most
 :data:`ARCHIVE_MAX_RATIO` uncompressed bytes per compressed byte past a grace of
 :data:`ARCHIVE_RATIO_GRACE_BYTES`. A member over its limit is skipped with the reason; an archive
@@ -36,12 +37,15 @@ from typing import Any, BinaryIO
 
 from sleuth.doc_types import SkippedFile
 from sleuth.ingest.confine import Roots, open_file
+from sleuth.ingest.limits import ARCHIVE_MAX_MEMBERS, ARCHIVE_MAX_MEMBERS_CEILING
 from sleuth.ingest.names import index_name, printable
 from sleuth.ingest.pdf import PDF_MAX_BYTES
 from sleuth.ingest.walk import ARCHIVE_SUFFIXES, FILE_MAX_BYTES, max_bytes_for
 
-ARCHIVE_MAX_MEMBERS = 10_000
-"""At most this many members (files, folders, links) are read from one archive."""
+#: How the member limit is raised, said when an archive goes over it (before any ``:`` of the reason,
+#: so that the skipped-file summaries, which group reasons by the text before it, keep it).
+_RAISE_MEMBERS = ("raise archive_max_members in <index>/config.toml or $SLEUTH_ARCHIVE_MAX_MEMBERS, up to "
+                  f"{ARCHIVE_MAX_MEMBERS_CEILING:,}")
 ARCHIVE_MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
 """At most this many uncompressed bytes are read from one archive (tar: the whole stream, skipped
 members included; zip: the members read)."""
@@ -170,8 +174,9 @@ def _total_reason(total: int) -> str:
             f" (read {total} bytes); the rest was not read")
 
 
-def _members_reason() -> str:
-    return f"archive holds more than the {ARCHIVE_MAX_MEMBERS} member limit; the rest was not read"
+def _members_reason(max_members: int) -> str:
+    return (f"archive holds more than the {max_members:,} member limit; the members after the first {max_members:,}"
+            f" were not read (not counted); {_RAISE_MEMBERS}")
 
 
 class _Names:
@@ -188,17 +193,18 @@ class _Names:
         return name, reason
 
 
-def _iter_zip(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
+def _iter_zip(handle: BinaryIO, max_members: int) -> Iterator[ArchiveMember | SkippedFile]:
     directory = _zip_directory(handle)
-    if directory is not None and (directory[0] > ARCHIVE_MAX_MEMBERS
-                                  or directory[1] > ARCHIVE_MAX_MEMBERS * _ZIP_DIRECTORY_ENTRY_MAX_BYTES):
-        raise ArchiveLimit(f"archive holds more than the {ARCHIVE_MAX_MEMBERS} member limit"
-                           f" ({directory[0]} members, a {directory[1]} byte directory); not read")
+    if directory is not None and (directory[0] > max_members
+                                  or directory[1] > max_members * _ZIP_DIRECTORY_ENTRY_MAX_BYTES):
+        raise ArchiveLimit(f"archive holds more than the {max_members:,} member limit, not read; {_RAISE_MEMBERS}:"
+                           f" {directory[0]:,} members, a {directory[1]:,} byte directory")
     names, total = _Names(), 0
     with zipfile.ZipFile(handle) as zf:
         infos = zf.infolist()
-        if len(infos) > ARCHIVE_MAX_MEMBERS:
-            raise ArchiveLimit(f"archive holds more than the {ARCHIVE_MAX_MEMBERS} member limit; not read")
+        if len(infos) > max_members:
+            raise ArchiveLimit(f"archive holds more than the {max_members:,} member limit, not read; {_RAISE_MEMBERS}:"
+                               f" {len(infos):,} members")
         for info in infos:
             # orig_filename: the name as stored (zipfile cuts filename at a NUL, which hides it, and
             # is_dir() reads the cut name: "docs/\0x.md" would pass for a folder, dropped unreported);
@@ -480,7 +486,7 @@ def _end_reason(stream: _BoundedStream, count: int) -> str | None:
     return None
 
 
-def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
+def _iter_tar(handle: BinaryIO, max_members: int) -> Iterator[ArchiveMember | SkippedFile]:
     stream = _BoundedStream(_decompressed(handle), handle)
     names, count = _Names(), 0
     with tarfile.open(fileobj=stream, mode="r:", tarinfo=_BoundedTarInfo) as tar:  # type: ignore[call-overload]
@@ -492,8 +498,8 @@ def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
                     raise ArchiveError(reason)
                 return
             count += 1
-            if count > ARCHIVE_MAX_MEMBERS:
-                raise ArchiveLimit(_members_reason())
+            if count > max_members:
+                raise ArchiveLimit(_members_reason(max_members))
             tar.members.clear()  # pyright: ignore[reportAttributeAccessIssue] -- tarfile keeps every member it met; nothing here needs them again
             if member.isdir():
                 if member.size > 0:
@@ -518,8 +524,8 @@ def _iter_tar(handle: BinaryIO) -> Iterator[ArchiveMember | SkippedFile]:
                 yield ArchiveMember(name, source.read(member.size), int(member.mtime * 1e9))
 
 
-def iter_archive(path: Path, identity: tuple[int, int] | None = None,
-                 roots: Roots | None = None) -> Iterator[ArchiveMember | SkippedFile]:
+def iter_archive(path: Path, identity: tuple[int, int] | None = None, roots: Roots | None = None,
+                 max_members: int = ARCHIVE_MAX_MEMBERS) -> Iterator[ArchiveMember | SkippedFile]:
     """The regular files of a tar (optionally gzip, bzip2 or xz compressed) or zip archive, in
     archive order, with normalised names (:func:`member_name`).
 
@@ -528,6 +534,8 @@ def iter_archive(path: Path, identity: tuple[int, int] | None = None,
     SkippedFile, as does a sparse file of a tar). Members larger than ``FILE_MAX_BYTES`` (PDFs:
     ``PDF_MAX_BYTES``), with a name that is skipped, with a name met before, or (zip) compressed
     more than :data:`ARCHIVE_MAX_RATIO` to 1 come out as SkippedFile with the reason.
+    ``max_members``: the member limit (members: files, folders, links; see
+    :data:`ARCHIVE_MAX_MEMBERS`).
 
     Raises:
         ArchiveLimit: the archive goes over a limit of the module docstring (after yielding what
@@ -544,10 +552,10 @@ def iter_archive(path: Path, identity: tuple[int, int] | None = None,
     with os.fdopen(fd, "rb") as handle:
         try:
             if path.name.lower().endswith(".zip"):
-                yield from _iter_zip(handle)
+                yield from _iter_zip(handle, max_members)
             else:
-                yield from _iter_tar(handle)
-        except ArchiveError:
+                yield from _iter_tar(handle, max_members)
+        except ArchiveError:  # ArchiveLimit too
             raise
         except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError, lzma.LZMAError,
                 NotImplementedError) as exc:

@@ -380,6 +380,16 @@ class Postings:
             self.reload()
         return self._searcher
 
+    def absent_terms(self, terms: Sequence[str]) -> list[str]:
+        """The ``terms`` (index terms, as :func:`sleuth.text.parse_query` makes them) that no block
+        of the postings holds in any field a word lane searches (body, title, heading, tags, path),
+        in the order given. One term-dictionary lookup per term and field (the body first; the
+        other fields only for a term the body lacks), no posting list is read. A term of deleted
+        blocks not yet merged away still counts as held (never a term wrongly called absent)."""
+        searcher = self.searcher()
+        return [t for t in terms
+                if all(searcher.doc_freq(f, t) == 0 for f in ("body", "title", "heading", "tags", "path"))]
+
     def term(self, field: str, term: str) -> tantivy.Query:
         return tantivy.Query.term_query(self.schema, field, term)
 

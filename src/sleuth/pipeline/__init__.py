@@ -32,7 +32,7 @@ from sleuth.pipeline.plan import ENTITY_KIND, Plan, PlannedQuestion, build_plan
 from sleuth.pipeline.requests import RequestState
 from sleuth.pipeline.results import Rows, add_details, document_hit, entity_hit, existing
 from sleuth.pipeline.retrieve import LanePools, Retrieval, Retriever
-from sleuth.ranking import lexical_state, semantic_notice
+from sleuth.ranking import absent_words_notice, lexical_state, semantic_notice
 from sleuth.text import ParsedQuery, parse_query
 from sleuth.types import INBOX_PROJECT_ID, Hit, QuestionAnswer, RankedList, SearchRequest, SearchResponse
 
@@ -231,7 +231,8 @@ class Searcher:
                and n not in retrieval.failed and n not in retrieval.skipped]
         word_ran, lexical_found = lexical_state([r for _, r in retrieval.lists(0)])
         word_notice = semantic_notice(word_ran, lexical_found, len(answers[0].hits), fused_dropped[0][1],
-                                      phrases=bool(first.phrases), filtered=plan.doc_ids is not None)
+                                      phrases=bool(first.phrases), filtered=plan.doc_ids is not None
+                                      ) or self._absent_words(first, word_ran and lexical_found)
         return SearchResponse(
             query=req.query if not req.questions else answers[0].query, word_notice=word_notice,
             terms=list(first.terms), phrases=[" ".join(p) for p in first.phrases],
@@ -328,6 +329,22 @@ class Searcher:
         return hits
 
     # ------------------------------------------------------------------ notices
+
+    def _absent_words(self, first: ParsedQuery, words_found: bool) -> str | None:
+        """The notice naming the words of the query ``first`` that no indexed document holds, when
+        a word lane found others (``words_found``); else None."""
+        return absent_words_notice(first.text, self._absent_terms(first.terms)) if words_found else None
+
+    def _absent_terms(self, terms: Sequence[str]) -> list[str]:
+        """The ``terms`` no block of the postings holds (one term-dictionary lookup each); none
+        when no postings lane is loaded, or when the postings are behind the catalog (a term of
+        the documents they do not hold yet would be called absent)."""
+        behind = self._postings_generation is not None and self._postings_generation() < self.catalog.generation()
+        if behind or not terms:
+            return []
+        postings = next((lane.postings for name in POSTINGS_LANES if (lane := self.lanes.get(name)) is not None
+                         and hasattr(lane, "postings")), None)
+        return postings.absent_terms(terms) if postings is not None else []
 
     def _notice(self, plan: Plan, retrieval: Retrieval, answers: list[QuestionAnswer],
                 word_notice: str | None, inbox_left_out: int = 0) -> str | None:

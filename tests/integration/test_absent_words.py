@@ -1,0 +1,61 @@
+"""A new user's trial (issue 14 item 4): a query word found nowhere in the corpus went unreported
+when another word matched -- `sleuth search "taxnomy templates"` answered on "templates" alone,
+silently. The words no indexed document holds are named (a few, each cut short) on every surface
+that shows notices: the CLI's text and JSON, and the MCP envelope."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mcp.client.session import ClientSession
+
+from tests.integration.conftest import run_cli
+from tests.integration.test_memory_mcp import ok, session
+
+ENV = {"SLEUTH_MODEL": "none", "SLEUTH_BROKER": "0"}
+NOTICE = "no indexed document holds the word(s) 'taxnomy'; the results match the other words"
+
+
+def _index(tmp_path: Path) -> Path:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "templates.md").write_text("# Templates\n\nOur note templates live here.\n", encoding="utf-8")
+    (notes / "tides.md").write_text("# Tides\n\nThe harbour tide table.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    run_cli("index", str(notes), "--project", "notes", "--index", str(index), env=ENV)
+    return index
+
+
+def test_cli_text_and_json_name_the_absent_words(tmp_path: Path) -> None:
+    index = _index(tmp_path)
+    text = run_cli("search", "taxnomy templates", "--index", str(index), env=ENV).stdout.splitlines()
+    assert text[1:3] == [f"({NOTICE})", text[2]] and text[2].startswith(" 1. templates.md  [notes]  ")
+    found = json.loads(run_cli("search", "taxnomy templates", "--index", str(index), "--format", "json",
+                               env=ENV).stdout)
+    assert [h["path"] for h in found["hits"]] == ["templates.md"]
+    assert (found["notice"], found["word_notice"]) == (NOTICE, NOTICE)
+    every = json.loads(run_cli("search", "templates tide", "--index", str(index), "--format", "json", env=ENV).stdout)
+    assert (every["notice"], every["word_notice"]) == (None, None)  # every word occurs: nothing to say
+    many = json.loads(run_cli("search", f"qwxa qwxb \"templates\" qwxc qwxd {'z' * 60}", "--index", str(index),
+                              "--format", "json", env=ENV).stdout)
+    assert many["word_notice"] == ("no indexed document holds the word(s) 'qwxa', 'qwxb', 'qwxc' and 2 more; the "
+                                   "results match the other words")
+    long = json.loads(run_cli("search", f"templates {'z' * 60}", "--index", str(index), "--format", "json",
+                              env=ENV).stdout)
+    assert long["word_notice"] == (f"no indexed document holds the word(s) '{'z' * 40}…'; the results match the "
+                                   "other words")
+    none = json.loads(run_cli("search", "taxnomy qwxa", "--index", str(index), "--format", "json", env=ENV).stdout)
+    assert none["word_notice"] == "no word of the query occurs in the searched documents"  # as before
+
+
+def test_mcp_envelope_names_the_absent_words(tmp_path: Path) -> None:
+    index = _index(tmp_path)
+
+    async def script(s: ClientSession) -> dict[str, Any]:
+        return ok(await s.call_tool("project_memory_search", {"query": "taxnomy templates", "project_id": "notes"}))
+
+    out = session(index, script, {"SLEUTH_MODEL": "none"})
+    assert [r["path"] for r in out["results"]] == ["templates.md"]
+    assert out["meta"]["notice"] == NOTICE
