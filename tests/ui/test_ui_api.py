@@ -61,15 +61,9 @@ def test_kind_role_project_and_date_filters(ui_server: UiServer) -> None:
     assert paths(ui_server.get(q(q="zebrafinch", project="other"))[1]) == [("other", "secret.md")]
 
 
-def test_date_filters_take_times_as_the_cli_does(ui_server: UiServer, ui_index: Path) -> None:
-    # The roadmap is recorded at 2025-06-01T00:00:00Z: a time on that day puts it on either side.
-    cases = [({"since": "2025-06-01T00:00"}, ["plans/roadmap.md"]),
-             ({"since": "2025-06-01T00:00:01Z"}, []),
-             ({"since": "2025-06-01T01:00+02:00"}, ["plans/roadmap.md"]),  # 2025-05-31T23:00Z
-             ({"until": "2025-05-31T23:59:59.999Z"}, ["adr/0001-use-sqlite.md"]),
-             ({"until": "2025-06-01 00:00"}, ["plans/roadmap.md", "adr/0001-use-sqlite.md"]),
-             ({"since": "2024-03-05T00:00:00Z", "until": "2024-03-05T00:00:00Z"}, ["adr/0001-use-sqlite.md"]),
-             ({"until": "2024-03-04T23:59:59Z"}, [])]
+def _same_on_the_page_and_the_cli(ui_server: UiServer, ui_index: Path,
+                                  cases: list[tuple[dict[str, str], list[str]]]) -> None:
+    """Each case's date bounds give the expected paths (in order) on the page's search and the CLI's."""
     for bounds, expected in cases:
         status, body = ui_server.get(q(q="quokkabase", **bounds))
         assert (status, [p for _, p in paths(body)]) == (200, expected), bounds
@@ -77,6 +71,18 @@ def test_date_filters_take_times_as_the_cli_does(ui_server: UiServer, ui_index: 
         cli = run_cli("search", "quokkabase", "--project", "notes", *flags, "--index", str(ui_index),
                       "--format", "json")
         assert [h["path"] for h in json.loads(cli.stdout)["hits"]] == expected, bounds
+
+
+def test_date_filters_take_times_as_the_cli_does(ui_server: UiServer, ui_index: Path) -> None:
+    # The roadmap is recorded at 2025-06-01T00:00:00Z: a time on that day puts it on either side.
+    cases: list[tuple[dict[str, str], list[str]]] = [({"since": "2025-06-01T00:00"}, ["plans/roadmap.md"]),
+             ({"since": "2025-06-01T00:00:01Z"}, []),
+             ({"since": "2025-06-01T01:00+02:00"}, ["plans/roadmap.md"]),  # 2025-05-31T23:00Z
+             ({"until": "2025-05-31T23:59:59.999Z"}, ["adr/0001-use-sqlite.md"]),
+             ({"until": "2025-06-01 00:00"}, ["plans/roadmap.md", "adr/0001-use-sqlite.md"]),
+             ({"since": "2024-03-05T00:00:00Z", "until": "2024-03-05T00:00:00Z"}, ["adr/0001-use-sqlite.md"]),
+             ({"until": "2024-03-04T23:59:59Z"}, [])]
+    _same_on_the_page_and_the_cli(ui_server, ui_index, cases)
     status, body = ui_server.get(q(q="x", since="2025-06-01T25:00"))
     assert (status, body) == (400, {"error": "since must be a date (2024-03-05) or a date and time "
                                              "(2024-03-05T10:30, UTC unless a zone is given), got '2025-06-01T25:00'"})
@@ -164,16 +170,10 @@ def test_dates_beyond_the_catalogs_range_are_clamped_as_mcp_clamps_them(ui_serve
     (OverflowError from SQLite, exit 1) and the page's search (500). Such a bound is clamped to the
     catalog's range, as MCP's recorded_after / recorded_before are: every record on its side."""
     both = ["plans/roadmap.md", "adr/0001-use-sqlite.md"]
-    cases = [({"since": "0001-01-01"}, both), ({"until": "2300-01-01"}, both),
+    cases: list[tuple[dict[str, str], list[str]]] = [({"since": "0001-01-01"}, both), ({"until": "2300-01-01"}, both),
              ({"since": "0001-01-01T00:00-05:00", "until": "9999-12-31T23:59:59+14:00"}, both),
              ({"since": "2262-05-01"}, []), ({"since": "9999-12-31"}, []), ({"until": "1677-01-01"}, [])]
-    for bounds, expected in cases:
-        status, body = ui_server.get(q(q="quokkabase", **bounds))
-        assert (status, [p for _, p in paths(body)]) == (200, expected), bounds
-        flags = [x for name, value in bounds.items() for x in (f"--{name}", value)]
-        cli = run_cli("search", "quokkabase", "--project", "notes", *flags, "--index", str(ui_index),
-                      "--format", "json")
-        assert [h["path"] for h in json.loads(cli.stdout)["hits"]] == expected, bounds
+    _same_on_the_page_and_the_cli(ui_server, ui_index, cases)
 
 
 def test_a_running_writer_is_shown(ui_server: UiServer, ui_index: Path) -> None:
