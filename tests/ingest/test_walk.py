@@ -187,6 +187,9 @@ def test_a_file_replaced_after_the_walk_is_not_read(tmp_path: Path) -> None:
     write(root, "doc.md")
     (item,) = list(walk_roots([root]))
     assert isinstance(item, SourceFile) and item.identity is not None
+    # The listed file's inode stays in use (a second link to it), so the file written at its path
+    # below cannot be given the same inode number (ext4 and tmpfs reuse a freed one at once).
+    os.link(root / "doc.md", tmp_path / "listed.md")
     (root / "doc.md").unlink()
     (root / "doc.md").symlink_to(tmp_path / "outside/secret.md")  # swapped for a link after the walk
     with pytest.raises(ConfinementError, match="symlink"):
