@@ -97,3 +97,50 @@ def test_a_damaged_document_statistics_row_makes_the_sync_count_again(tmp_path: 
             assert resp.failed_lanes == {} and resp.hits
             assert {k: [b for b, _ in v] for k, v in _answers(e).items()} == {k: [b for b, _ in v]
                                                                             for k, v in before.items()}
+
+
+@pytest.mark.parametrize("column,value", [("label", "L" * 300), ("role", "é" * 200), ("family", "f" * 257)],
+                         ids=["label of 300 letters", "role of 400 bytes", "family of 257 letters"])
+def test_a_document_row_longer_than_milvus_takes_is_left_out_not_failed_on(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, column: str, value: str) -> None:
+    """Attack session 25: one document row with a field longer than Milvus' VARCHAR bound (256
+    bytes) failed the sync for every project (every lexical lane failed with "field label: a value
+    of 300 characters", the ``_lex`` collection left empty). Now that document is left out of the
+    collections (logged once), and every other one is synced and found as before."""
+    write_projects(tmp_path / "src")
+    config = Config(model="none", milvus_uri=str(tmp_path / "lanes.db"))
+    with Engine(tmp_path / "idx", config) as e:
+        index_all(e, tmp_path / "src")
+        before = _answers(e)
+        (doc_id,) = e.catalog.conn.execute("SELECT doc_id FROM documents WHERE rel_path='gen.md'").fetchone()
+        (blocks,) = e.catalog.conn.execute("SELECT count(*) FROM blocks").fetchone()
+        (tampered_blocks,) = e.catalog.conn.execute("SELECT count(*) FROM blocks WHERE doc_id=?",
+                                                    (doc_id,)).fetchone()
+    assert any(b.startswith(doc_id) for b, _ in before[("bm25", "generation number of writes")])
+    conn = sqlite3.connect(tmp_path / "idx" / "catalog.sqlite3", isolation_level=None)
+    try:  # the row written at a new generation, as a writer of the catalog would
+        conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
+        conn.execute(f"UPDATE documents SET {column}=?, generation=(SELECT CAST(value AS INTEGER) FROM meta"
+                     " WHERE key='generation') WHERE doc_id=?", (value, doc_id))
+        conn.execute("DELETE FROM meta WHERE key='milvus:state'")  # and every row sent again
+    finally:
+        conn.close()
+    caplog.set_level("WARNING", logger="sleuth.store.milvus_sync")
+    with Engine(tmp_path / "idx", config) as e:
+        for q in QUERIES:
+            resp = e.search(q, lanes=list(LANES))
+            assert resp.failed_lanes == {}
+        after = _answers(e)
+        shared = e.lanes["bm25"].shared  # type: ignore[attr-defined]
+        assert shared.index.rows(shared.index.lex) == blocks - tampered_blocks
+        assert shared.index.stats()["n"] == blocks - tampered_blocks
+        # another folder indexed after it: synced too
+        (tmp_path / "src2").mkdir()
+        (tmp_path / "src2" / "new.md").write_text("# Quorum\n\nThe quorum decides the advisory lock holder.\n")
+        e.index([tmp_path / "src2"], project="delta")
+        found = e.search("quorum", lanes=["bm25"])
+        assert found.failed_lanes == {} and [h.path for h in found.hits] == ["new.md"]
+    assert not any(b.startswith(doc_id) for v in after.values() for b, _ in v)
+    assert after[("bm25", "advisory lock")] and after[("bm25", "fusion weights")]
+    warned = [r.getMessage() for r in caplog.records if "left out of Milvus" in r.getMessage()]
+    assert len(warned) == 1 and doc_id in warned[0] and f"field {column}" in warned[0]

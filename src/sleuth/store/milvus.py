@@ -190,6 +190,7 @@ class MilvusIndex(MilvusSync):
         self.dense = f"{settings.collection}_dense"
         self._lock = threading.RLock()
         self._loaded: set[str] = set()  # collections found loaded by this client
+        self.skipped = set()
         self.part_blocks = settings.sync_part_blocks
         with catalog.write() as conn:
             for ddl in _STATS_DDL:
