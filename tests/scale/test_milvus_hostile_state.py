@@ -144,3 +144,30 @@ def test_a_document_row_longer_than_milvus_takes_is_left_out_not_failed_on(
     assert after[("bm25", "advisory lock")] and after[("bm25", "fusion weights")]
     warned = [r.getMessage() for r in caplog.records if "left out of Milvus" in r.getMessage()]
     assert len(warned) == 1 and doc_id in warned[0] and f"field {column}" in warned[0]
+
+
+@pytest.mark.parametrize("planted", ["[1, 2]", '{"generation": GEN, "n": 1e308, "lengths": {}}',
+                                     '{"generation": GEN, "n": 1' + "0" * 400 + ', "lengths": {}}',
+                                     '{"generation": GEN, "n": 8, "lengths": {"body": 1e308}}'],
+                         ids=["a list", "n of 1e308", "n of 401 digits", "a length of 1e308"])
+def test_a_damaged_statistics_record_is_counted_again_without_a_new_generation(tmp_path: Path, planted: str) -> None:
+    """Attack session 25: a ``milvus:stats`` planted at the current generation (no document
+    changed) failed every Milvus lane, and re-indexing did not repair it (the sync found Milvus
+    up to date). Now such a record counts as absent: the next sync counts the statistics again."""
+    write_projects(tmp_path / "src")
+    config = Config(model="none", milvus_uri=str(tmp_path / "lanes.db"))
+    with Engine(tmp_path / "idx", config) as e:
+        index_all(e, tmp_path / "src")
+        before = _answers(e)
+        gen = e.catalog.generation()
+    conn = sqlite3.connect(tmp_path / "idx" / "catalog.sqlite3", isolation_level=None)
+    try:
+        conn.execute("UPDATE meta SET value=? WHERE key='milvus:stats'", (planted.replace("GEN", str(gen)),))
+    finally:
+        conn.close()
+    with Engine(tmp_path / "idx", config) as e:
+        index_all(e, tmp_path / "src")  # nothing changed: no new generation
+        assert e.catalog.generation() == gen
+        resp = e.search("advisory lock", lanes=list(LANES))
+        assert resp.failed_lanes == {} and resp.hits
+        assert _answers(e) == before

@@ -441,6 +441,8 @@ class MilvusSync:
         state = self.state()
         if state.get("generation") != self.catalog.generation():
             return True
+        if self.stats().get("generation") != state.get("generation"):
+            return True  # the statistics unreadable (planted, damaged): counted again
         if not self._known(self.lex, state.get("lex_mark"), _progress_mark(state)):
             return True  # emptied or replaced: rebuilt
         if "lex_sync" not in state and not self._whole(self.lex, state.get("lex_rows")):
