@@ -300,3 +300,25 @@ def test_a_stored_vector_that_cannot_be_read_is_left_out_of_milvus(tmp_path: Pat
         assert isinstance(lane, MilvusVectorLane)
         found = set(lane.search(LaneQuery(parse_query("reciprocal rank fusion of lock writers"), 50)).block_ids)
     assert hostile not in found and found and found <= blocks - {hostile}
+
+
+def test_a_collection_name_longer_than_milvus_takes_is_refused_readably(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack session 25: ``SLEUTH_MILVUS_COLLECTION`` of 300 letters passed the name check, then
+    failed in pymilvus with a traceback. Milvus takes names of 255 characters; sleuth's longest
+    suffix is ``_dense``, so 249 is the most, and longer is a configuration error."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.md").write_text("# Locks\n\nOne writer holds the advisory lock.\n")
+    monkeypatch.setenv("SLEUTH_MILVUS_URI", str(tmp_path / "lanes.db"))
+    monkeypatch.setenv("SLEUTH_MILVUS_COLLECTION", "c" * 250)
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "idx" / "config.toml").write_text('model = "none"\n')
+    with pytest.raises(ConfigError, match="milvus_collection is 250 characters, at most 249"):
+        with Engine(tmp_path / "idx") as e:
+            e.index([tmp_path / "src"], project="p")
+            e.search("advisory lock", lanes=["bm25"])
+    monkeypatch.setenv("SLEUTH_MILVUS_COLLECTION", "c" * 249)
+    with Engine(tmp_path / "idx") as e:
+        e.index([tmp_path / "src"], project="p")
+        resp = e.search("advisory lock", lanes=["bm25"])
+        assert resp.failed_lanes == {} and [h.path for h in resp.hits] == ["a.md"]
