@@ -162,6 +162,7 @@ def load_config(index_dir: Path | None) -> Config:
     values = read_config_file(index_dir)
     sources = [str(index_dir / "config.toml")] if values and index_dir is not None else []
     _refuse_network_uri_from_file(values, index_dir)
+    _refuse_collection_from_file(values, index_dir)
     for env, key in (("SLEUTH_LANES", "lanes"), ("SLEUTH_RRF_K", "rrf_k"), ("SLEUTH_MODEL", "model"),
                      ("SLEUTH_ARCHIVE_MAX_MEMBERS", "archive_max_members")):
         if env in os.environ:
@@ -207,6 +208,29 @@ def _refuse_network_uri_from_file(values: dict[str, Any], index_dir: Path | None
                       " repository or an archive cannot send what is indexed to a host of its choosing;"
                       " set SLEUTH_MILVUS_URI to that URI to use it (a local milvus-lite .db path may stay"
                       " in the file)")
+
+
+def _refuse_collection_from_file(values: dict[str, Any], index_dir: Path | None) -> None:
+    """Refuse a ``milvus_collection`` of ``<index>/config.toml`` when the Milvus is the
+    environment's (``$SLEUTH_MILVUS_URI`` set), unless ``$SLEUTH_MILVUS_COLLECTION`` is set too
+    (which then overrides it): an index folder that came with a cloned repository or an archive
+    could otherwise name another index's collections on that shared Milvus, and each index's sync
+    would then rebuild them over the other's, by turns. The file's name is used with the file's own
+    milvus-lite database (``milvus_uri`` in the file, no variable), which no other index shares.
+
+    Raises:
+        ConfigError: ``milvus_collection`` in the file, ``$SLEUTH_MILVUS_URI`` set and no
+            ``$SLEUTH_MILVUS_COLLECTION``.
+    """
+    if ("milvus_collection" not in values or not os.environ.get("SLEUTH_MILVUS_URI", "").strip()
+            or os.environ.get("SLEUTH_MILVUS_COLLECTION", "").strip()):
+        return
+    where = index_dir / "config.toml" if index_dir is not None else "config.toml"
+    raise ConfigError(f"milvus_collection in {where} names collections on the Milvus of $SLEUTH_MILVUS_URI:"
+                      " there the collection name is taken only from $SLEUTH_MILVUS_COLLECTION, so that an index"
+                      " folder that came with a repository or an archive cannot name (and rebuild) another"
+                      " index's collections; set SLEUTH_MILVUS_COLLECTION to a name of this index's own, or"
+                      " remove milvus_collection from the file (default collections: sleuth_lex, sleuth_dense)")
 
 
 def _model_settings(cfg: Config, values: dict[str, Any]) -> Config:

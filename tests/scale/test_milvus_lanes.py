@@ -300,3 +300,57 @@ def test_a_stored_vector_that_cannot_be_read_is_left_out_of_milvus(tmp_path: Pat
         assert isinstance(lane, MilvusVectorLane)
         found = set(lane.search(LaneQuery(parse_query("reciprocal rank fusion of lock writers"), 50)).block_ids)
     assert hostile not in found and found and found <= blocks - {hostile}
+
+
+def test_a_collection_name_longer_than_milvus_takes_is_refused_readably(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack session 25: ``SLEUTH_MILVUS_COLLECTION`` of 300 letters passed the name check, then
+    failed in pymilvus with a traceback. Milvus takes names of 255 characters; sleuth's longest
+    suffix is ``_dense``, so 249 is the most, and longer is a configuration error."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.md").write_text("# Locks\n\nOne writer holds the advisory lock.\n")
+    monkeypatch.setenv("SLEUTH_MILVUS_URI", str(tmp_path / "lanes.db"))
+    monkeypatch.setenv("SLEUTH_MILVUS_COLLECTION", "c" * 250)
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "idx" / "config.toml").write_text('model = "none"\n')
+    with pytest.raises(ConfigError, match="milvus_collection is 250 characters, at most 249"):
+        with Engine(tmp_path / "idx") as e:
+            e.index([tmp_path / "src"], project="p")
+            e.search("advisory lock", lanes=["bm25"])
+    monkeypatch.setenv("SLEUTH_MILVUS_COLLECTION", "c" * 249)
+    with Engine(tmp_path / "idx") as e:
+        e.index([tmp_path / "src"], project="p")
+        resp = e.search("advisory lock", lanes=["bm25"])
+        assert resp.failed_lanes == {} and [h.path for h in resp.hits] == ["a.md"]
+
+
+def test_a_search_while_the_lex_collection_is_being_rewritten_says_so(  # type: ignore[no-untyped-def]
+        tmp_path: Path, catalog_url: str, milvus_server) -> None:
+    """Attack session 25: a search while a sync rewrites ``<collection>_lex`` (another process
+    syncing, or one killed mid-way whose sync this process cannot finish) answered from the rows
+    written so far with no word of it. Now the response's notice names the lanes that do."""
+    write_projects(tmp_path / "src")
+    cfg = Config(model="none", milvus_uri=milvus_server.uri, milvus_collection="rewrite")
+    lexical = ["bm25", "index", "tfidf"]
+    said = "a Milvus sync is in progress (or was stopped mid-way): the bm25, index, tfidf lanes answer from the part"
+    with Engine(tmp_path / "scale", cfg) as e:
+        index_all(e, tmp_path / "src")
+        assert said not in (e.search("advisory lock", lanes=lexical).notice or "")
+    (tmp_path / "src" / "beta" / "new.md").write_text("# New\n\nA new advisory lock holder.\n")
+    env = {**os.environ, "SLEUTH_CATALOG_URL": catalog_url, "SLEUTH_MILVUS_URI": milvus_server.uri,
+           "SLEUTH_MILVUS_COLLECTION": "rewrite", "SLEUTH_MODEL": "none", "SLEUTH_FAULT_KILL_AT": "milvus:lex-part:1."}
+    proc = subprocess.run([sys.executable, "-m", "sleuth", "index", str(tmp_path / "src" / "beta"), "--project",
+                           "beta", "--index", str(tmp_path / "scale")], env=env, capture_output=True, timeout=600)
+    assert proc.returncode == -9, proc.stderr
+    lock = PgWriteLock(catalog_url, 60)
+    assert lock.acquire()  # another process writes: this one cannot finish the sync
+    try:
+        with Engine(tmp_path / "scale", cfg) as e:
+            resp = e.search("advisory lock", lanes=lexical)
+            assert said in (resp.notice or "") and resp.failed_lanes == {}
+            assert said not in (e.search("advisory lock", lanes=["exact"]).notice or "")
+    finally:
+        lock.release()
+    with Engine(tmp_path / "scale", cfg) as e:  # the lock free: the search finishes the sync first
+        resp = e.search("advisory lock", lanes=lexical)
+        assert said not in (resp.notice or "") and "new.md" in [h.path for h in resp.hits]

@@ -10,7 +10,10 @@ process would keep the old data in memory)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ import pytest
 
 from sleuth.config import Config
 from sleuth.engine import Engine
+from sleuth.errors import ConfigError
 from sleuth.lanes import milvus as milvus_lanes
 from tests.scale.servers import MilvusLiteServer
 from tests.scale.test_milvus_lanes import assert_same, index_all, lane_answers, write_projects
@@ -243,3 +247,41 @@ def test_another_applications_collection_of_the_same_name_is_never_dropped(tmp_p
     assert client.query("orders_lex", filter="", output_fields=["count(*)"])[0]["count(*)"] == 5
     assert [f["name"] for f in client.describe_collection("orders_lex")["fields"]] == ["id", "v"]
     client.close()
+
+
+def test_a_cloned_config_cannot_name_another_indexs_collections(tmp_path: Path, server: Server,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack session 25: a cloned repository's ``.sleuth/config.toml`` set ``milvus_collection`` to
+    another index's; each sync then found the other's mark and rebuilt the collections, so the two
+    indexes wiped each other's by turns. With the Milvus of ``$SLEUTH_MILVUS_URI`` the file's name
+    is refused, readably, and the other index's collections are left as they were."""
+    write_projects(tmp_path / "src")
+    with Engine(tmp_path / "idx", Config(model="none", milvus_uri=server.uri, milvus_collection="victim")) as e:
+        index_all(e, tmp_path / "src")
+        before = lane_answers(e, lanes=("bm25", "index", "tfidf"))
+        marked = e.lanes["bm25"].shared.index.client.describe_collection("victim_lex")["properties"]  # type: ignore[attr-defined]
+    clone = tmp_path / "clone"
+    (clone / "notes").mkdir(parents=True)
+    (clone / "notes" / "x.md").write_text("# Planted\n\nA lock of the cloned repository.\n")
+    (clone / ".sleuth").mkdir()
+    (clone / ".sleuth" / "config.toml").write_text('model = "none"\nmilvus_collection = "victim"\n')
+    monkeypatch.setenv("SLEUTH_MILVUS_URI", server.uri)
+    monkeypatch.delenv("SLEUTH_MILVUS_COLLECTION", raising=False)
+    with pytest.raises(ConfigError, match=r"milvus_collection in .*config.toml names collections on the Milvus of"
+                                          r" \$SLEUTH_MILVUS_URI.*set SLEUTH_MILVUS_COLLECTION"):
+        with Engine(clone / ".sleuth") as e:
+            e.index([clone / "notes"], project="clone")
+    proc = subprocess.run([sys.executable, "-m", "sleuth", "index", str(clone / "notes"), "--index",
+                           str(clone / ".sleuth")], env=os.environ, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "taken only from $SLEUTH_MILVUS_COLLECTION" in proc.stderr
+    monkeypatch.setenv("SLEUTH_MILVUS_COLLECTION", "clone")  # a name of its own: used
+    with Engine(clone / ".sleuth") as e:
+        e.index([clone / "notes"], project="clone")
+        assert [h.path for h in e.search("lock", lanes=["bm25"]).hits] == ["x.md"]
+    monkeypatch.delenv("SLEUTH_MILVUS_URI")
+    monkeypatch.delenv("SLEUTH_MILVUS_COLLECTION")
+    with Engine(tmp_path / "idx", Config(model="none", milvus_uri=server.uri, milvus_collection="victim")) as e:
+        client = e.lanes["bm25"].shared.index.client  # type: ignore[attr-defined]
+        assert client.describe_collection("victim_lex")["properties"] == marked  # not rebuilt
+        assert lane_answers(e, lanes=("bm25", "index", "tfidf")) == before

@@ -114,6 +114,7 @@ def scale(tmp_path: Path, pg_server, milvus_server, monkeypatch: pytest.MonkeyPa
         monkeypatch.setenv("SLEUTH_CATALOG_URL", urls[name])
         # a network Milvus named in config.toml is used only when the environment names one too
         monkeypatch.setenv("SLEUTH_MILVUS_URI", milvus_server.uri)
+        monkeypatch.setenv("SLEUTH_MILVUS_COLLECTION", name)  # and its collection name (config.toml's refused)
         engine = Engine(tmp_path / name)
         engines.append(engine)
         return engine

@@ -141,6 +141,13 @@ class _MilvusLexical(LaneBase):
                                          "milvus_generation": state.get("generation"),
                                          "rows": index.count(index.lex)})
 
+    def rows_being_rewritten(self) -> bool:
+        """Whether ``<collection>_lex`` is being written by a sync that has not ended (``lex_sync``
+        in ``milvus:state``: another process syncing, or one stopped mid-way whose sync this
+        process could not finish): then it holds only part of the blocks, and a search answers from
+        those (the response's notice says so)."""
+        return "lex_sync" in self.shared.index.state()
+
     def search(self, q: LaneQuery) -> RankedList:
         self.shared.sync()
         if not q.parsed.terms or (q.doc_ids is not None and not q.doc_ids):

@@ -366,6 +366,12 @@ class Searcher:
                          f" indexing run(s), whose postings could not be written: {behind}" if behind else
                          "an indexing run is in progress: the bm25, index, rm3 and exact lanes see its documents"
                          " only when it ends (the tfidf and vector lanes see them already)")
+        rewritten = [name for name in plan.lanes if name in retrieval.answers
+                     and getattr(self.lanes.get(name), "rows_being_rewritten", lambda: False)()]
+        if rewritten:
+            notes.append(f"a Milvus sync is in progress (or was stopped mid-way): the {', '.join(rewritten)}"
+                         f" lane{'s' if len(rewritten) > 1 else ''} answer from the part of the blocks it has"
+                         " written so far, until it ends (the next `sleuth index` finishes it)")
         vector = self.lanes.get("vector")
         if "vector" in retrieval.answers and vector is not None and vector.pending_documents():
             running = getattr(vector, "embedding_running", lambda: False)()

@@ -50,6 +50,11 @@ DENSE_INDEXES_LITE = ("FLAT", "HNSW", "IVF_FLAT")
 DENSE_INDEXES_SERVER = ("FLAT", "HNSW", "HNSW_SQ", "HNSW_PQ", "IVF_FLAT", "IVF_SQ8", "IVF_PQ", "IVF_RABITQ",
                         "DISKANN", "AUTOINDEX")
 CONSISTENCY_LEVELS = ("Strong", "Bounded", "Session", "Eventually")
+#: Milvus' longest collection name, in characters (its ``proxy.maxNameLength`` default); sleuth's
+#: names add ``_lex`` or ``_dense`` to ``milvus_collection``.
+MILVUS_NAME_CHARS_MAX = 255
+#: The longest ``milvus_collection``: room for the longer suffix, ``_dense``.
+COLLECTION_PREFIX_CHARS_MAX = MILVUS_NAME_CHARS_MAX - len("_dense")
 _FILTER_FIELDS = ("project_id", "doc_id", "label", "role", "family")
 
 
@@ -88,7 +93,11 @@ def check_capabilities(settings: MilvusSettings, server_version: str) -> None:
     """
     lite = server_version.startswith("milvus_lite")
     if not settings.collection.replace("_", "").isalnum() or not settings.collection.isascii():
-        raise ConfigError(f"milvus_collection must be letters, digits and '_', got {settings.collection!r}")
+        raise ConfigError(f"milvus_collection must be letters, digits and '_', got {settings.collection[:80]!r}")
+    if len(settings.collection) > COLLECTION_PREFIX_CHARS_MAX:
+        raise ConfigError(f"milvus_collection is {len(settings.collection)} characters, at most"
+                          f" {COLLECTION_PREFIX_CHARS_MAX} (Milvus names take {MILVUS_NAME_CHARS_MAX}, with sleuth's"
+                          " '_lex' or '_dense' after it): choose a shorter name")
     allowed = DENSE_INDEXES_LITE if lite else DENSE_INDEXES_SERVER
     if settings.dense_index not in allowed:
         raise ConfigError(f"milvus_dense_index {settings.dense_index!r} is not supported by {server_version}:"
@@ -190,6 +199,7 @@ class MilvusIndex(MilvusSync):
         self.dense = f"{settings.collection}_dense"
         self._lock = threading.RLock()
         self._loaded: set[str] = set()  # collections found loaded by this client
+        self.skipped = set()
         self.part_blocks = settings.sync_part_blocks
         with catalog.write() as conn:
             for ddl in _STATS_DDL:

@@ -26,6 +26,21 @@ from sleuth.lanes import sparse
 #: ``recorded_ns`` (INT64). ``block_id`` is the primary key, ``project_id`` the partition key.
 VARCHAR_FIELDS: tuple[tuple[str, int], ...] = (("block_id", 64), ("project_id", 256), ("doc_id", 256),
                                                ("label", 256), ("role", 256), ("family", 256))
+
+
+def too_long(block_id: str, project_id: str, doc_id: str, label: str, role: str, family: str) -> str | None:
+    """Why a row of these filter fields cannot go to Milvus (a value longer than its field's
+    ``max_length`` of ``VARCHAR_FIELDS``, counted in UTF-8 bytes as the server counts, which is
+    never fewer than characters), e.g. ``"field label: 300 bytes, at most 256"``; None when it can.
+    Only a damaged or hostile catalog holds such a row (sleuth writes shorter ones)."""
+    for (name, max_len), value in zip(VARCHAR_FIELDS, (block_id, project_id, doc_id, label, role, family),
+                                      strict=True):
+        size = len(str(value).encode("utf-8", "surrogatepass"))
+        if size > max_len:
+            return f"field {name}: {size} bytes, at most {max_len}"
+    return None
+
+
 #: Placeholder of a block without terms (Milvus refuses an empty sparse vector); no query has it.
 EMPTY_SPARSE = {sparse.TERM_ID_LIMIT - 1: 1e-30}
 #: Bytes of one sparse pair in Milvus' format (uint32 index, float32 value).

@@ -26,6 +26,18 @@ def _count(v: object) -> bool:
     return _int(v) and v >= 0  # type: ignore[operator]
 
 
+#: Above any count of blocks or tokens a catalog holds (integers exact in a float64, as the weights' sums).
+STATS_COUNT_LIMIT = 2**53
+
+
+def _stats_count(v: object) -> bool:
+    return _int(v) and 0 <= v < STATS_COUNT_LIMIT  # type: ignore[operator]
+
+
+def _stats_lengths(v: object) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and _stats_count(x) for k, x in v.items())
+
+
 def _number(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -60,8 +72,11 @@ STATE = _fields({
     "lex_mark": _str, "dense_mark": _str, "dense_sync_mark": _str, "lex_sync": _PROGRESS, "lex_rows": _count,
     "dense_rows": _count,
 })
-#: ``milvus:stats`` (:meth:`sleuth.store.milvus.MilvusIndex.stats`).
-STATS = _fields({"generation": _count, "n": _count, "lengths": _lengths}, required=("generation", "n", "lengths"))
+#: ``milvus:stats`` (:meth:`sleuth.store.milvus.MilvusIndex.stats`): the block count and the
+#: fields' token counts are integers below ``STATS_COUNT_LIMIT`` (a planted 1e308 or 400-digit
+#: count made every query weight infinite).
+STATS = _fields({"generation": _count, "n": _stats_count, "lengths": _stats_lengths},
+                required=("generation", "n", "lengths"))
 def _packed(v: object) -> bool:
     """Base64 of little-endian uint32 values (``DOC_STATS_IDS`` and ``DOC_STATS_COUNTS``)."""
     if not isinstance(v, str) or len(v) % 4:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import pickle
 import secrets
 import tempfile
@@ -60,6 +61,8 @@ from sleuth.text import analyze, block_terms
 
 if TYPE_CHECKING:
     from sleuth.store.catalog import Catalog
+
+log = logging.getLogger(__name__)
 
 #: Blocks read, analysed and sent to Milvus per part of a sync (and rows per insert call).
 MILVUS_SYNC_PART_BLOCKS = 2_000
@@ -334,6 +337,9 @@ class MilvusSync:
     part_blocks: int = MILVUS_SYNC_PART_BLOCKS
     #: Called with ``("stats" | "lex", blocks)`` for every part a sync reads (tests, benchmarks).
     on_part: Callable[[str, list[SyncBlock]], None] | None = None
+    #: Documents whose rows this client's syncs left out of Milvus (a field longer than Milvus
+    #: takes: :func:`sleuth.store.milvus_columns.too_long`), each logged once.
+    skipped: set[str]
 
     def state(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -394,6 +400,8 @@ class MilvusSync:
                 fields: list[dict[str, list[str]]] = []
                 for (block_id, block_doc, ordinal, heading, text, project_id, doc_title, doc_tags, rel_path, label,
                      role, family, recorded_ns) in page:
+                    if self._too_long(block_id, project_id, block_doc, label, role, family):
+                        continue
                     if block_doc != doc_id:
                         doc_id, title = block_doc, analyze(doc_title)
                         path = analyze(rel_path.replace("/", " / "))
@@ -403,12 +411,28 @@ class MilvusSync:
                     blocks.append(SyncBlock(block_id, block_doc, project_id, int(ordinal), label, role, family,
                                             int(recorded_ns)))
                 del page
+                if not blocks:
+                    continue
                 part = SyncPart(blocks, sparse.count_part(fields))
                 del fields, blocks
                 if self.on_part is not None:
                     self.on_part(phase, part.blocks)
                 yield part
                 del part
+
+    def _too_long(self, block_id: str, project_id: str, doc_id: str, label: str, role: str, family: str) -> bool:
+        """Whether the block's row cannot go to Milvus (a field longer than it takes: only a
+        damaged or hostile catalog has one); the block is then left out of the collections and
+        the statistics, and its document logged once by this client (stderr), so the others are synced."""
+        why = milvus_columns.too_long(str(block_id), str(project_id), str(doc_id), str(label), str(role),
+                                      str(family))
+        if why is None:
+            return False
+        if doc_id not in self.skipped:
+            self.skipped.add(doc_id)
+            log.warning("document %r left out of Milvus (%s; a damaged or hostile catalog row): the other"
+                        " documents are synced", str(doc_id)[:80], why)
+        return True
 
     # -------------------------------------------------------------- sync
 
@@ -417,6 +441,8 @@ class MilvusSync:
         state = self.state()
         if state.get("generation") != self.catalog.generation():
             return True
+        if self.stats().get("generation") != state.get("generation"):
+            return True  # the statistics unreadable (planted, damaged): counted again
         if not self._known(self.lex, state.get("lex_mark"), _progress_mark(state)):
             return True  # emptied or replaced: rebuilt
         if "lex_sync" not in state and not self._whole(self.lex, state.get("lex_rows")):
@@ -699,12 +725,17 @@ class MilvusSync:
                 # none yet, or one that cannot be read: left out (as the vector lane does), pending
                 stored, readable = catalog.readable_rows([row[4] for row in batch], dim)
                 columns = Columns(dense_field="dense")
+                kept = []  # of the readable rows (those of ``stored``): which go to Milvus
                 for (block_id, doc_id, project_id, _, _), ok in zip(batch, readable.tolist(), strict=True):
-                    if ok:
-                        columns.add_scalars(block_id, project_id, doc_id, docs[doc_id])
-                    else:
+                    doc = docs[doc_id]
+                    if not ok:
                         still_pending.add(doc_id)
-                columns.dense = decode(stored)
+                        continue
+                    fits = not self._too_long(block_id, project_id, doc_id, doc.label, doc.role, doc.family)
+                    kept.append(fits)
+                    if fits:
+                        columns.add_scalars(block_id, project_id, doc_id, doc)
+                columns.dense = decode(stored if all(kept) else stored[np.asarray(kept, dtype=bool)])
                 milvus_columns.send(self.client, self.dense, columns, schema=schema)
         self.client.flush(self.dense)
         state = self.state()
