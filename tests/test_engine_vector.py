@@ -169,8 +169,9 @@ def test_semantic_only_matches_are_marked_or_dropped_on_every_surface(engine: En
     assert weak.notice == ("no word of the query occurs in the searched documents; "
                            "1 weakly similar document(s) left out")
     assert engine.search(SearchRequest(query="change cryptographic credentials", lanes=["vector"])).hits
-    lexical = engine.search(SearchRequest(query="warm felines"))  # "warm" is in cats.md
-    assert [(h.path, h.semantic_only) for h in lexical.hits] == [("cats.md", False)] and lexical.notice is None
+    lexical = engine.search(SearchRequest(query="warm felines"))  # "warm" is in cats.md, "felines" nowhere
+    assert [(h.path, h.semantic_only) for h in lexical.hits] == [("cats.md", False)]
+    assert lexical.notice == "no indexed document holds the word(s) 'felines'; the results match the other words"
     assert "rm3" in lexical.hits[0].sources
 
     tools = ProjectTools(engine)
@@ -190,7 +191,9 @@ def test_semantic_only_matches_are_marked_or_dropped_on_every_surface(engine: En
         assert none["results"] == [] and none["meta"]["notice"].startswith("no word of the query occurs")
         lexical_memory = memory.search(parse_memory_request({"query": "warm felines", "project_id": "notes"}))
         assert [r["path"] for r in lexical_memory["results"]][:1] == ["cats.md"]
-        assert "semantic_only" not in lexical_memory["results"][0] and "notice" not in lexical_memory["meta"]
+        assert "semantic_only" not in lexical_memory["results"][0]
+        assert lexical_memory["meta"]["notice"] == ("no indexed document holds the word(s) 'felines'; the results"
+                                                    " match the other words")
     finally:
         memory.close()
 
