@@ -301,7 +301,7 @@ class Engine:
                                for doc_id, pid, root, rel_path in found[:10])
             raise QueryError(f"{ref!r} names {len(found)} documents: {listed}; pass the root-qualified path, "
                              "the id or --project")
-        skipped = self._files_at(ref, forms, allowed, self._skipped_at)
+        skipped = self._files_at(ref, forms, allowed, self.catalog.skipped_at)
         if skipped:  # a file indexing passed over: say so, and why, rather than "not found"
             listed = "; ".join(f"{qualified_path(root, rel_path)} (project {pid}): {reason}"
                                for reason, pid, root, rel_path in skipped[:10])
@@ -309,10 +309,6 @@ class Engine:
                                    " (`sleuth status --verbose` lists every skipped file)")
         raise DocumentNotFound(f"document not found: {ref!r} (give a document id, a block id or a path "
                                "relative to its root, as `sleuth search` shows them)")
-
-    def _skipped_at(self, rel_path: str) -> list[tuple[str, str, str, str]]:
-        """``(reason, project_id, root, path)`` of every skipped file at ``rel_path`` (as documents_at's rows)."""
-        return [(s["reason"], s["project"], s["root"], s["path"]) for s in self.catalog.skipped_at(rel_path)]
 
     def _files_at(self, ref: str, forms: list[str], allowed: set[str] | None,
                   rows_at: Callable[[str], list[tuple[str, str, str, str]]]) -> list[tuple[str, str, str, str]]:

@@ -650,14 +650,12 @@ class Catalog(DocumentReads, VectorTable):
             for r in self._per_file("SELECT project_id, root, path, reason, at FROM skipped", "path", project_id)
         ]
 
-    def skipped_at(self, path: str) -> list[dict[str, str]]:
-        """The skipped files whose path relative to their root is ``path``: ``[{project, root, path,
-        reason, at}]``, by project and root."""
-        return [
-            {"project": str(r[0]), "root": str(r[1]), "path": str(r[2]), "reason": str(r[3]), "at": str(r[4])}
-            for r in self.conn.execute("SELECT project_id, root, path, reason, at FROM skipped WHERE path = ?"
-                                       " ORDER BY project_id, root", (path,))
-        ]
+    def skipped_at(self, path: str) -> list[tuple[str, str, str, str]]:
+        """``(reason, project_id, root, path)`` of every skipped file whose path relative to its root
+        is ``path``, by project and root (the shape of :meth:`documents_at`'s rows, a reason where
+        those have a document id)."""
+        return [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in self.conn.execute(
+            "SELECT reason, project_id, root, path FROM skipped WHERE path = ? ORDER BY project_id, root", (path,))]
 
     def indexed_files(self, project_id: str | None = None) -> list[dict[str, object]]:
         """Every indexed file: ``[{project, root, path, mtime_ns, size_bytes, indexed_at}]``."""
