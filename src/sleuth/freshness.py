@@ -36,6 +36,24 @@ def _rfc3339_ns(text: str) -> int | None:
         return None
 
 
+def _file_stat(root: str, rel_path: str) -> tuple[os.stat_result, bool]:
+    """``(stat, in an archive)`` of the file a document at ``root``/``rel_path`` was read from: for
+    an archive member the archive file (True), for a root that is one file that file, else the
+    file itself. Raises OSError (gone, unreadable)."""
+    member = _archive_split(rel_path)
+    if member is not None:
+        st = os.stat(os.path.join(root, member[0]))
+        if not stat.S_ISDIR(st.st_mode):
+            return st, True
+    try:
+        return os.stat(os.path.join(root, rel_path)), False
+    except NotADirectoryError:
+        st = os.stat(root)  # a root that is one file: rel_path is its name
+        if stat.S_ISDIR(st.st_mode):  # a folder of the path became a file: the document's file is gone
+            raise
+        return st, False
+
+
 def freshness(root: str, rel_path: str, mtime_ns: int, size_bytes: int,
               indexed_at: str | None = None) -> Freshness:
     """``"current"`` when the file at ``root``/``rel_path`` has the indexed ``mtime_ns`` and
@@ -50,24 +68,17 @@ def freshness(root: str, rel_path: str, mtime_ns: int, size_bytes: int,
     """
     if not root:
         return "current"
-    rel_path = fs_name(rel_path)  # the index form of a name that is not UTF-8 is escaped
-    member = _archive_split(rel_path)
     try:
-        if member is not None:
-            st = os.stat(os.path.join(root, member[0]))
-            if not stat.S_ISDIR(st.st_mode):
-                if indexed_at is None:
-                    return "current"
-                since = _rfc3339_ns(indexed_at)
-                # indexed_at has milliseconds and is taken before the archive is read: an archive
-                # written within that millisecond was still read after it was written.
-                return "stale" if since is None or st.st_mtime_ns > since + 999_999 else "current"
-        try:
-            st = os.stat(os.path.join(root, rel_path))
-        except NotADirectoryError:
-            st = os.stat(root)  # a root that is one file: rel_path is its name
+        st, in_archive = _file_stat(root, fs_name(rel_path))  # the index form of a name that is not UTF-8 is escaped
     except OSError:
         return "stale"
+    if in_archive:
+        if indexed_at is None:
+            return "current"
+        since = _rfc3339_ns(indexed_at)
+        # indexed_at has milliseconds and is taken before the archive is read: an archive
+        # written within that millisecond was still read after it was written.
+        return "stale" if since is None or st.st_mtime_ns > since + 999_999 else "current"
     return "current" if st.st_mtime_ns == mtime_ns and st.st_size == size_bytes else "stale"
 
 
@@ -158,15 +169,8 @@ def file_gone(root: str, rel_path: str) -> bool:
     ``os.stat``; a document with no file (empty ``root``) is never gone; never raises."""
     if not root:
         return False
-    rel_path = fs_name(rel_path)
-    member = _archive_split(rel_path)
     try:
-        if member is not None and not os.path.isdir(os.path.join(root, member[0])):
-            os.stat(os.path.join(root, member[0]))
-        elif os.path.isdir(root):
-            os.stat(os.path.join(root, rel_path))
-        else:
-            os.stat(root)  # a root that is one file
+        _file_stat(root, fs_name(rel_path))
     except OSError:
         return True
     return False
