@@ -69,11 +69,17 @@ class SharedModel:
         return None
 
     def identity(self, known_dim: Callable[[str], int | None] | None = None) -> tuple[str, int]:
-        """``(name, dimensions)`` of the model's vectors without loading it when :meth:`described`
-        tells them; once loaded, the model's own; ``("", 0)`` without a model."""
+        """``(name, dimensions)`` of :meth:`known`; ``("", 0)`` without a model."""
+        known = self.known(known_dim)
+        return (known[0], known[1]) if known is not None else ("", 0)
+
+    def known(self, known_dim: Callable[[str], int | None] | None = None) -> tuple[str, int, str] | None:
+        """``(name, dimensions, arithmetic path)`` of the model's vectors: without loading it when
+        :meth:`described` tells them and it was not tried yet; else the loaded model's (loading it);
+        None without a model (:meth:`unavailable` says why)."""
         if not self.tried:
             described = self.described(known_dim)
             if described is not None:
-                return described[0], described[1]
+                return described
         embedder = self.get()
-        return (embedder.name, embedder.dim) if embedder else ("", 0)
+        return (embedder.name, embedder.dim, embedder.path) if embedder else None

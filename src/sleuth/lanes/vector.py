@@ -394,14 +394,10 @@ class VectorLane(LaneBase):
         model's name, dimensions and path are read from its files
         (:meth:`sleuth.lanes.model.SharedModel.described`); only when they do not tell, or the
         model was loaded already, the loaded model's (a model that cannot load is then reported)."""
-        model = self.context.model
-        described = None if model.tried else model.described(self.context.catalog.vector_dim)
-        if described is None:
-            embedder = model.get()
-            if embedder is None:
-                return LaneStatus(False, model.unavailable())
-            described = embedder.name, embedder.dim, embedder.path
-        name, dim, path = described
+        known = self.context.model.known(self.context.catalog.vector_dim)
+        if known is None:
+            return LaneStatus(False, self.context.model.unavailable())
+        name, dim, path = known
         have, total = self.context.catalog.vector_counts(name, dim=dim)
         reason = no_vectors_reason(name, self.embedding_running()) if total and not have else None
         return LaneStatus(reason is None, reason, {"model": name, "path": path, "dimensions": dim,
