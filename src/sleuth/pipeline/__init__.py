@@ -16,6 +16,7 @@ to bytes (:mod:`.budget`) are a rendering step any surface may use.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -230,15 +231,16 @@ class Searcher:
         ran = [n for n in plan.all_lanes if n not in retrieval.degraded and n not in retrieval.unavailable
                and n not in retrieval.failed and n not in retrieval.skipped]
         word_ran, lexical_found = lexical_state([r for _, r in retrieval.lists(0)])
+        postings_lag = functools.cache(self._postings_lag)  # read at most once a search
         word_notice = semantic_notice(word_ran, lexical_found, len(answers[0].hits), fused_dropped[0][1],
                                       phrases=bool(first.phrases), filtered=plan.doc_ids is not None
-                                      ) or self._absent_words(first, word_ran and lexical_found)
+                                      ) or self._absent_words(first, word_ran and lexical_found, postings_lag)
         return SearchResponse(
             query=req.query if not req.questions else answers[0].query, word_notice=word_notice,
             terms=list(first.terms), phrases=[" ".join(p) for p in first.phrases],
             result_count=len(answers[0].hits), hits=answers[0].hits, lanes=ran,
             took_ms=round((time.perf_counter() - started) * 1000, 3),
-            notice=self._notice(plan, retrieval, answers, word_notice, inbox_left_out),
+            notice=self._notice(plan, retrieval, answers, word_notice, postings_lag, inbox_left_out),
             unavailable_lanes=retrieval.unavailable, degraded_lanes=sorted(retrieval.degraded),
             failed_lanes=retrieval.failed, skipped_lanes=retrieval.skipped, questions=answers,
             projects=list(plan.projects) if plan.projects is not None else [], request_id=req.request_id,
@@ -330,27 +332,34 @@ class Searcher:
 
     # ------------------------------------------------------------------ notices
 
-    def _absent_words(self, first: ParsedQuery, words_found: bool) -> str | None:
+    def _postings_lag(self) -> bool:
+        """Whether the postings reflect an older generation than the catalog (an indexing run in
+        progress, or postings that could not be written)."""
+        return self._postings_generation is not None and self._postings_generation() < self.catalog.generation()
+
+    def _absent_words(self, first: ParsedQuery, words_found: bool, postings_lag: Callable[[], bool]) -> str | None:
         """The notice naming the words of the query ``first`` that no indexed document holds, when
-        a word lane found others (``words_found``); else None."""
-        return absent_words_notice(first.text, self._absent_terms(first.terms)) if words_found else None
+        a word lane found others (``words_found``) and the postings are not behind the catalog
+        (``postings_lag()``: a term of the documents they do not hold yet would be called absent);
+        else None."""
+        if not words_found or postings_lag():
+            return None
+        return absent_words_notice(first.text, self._absent_terms(first.terms))
 
     def _absent_terms(self, terms: Sequence[str]) -> list[str]:
         """The ``terms`` no block of the postings holds (one term-dictionary lookup each); none
-        when no postings lane is loaded, or when the postings are behind the catalog (a term of
-        the documents they do not hold yet would be called absent)."""
-        behind = self._postings_generation is not None and self._postings_generation() < self.catalog.generation()
-        if behind or not terms:
+        when no postings lane is loaded."""
+        if not terms:
             return []
         postings = next((lane.postings for name in POSTINGS_LANES if (lane := self.lanes.get(name)) is not None
                          and hasattr(lane, "postings")), None)
         return postings.absent_terms(terms) if postings is not None else []
 
     def _notice(self, plan: Plan, retrieval: Retrieval, answers: list[QuestionAnswer],
-                word_notice: str | None, inbox_left_out: int = 0) -> str | None:
+                word_notice: str | None, postings_lag: Callable[[], bool], inbox_left_out: int = 0) -> str | None:
         """What the reader should know: why the answer is empty, the Inbox left out (its
-        ``inbox_left_out`` documents), an indexing run in progress, documents the vector lane does
-        not see yet."""
+        ``inbox_left_out`` documents), an indexing run in progress (``postings_lag()``), documents
+        the vector lane does not see yet."""
         notes: list[str] = []
         if word_notice:
             notes.append(word_notice)
@@ -359,8 +368,7 @@ class Searcher:
         if inbox_left_out:
             notes.append(f"the {INBOX_PROJECT_ID} project ({inbox_left_out:,} record(s) filed without a project) is"
                          f" left out of a search of every project; name it to search it (--project {INBOX_PROJECT_ID})")
-        postings = self._postings_generation
-        if set(plan.lanes) & POSTINGS_LANES and postings is not None and postings() < self.catalog.generation():
+        if set(plan.lanes) & POSTINGS_LANES and postings_lag():
             behind = self._postings_behind() if self._postings_behind is not None else None
             notes.append(f"the bm25, index, rm3 and exact lanes answer from the index as it was before the last"
                          f" indexing run(s), whose postings could not be written: {behind}" if behind else
