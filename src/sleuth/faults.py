@@ -8,7 +8,10 @@ Points (a value matches every point it is a prefix of):
 - ``scratch:<file name>``: a temporary file for ``<file name>`` (e.g. ``scratch:vectors.``) has
   been written, before it is renamed into place;
 - ``milvus:stats-committed``, ``milvus:lex-flushed``: a sync of the Milvus lanes has committed its
-  statistics to the catalog / flushed its lexical rows to Milvus, before it records the generation.
+  statistics to the catalog / flushed its lexical rows to Milvus, before it records the generation;
+- ``milvus:lex-part:<n>.``: the rows sync has sent its ``n``-th part;
+- ``milvus:lex-aliased``, ``milvus:dense-aliased``: a rebuild has pointed the alias at the new
+  collection, before the old one is dropped and the generation recorded.
 """
 
 from __future__ import annotations

@@ -572,3 +572,26 @@ def test_a_model_folder_starting_with_a_tilde_of_no_home_is_a_configuration_erro
     assert json.loads(shown)["vector_lane"]["reason"] == (
         f"the model cache's folder names no home folder ($SLEUTH_MODEL_CACHE={cache!r}; no such user, or $HOME "
         "unset): set $SLEUTH_MODEL_CACHE to a full path")
+
+
+def test_text_output_says_what_supersedes_a_hit(tmp_path: Path) -> None:
+    """A new user's trial (stop 28): a superseded decision record ranked below its replacement
+    with nothing in the text output saying why (JSON had ``superseded_by``); ``--explain`` showed
+    contributions that did not account for the order."""
+    adr = tmp_path / "adr"
+    adr.mkdir()
+    (adr / "0002-use-postgresql.md").write_text(
+        "# 2. Use PostgreSQL\n\nDate: 2020-01-01\n\n## Status\n\nSuperceded by [3. Use SQLite](0003-use-sqlite.md)\n\n"
+        "## Context\n\nThe catalog database: PostgreSQL for the catalog database, a catalog server.\n")
+    (adr / "0003-use-sqlite.md").write_text(
+        "# 3. Use SQLite\n\nDate: 2021-06-15\n\n## Status\n\nAccepted\n\nSupersedes [2. Use PostgreSQL]"
+        "(0002-use-postgresql.md)\n\n## Context\n\nThe catalog database is one file, and that is enough for us.\n")
+    index = tmp_path / "idx"
+    run_cli("index", str(adr), "--project", "adr", "--index", str(index), env={"SLEUTH_MODEL": "none"})
+    hits = search_json(index, "catalog database", "--lanes", "bm25")["hits"]
+    assert [(h["path"], h["superseded_by"]) for h in hits] == [("0003-use-sqlite.md", []),
+                                                              ("0002-use-postgresql.md", [hits[0]["doc_id"]])]
+    text = run_cli("search", "catalog database", "--lanes", "bm25", "--index", str(index)).stdout.splitlines()
+    assert "    superseded by #1 0003-use-sqlite.md" in text
+    explained = run_cli("search", "catalog database", "--lanes", "bm25", "--explain", "--index", str(index)).stdout
+    assert "    superseded by #1 0003-use-sqlite.md  (so ranked below it, whatever its fused score)" in explained

@@ -25,6 +25,7 @@ from sleuth.errors import ConfigError
 from sleuth.store import milvus_columns
 from sleuth.store.milvus import MilvusSettings
 from sleuth.store.milvus_sync import MILVUS_SYNC_PART_BLOCKS, SyncBlock
+from sleuth.store.pg import PgWriteLock
 from tests.scale.test_milvus_lanes import lane_answers
 
 PART_BLOCKS = 3
@@ -321,3 +322,134 @@ def test_document_statistics_in_the_format_before_are_taken_out_without_counting
     assert doc_terms(old).keys() == doc_terms(fresh).keys()
     assert sorted(doc_terms(old).values(), key=repr) == sorted(doc_terms(fresh).values(), key=repr)
     assert answers(old) == answers(fresh) and all(answers(old).values())
+
+
+def lex_collections(engine: Engine) -> tuple[list[str], str | None]:
+    """``(collections of the index's prefix, the one its ``_lex`` alias names)``, read with pymilvus."""
+    index = engine.lanes["bm25"].shared.index  # type: ignore[attr-defined]
+    prefix = index.settings.collection
+    names = sorted(n for n in index.client.list_collections() if n.startswith(f"{prefix}_"))
+    named = [n for n in names if index.lex in index.client.list_aliases(n)["aliases"]]
+    return names, (named[0] if named else None)
+
+
+def test_searches_during_a_rebuild_read_the_whole_collection_before_it(tmp_path: Path, scale) -> None:  # type: ignore[no-untyped-def]
+    """Attack session 28: a re-weighting emptied ``<collection>_lex`` and filled it again, so a
+    search during it (another process's, or any while a killed writer's sync was unfinished and
+    the lock was held) answered from the rows written so far. A rebuild now fills the spare
+    collection (``_lex_b``) while the alias ``_lex`` names the whole one before it, and names the
+    new one once it is flushed; the old one is then dropped."""
+    src = tmp_path / "src"
+    write_files(src, "alpha")
+    engine = scale("swap", PART_BLOCKS)
+    engine.index([src / "alpha"], project="alpha")
+    rows_before = milvus_rows(engine)
+    assert len(rows_before) == FILES_PER_PROJECT
+    assert lex_collections(engine) == (["swap_lex_a"], "swap_lex_a")
+    engine.close()
+    write_files(src, "beta")  # twice the blocks: every row is weighed again
+    kill_during_index(src, "beta", tmp_path / "swap", scale.urls["swap"], "milvus:lex-part:5.")
+    lock = PgWriteLock(scale.urls["swap"], 60)
+    assert lock.acquire()  # another process writes: the searches below cannot finish the sync
+    try:
+        engine = scale("swap", PART_BLOCKS)
+        progress = engine.lanes["bm25"].shared.index.state()["lex_sync"]  # type: ignore[attr-defined]
+        assert progress["rebuild"] and progress["collection"] == "swap_lex_b" and progress["sent"] == PART_BLOCKS
+        assert lex_collections(engine) == (["swap_lex_a", "swap_lex_b"], "swap_lex_a")
+        assert milvus_rows(engine) == rows_before  # the whole collection before the rebuild, unchanged
+        resp = engine.search("baran komek", lanes=list(LANES), limit=100)
+        assert resp.failed_lanes == {} and len({h.path for h in resp.hits}) > 3 * PART_BLOCKS
+        assert "as the sync before it left it" in (resp.notice or "")
+        engine.close()
+    finally:
+        lock.release()
+    engine = scale("swap", PART_BLOCKS)
+    ref = scale("swapref", 1_000_000)
+    for project in ("alpha", "beta"):
+        ref.index([src / project], project=project)
+    assert answers(engine) == answers(ref)  # the first search finishes the rebuild
+    assert lex_collections(engine) == (["swap_lex_b"], "swap_lex_b")
+    assert len(milvus_rows(engine)) == 2 * FILES_PER_PROJECT
+    # Killed after the alias names the new collection, before the old one is dropped: the next
+    # sync drops it and answers as before.
+    write_files(src, "gamma")
+    engine.close()
+    scale("swap", PART_BLOCKS).close()  # the environment names this index's collections again
+    kill_during_index(src, "gamma", tmp_path / "swap", scale.urls["swap"], "milvus:lex-aliased")
+    engine = scale("swap", PART_BLOCKS)
+    assert lex_collections(engine) == (["swap_lex_a", "swap_lex_b"], "swap_lex_a")
+    ref.index([src / "gamma"], project="gamma")
+    assert answers(engine) == answers(ref)
+    assert lex_collections(engine) == (["swap_lex_a"], "swap_lex_a")
+    assert "lex_sync" not in engine.lanes["bm25"].shared.index.state()  # type: ignore[attr-defined]
+
+
+def test_a_sync_of_changes_never_leaves_a_document_out(tmp_path: Path, scale) -> None:  # type: ignore[no-untyped-def]
+    """Before, a sync of changed documents deleted their rows first and inserted the new ones part
+    by part, so until it ended (or for good while a killed writer's sync stayed unfinished) a
+    search did not find them. Now their new rows are upserted first and only the rows they no
+    longer have are deleted: a search finds each document, old or new (a block the catalog no
+    longer has is dropped from the results: :mod:`sleuth.pipeline.results`)."""
+    src = tmp_path / "src"
+    ref = scale("changesref", 1_000_000)  # the same history, never killed
+    engine = scale("changes", PART_BLOCKS)
+    for project in PROJECTS:
+        write_files(src, project)
+        engine.index([src / project], project=project)
+        ref.index([src / project], project=project)
+    engine.close()
+    write_files(src, "alpha", {i: 1 for i in range(4)})  # four documents of 240, the same lengths: no re-weighting
+    kill_during_index(src, "alpha", tmp_path / "changes", scale.urls["changes"], "milvus:lex-part:1.")
+    ref.index([src / "alpha"], project="alpha")
+    lock = PgWriteLock(scale.urls["changes"], 60)
+    assert lock.acquire()
+    try:
+        engine = scale("changes", PART_BLOCKS)
+        progress = engine.lanes["bm25"].shared.index.state()["lex_sync"]  # type: ignore[attr-defined]
+        assert not progress["rebuild"] and progress["collection"] == "changes_lex_a"
+        # The four documents' new rows not all sent: each found, by its old rows or its new ones
+        # (block ids follow the content: those sent sit beside the old ones until the trim).
+        rows = milvus_rows(engine)
+        assert len({r["doc_id"] for r in rows}) == len(PROJECTS) * FILES_PER_PROJECT
+        assert len(PROJECTS) * FILES_PER_PROJECT <= len(rows) <= len(PROJECTS) * FILES_PER_PROJECT + PART_BLOCKS
+        engine.close()
+    finally:
+        lock.release()
+    engine = scale("changes", PART_BLOCKS)
+    assert answers(engine) == answers(ref)
+    assert milvus_rows(engine) == milvus_rows(ref)
+    # A document that loses a block, and a deleted one: their rows go after the sync.
+    (src / "alpha" / "f001.md").write_text("# two parts\n\nbaran komek\n\n## second\n\ntisol rupur\n")
+    engine.index([src / "alpha"], project="alpha")
+    (src / "alpha" / "f001.md").write_text("# one part\n\nbaran komek tisol\n")
+    (src / "alpha" / "f002.md").unlink()
+    engine.index([src / "alpha"], project="alpha")
+    ref.index([src / "alpha"], project="alpha")
+    assert [r["block_id"] for r in milvus_rows(engine)] == [r["block_id"] for r in milvus_rows(ref)]
+    assert len(milvus_rows(engine)) == len(PROJECTS) * FILES_PER_PROJECT - 1
+
+
+def test_a_collection_of_the_layout_before_aliases_is_synced_then_replaced(tmp_path: Path, scale) -> None:  # type: ignore[no-untyped-def]
+    """An index synced by a sleuth before the aliases has a collection named ``<collection>_lex``
+    itself: syncs of changes write into it, and the first rebuild gives its name to the alias."""
+    src = tmp_path / "src"
+    write_files(src, "alpha")
+    ref = scale("legacyref", 1_000_000)  # the same history in the layout of today
+    ref.index([src / "alpha"], project="alpha")
+    engine = scale("legacy", PART_BLOCKS)
+    engine.index([src / "alpha"], project="alpha")
+    client = engine.lanes["bm25"].shared.index.client  # type: ignore[attr-defined]
+    client.drop_alias("legacy_lex")
+    client.rename_collection("legacy_lex_a", "legacy_lex")  # as a sleuth before the aliases left it
+    engine.close()
+    write_files(src, "alpha", {3: 1})  # a sync of changes
+    engine = scale("legacy", PART_BLOCKS)
+    engine.index([src / "alpha"], project="alpha")
+    ref.index([src / "alpha"], project="alpha")
+    assert answers(engine) == answers(ref)
+    assert lex_collections(engine) == (["legacy_lex"], None)
+    write_files(src, "beta")  # a rebuild
+    engine.index([src / "beta"], project="beta")
+    ref.index([src / "beta"], project="beta")
+    assert answers(engine) == answers(ref)
+    assert lex_collections(engine) == (["legacy_lex_a"], "legacy_lex_a")

@@ -65,11 +65,18 @@ def shown_path(h: Hit, qualified: set[str]) -> str:
     return f"{h.root_label}/{h.path}" if h.project in qualified and h.root_label else h.path
 
 
+def superseded_note(h: Hit, shown: dict[str, Hit], qualified: set[str]) -> str:
+    """What supersedes hit ``h``: each replacing document as ``#rank path`` when it is among the
+    ``shown`` hits (by doc id), else by its id."""
+    return ", ".join(f"#{shown[d].rank} {shown_path(shown[d], qualified)}" if d in shown else f"id {d}"
+                     for d in h.superseded_by)
+
+
 def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None = None,
                 gone: set[str] | None = None) -> str:
-    """A search response as text: rank, score, path, location, title, heading, snippet (and the trace).
-    A hit whose ``freshness`` is ``stale`` is marked so after its path (``gone``: the doc ids of
-    those whose file is gone rather than changed)."""
+    """A search response as text: rank, score, path, location, title, heading, snippet, what
+    supersedes it (and the trace). A hit whose ``freshness`` is ``stale`` is marked so after its
+    path (``gone``: the doc ids of those whose file is gone rather than changed)."""
     from sleuth.freshness import stale_note
 
     out: list[str] = [f"(lane {lane} unavailable: {why})" for lane, why in resp.unavailable_lanes.items()]
@@ -78,6 +85,7 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
         return "\n".join([*out, f"no results for {resp.query!r}" + (f": {resp.notice}" if resp.notice else "")])
     if resp.notice:
         out.append(f"({resp.notice})")
+    by_id = {h.doc_id: h for h in resp.hits}
     for h in resp.hits:
         heading = " > ".join(x for x in h.heading_path if x != h.location)
         where = f"  {h.location}" if h.location else ""
@@ -89,6 +97,9 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
         block = f"  block {h.best_block_id}" if h.best_block_id and h.best_block_id != h.doc_id else ""
         out.append(f"    id {h.doc_id}{block}  lanes {', '.join(h.sources)}"
                    + ("  (semantic-only match: found by the vector lane alone)" if h.semantic_only else ""))
+        if h.superseded_by:
+            out.append(f"    superseded by {superseded_note(h, by_id, qualified or set())}"
+                       + ("  (so ranked below it, whatever its fused score)" if explain else ""))
         if explain and h.explain:
             for c in h.explain:
                 out.append(

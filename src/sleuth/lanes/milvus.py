@@ -142,10 +142,11 @@ class _MilvusLexical(LaneBase):
                                          "rows": index.count(index.lex)})
 
     def rows_being_rewritten(self) -> bool:
-        """Whether ``<collection>_lex`` is being written by a sync that has not ended (``lex_sync``
-        in ``milvus:state``: another process syncing, or one stopped mid-way whose sync this
-        process could not finish): then it holds only part of the blocks, and a search answers from
-        those (the response's notice says so)."""
+        """Whether a sync of ``<collection>_lex`` has not ended (``lex_sync`` in ``milvus:state``:
+        another process syncing, or one stopped mid-way whose sync this process could not finish).
+        A search then answers from the rows the sync before it left, with the documents this one
+        has reached updated (a rebuild fills a collection of its own, which the alias names only
+        when it is whole: :mod:`sleuth.store.milvus_sync`); the response's notice says so."""
         return "lex_sync" in self.shared.index.state()
 
     def search(self, q: LaneQuery) -> RankedList:

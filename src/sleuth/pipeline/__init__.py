@@ -378,8 +378,9 @@ class Searcher:
                      and getattr(self.lanes.get(name), "rows_being_rewritten", lambda: False)()]
         if rewritten:
             notes.append(f"a Milvus sync is in progress (or was stopped mid-way): the {', '.join(rewritten)}"
-                         f" lane{'s' if len(rewritten) > 1 else ''} answer from the part of the blocks it has"
-                         " written so far, until it ends (the next `sleuth index` finishes it)")
+                         f" lane{'s' if len(rewritten) > 1 else ''} answer from Milvus as the sync before it left"
+                         " it, with the documents this one has reached already updated, until it ends (the next"
+                         " `sleuth index` finishes it)")
         vector = self.lanes.get("vector")
         if "vector" in retrieval.answers and vector is not None and vector.pending_documents():
             running = getattr(vector, "embedding_running", lambda: False)()

@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING, Any
 from sleuth.errors import ConfigError, StorageError
 from sleuth.lanes.base import DocFilter
 from sleuth.store import milvus_state
-from sleuth.store.milvus_sync import MILVUS_MARK_PROPERTY, MILVUS_SYNC_PART_BLOCKS, MilvusSync, chunks, in_list
+from sleuth.store.milvus_sync import (
+    DENSE_FIELDS,
+    LEX_FIELDS,
+    MILVUS_MARK_PROPERTY,
+    MILVUS_SYNC_PART_BLOCKS,
+    MilvusSync,
+    chunks,
+    in_list,
+)
 from sleuth.store.milvus_sync import literal as literal  # re-exported: the lanes' filters use it
 from sleuth.store.urls import redact_url
 
@@ -51,10 +59,11 @@ DENSE_INDEXES_SERVER = ("FLAT", "HNSW", "HNSW_SQ", "HNSW_PQ", "IVF_FLAT", "IVF_S
                         "DISKANN", "AUTOINDEX")
 CONSISTENCY_LEVELS = ("Strong", "Bounded", "Session", "Eventually")
 #: Milvus' longest collection name, in characters (its ``proxy.maxNameLength`` default); sleuth's
-#: names add ``_lex`` or ``_dense`` to ``milvus_collection``.
+#: names add ``_lex`` or ``_dense`` to ``milvus_collection`` (the aliases searches use), then ``_a``
+#: or ``_b`` (the collections they name: :mod:`sleuth.store.milvus_sync`).
 MILVUS_NAME_CHARS_MAX = 255
-#: The longest ``milvus_collection``: room for the longer suffix, ``_dense``.
-COLLECTION_PREFIX_CHARS_MAX = MILVUS_NAME_CHARS_MAX - len("_dense")
+#: The longest ``milvus_collection``: room for the longest suffix, ``_dense_b``.
+COLLECTION_PREFIX_CHARS_MAX = MILVUS_NAME_CHARS_MAX - len("_dense_b")
 _FILTER_FIELDS = ("project_id", "doc_id", "label", "role", "family")
 
 
@@ -67,7 +76,8 @@ class MilvusSettings:
 
     Attributes:
         uri: a local ``.db`` path (milvus-lite in this process) or ``http://host:19530``.
-        collection: the collections' name prefix (``<collection>_lex``, ``<collection>_dense``).
+        collection: the collections' name prefix (the aliases ``<collection>_lex`` and
+            ``<collection>_dense``, each naming ``<alias>_a`` or ``<alias>_b``).
         dense_index: the dense index type (``FLAT``: exact, as the local lane up to 50k blocks).
         consistency: the collections' consistency level.
         partitions: partitions of the partition key (None: the backend's default).
@@ -97,7 +107,7 @@ def check_capabilities(settings: MilvusSettings, server_version: str) -> None:
     if len(settings.collection) > COLLECTION_PREFIX_CHARS_MAX:
         raise ConfigError(f"milvus_collection is {len(settings.collection)} characters, at most"
                           f" {COLLECTION_PREFIX_CHARS_MAX} (Milvus names take {MILVUS_NAME_CHARS_MAX}, with sleuth's"
-                          " '_lex' or '_dense' after it): choose a shorter name")
+                          " '_dense_b' after it): choose a shorter name")
     allowed = DENSE_INDEXES_LITE if lite else DENSE_INDEXES_SERVER
     if settings.dense_index not in allowed:
         raise ConfigError(f"milvus_dense_index {settings.dense_index!r} is not supported by {server_version}:"
@@ -259,48 +269,54 @@ class MilvusIndex(MilvusSync):
                 kwargs["num_partitions"] = self.settings.partitions
         return kwargs
 
+    def _foreign(self, collection: str, vector_fields: frozenset[str]) -> bool:
+        """Whether ``collection`` exists and is not one sleuth made: neither its mark property nor
+        the fields sleuth gives it (a sync killed before its mark). ``collection`` is a name, never
+        an alias."""
+        if collection not in self.client.list_collections():
+            return False
+        described = self.client.describe_collection(collection)
+        fields = {str(f.get("name")) for f in described.get("fields") or [] if isinstance(f, dict)}
+        marked = MILVUS_MARK_PROPERTY in (described.get("properties") or {})
+        return not marked and not (_SLEUTH_SCALAR_FIELDS | vector_fields) <= fields
+
     def _drop_own(self, collection: str, vector_fields: frozenset[str]) -> None:
-        """Drop ``collection`` to make it again, when it is one sleuth made: its mark property, or
-        the fields sleuth gives it (a sync killed before its mark). Another application's collection
-        of that name is never dropped.
+        """Drop ``collection`` (a name, never an alias) to make it again, when it is one sleuth made
+        (:meth:`_foreign`). Another application's collection of that name is never dropped.
 
         Raises:
             ConfigError: ``collection`` exists and is not sleuth's.
         """
-        if not self.client.has_collection(collection):
-            return
-        described = self.client.describe_collection(collection)
-        fields = {str(f.get("name")) for f in described.get("fields") or [] if isinstance(f, dict)}
-        marked = MILVUS_MARK_PROPERTY in (described.get("properties") or {})
-        if not marked and not (_SLEUTH_SCALAR_FIELDS | vector_fields) <= fields:
+        if self._foreign(collection, vector_fields):
             raise ConfigError(f"the Milvus collection {collection!r} exists and was not made by sleuth (no sync"
                               " mark, other fields): it is left alone; set milvus_collection to another name")
-        self.client.drop_collection(collection)
+        if collection in self.client.list_collections():
+            self.client.drop_collection(collection)
 
-    def _create_lex(self) -> None:
+    def _create_lex(self, name: str) -> None:
         from pymilvus import DataType
 
-        self._drop_own(self.lex, frozenset({"lex", "tfidf"}))
+        self._drop_own(name, LEX_FIELDS)
         schema = self.client.create_schema(auto_id=False)
         self._scalar_fields(schema)
         schema.add_field("lex", DataType.SPARSE_FLOAT_VECTOR)
         schema.add_field("tfidf", DataType.SPARSE_FLOAT_VECTOR)
         index = self.client.prepare_index_params()
-        for name in ("lex", "tfidf"):
-            index.add_index(name, index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
-        self.client.create_collection(self.lex, schema=schema, index_params=index, **self._create_kwargs())
+        for field in sorted(LEX_FIELDS):
+            index.add_index(field, index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
+        self.client.create_collection(name, schema=schema, index_params=index, **self._create_kwargs())
 
-    def _create_dense(self, dim: int) -> None:
+    def _create_dense(self, name: str, dim: int) -> None:
         from pymilvus import DataType
 
-        self._drop_own(self.dense, frozenset({"dense"}))
+        self._drop_own(name, DENSE_FIELDS)
         schema = self.client.create_schema(auto_id=False)
         self._scalar_fields(schema)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
         index = self.client.prepare_index_params()
         params = {"M": 16, "efConstruction": 128} if self.settings.dense_index.startswith("HNSW") else {}
         index.add_index("dense", index_type=self.settings.dense_index, metric_type="IP", params=params)
-        self.client.create_collection(self.dense, schema=schema, index_params=index, **self._create_kwargs())
+        self.client.create_collection(name, schema=schema, index_params=index, **self._create_kwargs())
 
     # -------------------------------------------------------------- search
 

@@ -60,7 +60,7 @@ def _fields(spec: dict[str, Callable[[object], bool]], required: tuple[str, ...]
 
 _PROGRESS = _fields({
     "target": _int, "since": _count, "rebuild": lambda v: isinstance(v, bool), "n": _count, "avgdl": _lengths,
-    "changed": _count, "sent": _count, "mark": _str,
+    "changed": _count, "sent": _count, "mark": _str, "collection": _str,
     "done": lambda v: v is None or (isinstance(v, list) and len(v) == 2 and _str(v[0]) and _count(v[1])),
 }, required=("target", "since", "rebuild", "n", "avgdl", "changed", "done", "sent"))
 

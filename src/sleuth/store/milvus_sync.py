@@ -12,14 +12,28 @@ since the last one, each reading, analysing and sending them ``part_blocks`` at 
    transaction. Each block's terms are counted once (:class:`sleuth.lanes.sparse.PartTerms`) and
    the statistics summed from those counts by NumPy; the spill keeps the counts for the rows pass.
 2. **Rows** (:meth:`MilvusSync._sync_lex`): the same blocks weighed with the new statistics and
-   inserted, one part per insert call, one insert in flight while the next part is weighed. Before
-   each insert the catalog's meta ``milvus:state`` records the sync's progress (``lex_sync``: the
-   generation it brings Milvus to, the weights, the last block known to be in Milvus and how many
+   inserted (upserted by a sync of changes; see **Aliases** below), one part per insert call,
+   one insert in flight while the next part is weighed. Before each insert the catalog's meta
+   ``milvus:state`` records the sync's progress (``lex_sync``: the generation it brings Milvus
+   to, the weights, the collection it writes, the last block known to be in Milvus and how many
    blocks after it may be): a sync killed between parts is finished by the next one, which starts
    after that block and upserts the blocks that may have arrived, so no block is sent twice and
    none is lost. If the catalog has moved on meanwhile, the next sync starts again (a re-weighting
    from scratch, or the changes since the generation Milvus fully reflects, which include the
    half-sent documents).
+
+**Aliases.** Searches read ``<collection>_lex`` and ``<collection>_dense``, two Milvus aliases,
+each naming one of two collections, ``<alias>_a`` or ``<alias>_b``. A sync of changes writes into
+the collection the alias names: it upserts the rows of the documents written since the last sync,
+then deletes the rows those documents no longer have and those of deleted documents, so a search
+finds each document in its old or its new version, never missing. A **rebuild** (a collection
+emptied or replaced, the statistics drifted past ``sparse.AVGDL_DRIFT_MAX``, another model) fills
+the other collection while searches read the first, whole, at the weights of the sync before;
+once it is flushed and marked the alias is pointed at it (``alter_alias``) and the first is
+dropped (:meth:`MilvusSync._publish`). A kill at any point leaves the alias naming a whole
+collection; the next sync finishes the rebuild (or starts it again) in the spare one. A collection
+of the layout before aliases (named ``<collection>_lex`` itself) is read and synced as it is until
+the first rebuild, which drops it to give its name to the alias.
 
 Each collection carries a **mark** (the collection property ``MILVUS_MARK_PROPERTY``, a random
 token renewed by every sync that changes it) and the catalog's ``milvus:state`` records it
@@ -79,6 +93,11 @@ MILVUS_INSERT_BATCH_ROWS = 2_000
 MILVUS_DELETE_IDS_PER_EXPRESSION = 1_000
 #: The collection property that holds a collection's mark (see the module docstring).
 MILVUS_MARK_PROPERTY = "sleuth.sync_mark"
+#: The vector fields of the lexical and the dense collections.
+LEX_FIELDS = frozenset({"lex", "tfidf"})
+DENSE_FIELDS = frozenset({"dense"})
+#: The two collections an alias takes turns to name (``<alias>_a``, ``<alias>_b``).
+_SIDES = ("_a", "_b")
 #: Catalog rows (documents, statistics) per ``IN (...)`` statement.
 _IDS_PER_STATEMENT = 500
 
@@ -183,9 +202,9 @@ def literal(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
 
 
-def in_list(field: str, values: Iterable[str]) -> str:
-    """``field in ["a", "b"]``, every value a :func:`literal`."""
-    return f"{field} in [{', '.join(literal(v) for v in values)}]"
+def in_list(field: str, values: Iterable[str], negate: bool = False) -> str:
+    """``field in ["a", "b"]`` (``field not in [...]`` when ``negate``), every value a :func:`literal`."""
+    return f"{field} {'not in' if negate else 'in'} [{', '.join(literal(v) for v in values)}]"
 
 
 def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -350,10 +369,16 @@ class MilvusSync:
     def document_frequencies(self, term_ids: Iterable[int]) -> dict[int, int]:
         raise NotImplementedError
 
-    def _create_lex(self) -> None:
+    def _create_lex(self, name: str) -> None:
         raise NotImplementedError
 
-    def _create_dense(self, dim: int) -> None:
+    def _create_dense(self, name: str, dim: int) -> None:
+        raise NotImplementedError
+
+    def _foreign(self, collection: str, vector_fields: frozenset[str]) -> bool:
+        raise NotImplementedError
+
+    def _drop_own(self, collection: str, vector_fields: frozenset[str]) -> None:
         raise NotImplementedError
 
     def rows(self, collection: str) -> int:
@@ -365,21 +390,64 @@ class MilvusSync:
 
     # -------------------------------------------------------------- marks
 
-    def _known(self, collection: str, *marks: object) -> bool:
-        """Whether ``collection`` exists and carries one of ``marks`` (None and non-strings never match)."""
-        if not self.client.has_collection(collection):
+    def _known(self, collection: str | None, *marks: object) -> bool:
+        """Whether ``collection`` (None: none) exists and carries one of ``marks`` (None and
+        non-strings never match)."""
+        if collection is None or not self.client.has_collection(collection):
             return False
         found = (self.client.describe_collection(collection).get("properties") or {}).get(MILVUS_MARK_PROPERTY)
         return isinstance(found, str) and found in {m for m in marks if isinstance(m, str) and m}
 
-    def _whole(self, collection: str, rows: object) -> bool:
+    def _whole(self, collection: str | None, rows: object) -> bool:
         """Whether ``collection`` (known by its mark) holds the ``rows`` the last sync left in it
         (None: not recorded, by an older sleuth: not checked). A mark survives rows deleted or
         added by another client; the count does not, and the collection is rebuilt."""
-        return not isinstance(rows, int) or self.rows(collection) == rows
+        return not isinstance(rows, int) or (collection is not None and self.rows(collection) == rows)
 
     def _set_mark(self, collection: str, mark: str) -> None:
         self.client.alter_collection_properties(collection, properties={MILVUS_MARK_PROPERTY: mark})
+
+    # -------------------------------------------------------------- aliases
+
+    def _live(self, alias: str) -> str | None:
+        """The collection searches of ``alias`` reach: ``<alias>_a`` or ``<alias>_b`` when the alias
+        names it; ``alias`` itself when a collection has that name (made by a sleuth before the
+        aliases, or another application's); None when neither."""
+        names = set(self.client.list_collections())
+        for name in (alias + side for side in _SIDES):
+            if name in names and alias in (self.client.list_aliases(name).get("aliases") or []):
+                return name
+        return alias if alias in names else None
+
+    def _spare(self, alias: str, live: str | None, fields: frozenset[str]) -> str:
+        """The collection a rebuild of ``alias`` fills while searches read ``live``: the side of
+        ``alias`` that is not live.
+
+        Raises:
+            ConfigError: a collection named ``alias`` exists and is not sleuth's (it would be
+                dropped when the alias takes its name), checked before any row is written.
+        """
+        if live == alias and self._foreign(alias, fields):
+            self._drop_own(alias, fields)  # raises: refused before the rebuild, not after it
+        return alias + (_SIDES[1] if live == alias + _SIDES[0] else _SIDES[0])
+
+    def _publish(self, alias: str, target: str, fields: frozenset[str]) -> None:
+        """Point ``alias`` at ``target`` (filled, flushed and marked), then drop the collection it
+        named before. A search reads the old collection or the new one, whole, never one being
+        filled. Run again after a kill, it does what is left."""
+        live = self._live(alias)
+        if live != target:
+            if live == alias:  # a collection holds the alias's name (sleuth before aliases): gone first
+                self._drop_own(alias, fields)
+                live = None
+            if live is None:
+                self.client.create_alias(target, alias)
+            else:
+                self.client.alter_alias(target, alias)
+        kill_point(f"milvus:{alias.rsplit('_', 1)[-1]}-aliased")
+        other = alias + (_SIDES[1] if target.endswith(_SIDES[0]) else _SIDES[0])
+        if other in self.client.list_collections():
+            self._drop_own(other, fields)
 
     # -------------------------------------------------------------- reading in parts
 
@@ -443,15 +511,18 @@ class MilvusSync:
             return True
         if self.stats().get("generation") != state.get("generation"):
             return True  # the statistics unreadable (planted, damaged): counted again
-        if not self._known(self.lex, state.get("lex_mark"), _progress_mark(state)):
+        lex = self._live(self.lex)
+        if not self._known(lex, state.get("lex_mark"), _progress_mark(state)):
             return True  # emptied or replaced: rebuilt
-        if "lex_sync" not in state and not self._whole(self.lex, state.get("lex_rows")):
+        if "lex_sync" not in state and not self._whole(lex, state.get("lex_rows")):
             return True  # rows deleted or added by another client: rebuilt
-        return model is not None and (state.get("dense_generation") != state.get("generation")
-                                      or state.get("dense_vectors") != self.catalog.get_meta(f"vectors:{model}")
-                                      or not self._known(self.dense, state.get("dense_mark"),
-                                                         state.get("dense_sync_mark"))
-                                      or not self._whole(self.dense, state.get("dense_rows")))
+        if model is None:
+            return False
+        dense = self._live(self.dense)
+        return (state.get("dense_generation") != state.get("generation")
+                or state.get("dense_vectors") != self.catalog.get_meta(f"vectors:{model}")
+                or not self._known(dense, state.get("dense_mark"), state.get("dense_sync_mark"))
+                or not self._whole(dense, state.get("dense_rows")))
 
     def sync(self, model: str | None = None, dim: int = 0) -> bool:
         """Bring statistics and collections up to the catalog (the caller holds the write lock);
@@ -582,12 +653,12 @@ class MilvusSync:
         state = self.state()
         n, avgdl = self._weights()
         progress = state.get("lex_sync")
-        exists = self._known(self.lex, state.get("lex_mark"), _progress_mark(state))
+        live = self._live(self.lex)
+        exists = self._known(live, state.get("lex_mark"), _progress_mark(state))
         if exists and progress is None and state.get("generation") is not None:
-            exists = self._whole(self.lex, state.get("lex_rows"))  # another client's deletes: rebuilt
-        if (progress is not None and exists and progress.get("target") == gen and progress.get("n") == n
-                and progress.get("avgdl") == avgdl):  # a sync stopped between parts: finish it
-            since, changed = int(progress["since"]), int(progress["changed"])
+            exists = self._whole(live, state.get("lex_rows"))  # another client's deletes: rebuilt
+        if progress is not None and self._resumable(progress, gen, n, avgdl, live if exists else None):
+            since, changed = int(progress["since"]), int(progress["changed"])  # stopped between parts: finished
         else:
             since = state.get("generation")
             if since == gen and exists and progress is None:
@@ -607,33 +678,71 @@ class MilvusSync:
                        or changed > sparse.AVGDL_DRIFT_MAX * n
                        or any(sparse.drifted(float(old_avgdl.get(f, 0.0)), avgdl[f]) for f in sparse.FIELDS))
             mark = secrets.token_hex(8)  # the collection's mark once this sync is done
-            if rebuild:
-                self._create_lex()
-                self._set_mark(self.lex, mark)
+            if rebuild:  # into the spare collection; searches read the live one until it is whole
+                target = self._spare(self.lex, live, LEX_FIELDS)
+                self._create_lex(target)
+                self._set_mark(target, mark)
                 since, changed = 0, 0
             else:
-                assert since is not None  # no rebuild: the rows were weighted at a generation
-                self._delete(self.lex, sorted({*written, *deleted}))
+                assert since is not None and live is not None  # the rows were weighted at a generation
+                target = live
             progress = {"target": gen, "since": since, "rebuild": rebuild, "n": n, "avgdl": avgdl,
-                        "changed": changed, "done": None, "sent": 0, "mark": mark}
+                        "changed": changed, "done": None, "sent": 0, "mark": mark, "collection": target}
             state["lex_sync"] = progress
             self._set_state(state)
-        self._insert_lex(state, since, n, avgdl)
-        self.client.flush(self.lex)
-        self._set_mark(self.lex, str(progress["mark"]))
+        target = str(progress["collection"])
+        self._insert_lex(state, since, n, avgdl, target)
+        if not progress["rebuild"]:  # the new rows are in: the documents' other rows go
+            written, deleted = self.catalog.changes_since(since)
+            keep = self.catalog.block_ids_of(sorted(set(written) - set(deleted) - self.skipped))
+            self._trim(target, keep, sorted({*written, *deleted}))
+        self.client.flush(target)
+        self._set_mark(target, str(progress["mark"]))
         kill_point("milvus:lex-flushed")
+        if progress["rebuild"]:
+            self._publish(self.lex, target, LEX_FIELDS)
         state.pop("lex_sync", None)
         state.update(generation=gen, n=n, avgdl=avgdl, changed=changed, lex_mark=progress["mark"],
-                     lex_rows=self.rows(self.lex))
+                     lex_rows=self.rows(target))
         self._set_state(state)
         return True
+
+    def _resumable(self, progress: dict[str, Any], gen: int, n: int, avgdl: dict[str, float],
+                   live: str | None) -> bool:
+        """Whether the rows sync of ``progress`` (stopped between parts) can be finished as it was:
+        the catalog and its statistics are where it started, and its collection is the live one
+        (known by its mark: ``live``, None when not) for a sync of changes, or, for a rebuild, a
+        side of the alias carrying the sync's mark (the spare one; the live one when the alias was
+        pointed at it before the kill)."""
+        if progress.get("target") != gen or progress.get("n") != n or progress.get("avgdl") != avgdl:
+            return False
+        target = progress.get("collection")
+        if not progress.get("rebuild"):
+            return live is not None and target == live
+        return target in {self.lex + side for side in _SIDES} and self._known(target, progress.get("mark"))
 
     def _delete(self, collection: str, doc_ids: Sequence[str]) -> None:
         for part in chunks(list(doc_ids), MILVUS_DELETE_IDS_PER_EXPRESSION):
             self.client.delete(collection, filter=in_list("doc_id", part))
 
-    def _insert_lex(self, state: dict[str, Any], since: int, n: int, avgdl: dict[str, float]) -> int:
-        """Insert the rows of the blocks of documents written after ``since``, from where the
+    def _trim(self, collection: str, keep: dict[str, list[str]], doc_ids: Sequence[str]) -> None:
+        """Delete from ``collection`` every row of the documents ``doc_ids`` whose block id is not
+        in ``keep[doc_id]`` (every row of a document ``keep`` lacks). Run after the documents' new
+        rows are upserted, so a search never finds a synced document missing."""
+        self._delete(collection, [d for d in doc_ids if not keep.get(d)])
+        groups: list[tuple[list[str], list[str]]] = [([], [])]  # (documents, the block ids they keep)
+        for doc_id in sorted(d for d in set(doc_ids) if keep.get(d)):
+            if groups[-1][0] and len(groups[-1][1]) + len(keep[doc_id]) > MILVUS_DELETE_IDS_PER_EXPRESSION:
+                groups.append(([], []))
+            groups[-1][0].append(doc_id)
+            groups[-1][1].extend(keep[doc_id])
+        for docs, ids in groups:
+            if docs:
+                self.client.delete(collection, filter=f"{in_list('doc_id', docs)} and {in_list('block_id', ids, True)}")
+
+    def _insert_lex(self, state: dict[str, Any], since: int, n: int, avgdl: dict[str, float], target: str) -> int:
+        """Insert the rows of the blocks of documents written after ``since`` into ``target``
+        (upserted by a sync of changes, whose documents may have rows there), from where the
         sync's progress (``state["lex_sync"]``) says, recording it before each insert; returns how
         many rows were sent."""
         progress = state["lex_sync"]
@@ -641,8 +750,9 @@ class MilvusSync:
         if progress.get("done"):
             done = (str(progress["done"][0]), int(progress["done"][1]))
         resend = int(progress.get("sent", 0))  # blocks after `done` that may be in Milvus already
+        upsert = not progress["rebuild"]
         count = 0
-        with _Inserter(self.client, self.lex) as inserter:
+        with _Inserter(self.client, target) as inserter:
             for i, part in enumerate(self._lex_parts(since, done)):
                 blocks = part.blocks
                 ids, dfs = self._body_dfs(part.terms.body_term_ids())
@@ -659,7 +769,7 @@ class MilvusSync:
                 inserter.wait()  # every part before this one is in Milvus
                 progress.update(done=list(done) if done else None, sent=rows)
                 self._set_state(state)
-                inserter.submit(columns, upsert=resend > 0)
+                inserter.submit(columns, upsert=upsert or resend > 0)
                 resend = max(0, resend - rows)
                 count += rows
                 done = last
@@ -697,27 +807,31 @@ class MilvusSync:
         state = self.state()
         vectors = self.catalog.get_meta(f"vectors:{model}")
         since = state.get("dense_generation")
+        live = self._live(self.dense)
         rebuild = (since is None or since > gen or state.get("dense_model") != [model, dim]
-                   or not self._known(self.dense, state.get("dense_mark"), state.get("dense_sync_mark"))
-                   or not self._whole(self.dense, state.get("dense_rows")))
+                   or not self._known(live, state.get("dense_mark"), state.get("dense_sync_mark"))
+                   or not self._whole(live, state.get("dense_rows")))
         if not rebuild and since == gen and state.get("dense_vectors") == vectors:
             return False
         catalog = self.catalog
         mark = secrets.token_hex(8)
-        if rebuild:
-            self._create_dense(dim)
-            self._set_mark(self.dense, mark)  # the catalog records it at the end: killed before, rebuilt again
+        deleted: list[str] = []
+        if rebuild:  # into the spare collection; searches read the live one until it is whole
+            target = self._spare(self.dense, live, DENSE_FIELDS)
+            self._create_dense(target, dim)
+            self._set_mark(target, mark)  # the catalog records it at the end: killed before, rebuilt again
             docs_to_write = [d.doc_id for p in catalog.roots() for d in catalog.documents_for_projects([p])]
         else:
-            assert since is not None  # no rebuild: the vectors were written at a generation
+            assert since is not None and live is not None  # no rebuild: the vectors were written at a generation
+            target = live
             written, deleted = catalog.changes_since(since)
             pending = [d for d in state.get("pending", []) if d not in set(deleted)]
             docs_to_write = sorted({*written, *pending})
-            self._delete(self.dense, sorted({*written, *deleted, *pending}))
         still_pending: set[str] = set()
+        sent: dict[str, list[str]] = {}  # a sync of changes: the rows each document has now
         from sleuth.store.vector_codes import decode
 
-        schema = self.client.describe_collection(self.dense)
+        schema = self.client.describe_collection(target)
         for part in chunks(docs_to_write, 500):
             docs = catalog.documents(list(part))
             found = catalog.doc_block_vectors(model, list(part), dim)
@@ -735,17 +849,23 @@ class MilvusSync:
                     kept.append(fits)
                     if fits:
                         columns.add_scalars(block_id, project_id, doc_id, doc)
+                        if not rebuild:
+                            sent.setdefault(doc_id, []).append(block_id)
                 columns.dense = decode(stored if all(kept) else stored[np.asarray(kept, dtype=bool)])
-                milvus_columns.send(self.client, self.dense, columns, schema=schema)
-        self.client.flush(self.dense)
+                milvus_columns.send(self.client, target, columns, upsert=not rebuild, schema=schema)
+        if not rebuild:  # the new rows are in: the documents' other rows go
+            self._trim(target, sent, sorted({*docs_to_write, *deleted}))
+        self.client.flush(target)
         state = self.state()
         if not rebuild:  # the new mark recorded before the collection carries it
             state["dense_sync_mark"] = mark
             self._set_state(state)
-            self._set_mark(self.dense, mark)
+        self._set_mark(target, mark)
+        if rebuild:
+            self._publish(self.dense, target, DENSE_FIELDS)
         state.pop("dense_sync_mark", None)
         state.update(dense_generation=gen, dense_vectors=vectors, dense_model=[model, dim],
-                     pending=sorted(still_pending), dense_mark=mark, dense_rows=self.rows(self.dense))
+                     pending=sorted(still_pending), dense_mark=mark, dense_rows=self.rows(target))
         self._set_state(state)
         return True
 

@@ -172,6 +172,18 @@ class DocumentReads(Connected):
         ).fetchall()
         return [block_of_row(r) for r in rows]
 
+    def block_ids_of(self, doc_ids: Sequence[str]) -> dict[str, list[str]]:
+        """``{doc_id: [block_id, ...]}`` of the documents of ``doc_ids`` that have blocks (one
+        indexed lookup per 500 documents), ids in block order."""
+        out: dict[str, list[str]] = {}
+        for i in range(0, len(doc_ids), 500):
+            part = list(doc_ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for doc_id, block_id in self.conn.execute(
+                    f"SELECT doc_id, block_id FROM blocks WHERE doc_id IN ({marks}) ORDER BY doc_id, ordinal", part):
+                out.setdefault(str(doc_id), []).append(str(block_id))
+        return out
+
     def blocks(self, block_ids: Sequence[str]) -> dict[str, Block]:
         """``{block_id: Block}`` for the ids that exist."""
         out: dict[str, Block] = {}
