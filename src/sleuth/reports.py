@@ -144,8 +144,9 @@ class MilvusSyncProgress(Model):
 
     state: Literal["running", "stopped"] = Field(
         description="running: another process holds the write lock (it syncs, or will finish the sync when its"
-                    " work is done); stopped: no process holds it: the sync stopped mid-way and the next search"
-                    " or `sleuth index` finishes it")
+                    " work is done; also said when the lock cannot be taken: a read-only index folder); stopped:"
+                    " no process holds it: the sync stopped mid-way and the next search or `sleuth index`"
+                    " finishes it")
     target_generation: int = Field(description="The catalog generation it brings Milvus to")
     rebuild: bool = Field(description="Whether it writes every row again (else the documents changed since)")
     holder: str | None = Field(default=None, exclude_if=_absent, description="Who holds the write lock, "

@@ -8,7 +8,7 @@ sync, no model, no count of a collection's rows. Every URL is shown with its pas
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ConfigError, StorageError
 from sleuth.reports import CatalogBackend, LeftOutDocument, MilvusReport, MilvusSyncProgress
@@ -102,3 +102,22 @@ def milvus_report(engine: Engine, projects: Collection[str] | None = None,
         up_to_date=state.get("generation") == generation and sync is None,
         dense_generation=state.get("dense_generation"), sync=sync, left_out_count=count, left_out_more=more,
         left_out=first)
+
+
+#: The fields of a Milvus report a remote caller sees (``sleuth serve --http``): whether its
+#: projects' documents are searchable there, and which were left out; not where the servers are,
+#: their version, the index-wide generations, nor the sync's target and holder (they tell when
+#: other users' projects are written, and by which process).
+MILVUS_REMOTE_FIELDS = ("reachable", "up_to_date", "left_out_count", "left_out_more", "left_out")
+
+
+def hide_backends(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` (a status or doctor report's ``model_dump``) as a remote caller sees it: the
+    catalog's backend without its location, the Milvus report with ``MILVUS_REMOTE_FIELDS`` only
+    (a new dict; ``report`` is not changed)."""
+    out = dict(report)
+    if isinstance(out.get("catalog"), dict):
+        out["catalog"] = {**out["catalog"], "location": ""}
+    if isinstance(out.get("milvus"), dict):
+        out["milvus"] = {k: v for k, v in out["milvus"].items() if k in MILVUS_REMOTE_FIELDS}
+    return out

@@ -22,7 +22,7 @@ from sleuth.config import Config
 from sleuth.engine import Engine
 from sleuth.memory.doctor import doctor
 from sleuth.reports import LeftOutDocument
-from sleuth.scaleout import left_out_documents
+from sleuth.scaleout import hide_backends, left_out_documents
 from sleuth.store.pg import PgWriteLock, _application_name
 from tests.scale.servers import free_port
 from tests.scale.test_milvus_lanes import index_all, write_projects
@@ -192,6 +192,10 @@ def test_doctor_lists_a_document_left_out_of_milvus_until_it_is_repaired_or_dele
         assert status.milvus is not None and status.milvus.left_out == left
         assert "    alpha gen.md: field label: 300 bytes, at most 256" in render_status(status).splitlines()
         assert left_out_documents(e, listed_max=1) == (2, False, left[:1])
+        remote = hide_backends(doctor(e, visible={"beta"}).model_dump())  # a remote caller's project_memory_doctor
+        assert remote["catalog"] == {"backend": "sqlite", "location": ""}
+        assert remote["milvus"] == {"reachable": True, "up_to_date": True, "left_out_count": 1,
+                                    "left_out_more": False, "left_out": [left[1].model_dump()]}
     # gen.md repaired in the catalog, fusion.md's file deleted and indexed again (the document goes)
     _plant(catalog, gen_md, "document")
     (tmp_path / "src" / "beta" / "fusion.md").unlink()
