@@ -101,6 +101,30 @@ def test_status_and_doctor_name_postgresql_and_milvus_and_a_sync_stopped_mid_way
         report_now = e.status().model_dump()
     assert report_now["milvus"] == {**milvus, "generation": now, "catalog_generation": now}
 
+    # A row Milvus cannot take, planted in the PostgreSQL catalog at a new generation: listed by doctor.
+    import psycopg
+
+    with psycopg.connect(catalog_url, autocommit=True) as conn:
+        conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation'")
+        conn.execute("UPDATE documents SET label = %s, generation = (SELECT value::bigint FROM meta"
+                     " WHERE key = 'generation') WHERE rel_path = 'gen.md'", ("L" * 300,))
+        (doc_id,) = conn.execute("SELECT doc_id FROM documents WHERE rel_path = 'gen.md'").fetchone()  # type: ignore[misc]
+    with Engine(index, Config(model="none", milvus_uri=milvus_server.uri, milvus_collection="health")) as e:
+        assert e.search("advisory lock", lanes=["bm25"]).failed_lanes == {}  # syncs first
+    report = _json("doctor", "--index", index, env=env)
+    assert report["ok"] is True and report["milvus"]["left_out_count"] == 1
+    assert report["milvus"]["left_out"] == [{"record_id": doc_id, "project_id": "alpha",
+                                             "root": str(tmp_path / "src" / "alpha"), "path": "gen.md",
+                                             "reason": "field label: 300 bytes, at most 256"}]
+    with psycopg.connect(catalog_url, autocommit=True) as conn:  # repaired: the next sync re-checks the record
+        conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation'")
+        conn.execute("UPDATE documents SET label = 'document', generation = (SELECT value::bigint FROM meta"
+                     " WHERE key = 'generation') WHERE rel_path = 'gen.md'")
+    with Engine(index, Config(model="none", milvus_uri=milvus_server.uri, milvus_collection="health")) as e:
+        assert e.search("advisory lock", lanes=["bm25"]).failed_lanes == {}
+    report = _json("doctor", "--index", index, env=env)
+    assert (report["milvus"]["left_out_count"], report["milvus"]["left_out"]) == (0, [])
+
 
 def test_an_unreachable_milvus_is_reported_with_the_rest(tmp_path: Path) -> None:
     write_projects(tmp_path / "src")
