@@ -75,12 +75,15 @@ class Engine:
     Args:
         index_dir: the folder (created when missing) holding ``catalog.sqlite3`` and ``postings/``.
         config: ranking settings; default: :func:`sleuth.config.load_config` of ``index_dir``.
+        milvus_optional: open even when Milvus (``milvus_uri``) cannot be reached, for reports
+            that say so (``sleuth status``, ``doctor``): the Milvus lanes then fail when used.
+            Default: the open fails (StorageError).
     Raises:
         IndexFormatError: the catalog was written by another version of sleuth.
         QueryError: ``$SLEUTH_FAULT_LANE_DELAY_MS`` is malformed.
     """
 
-    def __init__(self, index_dir: str | Path, config: Config | None = None) -> None:
+    def __init__(self, index_dir: str | Path, config: Config | None = None, milvus_optional: bool = False) -> None:
         self.folder = IndexFolder(index_dir)
         self.index_dir = self.folder.index_dir
         self.catalog = self.folder.catalog
@@ -93,7 +96,7 @@ class Engine:
         if config.milvus_uri is not None:  # the lanes Milvus answers for, under the same names
             from sleuth.lanes.milvus import milvus_lane_specs
 
-            specs = tuple(milvus_lane_specs(specs, context))
+            specs = tuple(milvus_lane_specs(specs, context, open_now=not milvus_optional))
         #: Every registered lane, built over this index (retrieval and expansion lanes).
         self.lanes: dict[str, Any] = {spec.name: spec.create(context) for spec in specs}
         self.indexer = Indexer(self.folder, self.model, self.warm_lanes, self._tabular_rule,
@@ -118,8 +121,10 @@ class Engine:
         self.searcher.config = config
 
     @classmethod
-    def open(cls, index: str | Path | None = None, config: Config | None = None) -> Engine:
-        """Open an existing index: ``index``, ``$SLEUTH_INDEX``, or the nearest ``.sleuth/`` upwards.
+    def open(cls, index: str | Path | None = None, config: Config | None = None,
+             milvus_optional: bool = False) -> Engine:
+        """Open an existing index: ``index``, ``$SLEUTH_INDEX``, or the nearest ``.sleuth/`` upwards
+        (``milvus_optional``: see :class:`Engine`).
 
         Raises:
             IndexNotFound: none given and none found, or the folder holds no catalog.
@@ -132,7 +137,7 @@ class Engine:
             )
         if not has_catalog(found):
             raise IndexNotFound(f"{found} is not a sleuth index (no {CATALOG_FILE}); run `sleuth index` first")
-        return cls(found, config)
+        return cls(found, config, milvus_optional)
 
     def close(self) -> None:
         """Stop the search pool and close what the index holds open: the lanes' clients (Milvus),
@@ -375,8 +380,9 @@ class Engine:
         return confined_path(doc.root, doc.rel_path, Roots(self.catalog.roots().get(doc.project_id, [])))
 
     def status(self, files: bool = False, verbose: bool = False) -> StatusReport:
-        """Index health: counts, lane generations, projects, skipped files with reasons, and
-        per-root coverage (indexed / skipped / failed, last indexed).
+        """Index health: counts, lane generations, projects, skipped files with reasons,
+        per-root coverage (indexed / skipped / failed, last indexed), where the catalog lives and,
+        in scale-out mode, the lanes in Milvus (:func:`sleuth.scaleout.milvus_report`).
 
         Args:
             files: also list every file (``files``): indexed ones with their last-indexed time
@@ -385,6 +391,7 @@ class Engine:
                 first ``STATUS_SKIPPED_LISTED_MAX``, all counted by reason in ``skipped_by_reason``).
         """
         from sleuth.freshness import coverage_summary, file_coverage, skip_state
+        from sleuth.scaleout import catalog_backend, milvus_report
 
         counts = self.catalog.counts()
         projects = self.projects()
@@ -410,4 +417,5 @@ class Engine:
                 [(p.project_id, r) for p in projects for r in p.roots], self.catalog.indexed_counts(), skipped)],
             files=[FileInfo.model_validate(f) for f in file_coverage(self.catalog.indexed_files(), skipped)]
             if files else None,
+            catalog=catalog_backend(self), milvus=milvus_report(self),
         )

@@ -131,6 +131,63 @@ class VectorLaneReport(Model):
     embedding: EmbeddingProgress | None = Field(default=None, exclude_if=_absent)
 
 
+class CatalogBackend(Model):
+    """Where the catalog lives."""
+
+    backend: Literal["sqlite", "postgresql"]
+    location: str = Field(description="The SQLite file, or the PostgreSQL URL ($SLEUTH_CATALOG_URL) with its "
+                                      "password replaced by ***")
+
+
+class MilvusSyncProgress(Model):
+    """A Milvus sync that has not ended (``lex_sync`` in the catalog's meta ``milvus:state``)."""
+
+    state: Literal["running", "stopped"] = Field(
+        description="running: another process holds the write lock (it syncs, or will finish the sync when its"
+                    " work is done; also said when the lock cannot be taken: a read-only index folder); stopped:"
+                    " no process holds it: the sync stopped mid-way and the next search or `sleuth index`"
+                    " finishes it")
+    target_generation: int = Field(description="The catalog generation it brings Milvus to")
+    rebuild: bool = Field(description="Whether it writes every row again (else the documents changed since)")
+    holder: str | None = Field(default=None, exclude_if=_absent, description="Who holds the write lock, "
+                               "while running")
+
+
+class LeftOutDocument(Model):
+    """A document the Milvus sync left out: a row a Milvus field cannot hold (only a damaged or
+    hostile catalog has one)."""
+
+    record_id: str
+    project_id: str
+    root: str
+    path: str
+    reason: str = Field(description="Which field, how long, and the most Milvus takes (bytes)")
+
+
+class MilvusReport(Model):
+    """The lanes in Milvus (scale-out mode, ``milvus_uri``): where, which generation, what is left out."""
+
+    uri: str = Field(description="milvus_uri, any password replaced by ***")
+    collection: str = Field(description="The collections' name prefix (milvus_collection)")
+    reachable: bool = Field(description="Whether Milvus answered (and accepts the settings)")
+    error: str | None = Field(default=None, exclude_if=_absent, description="Why not, when it did not")
+    server_version: str | None = Field(default=None, description="Milvus' version, when reachable")
+    generation: int | None = Field(description="The catalog generation the lexical collection reflects (None: "
+                                               "never synced; read from the catalog: known when Milvus is down)")
+    catalog_generation: int
+    up_to_date: bool = Field(description="generation is the catalog's and no sync is under way")
+    dense_generation: int | None = Field(default=None, exclude_if=_absent,
+                                         description="The generation the dense collection reflects")
+    sync: MilvusSyncProgress | None = Field(default=None, exclude_if=_absent,
+                                            description="A sync under way or stopped mid-way")
+    left_out_count: int = Field(description="Documents left out of Milvus by its syncs, as recorded in the "
+                                            "catalog (of the reported projects)")
+    left_out_more: bool = Field(description="More documents were left out than the catalog records by id (over "
+                                            "1,000, or an id over 1,000 characters): left_out_count is a lower "
+                                            "bound")
+    left_out: list[LeftOutDocument] = Field(description="The first ones (all are counted)")
+
+
 class StatusReport(Model):
     """Index health: counts, generations, projects, coverage, skipped files (``sleuth status``)."""
 
@@ -153,6 +210,9 @@ class StatusReport(Model):
     coverage: list[RootCoverage]
     files: list[FileInfo] | None = Field(default=None, exclude_if=_absent, description="Every file, with "
                                          "--files")
+    catalog: CatalogBackend
+    milvus: MilvusReport | None = Field(default=None, exclude_if=_absent,
+                                        description="The lanes in Milvus, when milvus_uri is set")
 
 
 class DoctorProject(ProjectInfo):
@@ -186,7 +246,8 @@ class DoctorReport(Model):
     """Index health per project: stale documents, skipped files, lanes (``doctor``)."""
 
     ok: bool = Field(description="Nothing stale, the postings current, the vector lane available (or the model"
-                                 " turned off on purpose: model = 'none')")
+                                 " turned off on purpose: model = 'none'), Milvus (when used) reachable and at the"
+                                 " catalog's generation")
     index_dir: str
     generation: int
     postings_generation: int
@@ -199,6 +260,9 @@ class DoctorReport(Model):
     skipped_files: list[SkippedFileInfo] = Field(description="The first ones (all are counted)")
     problems: list[ProblemInfo] = Field(description="The first files indexed with a warning (all are counted)")
     problem_count: int = Field(description="Files indexed with a warning")
+    catalog: CatalogBackend
+    milvus: MilvusReport | None = Field(default=None, exclude_if=_absent,
+                                        description="The lanes in Milvus, when milvus_uri is set")
 
 
 class EvalReport(Model):

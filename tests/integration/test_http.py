@@ -118,6 +118,7 @@ def test_alice_reads_alpha_and_is_denied_beta(server: HttpServer, tokens: dict[s
     assert not doctor.is_error and doc_beta.is_error
     report = doctor.structured_content["doctor"]  # nothing index-wide: when beta is written, where the index is
     assert (report["generation"], report["postings_generation"], report["index_dir"]) == (0, 0, "")
+    assert report["catalog"] == {"backend": "sqlite", "location": ""} and "milvus" not in report  # nor where it is
     for result in (alpha, projects, mem_alpha, mem_all, doctor):
         shown = answer(result).lower()
         assert not any(word in shown for word in BETA_WORDS), shown

@@ -12,9 +12,11 @@ from sleuth.commands.options import emit_json, format_option, handle_errors, ind
 
 if TYPE_CHECKING:  # imported by the commands that open the index, not when `sleuth` starts
     from sleuth.reports import (
+        CatalogBackend,
         DoctorReport,
         EmbeddingProgress,
         FamilyHealth,
+        MilvusReport,
         RootCoverage,
         SkippedReason,
         StatusReport,
@@ -58,6 +60,45 @@ def _coverage_line(c: RootCoverage) -> str:
             f"{c.failed:,} failed, last indexed {when(c.last_indexed)}")
 
 
+def render_backends(catalog: CatalogBackend, milvus: MilvusReport | None) -> list[str]:
+    """Where the catalog lives and, in scale-out mode, the lanes in Milvus: its address and
+    version (or why it cannot be reached), the generation it reflects, a sync under way or stopped,
+    the documents left out of it (the first ones)."""
+    out = [f"  catalog: {catalog.backend} {catalog.location}"]
+    if milvus is None:
+        return out
+    where = f"{milvus.uri}, collections {milvus.collection}_*"
+    out.append(f"  milvus: {milvus.server_version} at {where}" if milvus.reachable
+               else f"  milvus at {where}: {milvus.error}")
+    vectors = (f", vectors at generation {milvus.dense_generation}"
+               if milvus.dense_generation is not None and milvus.dense_generation != milvus.generation else "")
+    recorded = "" if milvus.reachable else " (as the catalog records)"
+    if milvus.generation is None:
+        out.append(f"  milvus lanes never synced{recorded} (catalog at generation {milvus.catalog_generation}):"
+                   " the next search or `sleuth index` syncs them")
+    else:
+        out.append(f"  milvus lanes at generation {milvus.generation} of {milvus.catalog_generation}{vectors}"
+                   f"{recorded}: " + ("up to date" if milvus.up_to_date else
+                                      "behind, the next search or `sleuth index` syncs them"))
+    sync = milvus.sync
+    if sync is not None:
+        what = f"milvus sync to generation {sync.target_generation} ({'every row' if sync.rebuild else 'changes'})"
+        out.append(f"  {what} under way: {sync.holder or 'another process'} holds the write lock"
+                   if sync.state == "running" else
+                   f"  {what} stopped mid-way (no process holds the write lock): the next search or"
+                   " `sleuth index` finishes it")
+    if milvus.left_out_count or milvus.left_out_more:
+        plus = "+" if milvus.left_out_more else ""
+        out.append(f"  {milvus.left_out_count:,}{plus} document(s) left out of Milvus (a row a Milvus field cannot"
+                   " hold: a damaged or hostile catalog):")
+        out.extend(f"    {d.project_id} {d.path}: {d.reason}" for d in milvus.left_out)
+        if milvus.left_out_count > len(milvus.left_out):
+            out.append(f"    ... ({milvus.left_out_count - len(milvus.left_out):,} more)")
+        if milvus.left_out_more:
+            out.append("    more were left out than the catalog records by id")
+    return out
+
+
 def render_status(st: StatusReport, verbose: bool = False) -> str:
     """A status report as text for people (``verbose``: every skipped file, not a summary by reason)."""
     out = [f"index {st.index_dir}",
@@ -68,6 +109,7 @@ def render_status(st: StatusReport, verbose: bool = False) -> str:
                    f" {st.postings_behind}")
     if st.read_only:
         out.append(f"  opened read-only: {st.read_only}")
+    out.extend(render_backends(st.catalog, st.milvus))
     out.append(f"  lanes: {', '.join(st.lanes)}")
     vec = st.vector_lane
     if vec.available:
@@ -114,6 +156,7 @@ def _partly_embedded(lane: FamilyHealth) -> str:
 def render_doctor(report: DoctorReport) -> str:
     """A doctor report as text for people."""
     out = [f"index {report.index_dir}: {'ok' if report.ok else 'needs attention'}"]
+    out.extend(render_backends(report.catalog, report.milvus))
     for p in report.projects:
         out.append(f"  project {p.project_id}: {p.documents:,} documents, {p.blocks:,} blocks, "
                    f"{p.stale_documents:,} stale, {p.skipped_files:,} skipped; memory folder {p.memory_dir}")
@@ -140,10 +183,10 @@ def render_doctor(report: DoctorReport) -> str:
 @handle_errors
 def status_cmd(files: bool, verbose: bool, index_dir: Path | None, fmt: str) -> None:
     """Show index health: documents, blocks, embedding progress, per-root coverage, skipped files
-    by reason, last indexed."""
+    by reason, last indexed; where the catalog lives and, in scale-out mode, the lanes in Milvus."""
     from sleuth.engine import Engine
 
-    with Engine.open(index_dir) as engine:
+    with Engine.open(index_dir, milvus_optional=True) as engine:  # an unreachable Milvus is reported
         st = engine.status(files=files, verbose=verbose)
     if fmt == "json":
         emit_json(st.model_dump())
@@ -160,13 +203,15 @@ def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
     """Check index health: stale documents (changed or deleted since indexed), skipped files, lanes.
 
     Exits 0 when all is well ("ok"), 1 when anything needs attention (stale documents, postings
-    behind the catalog, no vector lane although a model is configured: the report says what, in
-    text or JSON), and with the codes of every command on errors (3: no index, 4: no such
-    project, ...). A model turned off (SLEUTH_MODEL=none) is reported, not counted."""
+    behind the catalog, no vector lane although a model is configured, Milvus unreachable or
+    behind the catalog: the report says what, in text or JSON), and with the codes of every
+    command on errors (3: no index, 4: no such project, ...). A model turned off
+    (SLEUTH_MODEL=none) is reported, not counted; so are skipped files and documents left out of
+    Milvus."""
     from sleuth.engine import Engine
     from sleuth.memory.doctor import doctor
 
-    with Engine.open(index_dir) as engine:
+    with Engine.open(index_dir, milvus_optional=True) as engine:  # an unreachable Milvus is reported
         report = doctor(engine, project)
     if fmt == "json":
         emit_json(report.model_dump())

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from sleuth.errors import ConfigError, SleuthError, StorageError
 from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, LaneSkipped, LaneStatus
 from sleuth.lanes.lexical import INDEX_FIELD_BOOSTS
 from sleuth.lanes.registry import LaneSpec
@@ -40,6 +41,9 @@ MILVUS_LANES = {
 #: does not change (then it checks the collections' marks again: a Milvus database emptied or
 #: replaced meanwhile is synced again; :mod:`sleuth.store.milvus_sync`).
 MILVUS_RECHECK_INTERVAL_S = 30.0
+#: After Milvus could not be reached, how long a process answers with that error before it tries
+#: to connect again (an engine opened for ``sleuth status`` or ``doctor`` asks several times).
+MILVUS_RETRY_INTERVAL_S = 30.0
 
 
 class MilvusShared:
@@ -58,12 +62,27 @@ class MilvusShared:
         self._lock = threading.Lock()
         self._synced: tuple[int, str | None] | None = None
         self._checked_at = 0.0  # time.monotonic() when Milvus was last found up to ``_synced``
+        self._failed: tuple[float, SleuthError] | None = None  # (time.monotonic(), why) of the last failed open
 
     @property
     def index(self) -> MilvusIndex:
+        """The Milvus index, opened on first use.
+
+        Raises:
+            StorageError: Milvus cannot be reached (the same error again for
+                ``MILVUS_RETRY_INTERVAL_S`` after a failed try).
+            ConfigError: a setting the backend would ignore.
+        """
         with self._lock:
             if self._index is None:
-                self._index = MilvusIndex(self.settings, self.context.catalog)
+                if self._failed is not None and time.monotonic() - self._failed[0] < MILVUS_RETRY_INTERVAL_S:
+                    raise self._failed[1]
+                try:
+                    self._index = MilvusIndex(self.settings, self.context.catalog)
+                except (StorageError, ConfigError) as exc:
+                    self._failed = (time.monotonic(), exc)
+                    raise
+                self._failed = None
             return self._index
 
     def close(self) -> None:
@@ -135,7 +154,10 @@ class _MilvusLexical(LaneBase):
         self.shared.close()
 
     def status(self) -> LaneStatus:
-        index = self.shared.index
+        try:
+            index = self.shared.index
+        except (StorageError, ConfigError) as exc:  # an engine opened without Milvus (milvus_lane_specs)
+            return LaneStatus(False, str(exc))
         state = index.state()
         return LaneStatus(True, details={"backend": index.server_version, "uri": redact_url(self.shared.settings.uri),
                                          "milvus_generation": state.get("generation"),
@@ -244,15 +266,20 @@ class MilvusVectorLane(VectorLane):
         return RankedList(self.name, tuple(b for b, _ in keep), tuple(s for _, s in keep))
 
 
-def milvus_lane_specs(specs: Sequence[LaneSpec], context: LaneContext) -> list[LaneSpec]:
+def milvus_lane_specs(specs: Sequence[LaneSpec], context: LaneContext, open_now: bool = True) -> list[LaneSpec]:
     """``specs`` with the lanes of ``MILVUS_LANES`` built over one shared Milvus index (names,
     weights and families kept, so fusion weights apply unchanged).
 
+    Args:
+        open_now: open the Milvus index now (False: when a lane first needs it, so an engine
+            opened for ``sleuth status`` or ``doctor`` opens without Milvus and says why).
     Raises:
-        ConfigError: a Milvus setting the backend would ignore (when the index is first opened).
+        StorageError: Milvus cannot be reached (with ``open_now``).
+        ConfigError: a Milvus setting the backend would ignore (with ``open_now``).
     """
     shared = MilvusShared(context)
-    shared.index  # noqa: B018 - opened now: an unreachable server or a refused setting fails the engine's open
+    if open_now:
+        shared.index  # noqa: B018 - opened now: an unreachable server or a refused setting fails the engine's open
     classes: dict[str, Any] = {name: globals()[cls] for name, cls in MILVUS_LANES.items()}
 
     def builder(cls: Any) -> Any:

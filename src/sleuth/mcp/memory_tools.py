@@ -55,6 +55,7 @@ from sleuth.memory.records import (
 )
 from sleuth.memory.search import INBOX_PROJECT_ID, MemorySearch
 from sleuth.pipeline.requests import RequestNotFound, RequestRegistry
+from sleuth.scaleout import hide_backends
 
 SEARCH_DESCRIPTION = (
     "Search local project knowledge (papers, code, notebooks, plans, experiments, decisions) by exact, BM25, "
@@ -429,6 +430,7 @@ class MemoryTools:
             if self.access.per_caller:  # a remote user: index-wide counters and server paths say
                 # when (and how often) other projects are written, and where the index lives
                 report.update(generation=0, postings_generation=0, index_dir="")
+                report = hide_backends(report)  # and where the catalog and Milvus are
             return {"doctor": self.access.shown(report)}
         return await self._run(run)
 

@@ -19,6 +19,7 @@ from sleuth.reports import (
     StaleDocument,
     skip_summary,
 )
+from sleuth.scaleout import catalog_backend, milvus_report
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
@@ -71,10 +72,12 @@ def doctor(engine: Engine, project_id: str | None = None, visible: Collection[st
 
     Stale documents are found by one ``stat`` per indexed file (changed or vanished since indexed).
     Everything reported -- projects, stale documents, skipped files, problems, the graph's and the
-    vector lane's counts -- is of the chosen projects only. Its size is bounded: at most
-    ``STALE_LISTED_MAX`` stale documents and ``DOCTOR_LISTED_MAX`` skipped files and problems are
-    listed by name; all are counted (skipped files by reason, with ``SKIPPED_EXAMPLES_PER_REASON``
-    paths each).
+    vector lane's counts, documents left out of Milvus -- is of the chosen projects only. Its size
+    is bounded: at most ``STALE_LISTED_MAX`` stale documents and ``DOCTOR_LISTED_MAX`` skipped
+    files, problems and documents left out of Milvus are listed by name; all are counted (skipped
+    files by reason, with ``SKIPPED_EXAMPLES_PER_REASON`` paths each). In scale-out mode, Milvus
+    unreachable or behind the catalog needs attention (as postings behind do); documents left out
+    of it are reported, not counted (as skipped files).
 
     Args:
         visible: the projects the caller may see (None: all); the others are left out of every
@@ -103,8 +106,11 @@ def doctor(engine: Engine, project_id: str | None = None, visible: Collection[st
     vector = lanes.get("vector")
     # a model turned off (model = 'none') is the user's choice: reported, but nothing to attend to
     vector_ok = vector is None or vector.available or engine.model.disabled
+    # documents left out of Milvus are reported as skipped files are, not counted
+    milvus = milvus_report(engine, wanted, DOCTOR_LISTED_MAX)
+    milvus_ok = milvus is None or (milvus.reachable and milvus.up_to_date)
     return DoctorReport(
-        ok=not stale and postings_generation == generation and vector_ok,
+        ok=not stale and postings_generation == generation and vector_ok and milvus_ok,
         index_dir=str(engine.index_dir), generation=generation, postings_generation=postings_generation,
         projects=[DoctorProject(**p.model_dump(), memory_dir=str(engine.index_dir / MEMORY_DIR_NAME / p.project_id),
                                 stale_documents=stale_counts[p.project_id],
@@ -114,4 +120,5 @@ def doctor(engine: Engine, project_id: str | None = None, visible: Collection[st
         skipped_file_count=len(skipped), skipped_by_reason=skip_summary((s["path"], s["reason"]) for s in skipped),
         skipped_files=[SkippedFileInfo(**s, state=skip_state(s["reason"])) for s in skipped[:DOCTOR_LISTED_MAX]],
         problems=problems[:DOCTOR_LISTED_MAX], problem_count=len(problems),
+        catalog=catalog_backend(engine), milvus=milvus,
     )

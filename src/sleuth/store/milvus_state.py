@@ -77,6 +77,30 @@ STATE = _fields({
 #: count made every query weight infinite).
 STATS = _fields({"generation": _count, "n": _stats_count, "lengths": _stats_lengths},
                 required=("generation", "n", "lengths"))
+
+#: The meta key of the documents the Milvus sync left out (:data:`LEFT_OUT`).
+LEFT_OUT_KEY = "milvus:left_out"
+#: Documents :data:`LEFT_OUT` lists at most (the others are counted as ``more``).
+LEFT_OUT_LISTED_MAX = 1_000
+#: The longest document id :data:`LEFT_OUT` lists, in characters (a longer one, only in a
+#: hostile catalog, is counted as ``more``: the record stays a few hundred kilobytes at most).
+LEFT_OUT_ID_CHARS_MAX = 1_000
+#: The longest reason :data:`LEFT_OUT` holds, in characters (sleuth writes about 40).
+LEFT_OUT_REASON_CHARS_MAX = 200
+
+
+def _left_out_docs(v: object) -> bool:
+    return (isinstance(v, list) and len(v) <= LEFT_OUT_LISTED_MAX
+            and all(isinstance(d, list) and len(d) == 2 and _str(d[0]) and _str(d[1])
+                    and len(d[0]) <= LEFT_OUT_ID_CHARS_MAX and len(d[1]) <= LEFT_OUT_REASON_CHARS_MAX for d in v))
+
+
+#: ``milvus:left_out``: the documents the sync left out of Milvus (a row a Milvus field cannot
+#: hold: :func:`sleuth.store.milvus_columns.too_long`), ``docs`` ``[[doc_id, why], ...]`` (at most
+#: ``LEFT_OUT_LISTED_MAX``, ids sorted), ``more`` whether it left out others not listed.
+LEFT_OUT = _fields({"docs": _left_out_docs, "more": lambda v: isinstance(v, bool)}, required=("docs", "more"))
+
+
 def _packed(v: object) -> bool:
     """Base64 of little-endian uint32 values (``DOC_STATS_IDS`` and ``DOC_STATS_COUNTS``)."""
     if not isinstance(v, str) or len(v) % 4:

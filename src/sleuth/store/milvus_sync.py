@@ -359,6 +359,11 @@ class MilvusSync:
     #: Documents whose rows this client's syncs left out of Milvus (a field longer than Milvus
     #: takes: :func:`sleuth.store.milvus_columns.too_long`), each logged once.
     skipped: set[str]
+    #: The documents the sync under way left out (``{doc_id: why}``, at most
+    #: ``LEFT_OUT_LISTED_MAX``), and whether it left out others; recorded at its end
+    #: (:meth:`_record_left_out`). None: no sync under way.
+    _left_out: dict[str, str] | None = None
+    _left_out_more: bool = False
 
     def state(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -496,11 +501,68 @@ class MilvusSync:
                                       str(family))
         if why is None:
             return False
+        self._note_left_out(str(doc_id), why)
         if doc_id not in self.skipped:
             self.skipped.add(doc_id)
             log.warning("document %r left out of Milvus (%s; a damaged or hostile catalog row): the other"
                         " documents are synced", str(doc_id)[:80], why)
         return True
+
+    def _note_left_out(self, doc_id: str, why: str) -> None:
+        """Count ``doc_id`` among the documents the sync under way leaves out (:meth:`_too_long`)."""
+        from sleuth.store.milvus_state import LEFT_OUT_ID_CHARS_MAX, LEFT_OUT_LISTED_MAX
+
+        if self._left_out is None or doc_id in self._left_out:
+            return
+        if len(self._left_out) < LEFT_OUT_LISTED_MAX and len(doc_id) <= LEFT_OUT_ID_CHARS_MAX:
+            self._left_out[doc_id] = why
+        else:
+            self._left_out_more = True
+
+    def _record_left_out(self, from_scratch: bool) -> None:
+        """Record in the catalog's meta ``LEFT_OUT_KEY`` (:data:`sleuth.store.milvus_state.LEFT_OUT`)
+        the documents the sync that ended left out, with those recorded before that the catalog
+        still holds with a row Milvus cannot take (a document repaired or deleted since is no
+        longer listed); after a sync ``from_scratch`` (every block read), only its own. Written
+        only when it changes. A sync killed before its end records nothing: the documents it left
+        out are listed by the next sync that reads them."""
+        from sleuth.store.milvus_state import LEFT_OUT, LEFT_OUT_KEY, LEFT_OUT_LISTED_MAX, parse
+
+        found, more = dict(self._left_out or {}), self._left_out_more
+        raw = self.catalog.get_meta(LEFT_OUT_KEY)
+        parsed = parse(raw, LEFT_OUT, LEFT_OUT_KEY)
+        before = parsed or {"docs": [], "more": False}
+        if not from_scratch:
+            more = more or bool(before["more"])
+            earlier = {str(d): str(why) for d, why in before["docs"] if d not in found}
+            for doc_id, why in self._still_too_long(sorted(earlier)).items():
+                if len(found) < LEFT_OUT_LISTED_MAX:
+                    found[doc_id] = why
+                else:
+                    more = True
+        docs = [[d, found[d]] for d in sorted(found)]
+        if (raw is None and not docs and not more) or (parsed is not None and parsed["docs"] == docs
+                                                       and parsed["more"] == more):
+            return
+        self.catalog.set_meta(LEFT_OUT_KEY, json.dumps({"docs": docs, "more": more}))
+
+    def _still_too_long(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """``{doc_id: why}`` of the documents of ``doc_ids`` the catalog holds with a row Milvus
+        cannot take (their document's fields, or one of their blocks' ids:
+        :func:`sleuth.store.milvus_columns.too_long`)."""
+        out: dict[str, str] = {}
+        docs = self.catalog.documents(list(doc_ids))
+        for part in chunks(sorted(docs), _IDS_PER_STATEMENT):
+            marks = ",".join("?" * len(part))
+            for doc_id, block_id in self.catalog.conn.execute(
+                    f"SELECT doc_id, block_id FROM blocks WHERE doc_id IN ({marks})", list(part)):
+                doc = docs[str(doc_id)]
+                if str(doc_id) not in out:
+                    why = milvus_columns.too_long(str(block_id), str(doc.project_id), str(doc_id), str(doc.label),
+                                                  str(doc.role), str(doc.family))
+                    if why is not None:
+                        out[str(doc_id)] = why
+        return out
 
     # -------------------------------------------------------------- sync
 
@@ -527,7 +589,21 @@ class MilvusSync:
     def sync(self, model: str | None = None, dim: int = 0) -> bool:
         """Bring statistics and collections up to the catalog (the caller holds the write lock);
         True when anything changed. ``model``/``dim``: the embedding model whose vectors go to the
-        dense collection (None: no dense collection)."""
+        dense collection (None: no dense collection). The documents it leaves out are recorded
+        (:meth:`_record_left_out`)."""
+        with self._lock:
+            stats = self.stats()
+            from_scratch = not stats or int(stats.get("generation", 0)) > self.catalog.generation()
+            self._left_out, self._left_out_more = {}, False
+            try:
+                changed = self._sync_passes(model, dim)
+                self._record_left_out(from_scratch)
+            finally:
+                self._left_out, self._left_out_more = None, False
+            return changed
+
+    def _sync_passes(self, model: str | None, dim: int) -> bool:
+        """:meth:`sync`'s passes: statistics, rows, vectors."""
         with self._lock:
             self._spill, self._df_counted = _Spill(), None
             try:

@@ -1,0 +1,123 @@
+"""The scale-out parts of an index as ``sleuth status`` and ``doctor`` report them: where the
+catalog lives (a SQLite file, or PostgreSQL: ``$SLEUTH_CATALOG_URL``) and the lanes in Milvus
+(``milvus_uri``): where, which generation they reflect, a sync under way or stopped mid-way, and
+the documents the syncs left out. Read from the catalog, plus Milvus' version (one call): no
+sync, no model, no count of a collection's rows. Every URL is shown with its password redacted
+(:func:`sleuth.store.urls.redact_url`)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+from sleuth.errors import ConfigError, StorageError
+from sleuth.reports import CatalogBackend, LeftOutDocument, MilvusReport, MilvusSyncProgress
+from sleuth.store.urls import redact_url
+
+if TYPE_CHECKING:
+    from sleuth.engine import Engine
+    from sleuth.lanes.milvus import MilvusShared
+
+#: Documents left out of Milvus that a report lists by name (all recorded ones are counted).
+LEFT_OUT_LISTED_MAX = 20
+
+
+def catalog_backend(engine: Engine) -> CatalogBackend:
+    """Where ``engine``'s catalog lives: its SQLite file, or its PostgreSQL URL redacted."""
+    url = getattr(engine.catalog, "url", None)  # PgCatalog's
+    if isinstance(url, str):
+        return CatalogBackend(backend="postgresql", location=redact_url(url))
+    return CatalogBackend(backend="sqlite", location=str(engine.catalog.path))
+
+
+def milvus_shared(engine: Engine) -> MilvusShared | None:
+    """The Milvus index shared by ``engine``'s Milvus lanes; None when it has none (no ``milvus_uri``)."""
+    if engine.config.milvus_uri is None:
+        return None
+    from sleuth.lanes.milvus import MilvusShared
+
+    for lane in engine.lanes.values():
+        shared = getattr(lane, "shared", None)
+        if isinstance(shared, MilvusShared):
+            return shared
+    return None
+
+
+def _sync_progress(engine: Engine, progress: object) -> MilvusSyncProgress | None:
+    """A sync that has not ended (``lex_sync``), running when another process holds the write lock."""
+    if not isinstance(progress, dict):
+        return None
+    target, rebuild = progress["target"], bool(progress["rebuild"])  # checked by milvus_state.STATE
+    with engine.folder.lane_files_writable() as free:
+        pass
+    if free:
+        return MilvusSyncProgress(state="stopped", target_generation=target, rebuild=rebuild)
+    holder = engine.folder.write_lock.holder() or None
+    return MilvusSyncProgress(state="running", target_generation=target, rebuild=rebuild, holder=holder)
+
+
+def left_out_documents(engine: Engine, projects: Collection[str] | None = None,
+                       listed_max: int = LEFT_OUT_LISTED_MAX) -> tuple[int, bool, list[LeftOutDocument]]:
+    """``(count, more, first)``: the documents the Milvus syncs recorded as left out
+    (:data:`sleuth.store.milvus_state.LEFT_OUT`) that the catalog still holds, of ``projects``
+    (None: all): how many, whether more were left out than recorded, and the first ``listed_max``
+    (by project, then path). An unreadable record counts as none (logged)."""
+    from sleuth.store.milvus_state import LEFT_OUT, LEFT_OUT_KEY, parse
+
+    record = parse(engine.catalog.get_meta(LEFT_OUT_KEY), LEFT_OUT, LEFT_OUT_KEY)
+    if record is None:
+        return 0, False, []
+    why = {str(d): str(r) for d, r in record["docs"]}
+    docs = engine.catalog.documents(sorted(why))
+    found = sorted((d for d in docs.values() if projects is None or d.project_id in projects),
+                   key=lambda d: (d.project_id, d.rel_path, d.doc_id))
+    return len(found), bool(record["more"]), [
+        LeftOutDocument(record_id=d.doc_id, project_id=d.project_id, root=d.root, path=d.rel_path,
+                        reason=why[d.doc_id]) for d in found[:listed_max]]
+
+
+def milvus_report(engine: Engine, projects: Collection[str] | None = None,
+                  listed_max: int = LEFT_OUT_LISTED_MAX) -> MilvusReport | None:
+    """The lanes in Milvus as ``engine`` finds them (None: not in Milvus). Milvus is asked only
+    its version (the client is opened if it was not: an unreachable server is reported, with the
+    rest read from the catalog). Left-out documents of ``projects`` (None: all), the first
+    ``listed_max`` listed (:func:`left_out_documents`)."""
+    from sleuth.store.milvus_state import STATE, parse
+
+    shared = milvus_shared(engine)
+    if shared is None:
+        return None
+    generation = engine.catalog.generation()
+    state = parse(engine.catalog.get_meta("milvus:state"), STATE, "milvus:state") or {}
+    error, version = None, None
+    try:
+        version = shared.index.server_version
+    except (StorageError, ConfigError) as exc:
+        error = str(exc)
+    sync = _sync_progress(engine, state.get("lex_sync"))
+    count, more, first = left_out_documents(engine, projects, listed_max)
+    return MilvusReport(
+        uri=redact_url(shared.settings.uri), collection=shared.settings.collection, reachable=error is None,
+        error=error, server_version=version, generation=state.get("generation"), catalog_generation=generation,
+        up_to_date=state.get("generation") == generation and sync is None,
+        dense_generation=state.get("dense_generation"), sync=sync, left_out_count=count, left_out_more=more,
+        left_out=first)
+
+
+#: The fields of a Milvus report a remote caller sees (``sleuth serve --http``): whether its
+#: projects' documents are searchable there, and which were left out; not where the servers are,
+#: their version, the index-wide generations, nor the sync's target and holder (they tell when
+#: other users' projects are written, and by which process).
+MILVUS_REMOTE_FIELDS = ("reachable", "up_to_date", "left_out_count", "left_out_more", "left_out")
+
+
+def hide_backends(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` (a status or doctor report's ``model_dump``) as a remote caller sees it: the
+    catalog's backend without its location, the Milvus report with ``MILVUS_REMOTE_FIELDS`` only
+    (a new dict; ``report`` is not changed)."""
+    out = dict(report)
+    if isinstance(out.get("catalog"), dict):
+        out["catalog"] = {**out["catalog"], "location": ""}
+    if isinstance(out.get("milvus"), dict):
+        out["milvus"] = {k: v for k, v in out["milvus"].items() if k in MILVUS_REMOTE_FIELDS}
+    return out
