@@ -90,7 +90,7 @@ def test_project_filter_before_top_k(tmp_path: Path):
     for i in range(30):
         write(big, f"w{i:02d}.md", f"# Widget {i}\n\nwidget widget widget gadget widget {i}\n")
     write(small, "only.md", "# Lonely\n\n" + "filler text about many other things. " * 20 + "one widget here.\n")
-    cfg = Config(lane_depth_min_blocks=1, lane_depth_blocks_per_result=1)
+    cfg = Config(rank_window_step_docs=1, lane_depth_blocks_per_result=1)
     with Engine(tmp_path / "idx", config=cfg) as eng:
         eng.index([big], project="big")
         eng.index([small], project="small")

@@ -245,7 +245,7 @@ def test_a_quoted_phrase_search_never_labels_a_holder_of_the_phrase_semantic_onl
     for i in range(40):
         filler = " ".join(words[(i * 7 + j * 3) % len(words)] for j in range(30))
         (root / f"n{i}.md").write_text(f"# Note {i}\n\n{filler} the blue lantern {filler}\n", encoding="utf-8")
-    e = Engine(tmp_path / "idx", Config(lane_depth_min_blocks=3, lane_depth_blocks_per_result=1))
+    e = Engine(tmp_path / "idx", Config(rank_window_step_docs=1, lane_depth_blocks_per_result=1))
     e.index([root], project="notes")
     seen_vector_only = False
     for query in ['the "blue lantern" of a cat garden', '"blue lantern" storm at sea', 'bread "blue lantern"']:

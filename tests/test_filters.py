@@ -46,7 +46,7 @@ def site(tmp_path: Path) -> tuple[Engine, Path]:
     write(en, "nb/analysis.ipynb", json.dumps({"cells": cells, "metadata": {}, "nbformat": 4}))
     (en / "papers").mkdir()
     (en / "papers" / "p.pdf").write_bytes(make_pdf(["Introduction text.", "The numbat result is here."]))
-    config = Config(lanes=LEXICAL, lane_depth_min_blocks=1, lane_depth_blocks_per_result=1, model="none")
+    config = Config(lanes=LEXICAL, rank_window_step_docs=1, lane_depth_blocks_per_result=1, model="none")
     engine = Engine(tmp_path / "idx", config=config)
     engine.index([en, ja], project="site")
     yield engine, tmp_path
@@ -95,7 +95,7 @@ def test_pages_neither_repeat_nor_skip(tmp_path: Path) -> None:
     for i in range(60):
         words = " ".join(["alpha"] * (1 + i % 7) + ["beta"] * (1 + (i * 3) % 5) + [f"filler{j}" for j in range(i % 11)])
         write(root, f"d{i:02d}.md", f"# Doc {i}\n\n{words}\n")
-    config = Config(lanes=("bm25", "tfidf"), lane_depth_min_blocks=5, lane_depth_blocks_per_result=1, model="none")
+    config = Config(lanes=("bm25", "tfidf"), rank_window_step_docs=1, lane_depth_blocks_per_result=1, model="none")
     with Engine(tmp_path / "idx", config=config) as engine:
         engine.index([root], project="many")
 

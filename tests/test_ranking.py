@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import pytest
+
 from sleuth.config import Config
+from sleuth.errors import QueryError
 from sleuth.fusion import FusedDocument, LaneTrace
 from sleuth.pipeline.fuse import fuse_question
-from sleuth.pipeline.plan import PlannedQuestion, Variant
+from sleuth.pipeline.plan import PlannedQuestion, Variant, build_plan
 from sleuth.ranking import (
     SEMANTIC_ONLY_MIN_SIMILARITY,
     is_semantic_only,
@@ -12,7 +15,7 @@ from sleuth.ranking import (
     semantic_notice,
 )
 from sleuth.text import parse_query
-from sleuth.types import RankedList
+from sleuth.types import RankedList, SearchRequest
 
 
 def doc(doc_id: str, *lanes: tuple[str, float]) -> FusedDocument:
@@ -126,3 +129,27 @@ def test_a_phrase_restricted_vector_hit_is_not_labelled_semantic_only():
     # without a phrase the same lists are meaning-only matches
     fused, _ = ranked([*lexical, vector], cfg)
     assert {d.doc_id: d.semantic_only for d in fused} == {"e": False, "a": True}
+
+
+def test_every_search_within_a_window_step_ranks_the_same_lane_lists() -> None:
+    """The rank window every surface shares: offset + limit (or a larger rank_window) rounded up to
+    100 documents, each lane returning 2 blocks per document of it (the defaults)."""
+    config = Config()
+
+    def window_depth(offset: int, limit: int, rank_window: int | None = None, step: int = config.rank_window_step_docs,
+                     per_result: int = config.lane_depth_blocks_per_result) -> tuple[int, int]:
+        req = SearchRequest(query="harbor crane", offset=offset, limit=limit, rank_window=rank_window)
+        plan = build_plan(req, ("bm25",), None, None, step, per_result, offset)
+        return plan.window, plan.depth
+
+    # the CLI's page 1 and 2, MCP at 10 or 50, `sleuth eval` at 100, a rank window of 100: one plan
+    for offset, limit, rank_window in [(0, 1, None), (0, 10, None), (10, 10, None), (0, 50, None), (0, 100, None),
+                                       (90, 10, None), (0, 10, 100), (0, 10, 37)]:
+        assert window_depth(offset, limit, rank_window) == (100, 200), (offset, limit, rank_window)
+    for offset, limit, rank_window in [(0, 101, None), (100, 10, None), (150, 50, None), (0, 10, 150)]:
+        assert window_depth(offset, limit, rank_window) == (200, 400), (offset, limit, rank_window)
+    assert window_depth(0, 10_000) == (10_000, 20_000)
+    assert window_depth(0, 10, step=1, per_result=1) == (10, 10)  # a step of 1: the window is offset + limit
+    assert window_depth(5, 10, 40, step=1, per_result=3) == (40, 120)
+    with pytest.raises(QueryError, match=r"offset \+ limit \(105\) is larger than rank_window \(100\)"):
+        window_depth(95, 10, 100)

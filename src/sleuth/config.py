@@ -19,14 +19,15 @@ from sleuth.lanes.registry import validate_lanes as validate_lanes  # re-exporte
 from sleuth.locate import INDEX_DIR_NAME as INDEX_DIR_NAME  # re-exported: the index's location is in sleuth.locate
 from sleuth.locate import INDEX_ENV as INDEX_ENV
 from sleuth.locate import find_index_dir as find_index_dir
+from sleuth.types import RANK_WINDOW_STEP_DOCS
 
 #: The default fusion (:func:`sleuth.fusion.fuse`), chosen on SciFact, Cranfield, CISI and NPL:
 #: z-scored lane scores (docs/EVAL.md).
 DEFAULT_FUSION = "zscore"
-#: Every lane returns at least this many blocks before fusion...
-LANE_DEPTH_MIN_BLOCKS = 100
-#: ... and at least this many blocks per requested result.
-LANE_DEPTH_BLOCKS_PER_RESULT = 5
+#: Blocks every lane returns per document of the search's rank window (a multiple of
+#: sleuth.types.RANK_WINDOW_STEP_DOCS): 200 for any search within the first 100 results. Chosen on
+#: SciFact, Cranfield, CISI and NPL (docs/EVAL.md, "One rank window for every surface").
+LANE_DEPTH_BLOCKS_PER_RESULT = 2
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ class Config:
     rrf_k: int = RRF_K
     fusion: str = DEFAULT_FUSION
     score_weights: dict[str, float] = field(default_factory=registry.score_weights)
-    lane_depth_min_blocks: int = LANE_DEPTH_MIN_BLOCKS
+    #: The step a rank window grows by, in documents (sleuth.pipeline.plan.rank_window).
+    rank_window_step_docs: int = RANK_WINDOW_STEP_DOCS
     lane_depth_blocks_per_result: int = LANE_DEPTH_BLOCKS_PER_RESULT
     model: str = DEFAULT_MODEL
     #: True: the int8 model; False: float32; None ("auto", the default): int8 where the CPU has exact

@@ -137,6 +137,12 @@ class Hit(Model):
 #: Largest ``SearchRequest.offset`` and ``rank_window``, in documents.
 OFFSET_MAX = 10_000
 RANK_WINDOW_MAX = 11_000
+#: The step a rank window grows by, in documents: a search ranks its pages' offset + limit (or its
+#: ``rank_window``, when larger) rounded up to a multiple of this (sleuth.pipeline.plan.rank_window).
+#: So every surface (CLI, Python API, MCP, eval) ranks the same lane lists for one query at any limit
+#: within a step, and pages within a step neither repeat nor skip a result (docs/EVAL.md, "One rank
+#: window for every surface").
+RANK_WINDOW_STEP_DOCS = 100
 #: Globs a path filter may hold.
 PATH_GLOBS_MAX = 50
 
@@ -200,8 +206,9 @@ class SearchRequest(Model):
     offset: int = Field(default=0, ge=0, le=OFFSET_MAX, description="Results skipped before the first one "
                         "returned (ranks continue from offset + 1)")
     rank_window: int | None = Field(default=None, ge=1, le=RANK_WINDOW_MAX, description=(
-        "Documents the ranking is computed for (each lane's depth follows it); None: offset + limit. Pages "
-        "asked with the same rank_window, whose offset + limit stays within it, neither repeat nor skip a "
+        "Documents the ranking is computed for (each lane's depth follows it), at least offset + limit; "
+        f"None: offset + limit. Either is rounded up to a multiple of {RANK_WINDOW_STEP_DOCS}, so pages "
+        f"within each {RANK_WINDOW_STEP_DOCS} results, or within one rank_window, neither repeat nor skip a "
         "result"))
     lanes: list[str] | None = Field(default=None, description="Lanes to run; None = the configured ones")
     explain: bool = False

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from sleuth.config import LANE_DEPTH_BLOCKS_PER_RESULT
 from sleuth.engine import Engine
 from sleuth.lanes import lexical
 from sleuth.lanes.base import LaneQuery
 from sleuth.lanes.postings import SEARCH_MEMO_ENTRIES, Postings
 from sleuth.text import parse_query
-from sleuth.types import SearchRequest
+from sleuth.types import RANK_WINDOW_STEP_DOCS, SearchRequest
 
 TEXTS = {
     "a.md": "# Wing\n\nThe airfoil wing lift grows with the angle of attack.\n",
@@ -125,12 +126,13 @@ def test_memo_is_bounded(engine):
 
 def test_a_search_with_bm25_and_rm3_searches_rm3s_first_round_once(engine, searches, monkeypatch):
     req = SearchRequest(query="wing lift airfoil", lanes=["bm25", "index", "rm3"])
+    depth = RANK_WINDOW_STEP_DOCS * LANE_DEPTH_BLOCKS_PER_RESULT  # each lane's blocks at limit 20: 200
     with_memo = engine.search(req)
-    assert searches == [100, 100, 100]  # bm25, index, rm3's second round
+    assert searches == [depth, depth, depth]  # bm25, index, rm3's second round
     engine.postings._memo.clear()
     monkeypatch.setattr(lexical.BM25Lane, "memo_key", lambda self, parsed: None)
     without = engine.search(req)
-    assert searches[3:] == [100, 100, 10, 100]
+    assert searches[3:] == [depth, depth, 10, depth]
     assert with_memo.lanes == without.lanes == ["bm25", "index", "rm3"]
     assert [(h.doc_id, h.score) for h in with_memo.hits] == [(h.doc_id, h.score) for h in without.hits]
 

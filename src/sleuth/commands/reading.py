@@ -21,22 +21,13 @@ from sleuth.ingest.roles import FILTER_KINDS, ROLES
 from sleuth.types import (
     OFFSET_MAX,
     PATH_GLOBS_MAX,
+    RANK_WINDOW_STEP_DOCS,
     SEARCH_VARIANTS_MAX,
     Hit,
     SearchFilters,
     SearchRequest,
     SearchResponse,
 )
-
-#: Documents the CLI ranks for a page: offset + limit rounded up to a multiple of this, so that the
-#: pages of one query within each hundred results fuse the same lane lists and neither repeat nor
-#: skip a result (see SearchRequest.rank_window).
-CLI_RANK_WINDOW_DOCS = 100
-
-
-def rank_window(offset: int, limit: int) -> int:
-    """The rank window of the page ``[offset, offset + limit)``: the next multiple of ``CLI_RANK_WINDOW_DOCS``."""
-    return -(-(offset + limit) // CLI_RANK_WINDOW_DOCS) * CLI_RANK_WINDOW_DOCS
 
 
 class DateParam(click.ParamType):
@@ -121,7 +112,7 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Maximum results.")
 @click.option("--offset", type=click.IntRange(0, OFFSET_MAX), default=0, show_default=True,
               help="Skip this many results first (the next page: --offset 10 after --limit 10); pages within "
-                   f"each {CLI_RANK_WINDOW_DOCS} results neither repeat nor skip one.")
+                   f"each {RANK_WINDOW_STEP_DOCS} results neither repeat nor skip one.")
 @click.option("--path", "paths", multiple=True, metavar="GLOB",
               help="Only paths matching this gitignore-style glob ('docs/**', '*.md', 'en/**' for the root en, "
                    "'!drafts/' to leave out; repeatable, the last match decides).")
@@ -161,7 +152,7 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
     filters = SearchFilters(kinds=list(kinds), roles=list(roles), paths=list(paths), tags=list(tags),
                             recorded_after_ns=since, recorded_before_ns=until)
     request = SearchRequest(query=query, projects=list(projects) or None, inbox=False, limit=limit, offset=offset,
-                            rank_window=rank_window(offset, limit), lanes=parse_lanes(lanes), explain=explain,
+                            lanes=parse_lanes(lanes), explain=explain,
                             variants=list(variants), filters=filters, details=True)
     answered = _from_broker(index_dir, request)
     if answered is not None:

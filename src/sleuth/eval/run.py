@@ -67,15 +67,23 @@ class EvalRun:
         self.index_s = time.perf_counter() - started
         self.embedded = report.embedded
 
-    def evaluate(self, lanes: Sequence[str] | None = None) -> EvalReport:
-        """Run every query with ``lanes`` (None = the configured lanes) and score the ranking."""
+    def evaluate(self, lanes: Sequence[str] | None = None, limit: int = EVAL_DEPTH_DOCS,
+                 rank_window: int | None = None) -> EvalReport:
+        """Run every query with ``lanes`` (None = the configured lanes), ``limit`` results each (in
+        documents; Recall@100 counts only the first ``limit``) and ``rank_window``
+        (:attr:`SearchRequest.rank_window`; None: the engine's own), and score the ranking.
+
+        Raises:
+            pydantic.ValidationError: ``limit`` or ``rank_window`` is out of range.
+            sleuth.errors.QueryError: ``rank_window`` is smaller than ``limit``.
+        """
         run: dict[str, list[str]] = {}
         unavailable: dict[str, str] = {}
         used: list[str] = []
         started = time.perf_counter()
         for qid, text in self.dataset.queries.items():
-            request = SearchRequest(query=text, limit=EVAL_DEPTH_DOCS, lanes=list(lanes) if lanes else None,
-                                    snippets=False)
+            request = SearchRequest(query=text, limit=limit, rank_window=rank_window,
+                                    lanes=list(lanes) if lanes else None, snippets=False)
             resp = self.engine.search(request)
             run[qid] = [h.path for h in resp.hits]
             unavailable.update(resp.unavailable_lanes)

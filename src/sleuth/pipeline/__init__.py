@@ -183,7 +183,7 @@ class Searcher:
                                   questions=[QuestionAnswer(query=req.query, hits=[])], request_id=req.request_id)
         lanes = _with_exact_for_stop_word_phrases(req, primary, lanes)
         plan = build_plan(req, tuple(n for n in lanes if n in self.lanes), projects, doc_ids,
-                          self.config.lane_depth_min_blocks, self.config.lane_depth_blocks_per_result,
+                          self.config.rank_window_step_docs, self.config.lane_depth_blocks_per_result,
                           req.offset)
         if doc_ids is not None:
             plan = dataclasses.replace(plan, doc_filter=self.doc_filter(req))

@@ -4,8 +4,9 @@ From a :class:`~sleuth.types.SearchRequest` and the index's settings, the plan f
 later steps need: each question with its variants (the query, the caller's variants and, added
 deterministically, the query's code identifiers and quoted phrases; variants count
 ``VARIANT_WEIGHT`` of the primary query in fusion), the retrieval and expansion lanes to run, the
-scope (projects, and the documents the filters allow), how many blocks each lane returns, and the
-deadline.
+scope (projects, and the documents the filters allow), the rank window (:func:`rank_window`: the
+one rule deciding, for every surface, how many documents are ranked) and so how many blocks each lane
+returns, and the deadline.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ class Plan:
     depth: int
     deadline_s: float | None
     #: Documents the ranking is computed for: the largest question's offset + limit, or the
-    #: request's rank window (pages within it rank the same lists).
+    #: request's rank window, rounded up to a multiple of the window step (:func:`rank_window`;
+    #: pages within it rank the same lists).
     window: int = 0
     #: The filters ``doc_ids`` was resolved from (None: ``doc_ids`` is None).
     doc_filter: DocFilter | None = None
@@ -114,8 +116,19 @@ def _highlight_terms(variants: tuple[Variant, ...]) -> frozenset[str]:
     return frozenset(terms)
 
 
+def rank_window(asked: int, step_docs: int) -> int:
+    """The documents a search ranks whose pages reach ``asked`` (offset + limit, or a larger
+    ``SearchRequest.rank_window``; >= 1): ``asked`` rounded up to a multiple of ``step_docs`` (>= 1).
+
+    The one rule every surface shares: each lane's depth follows the rank window, so the CLI, the
+    Python API, MCP's tools and ``sleuth eval`` rank one query from the same lane lists at every
+    limit and offset within a step (100 documents by default), and such pages neither repeat nor
+    skip a result."""
+    return -(-asked // step_docs) * step_docs
+
+
 def build_plan(req: SearchRequest, lanes: tuple[str, ...], projects: tuple[str, ...] | None,
-               doc_ids: frozenset[str] | None, depth_min_blocks: int, depth_blocks_per_result: int,
+               doc_ids: frozenset[str] | None, window_step_docs: int, depth_blocks_per_result: int,
                offset: int = 0) -> Plan:
     """The plan of ``req``.
 
@@ -124,9 +137,9 @@ def build_plan(req: SearchRequest, lanes: tuple[str, ...], projects: tuple[str, 
         lanes: the lanes to run (registry names, already checked), retrieval and expansion together.
         projects: the checked project scope (None: every project).
         doc_ids: the documents the filters allow (None: no document filter).
-        depth_min_blocks, depth_blocks_per_result: each lane returns at least the first, and at least
-            the second per document of the largest question's window (of ``req.rank_window`` when
-            given, so that every page of one rank window fuses the same lists).
+        window_step_docs: the rank window (:func:`rank_window`) of the largest question's offset +
+            limit, or of ``req.rank_window`` when given, is a multiple of this many documents (>= 1).
+        depth_blocks_per_result: each lane returns this many blocks per document of the rank window.
         offset: results skipped before the first one shown, for every question.
     Raises:
         QueryError: a question has no searchable term; offset + limit exceeds ``req.rank_window``.
@@ -157,6 +170,7 @@ def build_plan(req: SearchRequest, lanes: tuple[str, ...], projects: tuple[str, 
             raise QueryError(f"offset + limit ({window}) is larger than rank_window ({req.rank_window}); "
                              "page within the rank window or ask for a larger one")
         window = req.rank_window
+    window = rank_window(window, window_step_docs)
     return Plan(
         questions=questions,
         lanes=retrieval,
@@ -165,7 +179,7 @@ def build_plan(req: SearchRequest, lanes: tuple[str, ...], projects: tuple[str, 
         doc_ids=doc_ids,
         graph_only=graph_only,
         entities=entities,
-        depth=max(depth_min_blocks, window * depth_blocks_per_result),
+        depth=window * depth_blocks_per_result,
         deadline_s=req.deadline_ms / 1000 if req.deadline_ms is not None else None,
         window=window,
     )
