@@ -109,15 +109,39 @@ def milvus_report(engine: Engine, projects: Collection[str] | None = None,
 #: their version, the index-wide generations, nor the sync's target and holder (they tell when
 #: other users' projects are written, and by which process).
 MILVUS_REMOTE_FIELDS = ("reachable", "up_to_date", "left_out_count", "left_out_more", "left_out")
+#: The details a Milvus lane's status gives (:meth:`sleuth.lanes.milvus._MilvusLexical.status`),
+#: which a doctor report's ``lanes`` carry: the server's version and location, the index-wide
+#: generation and row count. A remote caller sees none of them.
+MILVUS_LANE_DETAILS = ("backend", "uri", "milvus_generation", "rows")
+#: What a remote caller reads instead of why a lane in Milvus is down (the error names the server).
+MILVUS_DOWN_REMOTE = "the lanes in Milvus are unavailable (sleuth doctor on the server says why)"
 
 
 def hide_backends(report: dict[str, Any]) -> dict[str, Any]:
     """``report`` (a status or doctor report's ``model_dump``) as a remote caller sees it: the
-    catalog's backend without its location, the Milvus report with ``MILVUS_REMOTE_FIELDS`` only
-    (a new dict; ``report`` is not changed)."""
+    catalog's backend without its location, the Milvus report with ``MILVUS_REMOTE_FIELDS`` only,
+    and its ``lanes`` (a doctor's) without ``MILVUS_LANE_DETAILS`` nor a reason naming the Milvus
+    server (``MILVUS_DOWN_REMOTE`` instead). A new dict; ``report`` is not changed."""
     out = dict(report)
     if isinstance(out.get("catalog"), dict):
         out["catalog"] = {**out["catalog"], "location": ""}
-    if isinstance(out.get("milvus"), dict):
-        out["milvus"] = {k: v for k, v in out["milvus"].items() if k in MILVUS_REMOTE_FIELDS}
+    milvus = out.get("milvus")
+    if isinstance(milvus, dict):
+        out["milvus"] = {k: v for k, v in milvus.items() if k in MILVUS_REMOTE_FIELDS}
+        if isinstance(out.get("lanes"), dict):
+            out["lanes"] = {name: _lane_hidden(health, milvus) for name, health in out["lanes"].items()}
+    return out
+
+
+def _lane_hidden(health: Any, milvus: dict[str, Any]) -> Any:
+    """A doctor report's lane family ``health`` (a dict) without the Milvus lanes' details, and
+    without a reason that is the Milvus report's ``error`` or names its ``uri``."""
+    if not isinstance(health, dict):
+        return health
+    out = dict(health)
+    if isinstance(out.get("details"), dict):
+        out["details"] = {k: v for k, v in out["details"].items() if k not in MILVUS_LANE_DETAILS}
+    reason, error, uri = out.get("reason"), milvus.get("error"), milvus.get("uri")
+    if isinstance(reason, str) and (reason == error or (isinstance(uri, str) and uri and uri in reason)):
+        out["reason"] = MILVUS_DOWN_REMOTE
     return out

@@ -22,7 +22,7 @@ from sleuth.config import Config
 from sleuth.engine import Engine
 from sleuth.memory.doctor import doctor
 from sleuth.reports import LeftOutDocument
-from sleuth.scaleout import hide_backends, left_out_documents
+from sleuth.scaleout import MILVUS_DOWN_REMOTE, hide_backends, left_out_documents
 from sleuth.store.pg import PgWriteLock, _application_name
 from tests.scale.servers import free_port
 from tests.scale.test_milvus_lanes import index_all, write_projects
@@ -154,6 +154,10 @@ def test_an_unreachable_milvus_is_reported_with_the_rest(tmp_path: Path) -> None
         "uri": shown, "collection": "sleuth", "reachable": False, "server_version": None, "generation": gen,
         "catalog_generation": gen, "up_to_date": True, "left_out_count": 0, "left_out_more": False, "left_out": []}
     assert "s3cret" not in status.stdout + status.stderr + json.dumps(report)
+    # attack session 29: a remote caller's doctor named the server in the lanes' reason
+    remote = hide_backends(report)
+    assert remote["lanes"]["bm25"]["reason"] == MILVUS_DOWN_REMOTE and remote["lanes"]["bm25"]["details"] == {}
+    assert "127.0.0.1" not in json.dumps(remote) and str(port) not in json.dumps(remote["lanes"])
 
 
 def _plant(catalog: Path, doc_id: str, label: str) -> None:
@@ -220,6 +224,12 @@ def test_doctor_lists_a_document_left_out_of_milvus_until_it_is_repaired_or_dele
         assert remote["catalog"] == {"backend": "sqlite", "location": ""}
         assert remote["milvus"] == {"reachable": True, "up_to_date": True, "left_out_count": 1,
                                     "left_out_more": False, "left_out": [left[1].model_dump()]}
+        # attack session 29: the lanes' part showed the server's version and location, and the
+        # index-wide generation and row count (other projects' sizes), which the rest hides
+        assert doctor(e).lanes["bm25"].details["uri"] == str(tmp_path / "lanes.db")  # the server's own view
+        assert remote["lanes"]["bm25"] == {"available": True,
+                                           "lanes": ["bm25", "tfidf", "index", "rm3"], "details": {}}
+        assert "lanes.db" not in json.dumps(remote) and "milvus_lite" not in json.dumps(remote)
     # gen.md repaired in the catalog, fusion.md's file deleted and indexed again (the document goes)
     _plant(catalog, gen_md, "document")
     (tmp_path / "src" / "beta" / "fusion.md").unlink()
