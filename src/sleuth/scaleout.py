@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from sleuth.errors import ConfigError, StorageError
 from sleuth.reports import CatalogBackend, LeftOutDocument, MilvusReport, MilvusSyncProgress
@@ -145,3 +146,56 @@ def _lane_hidden(health: Any, milvus: dict[str, Any]) -> Any:
     if isinstance(reason, str) and (reason == error or (isinstance(uri, str) and uri and uri in reason)):
         out["reason"] = MILVUS_DOWN_REMOTE
     return out
+
+
+#: What a remote caller reads instead of where Milvus or the PostgreSQL catalog is (:func:`hide_locations`).
+MILVUS_SHOWN, CATALOG_SHOWN = "<milvus>", "<catalog>"
+
+
+#: The ports the clients use when a URL names none (pymilvus; libpq).
+MILVUS_DEFAULT_PORT, POSTGRESQL_DEFAULT_PORT = 19530, 5432
+
+
+def _location_texts(url: str, default_port: int) -> list[str]:
+    """The texts of ``url`` an error message may quote: the URL itself, redacted or not, its
+    ``host:port`` (``default_port`` when it names none) and its host when that has a dot (a
+    domain name or an address; a bare name such as ``m`` may be any word of a message)."""
+    texts = [url, redact_url(url)]
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number: the URL as it is
+        host, port = None, None
+    if host:
+        texts.append(f"{host}:{port or default_port}")
+        if "." in host:
+            texts.append(host)
+    return [t for t in texts if t]
+
+
+def hide_locations(value: Any, engine: Engine) -> Any:
+    """``value`` (nested dicts, lists and strings: a search response's ``meta``, whose lanes'
+    reasons quote the errors of Milvus' client) as a remote caller sees it: every mention of
+    the Milvus URI and of the PostgreSQL catalog's URL (:func:`_location_texts`) replaced by
+    ``MILVUS_SHOWN`` / ``CATALOG_SHOWN``. A new container for each dict and list; ``value`` is
+    not changed. Meant for messages, not documents' text (a host name may be a word of it)."""
+    needles: list[tuple[str, str]] = []
+    if engine.config.milvus_uri:
+        needles += [(t, MILVUS_SHOWN) for t in _location_texts(engine.config.milvus_uri, MILVUS_DEFAULT_PORT)]
+    url = getattr(engine.catalog, "url", None)  # PgCatalog's
+    if isinstance(url, str):
+        needles += [(t, CATALOG_SHOWN) for t in _location_texts(url, POSTGRESQL_DEFAULT_PORT)]
+    needles.sort(key=lambda n: -len(n[0]))  # the longest first: a URL before its host
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            for text, shown in needles:
+                v = v.replace(text, shown)
+            return v
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value) if needles else value
