@@ -9,7 +9,10 @@ as before. milvus-lite in this process."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -325,3 +328,46 @@ def test_document_ids_with_a_line_feed_or_a_carriage_return_are_matched_exactly(
         index = e.lanes["bm25"].shared.index  # type: ignore[attr-defined]
         (blocks,) = e.catalog.conn.execute("SELECT count(*) FROM blocks").fetchone()
         assert index.rows(index.lex) == blocks
+
+
+def test_a_document_deleted_then_written_again_before_a_sync_keeps_its_rows(  # type: ignore[no-untyped-def]
+        tmp_path: Path, milvus_server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack session 29: a sync of changes trimmed every row of a document that was both deleted
+    and written again since the last sync (a file removed, then restored, while a sync did not run
+    or did not end): the catalog keeps its tombstone, and the rows it keeps were those of the
+    documents written and not deleted. Its new rows were upserted, then deleted, and the state
+    recorded Milvus up to date: the document was missing from every lexical Milvus lane for good.
+    Now the rows kept are those of the documents the catalog holds."""
+    write_projects(tmp_path / "src")
+    _write_filler(tmp_path / "filler")
+    index = tmp_path / "idx"
+    index.mkdir()
+    (index / "config.toml").write_text('model = "none"\n')
+    # the killed process below opens the Milvus this one has open: a milvus-lite server
+    monkeypatch.setenv("SLEUTH_MILVUS_URI", milvus_server.uri)
+    monkeypatch.setenv("SLEUTH_MILVUS_COLLECTION", "deleted_then_written")
+    gen_md = tmp_path / "src" / "alpha" / "gen.md"
+
+    def found(e: Engine) -> bool:
+        resp = e.search("generation number of writes", lanes=list(LANES), limit=50)
+        assert resp.failed_lanes == {}
+        return "gen.md" in {h.path for h in resp.hits}
+
+    with Engine(index) as e:
+        index_all(e, tmp_path / "src")
+        e.index([tmp_path / "filler"], project="filler")
+        assert found(e)
+    text = gen_md.read_text()
+    gen_md.unlink()  # deleted, and the sync of that killed once the statistics are in
+    env = {**os.environ, "SLEUTH_FAULT_KILL_AT": "milvus:stats-committed"}
+    proc = subprocess.run([sys.executable, "-m", "sleuth", "index", str(tmp_path / "src" / "alpha"), "--project",
+                           "alpha", "--index", str(index)], env=env, capture_output=True, timeout=600)
+    assert proc.returncode == -9, proc.stderr
+    gen_md.write_text(text)  # restored: written again under the same document id
+    with Engine(index) as e:
+        e.index([tmp_path / "src" / "alpha"], project="alpha")
+        shared = e.lanes["bm25"].shared  # type: ignore[attr-defined]
+        assert shared.index.state()["changed"] > 0  # a sync of changes, not a rebuild
+        assert found(e)
+        (blocks,) = e.catalog.conn.execute("SELECT count(*) FROM blocks").fetchone()
+        assert shared.index.rows(shared.index.lex) == blocks

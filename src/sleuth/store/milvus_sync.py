@@ -794,7 +794,9 @@ class MilvusSync:
         self._insert_lex(state, since, n, avgdl, target)
         if not progress["rebuild"]:  # the new rows are in: the documents' other rows go
             written, deleted = self.catalog.changes_since(since)
-            keep = self._rows_of(sorted(set(written) - set(deleted)))
+            # the catalog's rows of the documents written (one deleted and written again since
+            # has a tombstone too: it keeps its rows); the deleted ones have none
+            keep = self._rows_of(sorted(set(written)))
             self._trim(target, keep, sorted({*written, *deleted}))
         self.client.flush(target)
         self._set_mark(target, str(progress["mark"]))
