@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from sleuth.errors import ConfigError, StorageError
 from sleuth.reports import CatalogBackend, LeftOutDocument, MilvusReport, MilvusSyncProgress
@@ -109,15 +110,92 @@ def milvus_report(engine: Engine, projects: Collection[str] | None = None,
 #: their version, the index-wide generations, nor the sync's target and holder (they tell when
 #: other users' projects are written, and by which process).
 MILVUS_REMOTE_FIELDS = ("reachable", "up_to_date", "left_out_count", "left_out_more", "left_out")
+#: The details a Milvus lane's status gives (:meth:`sleuth.lanes.milvus._MilvusLexical.status`),
+#: which a doctor report's ``lanes`` carry: the server's version and location, the index-wide
+#: generation and row count. A remote caller sees none of them.
+MILVUS_LANE_DETAILS = ("backend", "uri", "milvus_generation", "rows")
+#: What a remote caller reads instead of why a lane in Milvus is down (the error names the server).
+MILVUS_DOWN_REMOTE = "the lanes in Milvus are unavailable (sleuth doctor on the server says why)"
 
 
 def hide_backends(report: dict[str, Any]) -> dict[str, Any]:
     """``report`` (a status or doctor report's ``model_dump``) as a remote caller sees it: the
-    catalog's backend without its location, the Milvus report with ``MILVUS_REMOTE_FIELDS`` only
-    (a new dict; ``report`` is not changed)."""
+    catalog's backend without its location, the Milvus report with ``MILVUS_REMOTE_FIELDS`` only,
+    and its ``lanes`` (a doctor's) without ``MILVUS_LANE_DETAILS`` nor a reason naming the Milvus
+    server (``MILVUS_DOWN_REMOTE`` instead). A new dict; ``report`` is not changed."""
     out = dict(report)
     if isinstance(out.get("catalog"), dict):
         out["catalog"] = {**out["catalog"], "location": ""}
-    if isinstance(out.get("milvus"), dict):
-        out["milvus"] = {k: v for k, v in out["milvus"].items() if k in MILVUS_REMOTE_FIELDS}
+    milvus = out.get("milvus")
+    if isinstance(milvus, dict):
+        out["milvus"] = {k: v for k, v in milvus.items() if k in MILVUS_REMOTE_FIELDS}
+        if isinstance(out.get("lanes"), dict):
+            out["lanes"] = {name: _lane_hidden(health, milvus) for name, health in out["lanes"].items()}
     return out
+
+
+def _lane_hidden(health: Any, milvus: dict[str, Any]) -> Any:
+    """A doctor report's lane family ``health`` (a dict) without the Milvus lanes' details, and
+    without a reason that is the Milvus report's ``error`` or names its ``uri``."""
+    if not isinstance(health, dict):
+        return health
+    out = dict(health)
+    if isinstance(out.get("details"), dict):
+        out["details"] = {k: v for k, v in out["details"].items() if k not in MILVUS_LANE_DETAILS}
+    reason, error, uri = out.get("reason"), milvus.get("error"), milvus.get("uri")
+    if isinstance(reason, str) and (reason == error or (isinstance(uri, str) and uri and uri in reason)):
+        out["reason"] = MILVUS_DOWN_REMOTE
+    return out
+
+
+#: What a remote caller reads instead of where Milvus or the PostgreSQL catalog is (:func:`hide_locations`).
+MILVUS_SHOWN, CATALOG_SHOWN = "<milvus>", "<catalog>"
+
+
+#: The ports the clients use when a URL names none (pymilvus; libpq).
+MILVUS_DEFAULT_PORT, POSTGRESQL_DEFAULT_PORT = 19530, 5432
+
+
+def _location_texts(url: str, default_port: int) -> list[str]:
+    """The texts of ``url`` an error message may quote: the URL itself, redacted or not, its
+    ``host:port`` (``default_port`` when it names none) and its host when that has a dot (a
+    domain name or an address; a bare name such as ``m`` may be any word of a message)."""
+    texts = [url, redact_url(url)]
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number: the URL as it is
+        host, port = None, None
+    if host:
+        texts.append(f"{host}:{port or default_port}")
+        if "." in host:
+            texts.append(host)
+    return [t for t in texts if t]
+
+
+def hide_locations(value: Any, engine: Engine) -> Any:
+    """``value`` (nested dicts, lists and strings: a search response's ``meta``, whose lanes'
+    reasons quote the errors of Milvus' client) as a remote caller sees it: every mention of
+    the Milvus URI and of the PostgreSQL catalog's URL (:func:`_location_texts`) replaced by
+    ``MILVUS_SHOWN`` / ``CATALOG_SHOWN``. A new container for each dict and list; ``value`` is
+    not changed. Meant for messages, not documents' text (a host name may be a word of it)."""
+    needles: list[tuple[str, str]] = []
+    if engine.config.milvus_uri:
+        needles += [(t, MILVUS_SHOWN) for t in _location_texts(engine.config.milvus_uri, MILVUS_DEFAULT_PORT)]
+    url = getattr(engine.catalog, "url", None)  # PgCatalog's
+    if isinstance(url, str):
+        needles += [(t, CATALOG_SHOWN) for t in _location_texts(url, POSTGRESQL_DEFAULT_PORT)]
+    needles.sort(key=lambda n: -len(n[0]))  # the longest first: a URL before its host
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            for text, shown in needles:
+                v = v.replace(text, shown)
+            return v
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value) if needles else value

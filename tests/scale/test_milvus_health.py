@@ -8,23 +8,35 @@ of the report as before. Real PostgreSQL and milvus-lite servers, the real CLI."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from sleuth.commands.health import render_doctor, render_status
 from sleuth.config import Config
 from sleuth.engine import Engine
+from sleuth.mcp.access import CURRENT_CALLER, Caller
+from sleuth.mcp.memory_tools import MemoryTools
 from sleuth.memory.doctor import doctor
 from sleuth.reports import LeftOutDocument
-from sleuth.scaleout import hide_backends, left_out_documents
+from sleuth.scaleout import (
+    CATALOG_SHOWN,
+    MILVUS_DOWN_REMOTE,
+    MILVUS_SHOWN,
+    hide_backends,
+    hide_locations,
+    left_out_documents,
+)
 from sleuth.store.pg import PgWriteLock, _application_name
-from tests.scale.servers import free_port
+from sleuth.store.urls import redact_url
+from tests.scale.servers import MilvusLiteServer, free_port
 from tests.scale.test_milvus_lanes import index_all, write_projects
 
 SLEUTH = [sys.executable, "-m", "sleuth"]
@@ -154,6 +166,10 @@ def test_an_unreachable_milvus_is_reported_with_the_rest(tmp_path: Path) -> None
         "uri": shown, "collection": "sleuth", "reachable": False, "server_version": None, "generation": gen,
         "catalog_generation": gen, "up_to_date": True, "left_out_count": 0, "left_out_more": False, "left_out": []}
     assert "s3cret" not in status.stdout + status.stderr + json.dumps(report)
+    # attack session 29: a remote caller's doctor named the server in the lanes' reason
+    remote = hide_backends(report)
+    assert remote["lanes"]["bm25"]["reason"] == MILVUS_DOWN_REMOTE and remote["lanes"]["bm25"]["details"] == {}
+    assert "127.0.0.1" not in json.dumps(remote) and str(port) not in json.dumps(remote["lanes"])
 
 
 def _plant(catalog: Path, doc_id: str, label: str) -> None:
@@ -220,6 +236,12 @@ def test_doctor_lists_a_document_left_out_of_milvus_until_it_is_repaired_or_dele
         assert remote["catalog"] == {"backend": "sqlite", "location": ""}
         assert remote["milvus"] == {"reachable": True, "up_to_date": True, "left_out_count": 1,
                                     "left_out_more": False, "left_out": [left[1].model_dump()]}
+        # attack session 29: the lanes' part showed the server's version and location, and the
+        # index-wide generation and row count (other projects' sizes), which the rest hides
+        assert doctor(e).lanes["bm25"].details["uri"] == str(tmp_path / "lanes.db")  # the server's own view
+        assert remote["lanes"]["bm25"] == {"available": True,
+                                           "lanes": ["bm25", "tfidf", "index", "rm3"], "details": {}}
+        assert "lanes.db" not in json.dumps(remote) and "milvus_lite" not in json.dumps(remote)
     # gen.md repaired in the catalog, fusion.md's file deleted and indexed again (the document goes)
     _plant(catalog, gen_md, "document")
     (tmp_path / "src" / "beta" / "fusion.md").unlink()
@@ -246,3 +268,36 @@ def test_a_damaged_left_out_record_counts_as_none(tmp_path: Path, planted: str) 
         e.index([tmp_path / "src"], project="p")
         e.catalog.set_meta("milvus:left_out", planted)
         assert left_out_documents(e) == (0, False, [])
+
+
+def test_a_remote_search_does_not_learn_where_milvus_is_when_it_fails(tmp_path: Path,
+                                                                     pg_server, catalog_url: str) -> None:  # type: ignore[no-untyped-def]
+    """Attack session 29: with Milvus gone after the engine opened, a remote caller's
+    project_memory_search listed the bm25 lane's error as pymilvus wrote it, "Fail connecting to
+    server on 127.0.0.1:PORT", in ``failed_lanes`` and the notice; the catalog's location is
+    hidden likewise. The server's own callers (stdio) still read it."""
+    write_projects(tmp_path / "src")
+    server = MilvusLiteServer().start()
+    try:
+        engine = Engine(tmp_path / "idx", Config(model="none", milvus_uri=server.uri))
+        index_all(engine, tmp_path / "src")
+    finally:
+        server.stop()
+    port = server.uri.rsplit(":", 1)[1]
+    try:
+        token = CURRENT_CALLER.set(Caller("bob", frozenset({"beta"}), frozenset({"read"})))
+        try:
+            remote = asyncio.run(MemoryTools(engine, per_caller=True).project_memory_search(
+                query="advisory lock", project_id="beta")).structured_content["meta"]  # type: ignore[index]
+        finally:
+            CURRENT_CALLER.reset(token)
+        local = asyncio.run(MemoryTools(engine).project_memory_search(
+            query="advisory lock", project_id="beta")).structured_content["meta"]  # type: ignore[index]
+    finally:
+        engine.close()
+    assert f"127.0.0.1:{port}" in local["failed_lanes"]["bm25"]
+    assert remote["failed_lanes"]["bm25"] == local["failed_lanes"]["bm25"].replace(f"127.0.0.1:{port}", MILVUS_SHOWN)
+    assert port not in json.dumps(remote) and "127.0.0.1" not in json.dumps(remote)
+    pg = urlsplit(catalog_url)
+    assert hide_locations([f"no catalog at {redact_url(catalog_url)} ({pg.hostname}:{pg.port})"], engine) == [
+        f"no catalog at {CATALOG_SHOWN} ({CATALOG_SHOWN})"]

@@ -55,7 +55,7 @@ from sleuth.memory.records import (
 )
 from sleuth.memory.search import INBOX_PROJECT_ID, MemorySearch
 from sleuth.pipeline.requests import RequestNotFound, RequestRegistry
-from sleuth.scaleout import hide_backends
+from sleuth.scaleout import hide_backends, hide_locations
 
 SEARCH_DESCRIPTION = (
     "Search local project knowledge (papers, code, notebooks, plans, experiments, decisions) by exact, BM25, "
@@ -333,7 +333,10 @@ class MemoryTools:
             for pid in (req.project_id, *req.include_project_ids):
                 if pid:
                     self.access.project(pid)
-            return self.searcher.search(req)
+            out = self.searcher.search(req)
+            if self.access.per_caller and isinstance(out.get("meta"), dict):  # lanes' errors name the servers
+                out["meta"] = hide_locations(out["meta"], self.engine)
+            return out
 
         return await self._run(run, parsed.request_id)
 

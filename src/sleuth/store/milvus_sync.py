@@ -67,6 +67,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from sleuth.errors import ConfigError
 from sleuth.faults import kill_point
 from sleuth.lanes import sparse
 from sleuth.store import milvus_columns
@@ -197,9 +198,16 @@ class _DocTerms:
         return self.doc_id, doc_stats_record(self.n, lengths, self.ids, self.counts)
 
 
+#: Characters a Milvus string literal cannot hold as they are, and their escapes (Milvus' grammar
+#: refuses a raw line feed or carriage return; ``\\n`` and ``\\r`` are read back as the character).
+_LITERAL_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
+
+
 def literal(value: str) -> str:
-    """``value`` as a Milvus expression string literal (double-quoted, ``\\`` and ``"`` escaped)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+    """``value`` as a Milvus expression string literal: double-quoted, ``\\``, ``"``, line feed and
+    carriage return escaped, so it matches exactly ``value`` (a line feed was written as a space:
+    it matched another id; a carriage return failed the expression)."""
+    return '"' + value.translate(_LITERAL_ESCAPES) + '"'
 
 
 def in_list(field: str, values: Iterable[str], negate: bool = False) -> str:
@@ -417,11 +425,27 @@ class MilvusSync:
     def _live(self, alias: str) -> str | None:
         """The collection searches of ``alias`` reach: ``<alias>_a`` or ``<alias>_b`` when the alias
         names it; ``alias`` itself when a collection has that name (made by a sleuth before the
-        aliases, or another application's); None when neither."""
+        aliases, or another application's); None when neither.
+
+        Raises:
+            ConfigError: ``alias`` is an alias naming another collection than ``<alias>_a`` and
+                ``<alias>_b`` (searches would read it and the rebuild could not take the name),
+                or ``<alias>_a`` or ``<alias>_b`` is an alias (a rebuild could not make it): names
+                another application holds, left alone, checked before any row is written.
+        """
         names = set(self.client.list_collections())
+        aliases = set(self.client.list_aliases().get("aliases") or [])  # every alias of the database
+        for name in (alias + side for side in _SIDES):
+            if name in aliases:
+                raise ConfigError(f"the Milvus alias {name!r} exists and was not made by sleuth (sleuth makes a"
+                                  " collection of that name): it is left alone; set milvus_collection to another name")
         for name in (alias + side for side in _SIDES):
             if name in names and alias in (self.client.list_aliases(name).get("aliases") or []):
                 return name
+        if alias in aliases:
+            raise ConfigError(f"the Milvus alias {alias!r} names a collection sleuth did not make (neither"
+                              f" {alias + _SIDES[0]!r} nor {alias + _SIDES[1]!r}): it is left alone and not searched;"
+                              " set milvus_collection to another name")
         return alias if alias in names else None
 
     def _spare(self, alias: str, live: str | None, fields: frozenset[str]) -> str:
@@ -770,7 +794,9 @@ class MilvusSync:
         self._insert_lex(state, since, n, avgdl, target)
         if not progress["rebuild"]:  # the new rows are in: the documents' other rows go
             written, deleted = self.catalog.changes_since(since)
-            keep = self.catalog.block_ids_of(sorted(set(written) - set(deleted) - self.skipped))
+            # the catalog's rows of the documents written (one deleted and written again since
+            # has a tombstone too: it keeps its rows); the deleted ones have none
+            keep = self._rows_of(sorted(set(written)))
             self._trim(target, keep, sorted({*written, *deleted}))
         self.client.flush(target)
         self._set_mark(target, str(progress["mark"]))
@@ -796,6 +822,25 @@ class MilvusSync:
         if not progress.get("rebuild"):
             return live is not None and target == live
         return target in {self.lex + side for side in _SIDES} and self._known(target, progress.get("mark"))
+
+    def _rows_of(self, doc_ids: Sequence[str]) -> dict[str, list[str]]:
+        """``{doc_id: [block_id, ...]}``: the blocks of ``doc_ids`` the catalog holds now whose rows
+        Milvus takes (:func:`sleuth.store.milvus_columns.too_long`, the rule the rows pass
+        follows), documents without one left out: the rows a sync of changes keeps. Read from
+        the catalog, not from the documents this client left out before (a document repaired
+        since is kept), and block by block (a document with one over-long block id keeps the
+        others, as a rebuild writes them)."""
+        out: dict[str, list[str]] = {}
+        for part in chunks(list(doc_ids), _IDS_PER_STATEMENT):
+            docs = self.catalog.documents(list(part))
+            for doc_id, block_ids in self.catalog.block_ids_of(list(part)).items():
+                doc = docs.get(doc_id)
+                kept = [] if doc is None else [
+                    b for b in block_ids if milvus_columns.too_long(b, str(doc.project_id), doc_id, str(doc.label),
+                                                                   str(doc.role), str(doc.family)) is None]
+                if kept:
+                    out[doc_id] = kept
+        return out
 
     def _delete(self, collection: str, doc_ids: Sequence[str]) -> None:
         for part in chunks(list(doc_ids), MILVUS_DELETE_IDS_PER_EXPRESSION):
