@@ -18,6 +18,7 @@ in bounded parts: :mod:`sleuth.store.milvus_sync`.
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -214,6 +215,9 @@ class MilvusIndex(MilvusSync):
         with catalog.write() as conn:
             for ddl in _STATS_DDL:
                 conn.execute(ddl)
+            # this index's identity, stamped on every collection it makes (first writer's wins)
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('milvus:index_id', ?)", (secrets.token_hex(8),))
+        self.index_id = str(catalog.get_meta("milvus:index_id"))
 
     def close(self) -> None:
         self.client.close()

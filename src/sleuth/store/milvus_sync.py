@@ -39,8 +39,10 @@ Each collection carries a **mark** (the collection property ``MILVUS_MARK_PROPER
 token renewed by every sync that changes it) and the catalog's ``milvus:state`` records it
 (``lex_mark``, ``dense_mark``; and the mark of a sync under way, which the collection may carry
 already when the sync was stopped after its flush). A collection whose mark the catalog does not
-know is rebuilt: the Milvus database was emptied or replaced (another index's collections of the
-same name, an older copy of the database), since the catalog's progress says nothing about it.
+know is rebuilt: the Milvus database was emptied or replaced (an older copy of the database),
+since the catalog's progress says nothing about it. A collection another index made (its property
+``MILVUS_INDEX_PROPERTY`` is not this catalog's ``milvus:index_id``: two indexes given the same
+``milvus_collection``) is refused with a configuration error instead, and left alone.
 A mark survives another client's deletes and inserts, so the state also records the rows each
 collection held after its sync (``lex_rows``, ``dense_rows``: an exact ``count(*)``); a collection
 that holds another number is rebuilt too.
@@ -94,6 +96,9 @@ MILVUS_INSERT_BATCH_ROWS = 2_000
 MILVUS_DELETE_IDS_PER_EXPRESSION = 1_000
 #: The collection property that holds a collection's mark (see the module docstring).
 MILVUS_MARK_PROPERTY = "sleuth.sync_mark"
+#: The collection property that names the index (its catalog's meta ``milvus:index_id``) that
+#: made the collection: another index's collections are refused, never rebuilt over.
+MILVUS_INDEX_PROPERTY = "sleuth.index_id"
 #: The vector fields of the lexical and the dense collections.
 LEX_FIELDS = frozenset({"lex", "tfidf"})
 DENSE_FIELDS = frozenset({"dense"})
@@ -355,6 +360,8 @@ class MilvusSync:
     catalog: Catalog
     lex: str
     dense: str
+    #: This index's identity (catalog meta ``milvus:index_id``), stamped on its collections.
+    index_id: str
     _lock: threading.RLock
     _spill: _Spill
     #: ``milvus_df`` as the statistics pass of the sync under way counted it from scratch, held
@@ -418,7 +425,26 @@ class MilvusSync:
         return not isinstance(rows, int) or (collection is not None and self.rows(collection) == rows)
 
     def _set_mark(self, collection: str, mark: str) -> None:
-        self.client.alter_collection_properties(collection, properties={MILVUS_MARK_PROPERTY: mark})
+        self.client.alter_collection_properties(collection, properties={MILVUS_MARK_PROPERTY: mark,
+                                                                        MILVUS_INDEX_PROPERTY: self.index_id})
+
+    def _check_index(self, alias: str, names: Iterable[str]) -> None:
+        """Refuse collections of ``names`` that another sleuth index made (their
+        ``MILVUS_INDEX_PROPERTY`` is not this catalog's ``index_id``; a collection without it, made
+        before the property, is this index's to sync).
+
+        Raises:
+            ConfigError: naming the collections, and what to do.
+        """
+        for name in names:
+            found = (self.client.describe_collection(name).get("properties") or {}).get(MILVUS_INDEX_PROPERTY)
+            if isinstance(found, str) and found and found != self.index_id:
+                raise ConfigError(
+                    f"the Milvus collection {name!r} belongs to another sleuth index (another catalog) using"
+                    f" the same milvus_collection: it is left alone. Set milvus_collection (or"
+                    f" SLEUTH_MILVUS_COLLECTION) to another name; if that index is gone for good, drop its"
+                    f" collections first (pymilvus: drop_alias({alias!r}), then drop_collection of"
+                    f" {alias + _SIDES[0]!r} and {alias + _SIDES[1]!r})")
 
     # -------------------------------------------------------------- aliases
 
@@ -439,6 +465,7 @@ class MilvusSync:
             if name in aliases:
                 raise ConfigError(f"the Milvus alias {name!r} exists and was not made by sleuth (sleuth makes a"
                                   " collection of that name): it is left alone; set milvus_collection to another name")
+        self._check_index(alias, sorted(n for n in names if n in {alias, *(alias + side for side in _SIDES)}))
         for name in (alias + side for side in _SIDES):
             if name in names and alias in (self.client.list_aliases(name).get("aliases") or []):
                 return name
@@ -795,9 +822,10 @@ class MilvusSync:
         if not progress["rebuild"]:  # the new rows are in: the documents' other rows go
             written, deleted = self.catalog.changes_since(since)
             # the catalog's rows of the documents written (one deleted and written again since
-            # has a tombstone too: it keeps its rows); the deleted ones have none
-            keep = self._rows_of(sorted(set(written)))
-            self._trim(target, keep, sorted({*written, *deleted}))
+            # has a tombstone too: it keeps its rows); the deleted ones have none. A part of
+            # documents at a time: the block ids held are those of one part.
+            for part in chunks(sorted({*written, *deleted}), _IDS_PER_STATEMENT):
+                self._trim(target, self._rows_of(part), part)
         self.client.flush(target)
         self._set_mark(target, str(progress["mark"]))
         kill_point("milvus:lex-flushed")
@@ -949,10 +977,12 @@ class MilvusSync:
             pending = [d for d in state.get("pending", []) if d not in set(deleted)]
             docs_to_write = sorted({*written, *pending})
         still_pending: set[str] = set()
-        sent: dict[str, list[str]] = {}  # a sync of changes: the rows each document has now
+        sent: dict[str, list[str]] = {}  # a sync of changes: the rows each document of the part has now
         from sleuth.store.vector_codes import decode
 
         schema = self.client.describe_collection(target)
+        if not rebuild:  # deleted documents have no rows now (one written again is among docs_to_write)
+            self._trim(target, {}, sorted(set(deleted) - set(docs_to_write)))
         for part in chunks(docs_to_write, 500):
             docs = catalog.documents(list(part))
             found = catalog.doc_block_vectors(model, list(part), dim)
@@ -974,20 +1004,21 @@ class MilvusSync:
                             sent.setdefault(doc_id, []).append(block_id)
                 columns.dense = decode(stored if all(kept) else stored[np.asarray(kept, dtype=bool)])
                 milvus_columns.send(self.client, target, columns, upsert=not rebuild, schema=schema)
-        if not rebuild:  # the new rows are in: the documents' other rows go
-            self._trim(target, sent, sorted({*docs_to_write, *deleted}))
+            if not rebuild:  # the part's new rows are in: its documents' other rows go
+                self._trim(target, sent, list(part))
+                sent.clear()
         self.client.flush(target)
         state = self.state()
         if not rebuild:  # the new mark recorded before the collection carries it
             state["dense_sync_mark"] = mark
             self._set_state(state)
         self._set_mark(target, mark)
-        if rebuild:
-            self._publish(self.dense, target, DENSE_FIELDS)
         state.pop("dense_sync_mark", None)
         state.update(dense_generation=gen, dense_vectors=vectors, dense_model=[model, dim],
                      pending=sorted(still_pending), dense_mark=mark, dense_rows=self.rows(target))
         self._set_state(state)
+        if rebuild:  # recorded first: a kill after the alias moved leaves nothing to rebuild
+            self._publish(self.dense, target, DENSE_FIELDS)
         return True
 
 
