@@ -9,7 +9,7 @@ import pytest
 
 from sleuth.config import Config
 from sleuth.engine import Engine
-from sleuth.errors import ProjectNotFound, QueryError
+from sleuth.errors import IndexNotFound, ProjectNotFound, QueryError
 from sleuth.indexer import doc_id_for, make_blocks, now_rfc3339
 from sleuth.ingest import parse_document
 from sleuth.lanes.base import LaneQuery
@@ -406,3 +406,21 @@ def test_grouped_questions_show_a_shared_block_around_their_own_terms(tmp_path: 
     assert a.doc_id == b.doc_id
     assert "quokka" in a.snippet and "wombat" not in a.snippet
     assert "wombat" in b.snippet and "quokka" not in b.snippet
+
+
+def test_a_missing_host_folder_with_the_catalog_in_postgresql_says_to_create_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new user's trial of a second host: `sleuth search --index NEW` with $SLEUTH_CATALOG_URL set
+    answered "not a sleuth index (no catalog.sqlite3); run `sleuth index` first", but scaled out no
+    such file exists and an empty folder is all a host needs (no server is reached before this)."""
+    monkeypatch.setenv("SLEUTH_CATALOG_URL", "postgresql://nobody@127.0.0.1:9/none")
+    host = tmp_path / "host2"
+    with pytest.raises(IndexNotFound) as raised:
+        Engine.open(host)
+    assert str(raised.value) == (
+        f"{host} is not a folder: with the catalog in PostgreSQL (SLEUTH_CATALOG_URL) each host keeps its own"
+        f" index folder; create it (`mkdir -p {host}`) and the first search builds its postings from the shared"
+        " catalog, or run `sleuth index PATH` to index files into it")
+    monkeypatch.delenv("SLEUTH_CATALOG_URL")
+    with pytest.raises(IndexNotFound, match=r"is not a sleuth index \(no catalog.sqlite3\); run `sleuth index` first"):
+        Engine.open(host)

@@ -168,6 +168,10 @@ def render_doctor(report: DoctorReport) -> str:
                    "the next search or index catches up")
     out.extend(f"  stale: {d.project_id} {d.path} (indexed {d.indexed_at}): run `sleuth index` again"
                for d in report.stale_documents)
+    unlisted = report.stale_document_count - len(report.stale_documents)
+    if unlisted > 0:  # the report lists the first ones only (memory.doctor.STALE_LISTED_MAX)
+        out.append(f"  ... and {unlisted:,} more stale document(s) not listed here:"
+                   " `sleuth status --files` lists every file")
     if report.skipped_by_reason:
         out.append(f"  {report.skipped_file_count:,} skipped file(s):")
         out.extend(render_skip_summary(report.skipped_by_reason, "    ", "`sleuth status --verbose`"))
