@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sleuth.errors import ConfigError, StorageError
+from sleuth.errors import ConfigError, StorageError, scale_package_missing
 from sleuth.lanes.base import DocFilter
 from sleuth.store import milvus_state
 from sleuth.store.milvus_sync import (
@@ -198,13 +198,15 @@ class MilvusIndex(MilvusSync):
         settings: where and how (checked by :func:`check_capabilities`).
         catalog: the catalog (statistics and sync state live there).
     Raises:
-        ConfigError: a setting the backend would ignore.
+        ConfigError: a setting the backend would ignore; pymilvus is not installed.
         StorageError: Milvus cannot be reached.
     """
 
     def __init__(self, settings: MilvusSettings, catalog: Catalog) -> None:
-        from pymilvus import MilvusClient
-
+        try:
+            from pymilvus import MilvusClient
+        except ImportError as exc:
+            raise scale_package_missing("pymilvus", "milvus_uri (or SLEUTH_MILVUS_URI)") from exc
         self.settings, self.catalog = settings, catalog
         try:
             # A connection of its own (pymilvus shares one per address by default and keeps it
