@@ -3,13 +3,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from sleuth.config import Config
 from sleuth.engine import Engine
-from sleuth.errors import ProjectNotFound, QueryError
+from sleuth.errors import ConfigError, IndexNotFound, ProjectNotFound, QueryError
 from sleuth.indexer import doc_id_for, make_blocks, now_rfc3339
 from sleuth.ingest import parse_document
 from sleuth.lanes.base import LaneQuery
@@ -406,3 +407,40 @@ def test_grouped_questions_show_a_shared_block_around_their_own_terms(tmp_path: 
     assert a.doc_id == b.doc_id
     assert "quokka" in a.snippet and "wombat" not in a.snippet
     assert "wombat" in b.snippet and "quokka" not in b.snippet
+
+
+def test_a_missing_host_folder_with_the_catalog_in_postgresql_says_to_create_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new user's trial of a second host: `sleuth search --index NEW` with $SLEUTH_CATALOG_URL set
+    answered "not a sleuth index (no catalog.sqlite3); run `sleuth index` first", but scaled out no
+    such file exists and an empty folder is all a host needs (no server is reached before this)."""
+    monkeypatch.setenv("SLEUTH_CATALOG_URL", "postgresql://nobody@127.0.0.1:9/none")
+    host = tmp_path / "host2"
+    with pytest.raises(IndexNotFound) as raised:
+        Engine.open(host)
+    assert str(raised.value) == (
+        f"{host} is not a folder: with the catalog in PostgreSQL (SLEUTH_CATALOG_URL) each host keeps its own"
+        f" index folder; create it (`mkdir -p {host}`) and the first search builds its postings from the shared"
+        " catalog, or run `sleuth index PATH` to index files into it")
+    monkeypatch.delenv("SLEUTH_CATALOG_URL")
+    with pytest.raises(IndexNotFound, match=r"is not a sleuth index \(no catalog.sqlite3\); run `sleuth index` first"):
+        Engine.open(host)
+
+
+@pytest.mark.parametrize(("package", "variable", "setting"), [
+    ("psycopg", "SLEUTH_CATALOG_URL", "SLEUTH_CATALOG_URL"),
+    ("pymilvus", "SLEUTH_MILVUS_URI", "milvus_uri (or SLEUTH_MILVUS_URI)"),
+])
+def test_a_scale_setting_without_its_package_says_what_to_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, package: str, variable: str, setting: str) -> None:
+    """A venv made by `pip install sleuth` (or `make demo`) has neither psycopg nor pymilvus: with
+    the catalog in PostgreSQL the error read "cannot reach the catalog at ...: No module named
+    'psycopg'", and with Milvus a traceback. The package is hidden here as if not installed."""
+    monkeypatch.setitem(sys.modules, package, None)  # `import package` raises ImportError
+    url = {"psycopg": "postgresql://nobody@127.0.0.1:9/none", "pymilvus": "http://127.0.0.1:9"}[package]
+    monkeypatch.setenv(variable, url)
+    (tmp_path / "idx").mkdir()
+    with pytest.raises(ConfigError) as raised:
+        Engine(tmp_path / "idx").close()
+    assert str(raised.value) == (f"{setting} is set, but the Python package {package} it needs is not installed:"
+                                 " pip install 'sleuth[scale]' (docs/SCALE.md)")

@@ -54,7 +54,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                  "removes one)."),
     "status": ("sleuth.commands.health", "status_cmd",
                "Show index health: documents, blocks, embedding progress, per-root coverage, skipped files by "
-               "reason, last indexed."),
+               "reason, last indexed; where the catalog lives and, in scale-out mode, the lanes in Milvus."),
     "watch": ("sleuth.commands.indexing", "watch_cmd",
               "Keep the index current: watch the roots of PROJECTS (default: every project) and re-index what "
               "changes (edits, new files, deletions, renames) until interrupted (Ctrl-C)."),

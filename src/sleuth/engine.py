@@ -21,7 +21,7 @@ from sleuth.ingest.tabular import TabularRule
 from sleuth.lanes import registry
 from sleuth.lanes.base import LaneContext, LaneStatus
 from sleuth.lanes.model import SharedModel
-from sleuth.locate import has_catalog
+from sleuth.locate import CATALOG_URL_ENV, catalog_url, has_catalog
 from sleuth.locations import block_location
 from sleuth.pipeline import Searcher
 from sleuth.pipeline.retrieve import LANE_DELAY_ENV, lane_delays_from_env
@@ -127,7 +127,8 @@ class Engine:
         (``milvus_optional``: see :class:`Engine`).
 
         Raises:
-            IndexNotFound: none given and none found, or the folder holds no catalog.
+            IndexNotFound: none given and none found, or the folder holds no catalog (with the catalog
+                in PostgreSQL: the folder does not exist; the message says to create it).
         """
         found = find_index_dir(index)
         if found is None:
@@ -136,6 +137,11 @@ class Engine:
                 f" (looked for {INDEX_DIR_NAME}/ in {Path.cwd()} and its parents)"
             )
         if not has_catalog(found):
+            if catalog_url() is not None:  # scaled out: the folder holds only this host's postings
+                raise IndexNotFound(
+                    f"{found} is not a folder: with the catalog in PostgreSQL ({CATALOG_URL_ENV}) each host"
+                    f" keeps its own index folder; create it (`mkdir -p {found}`) and the first search builds"
+                    " its postings from the shared catalog, or run `sleuth index PATH` to index files into it")
             raise IndexNotFound(f"{found} is not a sleuth index (no {CATALOG_FILE}); run `sleuth index` first")
         return cls(found, config, milvus_optional)
 

@@ -66,6 +66,14 @@ def shown_value(value: Any, max_chars: int = SHOWN_MAX_CHARS) -> str:
     return text if len(text) <= max_chars else text[:max_chars] + "..."
 
 
+def scale_package_missing(package: str, setting: str) -> ConfigError:
+    """The error for a scale-out ``setting`` (``SLEUTH_CATALOG_URL``, ``milvus_uri``) whose client
+    ``package`` (psycopg, pymilvus) is not installed: a venv made with ``pip install sleuth`` (or
+    ``make demo``) has neither, and an ImportError read "cannot reach the catalog" or a traceback."""
+    return ConfigError(f"{setting} is set, but the Python package {package} it needs is not installed:"
+                       " pip install 'sleuth[scale]' (docs/SCALE.md)")
+
+
 def not_found(kind: str, name: str) -> str:
     """``"<kind> not found or access denied: <name>"``: the one message for an object that does
     not exist and for one the caller may not see, so that no answer reveals that it exists."""

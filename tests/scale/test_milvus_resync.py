@@ -24,6 +24,7 @@ from sleuth.config import Config
 from sleuth.engine import Engine
 from sleuth.errors import ConfigError
 from sleuth.lanes import milvus as milvus_lanes
+from sleuth.store import milvus as milvus_store
 from tests.scale.servers import MilvusLiteServer
 from tests.scale.test_milvus_lanes import assert_same, index_all, lane_answers, write_projects
 
@@ -206,6 +207,39 @@ def test_a_new_process_searches_a_milvus_database_it_did_not_write(tmp_path: Pat
         resp = json.loads(proc.stdout)
         assert [h["path"] for h in resp["hits"]] == ["a.md"] and resp["failed_lanes"] == {}
         assert "MilvusException" not in proc.stderr
+
+
+def test_a_local_db_held_by_another_process_says_why_it_cannot_be_opened(tmp_path: Path) -> None:
+    """Found by a new user's trial: with `milvus_uri = "lanes.db"`, `sleuth search` right after
+    `sleuth index` failed with "Open local milvus failed" while the background embedding worker held
+    the .db (milvus-lite opens it for one process); the error now says so, and how to avoid it."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.md").write_text("# Locks\n\nThe advisory lock is held by one writer.\n")
+    (tmp_path / "idx").mkdir()
+    db = tmp_path / "lanes.db"
+    (tmp_path / "idx" / "config.toml").write_text(f'model = "none"\nmilvus_uri = "{db}"\n')
+    env = {**os.environ, "SLEUTH_BROKER": "0"}
+
+    def sleuth(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sleuth", *args, "--index", str(tmp_path / "idx")], env=env,
+                              capture_output=True, text=True, timeout=600)
+
+    assert sleuth("index", str(tmp_path / "src"), "--project", "p").returncode == 0
+    holder = subprocess.Popen(  # another process with the .db open, as the embedding worker has it
+        [sys.executable, "-c", "import sys\nfrom pymilvus import MilvusClient\n"
+         f"c = MilvusClient({str(db)!r})\nprint('open', flush=True)\nsys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        held = sleuth("search", "advisory lock", "--lanes", "bm25")
+    finally:
+        holder.communicate("", timeout=120)
+    assert held.returncode == 6
+    assert held.stderr.splitlines()[-1] == (
+        f"error: cannot reach Milvus at {db}: <ConnectionConfigException: (code=1, message=Open local milvus"
+        f" failed)>{milvus_store.LOCAL_DB_HINT}")
+    again = sleuth("search", "advisory lock", "--lanes", "bm25", "--format", "json")
+    assert again.returncode == 0 and [h["path"] for h in json.loads(again.stdout)["hits"]] == ["a.md"]
 
 
 def test_another_applications_collection_of_the_same_name_is_never_dropped(tmp_path: Path, server: Server) -> None:

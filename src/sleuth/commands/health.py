@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -99,7 +100,7 @@ def render_backends(catalog: CatalogBackend, milvus: MilvusReport | None) -> lis
     return out
 
 
-def render_status(st: StatusReport, verbose: bool = False) -> str:
+def render_status(st: StatusReport, verbose: bool = False, qualified: Collection[str] = frozenset()) -> str:
     """A status report as text for people (``verbose``: every skipped file, not a summary by reason)."""
     out = [f"index {st.index_dir}",
            f"  {st.documents:,} documents, {st.blocks:,} blocks, {len(st.projects):,} project(s), generation "
@@ -137,9 +138,10 @@ def render_status(st: StatusReport, verbose: bool = False) -> str:
         out.append(f"  {len(st.files):,} file(s), {stale:,} of them changed or gone since indexed (stale); every file:")
         for f in st.files:
             if f.state == "indexed":
-                out.append(f"    {f.state:<8} {f.path}  (indexed {f.indexed_at}, {f.freshness})")
+                out.append(f"    {f.state:<8} {_path(f.project, f.root, f.path, qualified)}"
+                           f"  (indexed {f.indexed_at}, {f.freshness})")
             else:
-                out.append(f"    {f.state:<8} {f.path}  ({f.reason})")
+                out.append(f"    {f.state:<8} {_path(f.project, f.root, f.path, qualified)}  ({f.reason})")
     return "\n".join(out)
 
 
@@ -153,8 +155,17 @@ def _partly_embedded(lane: FamilyHealth) -> str:
             " embedding's progress, `sleuth embed` finishes it)")
 
 
-def render_doctor(report: DoctorReport) -> str:
-    """A doctor report as text for people."""
+def _path(project: str, root: str, path: str, qualified: Collection[str]) -> str:
+    """A file's path as search results show it: with its root's label in front (``en/_index.md``)
+    when its project has several roots (``qualified``, :meth:`Engine.multi_root_projects`)."""
+    from sleuth.pathglob import qualified_path
+
+    return qualified_path(root, path) if project in qualified else path
+
+
+def render_doctor(report: DoctorReport, qualified: Collection[str] = frozenset()) -> str:
+    """A doctor report as text for people (``qualified``: the projects with several roots, whose
+    paths are shown with their root's label, as search results show them)."""
     out = [f"index {report.index_dir}: {'ok' if report.ok else 'needs attention'}"]
     out.extend(render_backends(report.catalog, report.milvus))
     for p in report.projects:
@@ -166,8 +177,13 @@ def render_doctor(report: DoctorReport) -> str:
     if report.postings_generation != report.generation:
         out.append(f"  postings at generation {report.postings_generation} of {report.generation}: "
                    "the next search or index catches up")
-    out.extend(f"  stale: {d.project_id} {d.path} (indexed {d.indexed_at}): run `sleuth index` again"
+    out.extend(f"  stale: {d.project_id} {_path(d.project_id, d.root, d.path, qualified)} (indexed {d.indexed_at}):"
+               " run `sleuth index` again"
                for d in report.stale_documents)
+    unlisted = report.stale_document_count - len(report.stale_documents)
+    if unlisted > 0:  # the report lists the first ones only (memory.doctor.STALE_LISTED_MAX)
+        out.append(f"  ... and {unlisted:,} more stale document(s) not listed here:"
+                   " `sleuth status --files` lists every file")
     if report.skipped_by_reason:
         out.append(f"  {report.skipped_file_count:,} skipped file(s):")
         out.extend(render_skip_summary(report.skipped_by_reason, "    ", "`sleuth status --verbose`"))
@@ -188,10 +204,11 @@ def status_cmd(files: bool, verbose: bool, index_dir: Path | None, fmt: str) -> 
 
     with Engine.open(index_dir, milvus_optional=True) as engine:  # an unreachable Milvus is reported
         st = engine.status(files=files, verbose=verbose)
+        qualified = engine.multi_root_projects()
     if fmt == "json":
         emit_json(st.model_dump())
     else:
-        click.echo(render_status(st, verbose))
+        click.echo(render_status(st, verbose, qualified))
 
 
 @click.command("doctor")
@@ -213,9 +230,10 @@ def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
 
     with Engine.open(index_dir, milvus_optional=True) as engine:  # an unreachable Milvus is reported
         report = doctor(engine, project)
+        qualified = engine.multi_root_projects()
     if fmt == "json":
         emit_json(report.model_dump())
     else:
-        click.echo(render_doctor(report))
+        click.echo(render_doctor(report, qualified))
     if not report.ok:
         sys.exit(DOCTOR_NEEDS_ATTENTION_EXIT)

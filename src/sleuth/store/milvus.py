@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sleuth.errors import ConfigError, StorageError
+from sleuth.errors import ConfigError, StorageError, scale_package_missing
 from sleuth.lanes.base import DocFilter
 from sleuth.store import milvus_state
 from sleuth.store.milvus_sync import (
@@ -177,6 +177,15 @@ def expressions(projects: Sequence[str] | None, doc_filter: DocFilter | None, do
             expression(projects, doc_filter, None, chunk) for chunk in chunks(ids, ids_per_expression)]
 
 
+#: Why a local milvus-lite ``.db`` most often fails to open: milvus-lite locks it for one process,
+#: and sleuth's background embedding worker is a second process that holds it while it embeds.
+LOCAL_DB_HINT = (" (a local milvus-lite .db is opened by one process at a time: another process may have it"
+                 " open, such as the embedding worker that `sleuth index` starts, which holds it until it has"
+                 " embedded every block: `sleuth status` shows its progress; `sleuth index --wait` embeds before"
+                 " it returns; for several processes at once use `milvus-lite server` or a Milvus server:"
+                 " docs/SCALE.md)")
+
+
 _STATS_DDL = (
     "CREATE TABLE IF NOT EXISTS milvus_df (term_id BIGINT PRIMARY KEY, df BIGINT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS milvus_doc_stats (doc_id TEXT PRIMARY KEY, stats TEXT NOT NULL)",
@@ -190,13 +199,15 @@ class MilvusIndex(MilvusSync):
         settings: where and how (checked by :func:`check_capabilities`).
         catalog: the catalog (statistics and sync state live there).
     Raises:
-        ConfigError: a setting the backend would ignore.
+        ConfigError: a setting the backend would ignore; pymilvus is not installed.
         StorageError: Milvus cannot be reached.
     """
 
     def __init__(self, settings: MilvusSettings, catalog: Catalog) -> None:
-        from pymilvus import MilvusClient
-
+        try:
+            from pymilvus import MilvusClient
+        except ImportError as exc:
+            raise scale_package_missing("pymilvus", "milvus_uri (or SLEUTH_MILVUS_URI)") from exc
         self.settings, self.catalog = settings, catalog
         try:
             # A connection of its own (pymilvus shares one per address by default and keeps it
@@ -204,7 +215,8 @@ class MilvusIndex(MilvusSync):
             self.client = MilvusClient(settings.uri, dedicated=True)
             self.server_version = str(self.client.get_server_version())
         except Exception as exc:  # pymilvus.MilvusException, grpc errors
-            raise StorageError(f"cannot reach Milvus at {redact_url(settings.uri)}: {redact_url(str(exc))}") from exc
+            raise StorageError(f"cannot reach Milvus at {redact_url(settings.uri)}: {redact_url(str(exc))}"
+                               + ("" if "://" in settings.uri else LOCAL_DB_HINT)) from exc
         check_capabilities(settings, self.server_version)
         self.lex = f"{settings.collection}_lex"
         self.dense = f"{settings.collection}_dense"

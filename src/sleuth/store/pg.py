@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from sleuth.errors import IndexBusy, IndexFormatError, StorageError
+from sleuth.errors import IndexBusy, IndexFormatError, StorageError, scale_package_missing
 from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV, retry_until
 from sleuth.store.catalog import _SCHEMA, SCHEMA_VERSION, Catalog
 from sleuth.store.rows import embedding_text, sync_block_query
@@ -136,6 +136,19 @@ class _Cursor:
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         return iter(self.fetchall())
+
+
+def _psycopg() -> Any:
+    """The psycopg module.
+
+    Raises:
+        ConfigError: it is not installed (``pip install 'sleuth[scale]'``).
+    """
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise scale_package_missing("psycopg", CATALOG_URL_ENV) from exc
+    return psycopg
 
 
 class PgConnection:
@@ -334,6 +347,7 @@ class PgCatalog(Catalog):
         return self._schema_version_or_none(self.conn)
 
     def _connect(self) -> Any:
+        _psycopg()  # not installed: a configuration error, not "cannot reach the catalog"
         try:
             conn = PgConnection(self.url)
         except Exception as exc:  # psycopg.OperationalError: refused, unknown host, bad password
@@ -453,9 +467,9 @@ class PgWriteLock:
 
         Raises:
             OSError: the server cannot be reached (as a lock file that cannot be opened).
+            ConfigError: psycopg is not installed.
         """
-        import psycopg
-
+        psycopg = _psycopg()
         try:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=PG_CONNECT_TIMEOUT_S,
                                    application_name=_application_name())
