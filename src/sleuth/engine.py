@@ -78,12 +78,17 @@ class Engine:
         milvus_optional: open even when Milvus (``milvus_uri``) cannot be reached, for reports
             that say so (``sleuth status``, ``doctor``): the Milvus lanes then fail when used.
             Default: the open fails (StorageError).
+        serving: open for searching and serving (``sleuth search``, ``get``, the MCP, HTTP and
+            broker servers, the page): an unreachable Milvus does not fail the open; its lanes
+            fail when used, named in each search's failed lanes, while the local lanes (rm3,
+            exact, graph) answer. A refused Milvus setting still fails the open (ConfigError).
     Raises:
         IndexFormatError: the catalog was written by another version of sleuth.
         QueryError: ``$SLEUTH_FAULT_LANE_DELAY_MS`` is malformed.
     """
 
-    def __init__(self, index_dir: str | Path, config: Config | None = None, milvus_optional: bool = False) -> None:
+    def __init__(self, index_dir: str | Path, config: Config | None = None, milvus_optional: bool = False,
+                 serving: bool = False) -> None:
         self.folder = IndexFolder(index_dir)
         self.index_dir = self.folder.index_dir
         self.catalog = self.folder.catalog
@@ -96,7 +101,7 @@ class Engine:
         if config.milvus_uri is not None:  # the lanes Milvus answers for, under the same names
             from sleuth.lanes.milvus import milvus_lane_specs
 
-            specs = tuple(milvus_lane_specs(specs, context, open_now=not milvus_optional))
+            specs = tuple(milvus_lane_specs(specs, context, open_now=not milvus_optional, unreachable_ok=serving))
         #: Every registered lane, built over this index (retrieval and expansion lanes).
         self.lanes: dict[str, Any] = {spec.name: spec.create(context) for spec in specs}
         self.indexer = Indexer(self.folder, self.model, self.warm_lanes, self._tabular_rule,
@@ -122,9 +127,9 @@ class Engine:
 
     @classmethod
     def open(cls, index: str | Path | None = None, config: Config | None = None,
-             milvus_optional: bool = False) -> Engine:
+             milvus_optional: bool = False, serving: bool = False) -> Engine:
         """Open an existing index: ``index``, ``$SLEUTH_INDEX``, or the nearest ``.sleuth/`` upwards
-        (``milvus_optional``: see :class:`Engine`).
+        (``milvus_optional``, ``serving``: see :class:`Engine`).
 
         Raises:
             IndexNotFound: none given and none found, or the folder holds no catalog (with the catalog
@@ -143,7 +148,7 @@ class Engine:
                     f" keeps its own index folder; create it (`mkdir -p {found}`) and the first search builds"
                     " its postings from the shared catalog, or run `sleuth index PATH` to index files into it")
             raise IndexNotFound(f"{found} is not a sleuth index (no {CATALOG_FILE}); run `sleuth index` first")
-        return cls(found, config, milvus_optional)
+        return cls(found, config, milvus_optional, serving)
 
     def close(self) -> None:
         """Stop the search pool and close what the index holds open: the lanes' clients (Milvus),

@@ -523,7 +523,7 @@ def run_broker(index_dir: Path | None, key: str | None = None, idle_exit_s: floa
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     idle = idle_exit_s if idle_exit_s is not None else idle_exit_from_env()
-    with Engine.open(index_dir) as engine:
+    with Engine.open(index_dir, serving=True) as engine:
         paths = BrokerPaths.for_index(engine.index_dir, key=key)
         lock_fd = _hold_run_lock(paths.run_lock, RUN_LOCK_WAIT_S)
         try:

@@ -160,7 +160,7 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
     else:
         from sleuth.engine import Engine  # not imported when the broker answers
 
-        with Engine.open(index_dir) as engine:
+        with Engine.open(index_dir, serving=True) as engine:
             resp = engine.search(request)
             qualified = engine.multi_root_projects()
     if fmt == "json":
@@ -214,7 +214,7 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
     from sleuth.engine import Engine
     from sleuth.freshness import file_gone, row_freshness, stale_note
 
-    with Engine.open(index_dir) as engine:
+    with Engine.open(index_dir, serving=True) as engine:
         scope = list(projects) or None
         _doc_id, block_id = engine.resolve(ref, scope)
         doc = engine.get(ref, scope)
@@ -263,7 +263,7 @@ def projects_cmd(ctx: click.Context, index_dir: Path | None, fmt: str) -> None:
         return
     from sleuth.engine import Engine
 
-    with Engine.open(index_dir) as engine:
+    with Engine.open(index_dir, serving=True) as engine:
         projects = engine.projects()
     if fmt == "json":
         emit_json({"projects": [p.model_dump() for p in projects]})
@@ -288,7 +288,7 @@ def projects_remove_cmd(project: str, index_dir: Path | None, fmt: str) -> None:
     stay in the index's memory folder); vectors stay cached for texts indexed again."""
     from sleuth.engine import Engine
 
-    with Engine.open(index_dir) as engine:
+    with Engine.open(index_dir, serving=True) as engine:
         removed = engine.remove_project(project)
     if fmt == "json":
         emit_json({"project": project, "removed": True, "documents": removed})

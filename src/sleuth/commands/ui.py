@@ -26,7 +26,7 @@ def ui_cmd(port: int, host: str, projects: tuple[str, ...], index_dir: Path | No
     from sleuth.errors import ProjectNotFound
     from sleuth.ui.app import serve_ui
 
-    with Engine.open(index_dir) as engine:
+    with Engine.open(index_dir, serving=True) as engine:
         known = set(engine.project_ids())
         for p in projects:
             if p not in known:

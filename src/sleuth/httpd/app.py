@@ -147,7 +147,7 @@ def run_http(settings: HttpSettings, profiles: Sequence[str], index: str | Path 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     log.setLevel(logging.INFO)
-    engine = Engine.open(index)  # always: the users, the signing key and the audit log live in its folder
+    engine = Engine.open(index, serving=True)  # always: the users, the signing key and the audit log live in its folder
     context = ServeContext(allowed_projects=allowed_projects, guides_path=guides_path,
                            engine=engine if needs_index(profiles) else None, registry=CallerRegistry(),
                            per_caller=True)

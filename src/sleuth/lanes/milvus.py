@@ -266,20 +266,28 @@ class MilvusVectorLane(VectorLane):
         return RankedList(self.name, tuple(b for b, _ in keep), tuple(s for _, s in keep))
 
 
-def milvus_lane_specs(specs: Sequence[LaneSpec], context: LaneContext, open_now: bool = True) -> list[LaneSpec]:
+def milvus_lane_specs(specs: Sequence[LaneSpec], context: LaneContext, open_now: bool = True,
+                      unreachable_ok: bool = False) -> list[LaneSpec]:
     """``specs`` with the lanes of ``MILVUS_LANES`` built over one shared Milvus index (names,
     weights and families kept, so fusion weights apply unchanged).
 
     Args:
         open_now: open the Milvus index now (False: when a lane first needs it, so an engine
             opened for ``sleuth status`` or ``doctor`` opens without Milvus and says why).
+        unreachable_ok: with ``open_now``, an unreachable Milvus does not fail the open: the
+            Milvus lanes fail when used (named in a search's failed lanes, tried again after
+            ``MILVUS_RETRY_INTERVAL_S``) while the local lanes answer (searching and serving).
     Raises:
-        StorageError: Milvus cannot be reached (with ``open_now``).
+        StorageError: Milvus cannot be reached (with ``open_now``, without ``unreachable_ok``).
         ConfigError: a Milvus setting the backend would ignore (with ``open_now``).
     """
     shared = MilvusShared(context)
     if open_now:
-        shared.index  # noqa: B018 - opened now: an unreachable server or a refused setting fails the engine's open
+        try:
+            shared.index  # noqa: B018 - opened now: an unreachable server or a refused setting fails the engine's open
+        except StorageError:
+            if not unreachable_ok:
+                raise
     classes: dict[str, Any] = {name: globals()[cls] for name, cls in MILVUS_LANES.items()}
 
     def builder(cls: Any) -> Any:

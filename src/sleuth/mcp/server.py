@@ -194,7 +194,7 @@ def run_stdio(
     context.on_tool_call = hook
     try:
         if needs_index(profiles):
-            context.engine = Engine.open(index)
+            context.engine = Engine.open(index, serving=True)
         check_allowed_projects(profiles, context.engine, allowed_projects)
         anyio.run(serve_stdio, build_server(context, profiles))
     finally:

@@ -18,6 +18,7 @@ in bounded parts: :mod:`sleuth.store.milvus_sync`.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 from collections.abc import Iterable, Sequence
@@ -91,6 +92,15 @@ class MilvusSettings:
     consistency: str = "Strong"
     partitions: int | None = None
     sync_part_blocks: int = MILVUS_SYNC_PART_BLOCKS
+
+
+def _drop_start_failure(record: logging.LogRecord) -> bool:
+    """A logging filter: False for milvus-lite's "Failed to start MilvusLite server" record, whose
+    traceback it prints to stderr; :class:`MilvusIndex` raises a StorageError saying why instead."""
+    return not str(record.msg).startswith("Failed to start MilvusLite server")
+
+
+logging.getLogger("milvus_lite.server_manager").addFilter(_drop_start_failure)
 
 
 def check_capabilities(settings: MilvusSettings, server_version: str) -> None:
