@@ -13,6 +13,7 @@ what Milvus holds.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -27,6 +28,8 @@ from sleuth.store.milvus import MilvusIndex, MilvusSettings, expressions
 from sleuth.store.urls import redact_url
 from sleuth.text import ParsedQuery
 from sleuth.types import RankedList
+
+log = logging.getLogger(__name__)
 
 #: The local lanes Milvus answers for, and the classes that do.
 MILVUS_LANES = {
@@ -49,10 +52,12 @@ MILVUS_RETRY_INTERVAL_S = 30.0
 class MilvusShared:
     """One :class:`MilvusIndex` per engine, opened when a lane first needs it, and its sync."""
 
-    def __init__(self, context: LaneContext) -> None:
+    def __init__(self, context: LaneContext, unreachable_ok: bool = False) -> None:
         cfg = context.config
         assert cfg.milvus_uri is not None
         self.context = context
+        #: Searching and serving (:func:`milvus_lane_specs`): a warm-up that cannot reach Milvus is logged.
+        self.unreachable_ok = unreachable_ok
         settings = MilvusSettings(cfg.milvus_uri, cfg.milvus_collection, cfg.milvus_dense_index,
                                   cfg.milvus_consistency, cfg.milvus_partitions)
         if cfg.milvus_sync_part_blocks is not None:
@@ -96,6 +101,26 @@ class MilvusShared:
         """``(name, dimensions)`` of the embedding model when it loads, else None."""
         embedder = self.context.model.get()
         return (embedder.name, embedder.dim) if embedder is not None else None
+
+    def warm(self) -> None:
+        """:meth:`sync`, at the end of a write (the lanes' ``warm``). Searching and serving
+        (``unreachable_ok``): a Milvus that cannot be reached, or that fails meanwhile, is logged,
+        not raised; the catalog holds the write (a record written over MCP or HTTP is kept and
+        its receipt returned) and the next search or write that reaches Milvus syncs it.
+
+        Raises:
+            StorageError: Milvus cannot be reached (without ``unreachable_ok``).
+            ConfigError: a refused setting, or another index's collections (always).
+        """
+        try:
+            self.sync()
+        except ConfigError:
+            raise
+        except Exception as exc:  # StorageError; pymilvus' MilvusException when the server went away after the open
+            if not self.unreachable_ok or not (isinstance(exc, StorageError)
+                                               or type(exc).__module__.startswith(("pymilvus", "grpc"))):
+                raise
+            log.warning("Milvus is not up to the catalog (its next sync catches up): %s", exc)
 
     def sync(self) -> None:
         """Bring Milvus up to the catalog when this process may write (holds or can take the lock)."""
@@ -148,7 +173,7 @@ class _MilvusLexical(LaneBase):
         return bool(parsed.terms)
 
     def warm(self) -> None:
-        self.shared.sync()
+        self.shared.warm()
 
     def close(self) -> None:
         self.shared.close()
@@ -245,7 +270,7 @@ class MilvusVectorLane(VectorLane):
         return len(self.shared.index.state().get("pending", []))
 
     def warm(self) -> None:
-        self.shared.sync()
+        self.shared.warm()
 
     def close(self) -> None:
         self.shared.close()
@@ -281,7 +306,7 @@ def milvus_lane_specs(specs: Sequence[LaneSpec], context: LaneContext, open_now:
         StorageError: Milvus cannot be reached (with ``open_now``, without ``unreachable_ok``).
         ConfigError: a Milvus setting the backend would ignore (with ``open_now``).
     """
-    shared = MilvusShared(context)
+    shared = MilvusShared(context, unreachable_ok)
     if open_now:
         try:
             shared.index  # noqa: B018 - opened now: an unreachable server or a refused setting fails the engine's open

@@ -21,7 +21,7 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from sleuth.broker.gate import CONTROL_META
 from sleuth.config import load_default_project
@@ -303,12 +303,22 @@ class MemoryTools:
         try:
             payload = await run_in_worker(fn)
         except SleuthError as exc:
-            return structured_error(exc, request_id)
+            return self._error(exc, request_id)
         except Exception as exc:  # a tool answers with a readable error, never a dropped session
             logger.exception("memory tool failed")
             failure = InternalError(f"{type(exc).__name__}: {exc} (details in the server's log)")
-            return structured_error(failure, request_id)
+            return self._error(failure, request_id)
         return structured_result(payload, is_error="error" in payload)
+
+    def _error(self, exc: SleuthError, request_id: str | None) -> CallToolResult:
+        """``exc`` as a tool error; a remote caller's message without where Milvus or the
+        PostgreSQL catalog is (:func:`sleuth.scaleout.hide_locations`: "cannot reach Milvus at ...")."""
+        result = structured_error(exc, request_id)
+        if self.access.per_caller and isinstance(result.structured_content, dict):
+            error = result.structured_content["error"]
+            error["message"] = hide_locations(error["message"], self.engine)
+            result.content = [TextContent(type="text", text=error["message"])]
+        return result
 
     async def project_memory_search(
         self, query: Any = None, queries: Any = None, query_variants: Any = None, limit: Any = None,
