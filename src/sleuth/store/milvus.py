@@ -18,7 +18,10 @@ in bounded parts: :mod:`sleuth.store.milvus_sync`.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import re
 import secrets
 import threading
 from collections.abc import Iterable, Sequence
@@ -41,7 +44,63 @@ from sleuth.store.milvus_sync import literal as literal  # re-exported: the lane
 from sleuth.store.urls import redact_url
 
 if TYPE_CHECKING:
+    import sqlite3
+    from pathlib import Path
+
     from sleuth.store.catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+#: The catalog's meta keys of the index's identity for Milvus (stamped on its collections) and,
+#: for a SQLite catalog, of where the catalog file was when it was last opened: ``[path, device, inode]``.
+INDEX_ID_KEY, INDEX_HOME_KEY = "milvus:index_id", "milvus:index_home"
+#: What an index id looks like (``secrets.token_hex(8)``); another value is damaged and replaced.
+_INDEX_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def own_index_id(conn: sqlite3.Connection, catalog_file: Path | None) -> str:
+    """This index's identity (meta ``INDEX_ID_KEY``), in a write transaction ``conn``: made by the
+    first writer (a second host sharing a PostgreSQL catalog reads the same one); a new one when
+    the stored one is damaged (not 16 hex digits), or when ``catalog_file`` (a SQLite catalog's)
+    is a copy: the file it was last opened as (``INDEX_HOME_KEY``) is still there, the same file
+    as then, and another file than this one. A moved catalog keeps its identity.
+
+    Returns:
+        the id, 16 hex digits.
+    """
+    conn.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (INDEX_ID_KEY, secrets.token_hex(8)))
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (INDEX_ID_KEY,)).fetchone()
+    found = str(row[0]) if row is not None else ""
+    renew = _INDEX_ID.fullmatch(found) is None
+    if renew:
+        log.warning("the catalog's %s was damaged (%r...): this index takes a new identity", INDEX_ID_KEY, found[:40])
+    try:
+        here = os.stat(catalog_file) if catalog_file is not None else None
+    except OSError:  # not a file of its own: nothing to tell a copy by
+        here = None
+    if catalog_file is not None and here is not None:
+        home = [str(catalog_file.resolve()), here.st_dev, here.st_ino]
+        row = conn.execute("SELECT value FROM meta WHERE key=?", (INDEX_HOME_KEY,)).fetchone()
+        try:
+            was = json.loads(str(row[0])) if row is not None else None
+        except ValueError:
+            was = None
+        if isinstance(was, list) and len(was) == 3 and isinstance(was[0], str) and was[0] != home[0]:
+            try:
+                there = os.stat(was[0])
+            except OSError:  # moved (or the original deleted): the same index
+                there = None
+            same = None if there is None else [there.st_dev, there.st_ino]
+            if same is not None and same == was[1:] and same != home[1:]:
+                log.warning("the catalog %s is a copy of %s: it is another index for Milvus (a new identity)",
+                            home[0], was[0])
+                renew = True
+        if was != home:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (INDEX_HOME_KEY, json.dumps(home)))
+    if renew:
+        found = secrets.token_hex(8)
+        conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (INDEX_ID_KEY, found))
+    return found
 
 #: Ids per ``in [...]`` list of a search filter.
 MILVUS_IDS_PER_EXPRESSION = 1_000
@@ -108,6 +167,8 @@ def check_capabilities(settings: MilvusSettings, server_version: str) -> None:
 
     milvus-lite (``server_version`` ``milvus_lite-*``) ignores ``consistency_level`` and
     ``num_partitions`` and accepts index types it cannot search (docs: ../shared/notes).
+    ``server_version`` ``""``: what no backend takes, checked before connecting (an unreachable
+    Milvus does not hide a refused setting from a search or a server that opens without it).
 
     Raises:
         ConfigError: naming the setting and why it is refused.
@@ -121,8 +182,8 @@ def check_capabilities(settings: MilvusSettings, server_version: str) -> None:
                           " '_dense_b' after it): choose a shorter name")
     allowed = DENSE_INDEXES_LITE if lite else DENSE_INDEXES_SERVER
     if settings.dense_index not in allowed:
-        raise ConfigError(f"milvus_dense_index {settings.dense_index!r} is not supported by {server_version}:"
-                          f" one of {', '.join(allowed)}")
+        raise ConfigError(f"milvus_dense_index {settings.dense_index!r} is not supported by"
+                          f" {server_version or 'Milvus'}: one of {', '.join(allowed)}")
     if settings.consistency not in CONSISTENCY_LEVELS:
         raise ConfigError(f"milvus_consistency must be one of {', '.join(CONSISTENCY_LEVELS)}")
     if lite and settings.consistency != "Strong":
@@ -219,6 +280,7 @@ class MilvusIndex(MilvusSync):
         except ImportError as exc:
             raise scale_package_missing("pymilvus", "milvus_uri (or SLEUTH_MILVUS_URI)") from exc
         self.settings, self.catalog = settings, catalog
+        check_capabilities(settings, "")  # what no backend takes, whether or not Milvus answers
         try:
             # A connection of its own (pymilvus shares one per address by default and keeps it
             # open after close): close() then really closes it.
@@ -238,8 +300,8 @@ class MilvusIndex(MilvusSync):
             for ddl in _STATS_DDL:
                 conn.execute(ddl)
             # this index's identity, stamped on every collection it makes (first writer's wins)
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('milvus:index_id', ?)", (secrets.token_hex(8),))
-        self.index_id = str(catalog.get_meta("milvus:index_id"))
+            self.index_id = own_index_id(conn, None if isinstance(getattr(catalog, "url", None), str)
+                                         else catalog.path)
 
     def close(self) -> None:
         self.client.close()

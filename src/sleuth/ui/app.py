@@ -26,10 +26,16 @@ from starlette.staticfiles import StaticFiles
 
 from sleuth import errors
 from sleuth.engine import Engine
+from sleuth.scaleout import hide_locations
 from sleuth.ui import UI_DEFAULT_PORT, api
 from sleuth.ui.guard import HostOriginGuard, Scope
 
 logger = logging.getLogger(__name__)
+
+#: The keys of a page answer (search, status) whose values quote lanes' errors, which name where
+#: Milvus and the PostgreSQL catalog are: hidden from a remote user (:func:`sleuth.scaleout.hide_locations`).
+LANE_MESSAGE_KEYS = frozenset({"notice", "word_notice", "unavailable_lanes", "failed_lanes", "skipped_lanes",
+                               "lanes"})
 
 #: The page's files.
 STATIC_DIR = Path(__file__).parent / "static"
@@ -84,7 +90,9 @@ def page_routes(engine: Engine, access: AccessOf, remote: bool = False,
     Args:
         access: the projects each request may see (see :data:`AccessOf`); called on every API call.
         remote: served to remote users (``sleuth serve --http``): the index page leaves out what is
-            index-wide (folder, generations, the writer, embedding counts), see :func:`api.status_json`.
+            index-wide (folder, generations, the writer, embedding counts), see :func:`api.status_json`,
+            and the lanes' errors and the error messages name no location of Milvus or the catalog
+            (``LANE_MESSAGE_KEYS``).
         run: see :data:`ReadRunner`.
     """
     limiter = anyio.CapacityLimiter(UI_CONCURRENT_CALLS)
@@ -102,10 +110,13 @@ def page_routes(engine: Engine, access: AccessOf, remote: bool = False,
         except PageRefused as exc:
             return JSONResponse({"error": exc.message}, status_code=exc.status, headers={**headers, **exc.headers})
         except errors.SleuthError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=_status_of(exc), headers=headers)
+            message = hide_locations(str(exc), engine) if remote else str(exc)
+            return JSONResponse({"error": message}, status_code=_status_of(exc), headers=headers)
         except Exception:
             logger.exception("ui api call failed")
             return JSONResponse({"error": "internal error"}, status_code=500, headers=headers)
+        if remote:  # the lanes' errors, not the documents' text (a host name may be a word of it)
+            body = {k: hide_locations(v, engine) if k in LANE_MESSAGE_KEYS else v for k, v in body.items()}
         return JSONResponse(body, headers=headers)
 
     async def search(request: Request) -> Response:
