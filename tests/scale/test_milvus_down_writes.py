@@ -207,3 +207,22 @@ def test_the_page_of_a_remote_user_does_not_learn_where_milvus_is(tmp_path: Path
         _, mine = _get(local, "/api/search", "q=advisory+lock")
     assert port not in json.dumps(found) and port not in json.dumps(index_page), (found, index_page)
     assert port in mine["failed_lanes"]["bm25"]
+
+
+def test_a_record_written_beside_another_indexs_collections_is_kept_and_said_so(tmp_path: Path,
+                                                                                server: Server) -> None:
+    """Attack of stop 29 on 5004598 with 69c75c9: a server's index given another index's
+    milvus_collection wrote a remote record (its file, the catalog) and then answered
+    CONFIG_ERROR "belongs to another sleuth index", so a retry would record it twice. Serving
+    returns the receipt; its searches name the refusal in the Milvus lanes' failed lanes."""
+    write_projects(tmp_path / "src")
+    cfg = Config(milvus_uri=server.uri, milvus_collection="twin", model="none")
+    with Engine(tmp_path / "first", cfg) as e:
+        index_all(e, tmp_path / "src")
+    with Engine(tmp_path / "second", Config(model="none")) as e:  # made without Milvus, then pointed at it
+        index_all(e, tmp_path / "src")
+    with Engine(tmp_path / "second", cfg, serving=True) as engine:
+        out = _record(engine, "Quorum writes")
+        assert "error" not in out and engine.catalog.document(out["record"]["record_id"]) is not None, out
+        resp = engine.search("quorum replicas", lanes=["bm25", "exact"])
+        assert "belongs to another sleuth index" in resp.failed_lanes["bm25"]

@@ -104,20 +104,19 @@ class MilvusShared:
 
     def warm(self) -> None:
         """:meth:`sync`, at the end of a write (the lanes' ``warm``). Searching and serving
-        (``unreachable_ok``): a Milvus that cannot be reached, or that fails meanwhile, is logged,
-        not raised; the catalog holds the write (a record written over MCP or HTTP is kept and
-        its receipt returned) and the next search or write that reaches Milvus syncs it.
+        (``unreachable_ok``): a Milvus that cannot be reached, that fails meanwhile or that refuses
+        this index (a setting of the backend's, another index's collections: ConfigError) is
+        logged, not raised; the catalog holds the write (a record written over MCP or HTTP is kept
+        and its receipt returned, never to be written twice by a retry), each search names the
+        reason in its failed lanes, and the next sync that reaches Milvus catches up.
 
         Raises:
-            StorageError: Milvus cannot be reached (without ``unreachable_ok``).
-            ConfigError: a refused setting, or another index's collections (always).
+            StorageError, ConfigError: without ``unreachable_ok``.
         """
         try:
             self.sync()
-        except ConfigError:
-            raise
-        except Exception as exc:  # StorageError; pymilvus' MilvusException when the server went away after the open
-            if not self.unreachable_ok or not (isinstance(exc, StorageError)
+        except Exception as exc:  # also pymilvus' MilvusException when the server went away after the open
+            if not self.unreachable_ok or not (isinstance(exc, StorageError | ConfigError)
                                                or type(exc).__module__.startswith(("pymilvus", "grpc"))):
                 raise
             log.warning("Milvus is not up to the catalog (its next sync catches up): %s", exc)
