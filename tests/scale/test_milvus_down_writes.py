@@ -44,6 +44,18 @@ def _record(engine: Engine, title: str) -> dict[str, Any]:
     return out
 
 
+def _indexed_then_down(tmp_path: Path, server: Server, collection: str) -> tuple[Config, str]:
+    """Every project indexed into ``tmp_path / "idx"`` with the Milvus collections ``collection``,
+    then the server stopped: ``(config, the server's port as text)``."""
+    write_projects(tmp_path / "src")
+    cfg = Config(milvus_uri=server.uri, milvus_collection=collection, model="none")
+    with Engine(tmp_path / "idx", cfg) as e:
+        index_all(e, tmp_path / "src")
+    port = str(server.port)
+    server.stop()
+    return cfg, port
+
+
 def test_a_record_written_while_milvus_is_down_is_kept_and_synced_when_it_is_back(
         tmp_path: Path, server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """Attack of stop 29: a remote project_memory_record while Milvus was down wrote the record
@@ -52,12 +64,7 @@ def test_a_record_written_while_milvus_is_down_is_kept_and_synced_when_it_is_bac
     Milvus is, and a retry would record it twice. Serving now returns the receipt (the catalog
     holds the write, Milvus catches up at its next sync, without a restart); an error a remote
     caller reads names no location (an engine not opened for serving still fails the write)."""
-    write_projects(tmp_path / "src")
-    cfg = Config(milvus_uri=server.uri, milvus_collection="down", model="none")
-    with Engine(tmp_path / "idx", cfg) as e:
-        index_all(e, tmp_path / "src")
-    port = str(server.port)
-    server.stop()
+    cfg, port = _indexed_then_down(tmp_path, server, "down")
     monkeypatch.setattr(milvus_lanes, "MILVUS_RETRY_INTERVAL_S", 0.0)  # tried again at once when back
     with Engine(tmp_path / "idx", cfg, serving=True) as engine:
         out = _record(engine, "Quorum writes")
@@ -191,12 +198,7 @@ def test_the_page_of_a_remote_user_does_not_learn_where_milvus_is(tmp_path: Path
 
     from sleuth.ui.app import page_routes
 
-    write_projects(tmp_path / "src")
-    cfg = Config(milvus_uri=server.uri, milvus_collection="page", model="none")
-    with Engine(tmp_path / "idx", cfg) as e:
-        index_all(e, tmp_path / "src")
-    port = str(server.port)
-    server.stop()
+    cfg, port = _indexed_then_down(tmp_path, server, "page")
     with Engine(tmp_path / "idx", cfg, serving=True) as engine:
         remote = Router(routes=page_routes(engine, lambda request: ["alpha"], remote=True))
         local = Router(routes=page_routes(engine, lambda request: None))
