@@ -600,20 +600,27 @@ class MilvusSync:
     def _still_too_long(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """``{doc_id: why}`` of the documents of ``doc_ids`` the catalog holds with a row Milvus
         cannot take (their document's fields, or one of their blocks' ids:
-        :func:`sleuth.store.milvus_columns.too_long`)."""
+        :func:`sleuth.store.milvus_columns.too_long`): the first such block's reason."""
         out: dict[str, str] = {}
-        docs = self.catalog.documents(list(doc_ids))
-        for part in chunks(sorted(docs), _IDS_PER_STATEMENT):
-            marks = ",".join("?" * len(part))
-            for doc_id, block_id in self.catalog.conn.execute(
-                    f"SELECT doc_id, block_id FROM blocks WHERE doc_id IN ({marks})", list(part)):
-                doc = docs[str(doc_id)]
-                if str(doc_id) not in out:
-                    why = milvus_columns.too_long(str(block_id), str(doc.project_id), str(doc_id), str(doc.label),
-                                                  str(doc.role), str(doc.family))
-                    if why is not None:
-                        out[str(doc_id)] = why
+        for doc_id, _, why in self._block_rows(doc_ids):
+            if why is not None:
+                out.setdefault(doc_id, why)
         return out
+
+    def _block_rows(self, doc_ids: Sequence[str]) -> Iterator[tuple[str, str, str | None]]:
+        """``(doc_id, block_id, why)`` for every block the catalog holds of the documents of
+        ``doc_ids``, in block order: ``why`` is the reason its row cannot go to Milvus
+        (:func:`sleuth.store.milvus_columns.too_long`), None when it can. One part of
+        ``_IDS_PER_STATEMENT`` documents read at a time."""
+        for part in chunks(list(doc_ids), _IDS_PER_STATEMENT):
+            docs = self.catalog.documents(list(part))
+            for doc_id, block_ids in self.catalog.block_ids_of(list(part)).items():
+                doc = docs.get(doc_id)
+                if doc is None:
+                    continue
+                for block_id in block_ids:
+                    yield doc_id, block_id, milvus_columns.too_long(block_id, str(doc.project_id), doc_id,
+                                                                    str(doc.label), str(doc.role), str(doc.family))
 
     # -------------------------------------------------------------- sync
 
@@ -859,15 +866,9 @@ class MilvusSync:
         since is kept), and block by block (a document with one over-long block id keeps the
         others, as a rebuild writes them)."""
         out: dict[str, list[str]] = {}
-        for part in chunks(list(doc_ids), _IDS_PER_STATEMENT):
-            docs = self.catalog.documents(list(part))
-            for doc_id, block_ids in self.catalog.block_ids_of(list(part)).items():
-                doc = docs.get(doc_id)
-                kept = [] if doc is None else [
-                    b for b in block_ids if milvus_columns.too_long(b, str(doc.project_id), doc_id, str(doc.label),
-                                                                   str(doc.role), str(doc.family)) is None]
-                if kept:
-                    out[doc_id] = kept
+        for doc_id, block_id, why in self._block_rows(doc_ids):
+            if why is None:
+                out.setdefault(doc_id, []).append(block_id)
         return out
 
     def _delete(self, collection: str, doc_ids: Sequence[str]) -> None:
@@ -982,7 +983,7 @@ class MilvusSync:
 
         schema = self.client.describe_collection(target)
         if not rebuild:  # deleted documents have no rows now (one written again is among docs_to_write)
-            self._trim(target, {}, sorted(set(deleted) - set(docs_to_write)))
+            self._delete(target, sorted(set(deleted) - set(docs_to_write)))
         for part in chunks(docs_to_write, 500):
             docs = catalog.documents(list(part))
             found = catalog.doc_block_vectors(model, list(part), dim)
