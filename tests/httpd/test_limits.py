@@ -4,6 +4,7 @@ or body that does not arrive in time gets 408; one user cannot take every MCP se
 
 from __future__ import annotations
 
+import asyncio
 import json
 import select
 import socket
@@ -12,7 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import uvicorn
+from uvicorn.server import ServerState
 
+from sleuth.httpd.app import HTTP_CONNECTIONS_MAX
+from sleuth.httpd.connections import guarded_protocol
 from tests.httpd.conftest import audit_lines
 from tests.integration.http_server import ANSWER_WAIT_S, INIT, HttpServer, http_server, token
 
@@ -212,3 +217,42 @@ def test_one_users_requests_in_flight_are_capped_the_others_served(index: Path, 
             if server.post(INIT, alice).status_code == 200:
                 break
         assert server.post(INIT, alice).status_code == 200
+
+
+def test_a_refused_connection_does_not_count_against_the_connection_limit() -> None:
+    """Connections the per-address cap refuses leave uvicorn's connection count at once, not when
+    their close is processed one loop iteration later. (The CI failure of stop 29: on a busy
+    machine the server took ~500 half-sent connections in one burst; the held ones' request heads,
+    read in the same loop iteration, saw 32 held + ~500 refused-but-not-yet-lost connections,
+    at or over ``limit_concurrency``, and got uvicorn's own 503.) Real uvicorn protocol objects on
+    real asyncio transports over socket pairs, all accepted in one iteration."""
+    protocol = guarded_protocol(3600.0, 3600.0, PENDING_PER_CLIENT_MAX)
+    config = uvicorn.Config(app=lambda scope, receive, send: None, limit_concurrency=HTTP_CONNECTIONS_MAX,
+                            http=protocol, log_level="warning")
+    config.load()
+    state = ServerState()
+    seen: list[int] = []
+
+    class Counting(protocol):  # type: ignore[misc,valid-type]
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            seen.append(len(state.connections))
+
+    async def burst() -> None:
+        loop = asyncio.get_running_loop()
+        pairs = [socket.socketpair() for _ in range(HALF_SENT)]
+        try:
+            made = await asyncio.gather(*(loop.connect_accepted_socket(
+                lambda: Counting(config=config, server_state=state, app_state={}), ours) for ours, _ in pairs))
+            await asyncio.sleep(0)
+            assert len(state.connections) == PENDING_PER_CLIENT_MAX
+            for transport, _ in made:
+                transport.close()
+        finally:
+            for ours, theirs in pairs:
+                ours.close()
+                theirs.close()
+
+    asyncio.run(burst())
+    assert len(seen) == HALF_SENT
+    assert max(seen) == PENDING_PER_CLIENT_MAX  # never the refused ones as well

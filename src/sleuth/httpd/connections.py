@@ -83,6 +83,10 @@ class GuardedH11Protocol(H11Protocol):
 
     def _refuse(self, status: int, reason: str, response: bytes) -> None:
         self._stop_pending()
+        # Out of uvicorn's count now, not when the close is processed an iteration later: else a
+        # burst of refused connections counts against ``limit_concurrency`` and the requests read
+        # in the same iteration get uvicorn's own 503 (connection_lost discards again: harmless).
+        self.connections.discard(self)
         started = self.cycle is not None and self.cycle.response_started
         if self.cycle is not None and not self.cycle.response_complete:
             self.cycle.disconnected = True  # the app's later sends go nowhere
