@@ -152,6 +152,11 @@ def _lane_hidden(health: Any, milvus: dict[str, Any]) -> Any:
 MILVUS_SHOWN, CATALOG_SHOWN = "<milvus>", "<catalog>"
 
 
+#: How :class:`sleuth.store.pg.PgCatalog` begins the error of a catalog it cannot connect to, and
+#: all a remote caller reads of such an error (libpq's words after it name the server's addresses).
+CATALOG_UNREACHABLE = "cannot reach the catalog at "
+CATALOG_UNREACHABLE_SHOWN = f"cannot reach the catalog at {CATALOG_SHOWN} (the server's log says why)"
+
 #: The ports the clients use when a URL names none (pymilvus; libpq).
 MILVUS_DEFAULT_PORT, POSTGRESQL_DEFAULT_PORT = 19530, 5432
 
@@ -168,6 +173,7 @@ def _location_texts(url: str, default_port: int) -> list[str]:
         host, port = None, None
     if host:
         texts.append(f"{host}:{port or default_port}")
+        texts.append(f'"{host}", port {port or default_port}')  # libpq: connection to server at "H", port P
         if "." in host:
             texts.append(host)
     return [t for t in texts if t]
@@ -189,6 +195,8 @@ def hide_locations(value: Any, engine: Engine) -> Any:
 
     def walk(v: Any) -> Any:
         if isinstance(v, str):
+            if CATALOG_UNREACHABLE in v:  # the driver's words after it name addresses (a host's, resolved)
+                return CATALOG_UNREACHABLE_SHOWN
             for text, shown in needles:
                 v = v.replace(text, shown)
             return v

@@ -392,3 +392,52 @@ def test_int64_columns_go_in_by_one_binary_copy(catalog_url: str, tmp_path: Path
     with pytest.raises(ValueError, match="one array per column"):
         conn.copy_int64_columns("pairs", ("k", "v"), (np.array([1]), np.array([1, 2])))
     engine.close()
+
+
+def test_a_remote_caller_is_not_told_where_a_lost_catalog_was(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """search_project, get_notebook and get_projects with the PostgreSQL catalog gone after the
+    engine opened: the server's own caller (stdio) reads libpq's words, address and port included;
+    a remote one (HTTP, ``per_caller``) reads one fixed line (stop 29's note: these tools passed
+    ``str(exc)`` on; get_projects' error went out as the SDK's "Error executing tool")."""
+    import asyncio
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from sleuth.config import Config
+    from sleuth.mcp.access import CURRENT_CALLER, Caller
+    from sleuth.mcp.project_tools import ProjectTools
+    from sleuth.scaleout import CATALOG_UNREACHABLE_SHOWN
+    from tests.scale.servers import PgServer
+
+    write_corpus(tmp_path / "src")
+    server = PgServer().start()
+    try:
+        monkeypatch.setenv("SLEUTH_CATALOG_URL", server.new_database("lost"))
+        engine = Engine(tmp_path / "idx", Config(model="none"))
+        engine.index([tmp_path / "src"], project="beta")
+    finally:
+        server.stop()
+    calls = {"search_project": {"project_id": "beta", "query": "advisory lock"},
+             "get_notebook": {"project_id": "beta", "item_id": "notes/locks.md"}, "get_projects": {}}
+
+    def errors(per_caller: bool) -> dict[str, str]:
+        tools, out = ProjectTools(engine, per_caller=per_caller), {}
+        token = CURRENT_CALLER.set(Caller("bob", frozenset({"beta"}), frozenset({"read"})))
+        try:
+            for name, arguments in calls.items():
+                with pytest.raises(ToolError) as caught:
+                    asyncio.run(getattr(tools, name)(**arguments))
+                out[name] = str(caught.value)
+        finally:
+            CURRENT_CALLER.reset(token)
+        return out
+
+    try:
+        local, remote = errors(False), errors(True)
+    finally:
+        engine.close()
+    for name in calls:
+        assert local[name].startswith(f"cannot reach the catalog at postgresql://{server.user}@127.0.0.1:{server.port}/lost:")
+        assert f'"127.0.0.1", port {server.port} failed' in local[name]
+    assert remote == dict.fromkeys(calls, CATALOG_UNREACHABLE_SHOWN)

@@ -316,7 +316,10 @@ class MemoryTools:
         result = structured_error(exc, request_id)
         if self.access.per_caller and isinstance(result.structured_content, dict):
             error = result.structured_content["error"]
-            error["message"] = hide_locations(error["message"], self.engine)
+            shown = hide_locations(error["message"], self.engine)
+            if shown != error["message"]:
+                logger.warning("a remote caller's call failed: %s", error["message"])
+            error["message"] = shown
             result.content = [TextContent(type="text", text=error["message"])]
         return result
 

@@ -8,6 +8,7 @@ no results is not an error. The engine does the ranking; this module only adapts
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +22,10 @@ from sleuth.mcp.access import Access
 from sleuth.mcp.envelope import bounded_int, envelope, required_text
 from sleuth.mcp.limits import SEARCH_PROJECT_LIMIT_MAX, CheckedTool, run_in_worker
 from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS
+from sleuth.scaleout import hide_locations
 from sleuth.types import Hit, SearchRequest
+
+log = logging.getLogger(__name__)
 
 SEARCH_LIMIT_DEFAULT = 20
 SEARCH_LIMIT_MAX = SEARCH_PROJECT_LIMIT_MAX
@@ -122,7 +126,19 @@ class ProjectTools:
         try:
             return self.access.project(pid)
         except SleuthError as exc:
-            raise ToolError(str(exc)) from None
+            raise self.tool_error(exc) from None
+
+    def tool_error(self, exc: SleuthError) -> ToolError:
+        """``exc`` as a tool error; a remote caller's (``per_caller``) message without where Milvus
+        or the PostgreSQL catalog is (:func:`sleuth.scaleout.hide_locations`: "cannot reach the
+        catalog at host:port" becomes "cannot reach the catalog at <catalog>")."""
+        message = str(exc)
+        if self.access.per_caller:
+            shown = hide_locations(message, self.engine)
+            if shown != message:
+                log.warning("a remote caller's call failed: %s", message)
+            message = shown
+        return ToolError(message)
 
     @staticmethod
     def _item(h: Hit) -> dict[str, Any]:
@@ -152,7 +168,7 @@ class ProjectTools:
             try:
                 resp = self.engine.search(SearchRequest(query=q, projects=[pid], limit=n))
             except SleuthError as exc:
-                raise ToolError(str(exc)) from exc
+                raise self.tool_error(exc) from None
             if not resp.terms and not resp.phrases:
                 raise ToolError(f"Query has no searchable terms: {q!r} holds only stop words, punctuation or blanks")
             items = [
@@ -186,7 +202,7 @@ class ProjectTools:
             except DocumentNotFound:
                 raise ToolError(not_found("item", iid)) from None
             except SleuthError as exc:
-                raise ToolError(str(exc)) from None
+                raise self.tool_error(exc) from None
             length = len(doc.text)
             if start > length:
                 raise ToolError(f"offset {start} is past the end of the text ({length} characters)")
@@ -204,8 +220,11 @@ class ProjectTools:
 
     async def get_projects(self) -> dict[str, Any]:
         def work() -> dict[str, Any]:
-            items = self.access.shown([p.model_dump() for p in self.engine.projects()
-                                       if self.access.visible(p.project_id)])
+            try:
+                projects = self.engine.projects()
+            except SleuthError as exc:
+                raise self.tool_error(exc) from None
+            items = self.access.shown([p.model_dump() for p in projects if self.access.visible(p.project_id)])
             return envelope(result_count=len(items), items=items)
 
         return await run_in_worker(work)
