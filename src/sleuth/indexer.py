@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from sleuth.errors import ConfigError, ProjectNotFound, QueryError
 from sleuth.ingest import PARSER_VERSION
+from sleuth.progress import counting
 from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
 from sleuth.text.analyze import block_fields, title_terms_of
 from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, SkippedFile
@@ -390,7 +391,8 @@ class Indexer:
                 run.report.embedded = self.embed_pending(_counting_embedding(embed_progress, phases))
                 if phases is not None:
                     phases.finish("embedding")
-            self.warm_lanes(embed)
+            with counting(phases):  # a scaled-out index's Milvus sync counts its parts
+                self.warm_lanes(embed)
         run.report.took_s = round(time.perf_counter() - started, 3)
 
     def _stage(self, run: _Run, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,

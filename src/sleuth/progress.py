@@ -11,22 +11,27 @@ can be checked without depending on how fast the machine is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-#: The phases of an indexing run, in order, with the unit each counts.
-PHASE_UNITS: dict[str, str] = {"scan": "files", "parse": "files", "postings": "blocks", "embedding": "blocks"}
+#: The phases of an indexing run, in order, with the unit each counts (the three ``milvus`` ones:
+#: the sync of a scaled-out index, :mod:`sleuth.store.milvus_sync`, after the others).
+PHASE_UNITS: dict[str, str] = {"scan": "files", "parse": "files", "postings": "blocks", "embedding": "blocks",
+                               "milvus terms": "blocks", "milvus rows": "blocks", "milvus vectors": "documents"}
 #: Seconds between two plain progress lines (pipes, CI logs, servers' stderr).
 PROGRESS_INTERVAL_S = 5.0
 #: Environment variable overriding ``PROGRESS_INTERVAL_S`` (seconds >= 0; 0: a line on every change).
 PROGRESS_INTERVAL_ENV = "SLEUTH_PROGRESS_INTERVAL_S"
 #: What a finished phase's units are once done ("5/5 blocks, already embedded").
 PHASE_DONE_WORDS: dict[str, str] = {"scan": "found", "parse": "parsed", "postings": "written",
-                                    "embedding": "embedded"}
+                                    "embedding": "embedded", "milvus terms": "counted", "milvus rows": "sent",
+                                    "milvus vectors": "sent"}
 #: Elapsed times below this many seconds are shown with a tenth of a second ("done in 0.4 s").
 TENTHS_BELOW_S = 10.0
 
@@ -183,6 +188,31 @@ class Progress:
         shown = [self.phases[n] for n in PHASE_UNITS if n in self.phases]
         shown += [p for n, p in self.phases.items() if n not in PHASE_UNITS]
         return " | ".join(format_phase(p, now) for p in shown)
+
+
+#: The indexing run's counts while its lanes are warmed (:func:`counting`): a Milvus sync, run from
+#: the lanes' ``warm``, counts its parts there. Per thread: a search's sync in another thread counts nowhere.
+_CURRENT: ContextVar[Progress | None] = ContextVar("sleuth_progress", default=None)
+
+
+@contextlib.contextmanager
+def counting(progress: Progress | None) -> Iterator[None]:
+    """Within the block, :func:`current` is ``progress`` (in this thread); every phase started
+    meanwhile and not finished is finished at the end (also when the block raises)."""
+    token = _CURRENT.set(progress)
+    before = set(progress.phases) if progress is not None else set()
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+        if progress is not None:
+            for name in [n for n in progress.phases if n not in before]:
+                progress.finish(name)
+
+
+def current() -> Progress | None:
+    """The counts :func:`counting` set in this thread, or None."""
+    return _CURRENT.get()
 
 
 def progress_interval_s() -> float:

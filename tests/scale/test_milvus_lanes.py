@@ -356,3 +356,31 @@ def test_a_search_while_the_lex_collection_is_being_rewritten_says_so(  # type: 
     with Engine(tmp_path / "scale", cfg) as e:  # the lock free: the search finishes the sync first
         resp = e.search("advisory lock", lanes=lexical)
         assert said not in (resp.notice or "") and "new.md" in [h.path for h in resp.hits]
+
+
+def test_an_indexing_run_shows_the_milvus_sync_phases(tmp_path: Path) -> None:
+    """The sync of a scaled-out index is a phase of the run's progress like the others (stop 29's
+    note: nothing was printed while it ran): the terms counted, the rows and the vectors sent, each
+    with its total. A second run that changes one document counts its terms and sends its vectors
+    only; the rows are all sent again, as the mean length moved enough to re-weigh them."""
+    import io
+
+    from sleuth.progress import PlainLines, Progress
+
+    write_projects(tmp_path / "src")
+    root = tmp_path / "src" / "alpha"
+
+    def run(engine: Engine) -> str:
+        out = io.StringIO()
+        engine.index([root], project="alpha", phases=Progress(PlainLines(out, interval_s=1e9), clock=lambda: 0.0))
+        return out.getvalue()
+
+    with Engine(tmp_path / "idx", Config(milvus_uri=str(tmp_path / "lanes.db"))) as e:
+        first = run(e)
+        (root / "gen.md").write_text("# Generations\n\nEvery write bumps the generation.\n\nAnd a second block.\n")
+        second = run(e)
+    done = "done in under 0.1 s"
+    assert first.splitlines()[-1].split(" | ")[-3:] == [
+        f"milvus terms 3/3 blocks, {done}", f"milvus rows 3/3 blocks, {done}", f"milvus vectors 2/2 documents, {done}"]
+    assert second.splitlines()[-1].split(" | ")[-3:] == [
+        f"milvus terms 1/1 blocks, {done}", f"milvus rows 3/3 blocks, {done}", f"milvus vectors 1/1 documents, {done}"]

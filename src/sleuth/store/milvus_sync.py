@@ -69,6 +69,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from sleuth import progress as sleuth_progress
 from sleuth.errors import ConfigError
 from sleuth.faults import kill_point
 from sleuth.lanes import sparse
@@ -518,6 +519,10 @@ class MilvusSync:
         title: list[str] = []
         path: list[str] = []
         tags: list[str] = []
+        counts = sleuth_progress.current() if phase == "stats" else None  # the rows pass counts what it sends
+        if counts is not None:  # an indexing run's: a line or a bar for this pass (a whole one: of every block)
+            whole = since == 0 and after is None
+            counts.start("milvus terms", total=self.catalog.counts()["blocks"] if whole else None)
         with contextlib.closing(self.catalog.sync_block_pages(since, after, max(1, int(self.part_blocks)))) as pages:
             for page in pages:
                 blocks: list[SyncBlock] = []
@@ -542,6 +547,8 @@ class MilvusSync:
                 if self.on_part is not None:
                     self.on_part(phase, part.blocks)
                 yield part
+                if counts is not None:
+                    counts.advance("milvus terms", len(part.blocks))
                 del part
 
     def _too_long(self, block_id: str, project_id: str, doc_id: str, label: str, role: str, family: str) -> bool:
@@ -902,6 +909,15 @@ class MilvusSync:
         resend = int(progress.get("sent", 0))  # blocks after `done` that may be in Milvus already
         upsert = not progress["rebuild"]
         count = 0
+        counts = sleuth_progress.current()
+        if counts is not None:  # a rebuild sends every block; else those the statistics pass counted
+            terms = counts.phases.get("milvus terms")
+            total = None
+            if done is None and not upsert:
+                total = self.catalog.counts()["blocks"]
+            elif done is None and terms is not None and self._spill.covers(since):
+                total = terms.done
+            counts.start("milvus rows", total=total)
         with _Inserter(self.client, target) as inserter:
             for i, part in enumerate(self._lex_parts(since, done)):
                 blocks = part.blocks
@@ -923,6 +939,8 @@ class MilvusSync:
                 resend = max(0, resend - rows)
                 count += rows
                 done = last
+                if counts is not None:
+                    counts.advance("milvus rows", rows)
                 kill_point(f"milvus:lex-part:{i + 1}.")
         return count
 
@@ -984,6 +1002,9 @@ class MilvusSync:
         schema = self.client.describe_collection(target)
         if not rebuild:  # deleted documents have no rows now (one written again is among docs_to_write)
             self._delete(target, sorted(set(deleted) - set(docs_to_write)))
+        counts = sleuth_progress.current()
+        if counts is not None:
+            counts.start("milvus vectors", total=len(docs_to_write))
         for part in chunks(docs_to_write, 500):
             docs = catalog.documents(list(part))
             found = catalog.doc_block_vectors(model, list(part), dim)
@@ -1008,6 +1029,8 @@ class MilvusSync:
             if not rebuild:  # the part's new rows are in: its documents' other rows go
                 self._trim(target, sent, list(part))
                 sent.clear()
+            if counts is not None:
+                counts.advance("milvus vectors", len(part))
         self.client.flush(target)
         state = self.state()
         if not rebuild:  # the new mark recorded before the collection carries it
