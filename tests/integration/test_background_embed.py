@@ -91,6 +91,11 @@ def test_keyword_search_at_once_embedding_in_the_background_resumes_after_kill_9
                                   " lane does not see them: embedding is in progress (`sleuth status` shows how far)")
         assert any("vector" in h["sources"] for h in resp["hits"])
 
+        # Embedding under way needs no attention.
+        doctor = run_cli("doctor", "--index", str(index), "--format", "json")
+        assert doctor.returncode == 0 and json.loads(doctor.stdout)["lanes"]["vector"]["details"]["embedding"] == \
+            "running"
+
         # Only one process embeds an index: a second worker leaves the work to the first.
         second = run_cli("embed", "--worker", "--index", str(index))
         assert second.returncode == 0 and vectors_in(index) == EMBED_COMMIT_BLOCKS
@@ -102,12 +107,17 @@ def test_keyword_search_at_once_embedding_in_the_background_resumes_after_kill_9
     assert st == {"state": "stopped", "embedded": EMBED_COMMIT_BLOCKS, "total": DOCS}
     assert "embedding stopped: 256 of 300 blocks (85 %) embedded and no process is embedding the rest: run " \
            "`sleuth embed` to resume" in run_cli("status", "--index", str(index)).stdout
+    doctor = run_cli("doctor", "--index", str(index), check=False)  # blocks wait, nobody embeds them
+    assert doctor.returncode == 1 and (f"({EMBED_COMMIT_BLOCKS} of {DOCS} blocks embedded: it does not see the "
+                                       "others, and no process is embedding them: run `sleuth embed` to resume)"
+                                       ) in doctor.stdout
 
     # The next run embeds only what the killed worker had not committed.
     resumed = json.loads(run_cli("embed", "--index", str(index), "--format", "json").stdout)
     assert (resumed["embedded"], resumed["blocks_with_vectors"], resumed["blocks"]) == \
         (DOCS - EMBED_COMMIT_BLOCKS, DOCS, DOCS)
     assert status(index)["vector_lane"]["embedding"] == {"state": "done", "embedded": DOCS, "total": DOCS}
+    assert run_cli("doctor", "--index", str(index)).returncode == 0
     resp = json.loads(run_cli("search", "an owl hunting at dusk", "--index", str(index), "--format", "json").stdout)
     assert resp["notice"] is None
 

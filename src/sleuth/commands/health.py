@@ -151,6 +151,9 @@ def _partly_embedded(lane: FamilyHealth) -> str:
     have, total = lane.details.get("blocks_with_vectors"), lane.details.get("blocks")
     if not lane.available or not isinstance(have, int) or not isinstance(total, int) or have >= total:
         return ""
+    if lane.details.get("embedding") == "stopped":
+        return (f" ({have:,} of {total:,} blocks embedded: it does not see the others, and no process is embedding"
+                " them: run `sleuth embed` to resume)")
     return (f" ({have:,} of {total:,} blocks embedded: it does not see the others yet; `sleuth status` shows the"
             " embedding's progress, `sleuth embed` finishes it)")
 
@@ -220,8 +223,9 @@ def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
     """Check index health: stale documents (changed or deleted since indexed), skipped files, lanes.
 
     Exits 0 when all is well ("ok"), 1 when anything needs attention (stale documents, postings
-    behind the catalog, no vector lane although a model is configured, Milvus unreachable or
-    behind the catalog: the report says what, in text or JSON), and with the codes of every
+    behind the catalog, no vector lane although a model is configured, blocks waiting for a vector
+    with no process embedding them, Milvus unreachable or behind the catalog: the report says what,
+    in text or JSON), and with the codes of every
     command on errors (3: no index, 4: no such project, ...). A model turned off
     (SLEUTH_MODEL=none) is reported, not counted; so are skipped files and documents left out of
     Milvus."""

@@ -67,8 +67,26 @@ def _families(engine: Engine, wanted: list[str]) -> dict[str, FamilyHealth]:
     return out
 
 
+def _embedding_goes_on(engine: Engine, vector: FamilyHealth) -> bool:
+    """False when blocks of the chosen projects wait for a vector and no process embeds them (a
+    killed worker: ``sleuth embed`` resumes); then ``vector.details["embedding"]`` is ``"stopped"``
+    (``"running"`` while a process embeds)."""
+    from sleuth.background import worker_running
+
+    have, total = vector.details.get("blocks_with_vectors"), vector.details.get("blocks")
+    if not isinstance(have, int) or not isinstance(total, int) or have >= total:
+        return True
+    running = worker_running(engine.index_dir)
+    vector.details["embedding"] = "running" if running else "stopped"
+    return running
+
+
 def doctor(engine: Engine, project_id: str | None = None, visible: Collection[str] | None = None) -> DoctorReport:
     """Index health (one project, or all when ``project_id`` is None).
+
+    Needs attention (``ok`` False): stale documents, postings behind the catalog, no vector lane
+    although a model is configured, blocks waiting for a vector with no process embedding them,
+    Milvus unreachable or behind.
 
     Stale documents are found by one ``stat`` per indexed file (changed or vanished since indexed).
     Everything reported -- projects, stale documents, skipped files, problems, the graph's and the
@@ -106,11 +124,12 @@ def doctor(engine: Engine, project_id: str | None = None, visible: Collection[st
     vector = lanes.get("vector")
     # a model turned off (model = 'none') is the user's choice: reported, but nothing to attend to
     vector_ok = vector is None or vector.available or engine.model.disabled
+    embedding_ok = vector is None or engine.model.disabled or _embedding_goes_on(engine, vector)
     # documents left out of Milvus are reported as skipped files are, not counted
     milvus = milvus_report(engine, wanted, DOCTOR_LISTED_MAX)
     milvus_ok = milvus is None or (milvus.reachable and milvus.up_to_date)
     return DoctorReport(
-        ok=not stale and postings_generation == generation and vector_ok and milvus_ok,
+        ok=not stale and postings_generation == generation and vector_ok and embedding_ok and milvus_ok,
         index_dir=str(engine.index_dir), generation=generation, postings_generation=postings_generation,
         projects=[DoctorProject(**p.model_dump(), memory_dir=str(engine.index_dir / MEMORY_DIR_NAME / p.project_id),
                                 stale_documents=stale_counts[p.project_id],
