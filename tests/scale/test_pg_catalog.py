@@ -435,8 +435,16 @@ def test_a_remote_caller_is_not_told_where_a_lost_catalog_was(tmp_path: Path,
 
     try:
         local, remote = errors(False), errors(True)
+        import psycopg
+
+        def lost() -> None:  # a driver's own error, as an open connection's query raises it
+            raise psycopg.OperationalError(f'connection to server at "127.0.0.1", port {server.port} failed')
+
+        monkeypatch.setattr(engine, "projects", lost)
+        raw = errors(True)["get_projects"]
     finally:
         engine.close()
+    assert raw == "OperationalError: connection to server at <catalog> failed (details in the server's log)"
     for name in calls:
         assert local[name].startswith(f"cannot reach the catalog at postgresql://{server.user}@127.0.0.1:{server.port}/lost:")
         assert f'"127.0.0.1", port {server.port} failed' in local[name]

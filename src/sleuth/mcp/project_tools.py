@@ -9,7 +9,7 @@ no results is not an error. The engine does the ranking; this module only adapts
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -17,7 +17,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 
 from sleuth.engine import Engine
-from sleuth.errors import DocumentNotFound, SleuthError, not_found
+from sleuth.errors import DocumentNotFound, InternalError, SleuthError, not_found
 from sleuth.mcp.access import Access
 from sleuth.mcp.envelope import bounded_int, envelope, required_text
 from sleuth.mcp.limits import SEARCH_PROJECT_LIMIT_MAX, CheckedTool, run_in_worker
@@ -140,6 +140,19 @@ class ProjectTools:
             message = shown
         return ToolError(message)
 
+    async def _run(self, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``work()`` in a worker thread; an error that is not a tool error becomes one
+        (:meth:`tool_error`), never the SDK's "Error executing tool" with the raw exception's words."""
+        try:
+            return await run_in_worker(work)
+        except ToolError:
+            raise
+        except SleuthError as exc:
+            raise self.tool_error(exc) from None
+        except Exception as exc:  # a driver's error (the catalog's, Milvus'): readable, located only locally
+            log.exception("project tool failed")
+            raise self.tool_error(InternalError(f"{type(exc).__name__}: {exc} (details in the server's log)")) from None
+
     @staticmethod
     def _item(h: Hit) -> dict[str, Any]:
         return {
@@ -187,7 +200,7 @@ class ProjectTools:
             # weak meaning matches dropped and its strong ones marked (item.semantic_only).
             return envelope(result_count=len(items), items=items)
 
-        return await run_in_worker(work)
+        return await self._run(work)
 
     async def get_notebook(self, project_id: Any = None, item_id: Any = None, offset: Any = None,
                            max_chars: Any = None) -> dict[str, Any]:
@@ -216,7 +229,7 @@ class ProjectTools:
                         blocks=[b for b in doc.blocks if _overlaps(b["chars"], start, end)])
             return envelope(item=item)
 
-        return await run_in_worker(work)
+        return await self._run(work)
 
     async def get_projects(self) -> dict[str, Any]:
         def work() -> dict[str, Any]:
@@ -227,7 +240,7 @@ class ProjectTools:
             items = self.access.shown([p.model_dump() for p in projects if self.access.visible(p.project_id)])
             return envelope(result_count=len(items), items=items)
 
-        return await run_in_worker(work)
+        return await self._run(work)
 
     def tools(self) -> list[Tool]:
         """The MCP tools, each advertising exactly its contract's input schema."""
