@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -154,11 +155,18 @@ def test_a_long_running_process_notices_collections_dropped_under_it(
     monkeypatch.setattr(milvus_lanes, "MILVUS_RECHECK_INTERVAL_S", 0.0)
     with _engine(index, server) as e:
         assert_same(before, lane_answers(e))
+        assert e.search("advisory lock").notice is None
         client = server.client()
         for name in client.list_collections():
             client.drop_collection(name)
         client.close()
+        rebuilt = e.search("advisory lock")  # waits for the sync that fills Milvus again, and says so
+        again = e.search("advisory lock")
         assert_same(before, lane_answers(e))
+    assert rebuilt.notice is not None and re.fullmatch(
+        r"Milvus was brought up to the catalog before this search answered \(a sync of \d+\.\d s: Milvus had"
+        r" been emptied, replaced or left behind\)", rebuilt.notice)
+    assert again.notice is None and [h.doc_id for h in again.hits] == [h.doc_id for h in rebuilt.hits]
 
 
 def test_a_lane_that_fails_is_named_not_reported_as_no_match(

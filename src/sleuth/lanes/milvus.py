@@ -68,6 +68,8 @@ class MilvusShared:
         self._synced: tuple[int, str | None] | None = None
         self._checked_at = 0.0  # time.monotonic() when Milvus was last found up to ``_synced``
         self._failed: tuple[float, SleuthError] | None = None  # (time.monotonic(), why) of the last failed open
+        #: ``(time.perf_counter() when it ended, seconds it took)`` of the last sync that changed Milvus.
+        self.last_sync: tuple[float, float] | None = None
 
     @property
     def index(self) -> MilvusIndex:
@@ -134,8 +136,17 @@ class MilvusShared:
             return
         with self.context.lane_files_writable() as allowed:
             if allowed:
-                index.sync(*(model or (None, 0)))
+                began = time.perf_counter()
+                if index.sync(*(model or (None, 0))):
+                    ended = time.perf_counter()
+                    self.last_sync = (ended, ended - began)
                 self._synced, self._checked_at = key, time.monotonic()
+
+    def synced_since(self, started: float) -> float | None:
+        """Seconds taken by a sync that changed Milvus and ended after ``started`` (a
+        ``time.perf_counter()``: a search's start; it waited for that sync), else None."""
+        last = self.last_sync
+        return last[1] if last is not None and last[0] >= started else None
 
 
 def filters(lane: str, context: LaneContext, q: LaneQuery) -> list[str]:
@@ -163,6 +174,10 @@ class _MilvusLexical(LaneBase):
 
     def __init__(self, context: LaneContext, shared: MilvusShared) -> None:
         self.context, self.shared = context, shared
+
+    def synced_since(self, started: float) -> float | None:
+        """See :meth:`MilvusShared.synced_since`."""
+        return self.shared.synced_since(started)
 
     def query_vector(self, parsed: ParsedQuery) -> dict[int, float]:
         raise NotImplementedError
@@ -267,6 +282,10 @@ class MilvusVectorLane(VectorLane):
 
     def pending_documents(self) -> int:
         return len(self.shared.index.state().get("pending", []))
+
+    def synced_since(self, started: float) -> float | None:
+        """See :meth:`MilvusShared.synced_since`."""
+        return self.shared.synced_since(started)
 
     def warm(self) -> None:
         self.shared.warm()

@@ -240,7 +240,7 @@ class Searcher:
             terms=list(first.terms), phrases=[" ".join(p) for p in first.phrases],
             result_count=len(answers[0].hits), hits=answers[0].hits, lanes=ran,
             took_ms=round((time.perf_counter() - started) * 1000, 3),
-            notice=self._notice(plan, retrieval, answers, word_notice, postings_lag, inbox_left_out),
+            notice=self._notice(plan, retrieval, answers, word_notice, postings_lag, inbox_left_out, started),
             unavailable_lanes=retrieval.unavailable, degraded_lanes=sorted(retrieval.degraded),
             failed_lanes=retrieval.failed, skipped_lanes=retrieval.skipped, questions=answers,
             projects=list(plan.projects) if plan.projects is not None else [], request_id=req.request_id,
@@ -356,10 +356,12 @@ class Searcher:
         return postings.absent_terms(terms) if postings is not None else []
 
     def _notice(self, plan: Plan, retrieval: Retrieval, answers: list[QuestionAnswer],
-                word_notice: str | None, postings_lag: Callable[[], bool], inbox_left_out: int = 0) -> str | None:
+                word_notice: str | None, postings_lag: Callable[[], bool], inbox_left_out: int = 0,
+                started: float | None = None) -> str | None:
         """What the reader should know: why the answer is empty, the Inbox left out (its
         ``inbox_left_out`` documents), an indexing run in progress (``postings_lag()``), documents
-        the vector lane does not see yet."""
+        the vector lane does not see yet, a Milvus sync this search waited for (one that ended after
+        ``started``, a ``time.perf_counter()``)."""
         notes: list[str] = []
         if word_notice:
             notes.append(word_notice)
@@ -381,6 +383,11 @@ class Searcher:
                          f" lane{'s' if len(rewritten) > 1 else ''} answer from Milvus as the sync before it left"
                          " it, with the documents this one has reached already updated, until it ends (the next"
                          " `sleuth index` finishes it)")
+        synced = [took for name in plan.all_lanes if started is not None
+                  and (took := getattr(self.lanes.get(name), "synced_since", lambda _s: None)(started)) is not None]
+        if synced:
+            notes.append(f"Milvus was brought up to the catalog before this search answered (a sync of"
+                         f" {max(synced):.1f} s: Milvus had been emptied, replaced or left behind)")
         vector = self.lanes.get("vector")
         if "vector" in retrieval.answers and vector is not None and vector.pending_documents():
             running = getattr(vector, "embedding_running", lambda: False)()
