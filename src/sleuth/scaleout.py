@@ -11,7 +11,8 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from sleuth.errors import ConfigError, StorageError
+from sleuth.errors import ConfigError, IndexBusy, StorageError
+from sleuth.remote import INDEX_SHOWN
 from sleuth.reports import CatalogBackend, LeftOutDocument, MilvusReport, MilvusSyncProgress
 from sleuth.store.urls import redact_url
 
@@ -207,3 +208,19 @@ def hide_locations(value: Any, engine: Engine) -> Any:
         return v
 
     return walk(value) if needles else value
+
+
+#: All a remote caller reads of an :class:`sleuth.errors.IndexBusy`: its message names the writing
+#: process (its command line, a folder it indexes; with PostgreSQL, its address) and the index folder.
+INDEX_BUSY_SHOWN = "another process is writing to the index: try again when it has finished"
+
+
+def remote_message(error: BaseException | str, engine: Engine) -> str:
+    """An error (an exception or its message) as a remote caller (``sleuth serve --http``) reads it:
+    an IndexBusy as ``INDEX_BUSY_SHOWN``; else its message without where Milvus or the catalog is
+    (:func:`hide_locations`) and with the index folder as ``<index>`` (a storage error names it)."""
+    if isinstance(error, IndexBusy):
+        return INDEX_BUSY_SHOWN
+    message = hide_locations(str(error), engine)
+    index_dir = str(engine.index_dir)
+    return message.replace(index_dir, INDEX_SHOWN) if index_dir.startswith("/") else message
