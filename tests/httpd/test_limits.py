@@ -5,6 +5,7 @@ or body that does not arrive in time gets 408; one user cannot take every MCP se
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import select
 import socket
@@ -347,3 +348,51 @@ def test_a_refused_connection_whose_client_reads_nothing_is_cut() -> None:
     assert received.startswith(b"HTTP/1.1 200 OK\r\ncontent-length: 60000\r\n\r\nx")
     assert len(received) < len(b"HTTP/1.1 200 OK\r\ncontent-length: 60000\r\n\r\n") + BIG_ANSWER_BYTES
     assert (len(lost), len(state.connections)) == (1, 0)
+
+
+async def _received(sock: socket.socket, enough: Any) -> bytes:
+    """What the non-blocking ``sock`` receives until ``enough(received, closed)`` (the server runs
+    in this event loop: never a blocking read), within ``CLOSE_WAIT_S``."""
+    got, closed = b"", False
+    deadline = time.monotonic() + CLOSE_WAIT_S
+    while not enough(got, closed) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+        with contextlib.suppress(BlockingIOError):
+            chunk = sock.recv(65536)
+            got, closed = got + chunk, not chunk
+    return got
+
+
+def test_a_kept_alive_connection_refused_by_the_cap_is_told_so() -> None:
+    """A connection whose first request was answered sends another while its address is at the
+    pending cap (1 here): it reads the cap's 503 with Retry-After (it read nothing, only the
+    close: the refusal took the answered request's response for the new one's)."""
+    protocol = guarded_protocol(3600.0, 3600.0, 1)
+    config = uvicorn.Config(app=_echo_app, limit_concurrency=HTTP_CONNECTIONS_MAX, http=protocol, log_level="warning")
+    config.load()
+    state = ServerState()
+
+    async def serve() -> bytes:
+        loop = asyncio.get_running_loop()
+        kept, kept_client = socket.socketpair()
+        other, other_client = socket.socketpair()
+        try:
+            await loop.connect_accepted_socket(lambda: protocol(config=config, server_state=state, app_state={}), kept)
+            kept_client.sendall(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+            kept_client.setblocking(False)
+            answered = await _received(kept_client, lambda got, closed: got.endswith(b"ok"))
+            # the address's one pending connection: a second connection that sends nothing
+            await loop.connect_accepted_socket(lambda: protocol(config=config, server_state=state, app_state={}), other)
+            kept_client.sendall(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+            return answered + await _received(kept_client, lambda got, closed: closed)
+        finally:
+            for s in (kept_client, other_client):
+                s.close()
+
+    received = asyncio.run(serve())
+    first, _, refusal = received.partition(b"HTTP/1.1 503 Service Unavailable\r\n")
+    assert first == b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+    head_lines, _, body = refusal.partition(b"\r\n\r\n")
+    assert b"retry-after: 3600" in head_lines.split(b"\r\n")
+    assert json.loads(body) == {"error": "too_many_connections",
+                                "error_description": "more than 1 unfinished requests from this address"}

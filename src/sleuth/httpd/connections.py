@@ -85,13 +85,16 @@ class GuardedH11Protocol(H11Protocol):
     def _address(self) -> str:
         return self.client[0] if self.client else "unknown"
 
-    def _refuse(self, status: int, reason: str, response: bytes) -> None:
+    def _refuse(self, status: int, reason: str, response: bytes, new_request: bool = False) -> None:
+        """Answer ``response`` (unless the client has part of an answer to its current request),
+        close, count the refusal. ``new_request``: refused as it starts (the cycle, if any, is the
+        request before it on this connection, answered: the response is written all the same)."""
         self._stop_pending()
         # Out of uvicorn's count now, not when the close is processed an iteration later: else a
         # burst of refused connections counts against ``limit_concurrency`` and the requests read
         # in the same iteration get uvicorn's own 503 (connection_lost discards again: harmless).
         self.connections.discard(self)
-        started = self.cycle is not None and self.cycle.response_started
+        started = not new_request and self.cycle is not None and self.cycle.response_started
         if self.cycle is not None and not self.cycle.response_complete:
             self.cycle.disconnected = True  # the app's later sends go nowhere
             self.cycle.message_event.set()
@@ -113,7 +116,7 @@ class GuardedH11Protocol(H11Protocol):
             self._refuse(503, "too many pending connections from this address", raw_response(
                 503, "Service Unavailable", "too_many_connections",
                 f"more than {self.pending_per_client_max} unfinished requests from this address",
-                (("retry-after", str(max(1, math.ceil(self.head_timeout_s)))),)))
+                (("retry-after", str(max(1, math.ceil(self.head_timeout_s)))),)), new_request=True)
             return False
         self.pending.add(address)
         self._pending_address = address
