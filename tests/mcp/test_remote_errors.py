@@ -51,3 +51,27 @@ def test_a_remote_writer_is_not_told_who_holds_the_write_lock_nor_where_the_inde
                             f" is writing to the index {tmp_path / 'idx'}; ")
     assert remote == INDEX_BUSY_SHOWN
     assert shown == "the index folder <index> was deleted or moved while it was open"
+
+
+def test_a_remote_caller_is_not_told_where_a_projects_folder_is(tmp_path: Path) -> None:
+    """project_memory_forget of an indexed file (not a record): the server's own caller reads the
+    project's folder as it is; a remote one its name, as results label it."""
+    root = tmp_path / "srv" / "notes"
+    root.mkdir(parents=True)
+    (root / "a.md").write_text("# Locks\n\nOne writer at a time.\n")
+    engine = Engine(tmp_path / "idx", Config(model="none"))
+    engine.index([root], project="beta")
+    (doc_id,) = [h.doc_id for h in engine.search("writer", lanes=["bm25"]).hits]
+    token = CURRENT_CALLER.set(Caller("bob", frozenset({"beta"}), frozenset({"read", "write"})))
+    try:
+        def forget(per_caller: bool) -> str:
+            result = asyncio.run(MemoryTools(engine, per_caller=per_caller).project_memory_forget(record_id=doc_id))
+            return result.structured_content["error"]["message"]  # type: ignore[index]
+
+        local, remote = forget(False), forget(True)
+    finally:
+        CURRENT_CALLER.reset(token)
+        engine.close()
+    words = "not a record: delete it or add it to .gitignore, then re-index"
+    assert local == f"{doc_id} is the file a.md under {root}, {words}"
+    assert remote == f"{doc_id} is the file a.md under notes, {words}"
