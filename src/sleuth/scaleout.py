@@ -7,11 +7,14 @@ sync, no model, no count of a collection's rows. Every URL is shown with its pas
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from sleuth.errors import ConfigError, StorageError
+from sleuth.errors import ConfigError, IndexBusy, QueryError, StorageError
+from sleuth.remote import INDEX_SHOWN
 from sleuth.reports import CatalogBackend, LeftOutDocument, MilvusReport, MilvusSyncProgress
 from sleuth.store.urls import redact_url
 
@@ -207,3 +210,33 @@ def hide_locations(value: Any, engine: Engine) -> Any:
         return v
 
     return walk(value) if needles else value
+
+
+#: All a remote caller reads of an :class:`sleuth.errors.IndexBusy`: its message names the writing
+#: process (its command line, a folder it indexes; with PostgreSQL, its address) and the index folder.
+INDEX_BUSY_SHOWN = "another process is writing to the index: try again when it has finished"
+
+
+def remote_message(error: BaseException | str, engine: Engine) -> str:
+    """An error (an exception or its message) as a remote caller (``sleuth serve --http``) reads it:
+    an IndexBusy as ``INDEX_BUSY_SHOWN``; else its message without where Milvus or the catalog is
+    (:func:`hide_locations`), with the index folder as ``<index>`` (a storage error names it) and
+    a project's root as its folder's name (as :func:`sleuth.remote.hide_server_paths` shows it:
+    a QueryError's "... is the file a.md under /srv/notes/en" names it; the roots come from the
+    catalog, not asked for other errors: the catalog may be what failed)."""
+    if isinstance(error, IndexBusy):
+        return INDEX_BUSY_SHOWN
+    message = hide_locations(str(error), engine)
+    roots: list[str] = []
+    if isinstance(error, QueryError):  # only then: the catalog may be what failed (a connect may take seconds)
+        try:
+            roots = [str(r) for rs in engine.catalog.roots().values() for r in rs]
+        except Exception:  # noqa: BLE001 - the catalog is down (a driver's error too): its error is hidden above
+            roots = []
+    prefixes = [(r.rstrip("/"), PurePosixPath(r).name) for r in roots if r.startswith("/") and r.rstrip("/")]
+    index_dir = str(engine.index_dir)
+    if index_dir.startswith("/"):
+        prefixes.append((index_dir.rstrip("/"), INDEX_SHOWN))
+    for prefix, shown in sorted(prefixes, key=lambda p: -len(p[0])):  # a memory root before the index
+        message = re.sub(re.escape(prefix) + r"(?![^/\s,;:()'\"])", lambda _m, s=shown: s, message)
+    return message

@@ -5,12 +5,14 @@ or body that does not arrive in time gets 408; one user cannot take every MCP se
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import select
 import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -256,3 +258,141 @@ def test_a_refused_connection_does_not_count_against_the_connection_limit() -> N
     asyncio.run(burst())
     assert len(seen) == HALF_SENT
     assert max(seen) == PENDING_PER_CLIENT_MAX  # never the refused ones as well
+
+
+async def _echo_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An ASGI app: ``/big`` answers 60000 bytes at once, without reading the request's body;
+    any other path reads the whole body, then answers ``ok``."""
+    if scope["type"] != "http":
+        return
+    if scope["path"] != "/big":
+        while (message := await receive())["type"] == "http.request" and message.get("more_body"):
+            pass
+        if message["type"] == "http.disconnect":
+            return
+    body = b"x" * BIG_ANSWER_BYTES if scope["path"] == "/big" else b"ok"
+    headers = [(b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+#: The size of ``/big``'s answer: more than two small socket buffers hold.
+BIG_ANSWER_BYTES = 60_000
+#: The head and body deadlines of the two tests below, in seconds (short: the tests wait for them).
+SHORT_DEADLINE_S = 0.05
+#: How long those tests wait for the server to close the connection, in seconds (a safety net:
+#: far more than the deadlines on a busy machine; without the fixes it never closes).
+CLOSE_WAIT_S = 30.0
+
+
+def _served(sent: bytes, small_buffers: bool = False) -> tuple[bytes | None, list[Any], ServerState]:
+    """Serve ``sent`` (then nothing more; the client reads nothing until the end) over a socket pair
+    with real uvicorn protocol objects and ``SHORT_DEADLINE_S`` deadlines; returns what the client
+    received until the server closed (None: not closed within ``CLOSE_WAIT_S``), the protocol, and
+    the server state."""
+    protocol = guarded_protocol(SHORT_DEADLINE_S, SHORT_DEADLINE_S, PENDING_PER_CLIENT_MAX)
+    config = uvicorn.Config(app=_echo_app, limit_concurrency=HTTP_CONNECTIONS_MAX, http=protocol, log_level="warning")
+    config.load()
+    state = ServerState()
+    lost: list[Any] = []
+
+    class Watched(protocol):  # type: ignore[misc,valid-type]
+        def connection_lost(self, exc: Exception | None) -> None:
+            super().connection_lost(exc)
+            lost.append(self)
+
+    async def serve() -> bytes | None:
+        ours, theirs = socket.socketpair()
+        if small_buffers:
+            ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+            theirs.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(
+                lambda: Watched(config=config, server_state=state, app_state={}), ours)
+            theirs.sendall(sent)
+            deadline = time.monotonic() + CLOSE_WAIT_S
+            while not lost and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            if not lost:
+                return None
+            theirs.settimeout(ANSWER_WAIT_S)
+            return read_to_close(theirs)
+        finally:
+            theirs.close()
+
+    received = asyncio.run(serve())
+    return received, lost, state
+
+
+def test_a_pipelined_request_whose_body_never_comes_gets_408() -> None:
+    """A complete request and, in the same packet, the head of a second whose body never comes:
+    the second is pending too (it had no deadline: received with the first, it never passed
+    through ``data_received``, so a client could hold any number of connections that way, past
+    the per-address cap, until every client got uvicorn's 503)."""
+    received, lost, state = _served(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+                                    b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+    assert received is not None, "the connection was never closed"
+    first, _, rest = received.partition(b"HTTP/1.1 408 Request Timeout\r\n")
+    assert first == b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+    assert json.loads(rest.split(b"\r\n\r\n", 1)[1])["error_description"] == (
+        "request body not received in time (the server waits 0.05 s for a request head and 0.05 s for its body)")
+    assert (len(lost), len(state.connections), dict(type(lost[0]).pending.counts)) == (1, 0, {})
+
+
+def test_a_refused_connection_whose_client_reads_nothing_is_cut() -> None:
+    """``/big`` answered before its body came; the body never comes (408) and the client reads
+    nothing: the refused connection, already out of uvicorn's count, is cut after the head
+    deadline (it stayed open, its answer unsent, for as long as the client wished)."""
+    received, lost, state = _served(b"GET /big HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n", small_buffers=True)
+    assert received is not None, "the connection was never closed"
+    assert received.startswith(b"HTTP/1.1 200 OK\r\ncontent-length: 60000\r\n\r\nx")
+    assert len(received) < len(b"HTTP/1.1 200 OK\r\ncontent-length: 60000\r\n\r\n") + BIG_ANSWER_BYTES
+    assert (len(lost), len(state.connections)) == (1, 0)
+
+
+async def _received(sock: socket.socket, enough: Any) -> bytes:
+    """What the non-blocking ``sock`` receives until ``enough(received, closed)`` (the server runs
+    in this event loop: never a blocking read), within ``CLOSE_WAIT_S``."""
+    got, closed = b"", False
+    deadline = time.monotonic() + CLOSE_WAIT_S
+    while not enough(got, closed) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+        with contextlib.suppress(BlockingIOError):
+            chunk = sock.recv(65536)
+            got, closed = got + chunk, not chunk
+    return got
+
+
+def test_a_kept_alive_connection_refused_by_the_cap_is_told_so() -> None:
+    """A connection whose first request was answered sends another while its address is at the
+    pending cap (1 here): it reads the cap's 503 with Retry-After (it read nothing, only the
+    close: the refusal took the answered request's response for the new one's)."""
+    protocol = guarded_protocol(3600.0, 3600.0, 1)
+    config = uvicorn.Config(app=_echo_app, limit_concurrency=HTTP_CONNECTIONS_MAX, http=protocol, log_level="warning")
+    config.load()
+    state = ServerState()
+
+    async def serve() -> bytes:
+        loop = asyncio.get_running_loop()
+        kept, kept_client = socket.socketpair()
+        other, other_client = socket.socketpair()
+        try:
+            await loop.connect_accepted_socket(lambda: protocol(config=config, server_state=state, app_state={}), kept)
+            kept_client.sendall(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+            kept_client.setblocking(False)
+            answered = await _received(kept_client, lambda got, closed: got.endswith(b"ok"))
+            # the address's one pending connection: a second connection that sends nothing
+            await loop.connect_accepted_socket(lambda: protocol(config=config, server_state=state, app_state={}), other)
+            kept_client.sendall(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+            return answered + await _received(kept_client, lambda got, closed: closed)
+        finally:
+            for s in (kept_client, other_client):
+                s.close()
+
+    received = asyncio.run(serve())
+    first, _, refusal = received.partition(b"HTTP/1.1 503 Service Unavailable\r\n")
+    assert first == b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+    head_lines, _, body = refusal.partition(b"\r\n\r\n")
+    assert b"retry-after: 3600" in head_lines.split(b"\r\n")
+    assert json.loads(body) == {"error": "too_many_connections",
+                                "error_description": "more than 1 unfinished requests from this address"}

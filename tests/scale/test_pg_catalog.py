@@ -449,3 +449,49 @@ def test_a_remote_caller_is_not_told_where_a_lost_catalog_was(tmp_path: Path,
         assert local[name].startswith(f"cannot reach the catalog at postgresql://{server.user}@127.0.0.1:{server.port}/lost:")
         assert f'"127.0.0.1", port {server.port} failed' in local[name]
     assert remote == dict.fromkeys(calls, CATALOG_UNREACHABLE_SHOWN)
+
+
+def test_query_status_tells_a_remote_caller_no_more_of_a_lost_catalog_than_the_search_did(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search over all projects fails in its scope phase (the catalog is gone): its answer and
+    query_status's ``error`` are one fixed line for a remote caller (query_status passed the raw
+    message on: the PostgreSQL URL, address and port), the whole message for the server's own."""
+    import asyncio
+
+    from sleuth.config import Config
+    from sleuth.mcp.access import CURRENT_CALLER, Caller
+    from sleuth.mcp.memory_tools import MemoryTools
+    from sleuth.scaleout import CATALOG_UNREACHABLE_SHOWN
+    from tests.scale.servers import PgServer
+
+    write_corpus(tmp_path / "src")
+    server = PgServer().start()
+    try:
+        monkeypatch.setenv("SLEUTH_CATALOG_URL", server.new_database("lost"))
+        engine = Engine(tmp_path / "idx", Config(model="none"))
+        engine.index([tmp_path / "src"], project="beta")
+    finally:
+        server.stop()
+
+    def answers(per_caller: bool) -> tuple[str, str, str, str]:
+        tools = MemoryTools(engine, per_caller=per_caller)
+
+        async def calls() -> tuple[str, str, str, str]:
+            searched = await tools.project_memory_search(query="advisory lock", all_projects=True, request_id="r1")
+            status = (await tools.query_status(request_id="r1")).structured_content["query_status"]  # type: ignore[index]
+            cancel = (await tools.query_cancel(request_id="r1")).structured_content["query_status"]  # type: ignore[index]
+            return searched.structured_content["error"]["message"], status["state"], status["error"], cancel["error"]  # type: ignore[index]
+
+        token = CURRENT_CALLER.set(Caller("bob", frozenset({"beta"}), frozenset({"read"})))
+        try:
+            return asyncio.run(calls())
+        finally:
+            CURRENT_CALLER.reset(token)
+
+    try:
+        local, remote = answers(False), answers(True)
+    finally:
+        engine.close()
+    assert remote == (CATALOG_UNREACHABLE_SHOWN, "failed", CATALOG_UNREACHABLE_SHOWN, CATALOG_UNREACHABLE_SHOWN)
+    assert local[1] == "failed" and local[0] == local[2] == local[3]
+    assert local[0].startswith(f"cannot reach the catalog at postgresql://{server.user}@127.0.0.1:{server.port}/lost:")

@@ -11,10 +11,14 @@ class (passed as uvicorn's ``http=``) that adds, per connection:
 - **a body deadline**: the whole body must arrive within ``body_timeout_s`` after the head (a body
   that trickles a byte at a time included); else **408** and closed;
 - **a per-address cap on pending connections**: a connection is *pending* from the moment it opens
-  (or starts another request) until its request is complete; an address with
+  (or starts another request, a pipelined one received with the one before included) until its
+  request is complete; an address with
   ``pending_per_client_max`` pending connections gets **503** with ``Retry-After`` for the next one,
   which is closed at once, so one address's half-sent requests can take at most that many of the
-  server's connections, and only until their deadline.
+  server's connections, and only until their deadline;
+- a connection refused here (408, 503) whose client reads nothing, so that what the server sent
+  cannot all leave, is cut ``head_timeout_s`` after the refusal (it no longer counts against
+  uvicorn's ``limit_concurrency``: it must not stay open either).
 
 Connections that completed their request (being answered, streaming, or idle for the keep-alive
 time) are not pending: a proxy in front, whose clients all share its address, is held back only
@@ -81,13 +85,16 @@ class GuardedH11Protocol(H11Protocol):
     def _address(self) -> str:
         return self.client[0] if self.client else "unknown"
 
-    def _refuse(self, status: int, reason: str, response: bytes) -> None:
+    def _refuse(self, status: int, reason: str, response: bytes, new_request: bool = False) -> None:
+        """Answer ``response`` (unless the client has part of an answer to its current request),
+        close, count the refusal. ``new_request``: refused as it starts (the cycle, if any, is the
+        request before it on this connection, answered: the response is written all the same)."""
         self._stop_pending()
         # Out of uvicorn's count now, not when the close is processed an iteration later: else a
         # burst of refused connections counts against ``limit_concurrency`` and the requests read
         # in the same iteration get uvicorn's own 503 (connection_lost discards again: harmless).
         self.connections.discard(self)
-        started = self.cycle is not None and self.cycle.response_started
+        started = not new_request and self.cycle is not None and self.cycle.response_started
         if self.cycle is not None and not self.cycle.response_complete:
             self.cycle.disconnected = True  # the app's later sends go nowhere
             self.cycle.message_event.set()
@@ -95,6 +102,9 @@ class GuardedH11Protocol(H11Protocol):
             if not started:  # else the client has (part of) an answer: only close
                 self.transport.write(response)
             self.transport.close()
+            if self.transport.get_write_buffer_size():  # a client that reads nothing would keep it open,
+                # out of uvicorn's count (above): cut after as long as a head may take
+                self.loop.call_later(self.head_timeout_s, self.transport.abort)
         hook = type(self).on_refusal
         if hook is not None:
             hook(status, reason, self._address())
@@ -106,7 +116,7 @@ class GuardedH11Protocol(H11Protocol):
             self._refuse(503, "too many pending connections from this address", raw_response(
                 503, "Service Unavailable", "too_many_connections",
                 f"more than {self.pending_per_client_max} unfinished requests from this address",
-                (("retry-after", str(max(1, math.ceil(self.head_timeout_s)))),)))
+                (("retry-after", str(max(1, math.ceil(self.head_timeout_s)))),)), new_request=True)
             return False
         self.pending.add(address)
         self._pending_address = address
@@ -162,6 +172,12 @@ class GuardedH11Protocol(H11Protocol):
         self.transport.close()
 
     def handle_events(self) -> None:
+        if (self._pending_address is None and self.conn.their_state is h11.IDLE and self.conn.trailing_data[0]
+                and not self.transport.is_closing()):
+            # a pipelined request, received with the one before it (no data_received of its own):
+            # pending from now, else its head and body would have no deadline and no cap
+            if not self._start_pending():
+                return
         super().handle_events()
         if self._pending_address is None or self.transport.is_closing():
             return

@@ -55,7 +55,7 @@ from sleuth.memory.records import (
 )
 from sleuth.memory.search import INBOX_PROJECT_ID, MemorySearch
 from sleuth.pipeline.requests import RequestNotFound, RequestRegistry
-from sleuth.scaleout import hide_backends, hide_locations
+from sleuth.scaleout import hide_backends, hide_locations, remote_message
 
 SEARCH_DESCRIPTION = (
     "Search local project knowledge (papers, code, notebooks, plans, experiments, decisions) by exact, BM25, "
@@ -311,12 +311,12 @@ class MemoryTools:
         return structured_result(payload, is_error="error" in payload)
 
     def _error(self, exc: SleuthError, request_id: str | None) -> CallToolResult:
-        """``exc`` as a tool error; a remote caller's message without where Milvus or the
-        PostgreSQL catalog is (:func:`sleuth.scaleout.hide_locations`: "cannot reach Milvus at ...")."""
+        """``exc`` as a tool error; a remote caller's message without where Milvus, the PostgreSQL
+        catalog or the index is, nor who writes it (:func:`sleuth.scaleout.remote_message`)."""
         result = structured_error(exc, request_id)
         if self.access.per_caller and isinstance(result.structured_content, dict):
             error = result.structured_content["error"]
-            shown = hide_locations(error["message"], self.engine)
+            shown = remote_message(exc, self.engine)
             if shown != error["message"]:
                 logger.warning("a remote caller's call failed: %s", error["message"])
             error["message"] = shown
@@ -382,7 +382,15 @@ class MemoryTools:
             state = self.registry.get(request_id)
         except RequestNotFound as exc:
             return structured_error(exc, request_id)
-        return structured_result({"query_status": state.snapshot()})
+        return structured_result({"query_status": self._status(state.snapshot())})
+
+    def _status(self, status: dict[str, Any]) -> dict[str, Any]:
+        """A request's ``status`` (:meth:`RequestState.snapshot`) as this session may see it: a remote
+        caller's (``per_caller``) ``error``, the failed search's own message, as
+        :func:`sleuth.scaleout.remote_message` shows it (the search's answer already did)."""
+        if self.access.per_caller and isinstance(status.get("error"), str):
+            status["error"] = remote_message(status["error"], self.engine)
+        return status
 
     async def query_cancel(self, request_id: Any = None, reason: Any = None) -> CallToolResult:
         try:
@@ -394,7 +402,7 @@ class MemoryTools:
             state, was_running = self.registry.cancel(request_id, why)
         except RequestNotFound as exc:
             return structured_error(exc, request_id)
-        status = state.snapshot()
+        status = self._status(state.snapshot())
         status["cancel_requested"] = was_running
         if not was_running:
             status["note"] = f"the request had already ended ({state.state}); nothing to cancel"

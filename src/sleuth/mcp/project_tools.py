@@ -22,7 +22,7 @@ from sleuth.mcp.access import Access
 from sleuth.mcp.envelope import bounded_int, envelope, required_text
 from sleuth.mcp.limits import SEARCH_PROJECT_LIMIT_MAX, CheckedTool, run_in_worker
 from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS
-from sleuth.scaleout import hide_locations
+from sleuth.scaleout import remote_message
 from sleuth.types import Hit, SearchRequest
 
 log = logging.getLogger(__name__)
@@ -129,12 +129,12 @@ class ProjectTools:
             raise self.tool_error(exc) from None
 
     def tool_error(self, exc: SleuthError) -> ToolError:
-        """``exc`` as a tool error; a remote caller's (``per_caller``) message without where Milvus
-        or the PostgreSQL catalog is (:func:`sleuth.scaleout.hide_locations`: "cannot reach the
-        catalog at host:port" becomes "cannot reach the catalog at <catalog>")."""
+        """``exc`` as a tool error; a remote caller's (``per_caller``) message without where Milvus,
+        the PostgreSQL catalog or the index is (:func:`sleuth.scaleout.remote_message`: "cannot
+        reach the catalog at host:port" becomes "cannot reach the catalog at <catalog>")."""
         message = str(exc)
         if self.access.per_caller:
-            shown = hide_locations(message, self.engine)
+            shown = remote_message(exc, self.engine)
             if shown != message:
                 log.warning("a remote caller's call failed: %s", message)
             message = shown

@@ -26,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from sleuth import errors
 from sleuth.engine import Engine
-from sleuth.scaleout import hide_locations
+from sleuth.scaleout import hide_locations, remote_message
 from sleuth.ui import UI_DEFAULT_PORT, api
 from sleuth.ui.guard import HostOriginGuard, Scope
 
@@ -110,7 +110,7 @@ def page_routes(engine: Engine, access: AccessOf, remote: bool = False,
         except PageRefused as exc:
             return JSONResponse({"error": exc.message}, status_code=exc.status, headers={**headers, **exc.headers})
         except errors.SleuthError as exc:
-            message = hide_locations(str(exc), engine) if remote else str(exc)
+            message = remote_message(exc, engine) if remote else str(exc)
             return JSONResponse({"error": message}, status_code=_status_of(exc), headers=headers)
         except Exception:
             logger.exception("ui api call failed")
