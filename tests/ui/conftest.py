@@ -169,9 +169,12 @@ def chromium_path() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Debian chromium under Playwright."""
+    """Headless Debian chromium under Playwright, one per test module: Playwright's sync API runs
+    an asyncio loop in the main thread while it lives, so a test of another module that runs its
+    own loop (``asyncio.run``, ``anyio.run``) after a session-wide browser failed with "Already
+    running asyncio in this thread" (tests/ui then tests/integration/test_http.py)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
