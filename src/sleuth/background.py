@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sleuth.locks import lock_exclusive
+from sleuth.locks import LOCK_POLL_S, lock_exclusive
 from sleuth.store.scratch import replacing
 
 if TYPE_CHECKING:
@@ -56,15 +56,23 @@ def wait_by_default() -> bool:
     return os.environ.get(INDEX_WAIT_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
+#: Seconds a probe of the embed lock keeps trying before it says a process holds it, and how
+#: often: another probe (``status``, ``doctor``, a search's notice: :func:`worker_running`) holds it
+#: for microseconds, a worker for as long as it embeds. Without it, a record written as another
+#: process probed took the probe for a worker and left its blocks without a vector.
+EMBED_PROBE_GRACE_S, EMBED_PROBE_POLL_S = 0.02, 0.002
+
+
 def worker_running(index_dir: Path) -> bool:
     """True while a process holds the index's embed lock (a worker, or a ``--wait``, embeds).
 
-    Probes the lock without waiting (held for microseconds when free). A folder where the lock file
-    cannot be made (read-only) has no worker, and neither has one where no process ever embedded."""
+    Probes the lock, holding it for microseconds when free (``EMBED_PROBE_GRACE_S`` of tries when
+    held: another probe lets go at once). A folder where the lock file cannot be made (read-only)
+    has no worker, and neither has one where no process ever embedded."""
     if not (index_dir / EMBED_LOCK_FILE).exists():
         return False
     try:
-        fd = lock_exclusive(index_dir / EMBED_LOCK_FILE, 0)
+        fd = lock_exclusive(index_dir / EMBED_LOCK_FILE, EMBED_PROBE_GRACE_S, EMBED_PROBE_POLL_S)
     except OSError:
         return False
     if fd is None:
@@ -74,10 +82,10 @@ def worker_running(index_dir: Path) -> bool:
 
 
 @contextlib.contextmanager
-def embed_lock(index_dir: Path, timeout_s: float) -> Iterator[bool]:
-    """Hold the embed lock for the block, waiting at most ``timeout_s`` (``inf``: until free);
-    yields whether it was taken."""
-    fd = lock_exclusive(index_dir / EMBED_LOCK_FILE, timeout_s)
+def embed_lock(index_dir: Path, timeout_s: float, poll_s: float = LOCK_POLL_S) -> Iterator[bool]:
+    """Hold the embed lock for the block, waiting at most ``timeout_s`` (``inf``: until free),
+    trying every ``poll_s`` seconds; yields whether it was taken."""
+    fd = lock_exclusive(index_dir / EMBED_LOCK_FILE, timeout_s, poll_s)
     try:
         yield fd is not None
     finally:

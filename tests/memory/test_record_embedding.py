@@ -103,3 +103,39 @@ def finished_worker(index_dir: Path) -> dict[str, Any]:
         time.sleep(0.1)
     log = index_dir / EMBED_LOG_FILE
     raise AssertionError(f"no worker embedded the blocks; its log: {log.read_text() if log.exists() else None}")
+
+
+def test_a_record_written_as_another_process_probes_the_embed_lock_is_embedded(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """A probe of the embed lock (``status``, ``doctor``, a search's notice: ``worker_running`` in
+    another process) holds it for microseconds. A record written at that instant took the probe for
+    a worker (both the write's own probe and its try of the lock were one attempt), so its blocks
+    stayed without a vector (attack session 30; ``doctor`` then said "stopped"). Injected here: the
+    embed lock's first two tries find it held, as they would during two other processes' probes."""
+    import fcntl
+
+    from sleuth import locks
+
+    folder = _folder(tmp_path / "notes", 1)
+    with Engine(tmp_path / "idx") as engine:
+        engine.index([folder], project="p")  # embedded: nothing waits
+        records = RecordStore(engine)
+        records.write("p", "note", "First note", "Embedded at once: nothing else waits.")
+        assert _counts(engine)[0] == _counts(engine)[1]
+        busy = {"tries": 2}
+        real_flock = fcntl.flock
+
+        def probed(fd: int, operation: int) -> None:
+            if operation & fcntl.LOCK_NB and busy["tries"] and os.readlink(f"/proc/self/fd/{fd}").endswith(
+                    "embed.lock"):
+                busy["tries"] -= 1
+                raise BlockingIOError("held by another process's probe")
+            real_flock(fd, operation)
+
+        monkeypatch.setattr(locks.fcntl, "flock", probed)
+        second = records.write("p", "note", "Second note", "Written while another process probed the lock.")
+        assert busy["tries"] == 0
+        have, total = _counts(engine)
+        assert have == total
+        hits = engine.search(SearchRequest(query="another process probed", lanes=["vector"], limit=1)).hits
+        assert [h.doc_id for h in hits] == [second.record_id]

@@ -310,7 +310,8 @@ class RecordStore:
             return
         with contextlib.ExitStack() as stack:
             try:
-                held = stack.enter_context(background.embed_lock(engine.index_dir, 0))
+                held = stack.enter_context(background.embed_lock(  # a probe lets go at once; a worker does not
+                    engine.index_dir, background.EMBED_PROBE_GRACE_S, background.EMBED_PROBE_POLL_S))
             except OSError as exc:  # e.g. a planted embed.lock that is not a file: the blocks stay pending
                 logger.warning("the record's blocks are not embedded: %s", exc)
                 return
