@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -394,20 +395,10 @@ def test_int64_columns_go_in_by_one_binary_copy(catalog_url: str, tmp_path: Path
     engine.close()
 
 
-def test_a_remote_caller_is_not_told_where_a_lost_catalog_was(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """search_project, get_notebook and get_projects with the PostgreSQL catalog gone after the
-    engine opened: the server's own caller (stdio) reads libpq's words, address and port included;
-    a remote one (HTTP, ``per_caller``) reads one fixed line (stop 29's note: these tools passed
-    ``str(exc)`` on; get_projects' error went out as the SDK's "Error executing tool")."""
-    import asyncio
-
-    from mcp.server.mcpserver.exceptions import ToolError
-
+def _engine_whose_catalog_is_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Engine, Any]:
+    """An engine (no model) over ``write_corpus`` in project beta, indexed into a PostgreSQL server
+    of its own, then stopped under the open engine; and that server (stopped: its port and user)."""
     from sleuth.config import Config
-    from sleuth.mcp.access import CURRENT_CALLER, Caller
-    from sleuth.mcp.project_tools import ProjectTools
-    from sleuth.scaleout import CATALOG_UNREACHABLE_SHOWN
     from tests.scale.servers import PgServer
 
     write_corpus(tmp_path / "src")
@@ -418,6 +409,24 @@ def test_a_remote_caller_is_not_told_where_a_lost_catalog_was(tmp_path: Path,
         engine.index([tmp_path / "src"], project="beta")
     finally:
         server.stop()
+    return engine, server
+
+
+def test_a_remote_caller_is_not_told_where_a_lost_catalog_was(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """search_project, get_notebook and get_projects with the PostgreSQL catalog gone after the
+    engine opened: the server's own caller (stdio) reads libpq's words, address and port included;
+    a remote one (HTTP, ``per_caller``) reads one fixed line (stop 29's note: these tools passed
+    ``str(exc)`` on; get_projects' error went out as the SDK's "Error executing tool")."""
+    import asyncio
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from sleuth.mcp.access import CURRENT_CALLER, Caller
+    from sleuth.mcp.project_tools import ProjectTools
+    from sleuth.scaleout import CATALOG_UNREACHABLE_SHOWN
+
+    engine, server = _engine_whose_catalog_is_lost(tmp_path, monkeypatch)
     calls = {"search_project": {"project_id": "beta", "query": "advisory lock"},
              "get_notebook": {"project_id": "beta", "item_id": "notes/locks.md"}, "get_projects": {}}
 
@@ -458,20 +467,11 @@ def test_query_status_tells_a_remote_caller_no_more_of_a_lost_catalog_than_the_s
     message on: the PostgreSQL URL, address and port), the whole message for the server's own."""
     import asyncio
 
-    from sleuth.config import Config
     from sleuth.mcp.access import CURRENT_CALLER, Caller
     from sleuth.mcp.memory_tools import MemoryTools
     from sleuth.scaleout import CATALOG_UNREACHABLE_SHOWN
-    from tests.scale.servers import PgServer
 
-    write_corpus(tmp_path / "src")
-    server = PgServer().start()
-    try:
-        monkeypatch.setenv("SLEUTH_CATALOG_URL", server.new_database("lost"))
-        engine = Engine(tmp_path / "idx", Config(model="none"))
-        engine.index([tmp_path / "src"], project="beta")
-    finally:
-        server.stop()
+    engine, server = _engine_whose_catalog_is_lost(tmp_path, monkeypatch)
 
     def answers(per_caller: bool) -> tuple[str, str, str, str]:
         tools = MemoryTools(engine, per_caller=per_caller)
