@@ -221,6 +221,12 @@ class InternalError(SleuthError):
     code = "INTERNAL_ERROR"
 
 
+def internal_error(exc: BaseException) -> InternalError:
+    """An unexpected exception (a bug, a driver's error) as a readable :class:`InternalError`
+    naming its type and words and pointing at the log, where the caller has written its traceback."""
+    return InternalError(f"{type(exc).__name__}: {exc} (details in the server's log)")
+
+
 #: errno → (what ran out, the error class) for the failures :func:`storage_error` translates.
 _FULL_ERRNOS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
                 errno.EFBIG: "file too large (the process's file size limit)"}

@@ -16,6 +16,7 @@ No caller set means no project at all: such an access fails closed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -23,10 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import DocumentNotFound, ProjectNotFound, not_found
 from sleuth.remote import hide_server_paths
+from sleuth.scaleout import remote_message
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
     from sleuth.store.catalog import DocumentRow
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,18 @@ class Access:
         if caller is None:
             return frozenset()
         return caller.projects if self.static is None else caller.projects & self.static
+
+    def error_message(self, exc: BaseException) -> str:
+        """``exc``'s message as this session may see it: for a remote caller (``per_caller``)
+        without where Milvus, the PostgreSQL catalog or the index is, nor who writes it
+        (:func:`sleuth.scaleout.remote_message`; the whole message goes to the log); else unchanged."""
+        message = str(exc)
+        if not self.per_caller:
+            return message
+        shown = remote_message(exc, self.engine)
+        if shown != message:
+            log.warning("a remote caller's call failed: %s", message)
+        return shown
 
     def shown(self, payload: Any) -> Any:
         """``payload`` as this session may see it: for a remote caller (``per_caller``) without an

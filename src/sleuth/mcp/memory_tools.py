@@ -26,7 +26,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from sleuth.broker.gate import CONTROL_META
 from sleuth.config import load_default_project
 from sleuth.engine import Engine
-from sleuth.errors import InternalError, QueryError, SleuthError, shown_value
+from sleuth.errors import QueryError, SleuthError, internal_error, shown_value
 from sleuth.ingest.roles import FILTER_KINDS
 from sleuth.lanes import registry
 from sleuth.mcp.access import Access
@@ -306,8 +306,7 @@ class MemoryTools:
             return self._error(exc, request_id)
         except Exception as exc:  # a tool answers with a readable error, never a dropped session
             logger.exception("memory tool failed")
-            failure = InternalError(f"{type(exc).__name__}: {exc} (details in the server's log)")
-            return self._error(failure, request_id)
+            return self._error(internal_error(exc), request_id)
         return structured_result(payload, is_error="error" in payload)
 
     def _error(self, exc: SleuthError, request_id: str | None) -> CallToolResult:
@@ -316,10 +315,7 @@ class MemoryTools:
         result = structured_error(exc, request_id)
         if self.access.per_caller and isinstance(result.structured_content, dict):
             error = result.structured_content["error"]
-            shown = remote_message(exc, self.engine)
-            if shown != error["message"]:
-                logger.warning("a remote caller's call failed: %s", error["message"])
-            error["message"] = shown
+            error["message"] = self.access.error_message(exc)
             result.content = [TextContent(type="text", text=error["message"])]
         return result
 

@@ -17,12 +17,11 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 
 from sleuth.engine import Engine
-from sleuth.errors import DocumentNotFound, InternalError, SleuthError, not_found
+from sleuth.errors import DocumentNotFound, SleuthError, internal_error, not_found
 from sleuth.mcp.access import Access
 from sleuth.mcp.envelope import bounded_int, envelope, required_text
 from sleuth.mcp.limits import SEARCH_PROJECT_LIMIT_MAX, CheckedTool, run_in_worker
 from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS
-from sleuth.scaleout import remote_message
 from sleuth.types import Hit, SearchRequest
 
 log = logging.getLogger(__name__)
@@ -132,13 +131,7 @@ class ProjectTools:
         """``exc`` as a tool error; a remote caller's (``per_caller``) message without where Milvus,
         the PostgreSQL catalog or the index is (:func:`sleuth.scaleout.remote_message`: "cannot
         reach the catalog at host:port" becomes "cannot reach the catalog at <catalog>")."""
-        message = str(exc)
-        if self.access.per_caller:
-            shown = remote_message(exc, self.engine)
-            if shown != message:
-                log.warning("a remote caller's call failed: %s", message)
-            message = shown
-        return ToolError(message)
+        return ToolError(self.access.error_message(exc))
 
     async def _run(self, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """``work()`` in a worker thread; an error that is not a tool error becomes one
@@ -151,7 +144,7 @@ class ProjectTools:
             raise self.tool_error(exc) from None
         except Exception as exc:  # a driver's error (the catalog's, Milvus'): readable, located only locally
             log.exception("project tool failed")
-            raise self.tool_error(InternalError(f"{type(exc).__name__}: {exc} (details in the server's log)")) from None
+            raise self.tool_error(internal_error(exc)) from None
 
     @staticmethod
     def _item(h: Hit) -> dict[str, Any]:
