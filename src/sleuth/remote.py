@@ -10,6 +10,7 @@ the index folder by ``<index>``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any
@@ -24,11 +25,7 @@ def hide_server_paths(value: Any, index_dir: str, roots: Iterable[str]) -> Any:
     ``/srv/notes/.sleuth`` → ``<index>``. Other values are returned as they are (a new container
     for each dict and list). The longest matching prefix wins, so a root inside the index folder
     (a memory root) shows as its own name."""
-    prefixes = sorted(((str(r), PurePosixPath(str(r)).name) for r in roots if str(r).startswith("/")),
-                      key=lambda p: -len(p[0]))
-    if index_dir.startswith("/"):
-        prefixes.append((index_dir, INDEX_SHOWN))
-        prefixes.sort(key=lambda p: -len(p[0]))
+    prefixes = _prefixes(index_dir, roots)
 
     def text(s: str) -> str:
         for prefix, shown in prefixes:
@@ -50,4 +47,24 @@ def hide_server_paths(value: Any, index_dir: str, roots: Iterable[str]) -> Any:
     return walk(value)
 
 
-__all__ = ["INDEX_SHOWN", "hide_server_paths"]
+def hide_paths_in(message: str, index_dir: str, roots: Iterable[str]) -> str:
+    """``message`` (an error's text) with every mention of a root or the index folder -- followed
+    by a path under it, a blank, punctuation or the end -- shown as :func:`hide_server_paths` shows
+    it (``... is the file a.md under /srv/notes/en`` → ``... under en``); the longest first."""
+    for prefix, shown in _prefixes(index_dir, roots):
+        bare = prefix.rstrip("/")
+        if bare:
+            message = re.sub(re.escape(bare) + r"(?![^/\s,;:()'\"])", lambda _m, s=shown: s, message)
+    return message
+
+
+def _prefixes(index_dir: str, roots: Iterable[str]) -> list[tuple[str, str]]:
+    """``(absolute path, what a remote caller reads instead)`` of each root (its folder's name) and
+    of the index folder (``INDEX_SHOWN``), the longest first (a memory root before the index)."""
+    prefixes = [(str(r), PurePosixPath(str(r)).name) for r in roots if str(r).startswith("/")]
+    if index_dir.startswith("/"):
+        prefixes.append((index_dir, INDEX_SHOWN))
+    return sorted(prefixes, key=lambda p: -len(p[0]))
+
+
+__all__ = ["INDEX_SHOWN", "hide_paths_in", "hide_server_paths"]

@@ -7,14 +7,12 @@ sync, no model, no count of a collection's rows. Every URL is shown with its pas
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from sleuth.errors import ConfigError, IndexBusy, QueryError, StorageError
-from sleuth.remote import INDEX_SHOWN
+from sleuth.remote import hide_paths_in
 from sleuth.reports import CatalogBackend, LeftOutDocument, MilvusReport, MilvusSyncProgress
 from sleuth.store.urls import redact_url
 
@@ -233,10 +231,4 @@ def remote_message(error: BaseException | str, engine: Engine) -> str:
             roots = [str(r) for rs in engine.catalog.roots().values() for r in rs]
         except Exception:  # noqa: BLE001 - the catalog is down (a driver's error too): its error is hidden above
             roots = []
-    prefixes = [(r.rstrip("/"), PurePosixPath(r).name) for r in roots if r.startswith("/") and r.rstrip("/")]
-    index_dir = str(engine.index_dir)
-    if index_dir.startswith("/"):
-        prefixes.append((index_dir.rstrip("/"), INDEX_SHOWN))
-    for prefix, shown in sorted(prefixes, key=lambda p: -len(p[0])):  # a memory root before the index
-        message = re.sub(re.escape(prefix) + r"(?![^/\s,;:()'\"])", lambda _m, s=shown: s, message)
-    return message
+    return hide_paths_in(message, str(engine.index_dir), roots)
