@@ -124,6 +124,29 @@ def test_processes_share_one_index_and_one_write_lock(tmp_path: Path, catalog_ur
     reader.close()
 
 
+def test_users_are_added_to_an_index_whose_catalog_is_in_postgresql(tmp_path: Path, catalog_url: str) -> None:
+    """New-user trial of stop 31: `sleuth users` looked for catalog.sqlite3 in the index folder, so on
+    a scale-out index it said "no index found" (while status and search worked) and `sleuth serve
+    --http` could not be given a user."""
+    write_corpus(tmp_path / "src")
+    env = {**os.environ, "SLEUTH_MODEL": "none"}
+    exe = [sys.executable, "-m", "sleuth"]
+    index = tmp_path / "src" / ".sleuth"
+    subprocess.run([*exe, "index", str(tmp_path / "src"), "--project", "p"], env=env, check=True,
+                   capture_output=True, timeout=300)
+    assert not (index / "catalog.sqlite3").exists()
+    added = subprocess.run([*exe, "users", "add", "alice", "--project", "p", "--index", str(index)],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert (added.returncode, added.stdout) == (0, "added alice: projects p; scopes sleuth:read\n"), added.stderr
+    # found from a folder under the index's, as every other command finds it
+    listed = subprocess.run([*exe, "users", "list"], env=env, capture_output=True, text=True, timeout=300,
+                            cwd=tmp_path / "src" / "notes")
+    assert (listed.returncode, listed.stdout) == (0, "alice: projects p; scopes sleuth:read\n"), listed.stderr
+    unknown = subprocess.run([*exe, "users", "add", "bob", "--project", "q", "--index", str(index)],
+                             env=env, capture_output=True, text=True, timeout=300)
+    assert unknown.returncode != 0 and "unknown project(s): q" in unknown.stderr
+
+
 def test_a_killed_writer_leaves_no_lock_and_no_partial_write(tmp_path: Path, catalog_url: str) -> None:
     write_corpus(tmp_path / "src")
     env = {**os.environ, "SLEUTH_MODEL": "none"}

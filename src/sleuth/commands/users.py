@@ -11,10 +11,10 @@ from sleuth.errors import IndexNotFound
 
 
 def _index(index_dir: Path | None) -> Path:
-    from sleuth.locate import CATALOG_FILE, find_index_dir
+    from sleuth.locate import find_index_dir, has_catalog
 
     found = find_index_dir(index_dir)
-    if found is None or not (found / CATALOG_FILE).is_file():
+    if found is None or not has_catalog(found):  # the catalog's file, or the folder of a PostgreSQL catalog
         raise IndexNotFound(f"no index found{f' at {found}' if found else ''}: pass --index or run `sleuth index`")
     return found
 
