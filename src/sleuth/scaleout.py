@@ -11,7 +11,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from sleuth.errors import ConfigError, IndexBusy, QueryError, StorageError
+from sleuth.errors import IndexBusy, QueryError
 from sleuth.remote import hide_paths_in
 from sleuth.reports import CatalogBackend, LeftOutDocument, MilvusReport, MilvusSyncProgress
 from sleuth.store.urls import redact_url
@@ -91,11 +91,8 @@ def milvus_report(engine: Engine, projects: Collection[str] | None = None,
         return None
     generation = engine.catalog.generation()
     state = parse(engine.catalog.get_meta("milvus:state"), STATE, "milvus:state") or {}
-    error, version = None, None
-    try:
-        version = shared.index.server_version
-    except (StorageError, ConfigError) as exc:
-        error = str(exc)
+    error = shared.unreachable()  # asked now: a client opened earlier keeps the version it found
+    version = shared.index.server_version if error is None else None
     sync = _sync_progress(engine, state.get("lex_sync"))
     count, more, first = left_out_documents(engine, projects, listed_max)
     return MilvusReport(

@@ -9,7 +9,9 @@ of the report as before. Real PostgreSQL and milvus-lite servers, the real CLI."
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import logging
 import os
 import sqlite3
 import subprocess
@@ -301,3 +303,51 @@ def test_a_remote_search_does_not_learn_where_milvus_is_when_it_fails(tmp_path: 
     pg = urlsplit(catalog_url)
     assert hide_locations([f"no catalog at {redact_url(catalog_url)} ({pg.hostname}:{pg.port})"], engine) == [
         f"no catalog at {CATALOG_SHOWN} ({CATALOG_SHOWN})"]
+
+
+def test_a_milvus_gone_after_the_open_is_reported_by_doctor_and_its_tracebacks_are_not_logged(
+        tmp_path: Path) -> None:
+    """New-user trial of stop 31: with Milvus stopped under a running server, the remote
+    project_memory_doctor failed ("MilvusException ... (details in the server's log)": a lane's
+    status asked Milvus its row count), the report said Milvus was reachable (the version found at
+    the open), the vector lane was "available" while every search failed in it, and pymilvus wrote
+    a traceback to stderr for every call it retried."""
+    write_projects(tmp_path / "src")
+    server = MilvusLiteServer().start()
+    try:
+        engine = Engine(tmp_path / "idx", Config(milvus_uri=server.uri))
+        index_all(engine, tmp_path / "src")
+        up = doctor(engine)
+        assert up.milvus is not None and up.milvus.reachable is True
+        assert up.lanes["bm25"].available and up.lanes["vector"].available
+    finally:
+        server.stop()
+    shown = redact_url(server.uri)
+    handler = logging.getLogger("pymilvus").handlers[0]
+    pymilvus_log = io.StringIO()
+    old_stream = handler.setStream(pymilvus_log)
+    try:
+        down = doctor(engine)
+        token = CURRENT_CALLER.set(Caller("bob", frozenset({"beta"}), frozenset({"read"})))
+        try:
+            remote = asyncio.run(MemoryTools(engine, per_caller=True).project_memory_doctor(project_id="beta"))
+        finally:
+            CURRENT_CALLER.reset(token)
+    finally:
+        handler.setStream(old_stream)
+        engine.close()
+    assert down.milvus is not None and down.milvus.reachable is False and down.milvus.server_version is None
+    assert down.milvus.error is not None and down.milvus.error.startswith(f"cannot reach Milvus at {shown}: ")
+    for family in ("bm25", "vector"):
+        assert down.lanes[family].available is False
+        assert (down.lanes[family].reason or "").startswith(f"cannot reach Milvus at {shown}: ")
+    assert down.ok is False
+    assert not remote.is_error, remote.content
+    assert remote.structured_content is not None
+    report = remote.structured_content["doctor"]
+    assert report["ok"] is False and report["milvus"] == {"reachable": False, "up_to_date": True, "left_out_count": 0,
+                                                       "left_out_more": False, "left_out": []}
+    assert report["lanes"]["vector"]["reason"] == MILVUS_DOWN_REMOTE
+    assert server.uri.rsplit(":", 1)[1] not in json.dumps(report)
+    logged = pymilvus_log.getvalue()
+    assert "Fail connecting to server" in logged and "Traceback" not in logged

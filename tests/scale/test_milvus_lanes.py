@@ -384,3 +384,24 @@ def test_an_indexing_run_shows_the_milvus_sync_phases(tmp_path: Path) -> None:
         f"milvus terms 3/3 blocks, {done}", f"milvus rows 3/3 blocks, {done}", f"milvus vectors 2/2 documents, {done}"]
     assert second.splitlines()[-1].split(" | ")[-3:] == [
         f"milvus terms 1/1 blocks, {done}", f"milvus rows 3/3 blocks, {done}", f"milvus vectors 1/1 documents, {done}"]
+
+
+def test_the_vector_lane_in_milvus_says_embedding_is_under_way_while_a_worker_embeds(tmp_path: Path) -> None:
+    """New-user trial of stop 31: while the background worker embedded a scale-out index, a search
+    said "run `sleuth embed`" where the local lane says embedding is in progress."""
+    from sleuth.background import embed_lock
+    from sleuth.lanes.vector import no_vectors_reason
+
+    write_projects(tmp_path / "src")
+    with Engine(tmp_path / "idx", Config(model="none", milvus_uri=str(tmp_path / "lanes.db"))) as e:
+        index_all(e, tmp_path / "src")  # blocks without a vector of the model
+    with Engine(tmp_path / "idx", Config(milvus_uri=str(tmp_path / "lanes.db"))) as e:
+        lane = e.lanes["vector"]
+        assert isinstance(lane, MilvusVectorLane)
+        model = e.embedder()
+        assert model is not None
+        assert lane.unavailable() == no_vectors_reason(model.name, running=False)
+        with embed_lock(e.index_dir, 0) as held:  # as the worker holds it while it embeds
+            assert held
+            assert lane.unavailable() == no_vectors_reason(model.name, running=True)
+            assert "embedding is in progress" in (lane.unavailable() or "")

@@ -92,6 +92,17 @@ class MilvusShared:
                 self._failed = None
             return self._index
 
+    def unreachable(self) -> str | None:
+        """Why Milvus cannot be used now, else None: the client opened if it was not (a failed open's
+        error is given again for ``MILVUS_RETRY_INTERVAL_S``), then asked its version
+        (:meth:`MilvusIndex.unreachable`: a server gone since the client opened). What status and
+        doctor report; never raises."""
+        try:
+            index = self.index
+        except (StorageError, ConfigError) as exc:
+            return str(exc)
+        return index.unreachable()
+
     def close(self) -> None:
         """Close the Milvus client (the engine closes; a later use opens a new one)."""
         with self._lock:
@@ -193,14 +204,17 @@ class _MilvusLexical(LaneBase):
         self.shared.close()
 
     def status(self) -> LaneStatus:
+        why = self.shared.unreachable()
+        if why is not None:
+            return LaneStatus(False, why)
+        index = self.shared.index
         try:
-            index = self.shared.index
-        except (StorageError, ConfigError) as exc:  # an engine opened without Milvus (milvus_lane_specs)
-            return LaneStatus(False, str(exc))
-        state = index.state()
+            rows = index.count(index.lex)
+        except Exception as exc:  # noqa: BLE001 - pymilvus.MilvusException, grpc errors: gone since the ping
+            return LaneStatus(False, f"cannot reach Milvus at {redact_url(self.shared.settings.uri)}:"
+                                     f" {redact_url(str(exc))}")
         return LaneStatus(True, details={"backend": index.server_version, "uri": redact_url(self.shared.settings.uri),
-                                         "milvus_generation": state.get("generation"),
-                                         "rows": index.count(index.lex)})
+                                         "milvus_generation": index.state().get("generation"), "rows": rows})
 
     def rows_being_rewritten(self) -> bool:
         """Whether a sync of ``<collection>_lex`` has not ended (``lex_sync`` in ``milvus:state``:
@@ -278,7 +292,14 @@ class MilvusVectorLane(VectorLane):
         if embedder is None:
             return self.context.model.unavailable()
         have, total = self.context.catalog.vector_counts(embedder.name, dim=embedder.dim)
-        return no_vectors_reason(embedder.name) if total and not have else None
+        return no_vectors_reason(embedder.name, self.embedding_running()) if total and not have else None
+
+    def status(self) -> LaneStatus:
+        """The local lane's status (model and the catalog's counts), unavailable as well when Milvus
+        cannot be reached (:meth:`MilvusShared.unreachable`): a search would fail."""
+        status = super().status()
+        why = self.shared.unreachable() if status.available else None
+        return status if why is None else LaneStatus(False, why, status.details)
 
     def pending_documents(self) -> int:
         return len(self.shared.index.state().get("pending", []))

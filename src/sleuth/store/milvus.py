@@ -123,6 +123,9 @@ CONSISTENCY_LEVELS = ("Strong", "Bounded", "Session", "Eventually")
 #: names add ``_lex`` or ``_dense`` to ``milvus_collection`` (the aliases searches use), then ``_a``
 #: or ``_b`` (the collections they name: :mod:`sleuth.store.milvus_sync`).
 MILVUS_NAME_CHARS_MAX = 255
+#: How long a report (status, doctor) waits for Milvus to say its version before it says Milvus is
+#: unreachable, in seconds.
+MILVUS_PING_TIMEOUT_S = 5.0
 #: The longest ``milvus_collection``: room for the longest suffix, ``_dense_b``.
 COLLECTION_PREFIX_CHARS_MAX = MILVUS_NAME_CHARS_MAX - len("_dense_b")
 _FILTER_FIELDS = ("project_id", "doc_id", "label", "role", "family")
@@ -160,6 +163,29 @@ def _drop_start_failure(record: logging.LogRecord) -> bool:
 
 
 logging.getLogger("milvus_lite.server_manager").addFilter(_drop_start_failure)
+
+
+def _one_line(record: logging.LogRecord) -> bool:
+    """A logging filter keeping a record without its traceback: the record's own, and the one
+    pymilvus writes into an RPC error's message after ``"\nTraceback"`` (always True)."""
+    record.exc_info, record.exc_text, record.stack_info = None, None, None
+    message = record.getMessage()
+    head = message.split("\nTraceback", 1)[0].rstrip()
+    if head != message:
+        record.msg, record.args = head, None
+    return True
+
+
+def _quiet_pymilvus_tracebacks() -> None:
+    """pymilvus' log records go out as one line each, without their traceback: while Milvus is
+    down, each call it retries logs a traceback (a new-user trial of stop 31: 50 tracebacks on
+    the server's stderr for two tool calls). The error itself reaches the lane's failure. The
+    filter goes on the handlers pymilvus installs on its loggers (records of their children reach
+    those handlers without passing a parent logger's filters); idempotent."""
+    for name in ("pymilvus", "pymilvus.milvus_client", "pymilvus.bulk_writer"):
+        for handler in logging.getLogger(name).handlers:
+            if _one_line not in handler.filters:
+                handler.addFilter(_one_line)
 
 
 def check_capabilities(settings: MilvusSettings, server_version: str) -> None:
@@ -281,6 +307,7 @@ class MilvusIndex(MilvusSync):
             raise scale_package_missing("pymilvus", "milvus_uri (or SLEUTH_MILVUS_URI)") from exc
         self.settings, self.catalog = settings, catalog
         check_capabilities(settings, "")  # what no backend takes, whether or not Milvus answers
+        _quiet_pymilvus_tracebacks()  # pymilvus sets its handlers up when imported
         try:
             # A connection of its own (pymilvus shares one per address by default and keeps it
             # open after close): close() then really closes it.
@@ -470,6 +497,15 @@ class MilvusIndex(MilvusSync):
             self._load(collection)
             found = self.client.query(collection, filter="", output_fields=["count(*)"], consistency_level="Strong")
         return int(found[0]["count(*)"])
+
+    def unreachable(self) -> str | None:
+        """Why Milvus does not answer now (its version asked again, at most ``MILVUS_PING_TIMEOUT_S``),
+        else None: ``server_version`` is the one found when the client opened. Never raises."""
+        try:
+            self.client.get_server_version(timeout=MILVUS_PING_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - pymilvus.MilvusException, grpc errors: the answer is the error
+            return f"cannot reach Milvus at {redact_url(self.settings.uri)}: {redact_url(str(exc))}"
+        return None
 
     def count(self, collection: str) -> int:
         """Rows of ``collection`` (0 when it does not exist)."""
