@@ -253,3 +253,33 @@ def test_a_quoted_phrase_search_never_labels_a_holder_of_the_phrase_semantic_onl
         assert resp.hits and not any(h.semantic_only for h in resp.hits), query
         seen_vector_only |= any(h.sources == ["vector"] for h in resp.hits)
     assert seen_vector_only  # the case was met: hits only the vector lane returned
+
+
+def test_a_weak_meaning_match_that_is_left_out_expands_to_no_link_or_entity(tmp_path: Path) -> None:
+    """New-user trial of stop 31: a query matching no word ("zanzibar quokka") returned a Hugo page's
+    link target as an entity result: the graph lane expanded from the weak meaning matches that the
+    search then left out, and what it found came back on its own."""
+    from sleuth.memory.arguments import parse_memory_request
+    from sleuth.memory.search import MemorySearch
+
+    root = notes(tmp_path / "notes")
+    with (root / "keys.md").open("a", encoding="utf-8") as fh:
+        fh.write("\nSee the [key ceremony](ceremony) and [[Deploy]].\n")
+    e = Engine(tmp_path / "idx")
+    e.index([root], project="notes")
+    lanes = ["bm25", "index", "rm3", "vector", "graph"]
+    weak = e.search(SearchRequest(query="change cryptographic credentials", lanes=lanes))  # keys.md at 0.37
+    assert weak.hits == []
+    assert weak.notice == ("no word of the query occurs in the searched documents; "
+                           "1 weakly similar document(s) left out")
+    # a word match still expands to its links and entities
+    found = e.search(SearchRequest(query="rotate signing keys", lanes=lanes))
+    assert [h.path for h in found.hits][:1] == ["keys.md"]
+    assert {h.title for h in found.hits if h.kind == "entity"} == {"ceremony"}
+    memory = MemorySearch(e)
+    try:
+        none = memory.search(parse_memory_request({"query": "change cryptographic credentials", "project_id": "notes"}))
+        assert none["results"] == [] and none["meta"]["notice"].startswith("no word of the query occurs")
+    finally:
+        memory.close()
+        e.close()

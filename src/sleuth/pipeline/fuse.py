@@ -99,9 +99,15 @@ def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedLi
                     max(ZSCORE_DEPTH_DOCS, question.window, window))
 
     fused = fused_of(named, limit)
+    semantic_found = any(r.block_ids and lane_of(r.lane) in semantic for r in named)
     if expand:
-        top = [d for d in fused[:GRAPH_SEED_DOCUMENTS] if not is_entity_node(d.doc_id)]
-        best = fused[0].score if fused and fused[0].score > 0 else 1.0
+        seeding = fused[:GRAPH_SEED_DOCUMENTS]
+        if drop_weak and semantic_found:
+            # a weak meaning match, dropped below (no word of the query occurs), expands to nothing:
+            # its links and entities would come back as results of a query that matched no word
+            seeding = judge_semantic_only(seeding, True, verbatim=frozenset(verbatim))
+        top = [d for d in seeding if not is_entity_node(d.doc_id)]
+        best = seeding[0].score if seeding and seeding[0].score > 0 else 1.0
         seeds = [(d.doc_id, d.score / best) for d in top]
         for name, lane_expand in expand.items():
             named.append(lane_expand(seeds, depth))
@@ -111,8 +117,7 @@ def fuse_question(question: PlannedQuestion, lists: Sequence[tuple[int, RankedLi
         own = [r for r in named if "#" not in r.lane and r.lane not in expand]
         fused = rerank_by_primary(fused, fused_of(own, None), rrf_k)
     # a document is semantic-only when only semantic lanes found it: none is when they found nothing
-    judged = (judge_semantic_only(fused, drop_weak, verbatim=frozenset(verbatim))
-              if any(r.block_ids and lane_of(r.lane) in semantic for r in named) else fused)
+    judged = judge_semantic_only(fused, drop_weak, verbatim=frozenset(verbatim)) if semantic_found else fused
     dropped = len(fused) - len(judged)
     return (order_superseded(judged, superseded_by) if superseded_by else judged), dropped
 
