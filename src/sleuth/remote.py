@@ -22,9 +22,11 @@ INDEX_SHOWN = "<index>"
 def hide_server_paths(value: Any, index_dir: str, roots: Iterable[str]) -> Any:
     """``value`` (nested dicts, lists and strings) with every string that is a root, the index
     folder, or a path under one of them, rewritten: ``/srv/notes/en/a.md`` → ``en/a.md``,
-    ``/srv/notes/.sleuth`` → ``<index>``. Other values are returned as they are (a new container
-    for each dict and list). The longest matching prefix wins, so a root inside the index folder
-    (a memory root) shows as its own name."""
+    ``/srv/notes/.sleuth`` → ``<index>``; a string that mentions one further on (a skipped file's
+    reason: ``unreadable: /srv/notes/en/a.pdf: corrupt PDF``) has each mention rewritten as
+    :func:`hide_paths_in` does. Other values are returned as they are (a new container for each
+    dict and list). The longest matching prefix wins, so a root inside the index folder (a memory
+    root) shows as its own name."""
     prefixes = _prefixes(index_dir, roots)
 
     def text(s: str) -> str:
@@ -33,7 +35,7 @@ def hide_server_paths(value: Any, index_dir: str, roots: Iterable[str]) -> Any:
                 return shown
             if s.startswith(prefix.rstrip("/") + "/"):
                 return f"{shown}/{s[len(prefix.rstrip('/')) + 1:]}"
-        return s
+        return _hide_mentions(s, prefixes)
 
     def walk(v: Any) -> Any:
         if isinstance(v, str):
@@ -51,9 +53,13 @@ def hide_paths_in(message: str, index_dir: str, roots: Iterable[str]) -> str:
     """``message`` (an error's text) with every mention of a root or the index folder -- followed
     by a path under it, a blank, punctuation or the end -- shown as :func:`hide_server_paths` shows
     it (``... is the file a.md under /srv/notes/en`` → ``... under en``); the longest first."""
-    for prefix, shown in _prefixes(index_dir, roots):
+    return _hide_mentions(message, _prefixes(index_dir, roots))
+
+
+def _hide_mentions(message: str, prefixes: list[tuple[str, str]]) -> str:
+    for prefix, shown in prefixes:
         bare = prefix.rstrip("/")
-        if bare:
+        if bare and bare in message:
             message = re.sub(re.escape(bare) + r"(?![^/\s,;:()'\"])", lambda _m, s=shown: s, message)
     return message
 

@@ -59,6 +59,33 @@ def test_too_many_aliases_recursion_depth_and_length() -> None:
         load_toml("a = " + "[" * 5000 + "]" * 5000)
 
 
+def test_toml_front_matter_has_the_yaml_limits() -> None:
+    """Attack session 31: TOML front matter had only the length limit. Dotted keys nest a table a
+    level for two characters and tomllib builds them without recursion, so ``a.a.a....b = 1`` (900
+    levels, 1.8 KB) left the page out of the index ("parser failed: RecursionError" while the
+    front matter was turned into JSON), and arrays 33 to ~900 levels deep, or 30,000 values, were
+    read whole. Now the same depth and value limits as YAML's apply: the page is indexed without
+    its front matter and the reason is listed."""
+    for fm, reason in (("a." * 900 + "b = 1", "nested deeper than 32 levels"),
+                       ("a = " + "[" * 31 + "1" + "]" * 31, "nested deeper than 32 levels"),
+                       ("a = [" + "1, " * 9998 + "]", "more than 10000 values")):
+        with pytest.raises(FrontMatterLimit) as raised:
+            load_toml(fm)
+        assert str(raised.value) == reason
+        doc = parse_markdown("page.md", f"+++\n{fm}\n+++\n# Heading\n\nThe body.\n")
+        assert doc.front_matter == {} and doc.problems == [f"front matter: not read, over a limit: {reason}"]
+        assert doc.text.endswith("# Heading\n\nThe body.\n")
+    # one level and one value fewer: read, as YAML reads its equivalent
+    nested: object = 1
+    for _ in range(30):
+        nested = [nested]
+    assert load_toml("a = " + "[" * 30 + "1" + "]" * 30) == {"a": nested}
+    assert load_toml("a = [" + "1, " * 9997 + "]") == {"a": [1] * 9997}
+    assert load_yaml("a: [" + "1, " * 9997 + "]") == {"a": [1] * 9997}
+    with pytest.raises(FrontMatterLimit):
+        load_yaml("a: [" + "1, " * 9998 + "]")
+
+
 def test_shared_values_within_limits_are_read() -> None:
     assert load_yaml("base: &b {lang: en, tags: [a, b]}\npage: *b\n") == {
         "base": {"lang": "en", "tags": ["a", "b"]}, "page": {"lang": "en", "tags": ["a", "b"]}}

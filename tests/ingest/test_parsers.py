@@ -206,6 +206,35 @@ def test_malformed_notebook_raises() -> None:
         parse_document("bad.ipynb", '{"metadata": {}}')
 
 
+def test_notebook_with_hostile_metadata_is_indexed() -> None:
+    """Attack session 31: a notebook whose metadata has another shape than Jupyter writes was not
+    indexed at all ("parser failed: AttributeError: 'list' object has no attribute 'get'", or
+    "ValueError: Exceeds the limit (4300 digits)" for a long integer), and a kernel language name
+    holding a newline ended the code fence and wrote its own lines into the document's text."""
+    cells = [{"cell_type": "code", "source": "x = 1"}]
+    for metadata in ({"language_info": ["r"]}, {"language_info": "r", "kernelspec": 7},
+                     {"language_info": {"name": "py\n```\n# Injected"}}, {"language_info": {"name": {"a": 1}}},
+                     {"kernelspec": {"language": "x" * 65}}, {"language_info": {"name": "a`b"}}):
+        doc = parse_document("nb.ipynb", json.dumps({"cells": cells, "metadata": metadata}))
+        assert doc.text == "```python\nx = 1\n```", metadata
+    doc = parse_document("nb.ipynb", json.dumps({"cells": cells, "metadata": {
+        "language_info": ["r"], "kernelspec": {"language": "Wolfram Language"}}}))
+    assert doc.text == "```Wolfram Language\nx = 1\n```"
+    big = "9" * 5000
+    doc = parse_document("nb.ipynb", '{"cells": [{"cell_type": "code", "source": ["n = ", ' + big + ']}], '
+                         '"metadata": {"size": ' + big + ', "small": 12}}')
+    assert doc.text == f"```python\nn = {big}\n```"
+
+
+def test_deeply_nested_notebook_is_a_parse_error() -> None:
+    """A notebook nested past the JSON decoder's recursion limit is refused as invalid notebook JSON
+    (it was "parser failed: RecursionError: maximum recursion depth exceeded ...")."""
+    for text in ("[" * 100_000 + "]" * 100_000, '{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+        with pytest.raises(ParseError) as raised:
+            parse_document("nb.ipynb", text)
+        assert str(raised.value) == "nb.ipynb: invalid notebook JSON (arrays or objects nested too deeply)"
+
+
 def test_code_windows_with_overlap_and_python_scopes() -> None:
     lines = ["import os", ""] + [f"def f{i}():" if i % 40 == 0 else f"    x = {i}" for i in range(128)]
     text = "\n".join(lines) + "\n"

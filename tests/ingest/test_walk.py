@@ -278,3 +278,29 @@ def test_files_are_tested_against_the_defaults_that_can_match_them_only(tmp_path
     # a negation may bring a file back: then files are tested against every pattern
     negated = _Defaults(["build/", "!build/keep.md"])
     assert negated.files is negated.spec
+
+
+def test_a_folder_nested_past_the_recursion_limit_is_walked(tmp_path: Path) -> None:
+    """Attack session 31: 1,200 nested folders stopped ``sleuth index`` (and the watcher's walk)
+    with a RecursionError traceback: the walk recursed two generator frames a folder. Its stack of
+    folders now has no Python frame per level; order is still a recursive walk's."""
+    folder = tmp_path
+    for _ in range(1200):
+        folder = folder / "a"
+        folder.mkdir()  # one level at a time: mkdir(parents=True) recurses too
+    (folder / "deep.md").write_text("# deep\n")
+    (folder.parent / "z.md").write_text("# beside\n")
+    write(tmp_path, "a.md")
+    write(tmp_path, "b.md")
+    deep = "a/" * 1200 + "deep.md"
+    beside = "a/" * 1199 + "z.md"
+    try:
+        assert collect([tmp_path]) == ([deep, beside, "a.md", "b.md"], {})  # folder a sorts before a.md
+        assert [i.rel_path for i in walk_module.walk_paths(tmp_path, ["a"])] == [deep, beside]
+        assert [i.rel_path for i in walk_module.walk_paths(tmp_path, [deep])] == [deep]
+    finally:  # pytest's clean-up (shutil.rmtree) recurses a frame a folder: it would fail on this one
+        (folder / "deep.md").unlink()
+        (folder.parent / "z.md").unlink()
+        while folder != tmp_path:
+            folder.rmdir()
+            folder = folder.parent

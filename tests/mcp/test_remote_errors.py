@@ -75,3 +75,37 @@ def test_a_remote_caller_is_not_told_where_a_projects_folder_is(tmp_path: Path) 
     words = "not a record: delete it or add it to .gitignore, then re-index"
     assert local == f"{doc_id} is the file a.md under {root}, {words}"
     assert remote == f"{doc_id} is the file a.md under notes, {words}"
+
+
+def test_a_remote_caller_is_not_told_where_a_skipped_file_is(tmp_path: Path) -> None:
+    """Attack session 31: a file skipped as unreadable is reported with its absolute path inside
+    the reason (``unreadable: /srv/notes/broken.pdf: corrupt PDF: ...``), and project_memory_doctor
+    and the page's index view passed it on to remote callers: only strings that began with a root
+    were rewritten. Now every mention is, as in an error's message."""
+    from sleuth.ui.api import status_json
+
+    root = tmp_path / "srv" / "notes"
+    root.mkdir(parents=True)
+    (root / "a.md").write_text("# Locks\n\nOne writer at a time.\n")
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog")
+    (root / "bad.md").write_bytes(b"\xef\xbb\xbf# bad \xff utf-8\n")
+    engine = Engine(tmp_path / "idx", Config(model="none"))
+    engine.index([root], project="beta")
+    token = CURRENT_CALLER.set(Caller("bob", frozenset({"beta"}), frozenset({"read"})))
+    try:
+        def reasons(per_caller: bool) -> list[str]:
+            result = asyncio.run(MemoryTools(engine, per_caller=per_caller).project_memory_doctor(project_id="beta"))
+            return [f["reason"] for f in result.structured_content["doctor"]["skipped_files"]]  # type: ignore[index]
+
+        local, remote = reasons(False), reasons(True)
+        page = status_json(engine, allowed=["beta"], remote=True)
+    finally:
+        CURRENT_CALLER.reset(token)
+        engine.close()
+    assert local == [f"unreadable: {root}/bad.md: invalid utf-8 after byte-order mark: invalid start byte",
+                     f"unreadable: {root}/broken.pdf: corrupt PDF: PdfStreamError: Stream has ended unexpectedly"]
+    shown = ["unreadable: notes/bad.md: invalid utf-8 after byte-order mark: invalid start byte",
+             "unreadable: notes/broken.pdf: corrupt PDF: PdfStreamError: Stream has ended unexpectedly"]
+    assert remote == shown
+    assert [f["reason"] for f in page["skipped_files"]] == shown
+    assert str(tmp_path) not in repr(page)

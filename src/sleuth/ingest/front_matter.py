@@ -170,17 +170,38 @@ def load_yaml(fm: str) -> Any:
 
 
 def load_toml(fm: str) -> Any:
-    """Parse TOML front matter ``fm`` under the length limit (TOML has no aliases; nesting deep
-    enough to exhaust the parser's recursion counts as over the depth limit).
+    """Parse TOML front matter ``fm`` under the length, depth and value limits (TOML has no
+    aliases; nesting deep enough to exhaust the parser's recursion counts as over the depth limit).
 
     Raises:
         FrontMatterLimit: over a limit. tomllib.TOMLDecodeError: invalid TOML.
     """
     _check_length(fm)
     try:
-        return tomllib.loads(fm)
+        data = tomllib.loads(fm)
     except RecursionError:
         raise FrontMatterLimit(f"nested deeper than {FRONT_MATTER_MAX_DEPTH} levels") from None
+    _check_tree(data)
+    return data
+
+
+def _check_tree(data: dict[str, Any]) -> None:
+    """Raise FrontMatterLimit when the parsed TOML ``data`` nests deeper than
+    ``FRONT_MATTER_MAX_DEPTH`` or holds more than ``FRONT_MATTER_MAX_NODES`` values, as
+    :func:`expanded_size` does for YAML. Iterative: dotted keys (``a.a.a....b = 1``) nest a table a
+    level for two characters, and tomllib builds them without recursion, so the tree may be far
+    deeper than any recursive walk of it (turning it into JSON) can go."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    values = 0
+    while stack:
+        value, depth = stack.pop()
+        values += 1 + (len(value) if isinstance(value, dict) else 0)  # a table's keys count, as YAML's do
+        if values > FRONT_MATTER_MAX_NODES:
+            raise FrontMatterLimit(f"more than {FRONT_MATTER_MAX_NODES} values")
+        if depth > FRONT_MATTER_MAX_DEPTH:
+            raise FrontMatterLimit(f"nested deeper than {FRONT_MATTER_MAX_DEPTH} levels")
+        if isinstance(value, dict | list):
+            stack.extend((child, depth + 1) for child in (value.values() if isinstance(value, dict) else value))
 
 
 class BoundedYAMLHandler(YAMLHandler):

@@ -308,12 +308,39 @@ def _cell_source(cell: dict[str, Any]) -> str:
     return str(source).replace("\r\n", "\n").replace("\r", "\n").strip("\n").rstrip()
 
 
+#: Longest kernel language name put after a code cell's fence, in characters.
+_KERNEL_LANGUAGE_MAX_CHARS = 64
+#: Digits of the longest JSON integer read as a number; a longer one (past Python's 4,300-digit
+#: conversion limit) is kept as its digits, so a notebook's metadata cannot make it unreadable.
+_NOTEBOOK_INT_MAX_DIGITS = 4000
+
+
+def _notebook_int(digits: str) -> int | str:
+    return int(digits) if len(digits) <= _NOTEBOOK_INT_MAX_DIGITS else digits
+
+
+def _kernel_language(meta: dict[str, Any]) -> str:
+    """The notebook's language from ``language_info.name``, else ``kernelspec.language``, else
+    ``python``. Metadata of another shape counts as absent: a section that is not an object, a name
+    that is not a string, is empty, over :data:`_KERNEL_LANGUAGE_MAX_CHARS`, or holds a backtick or
+    a character :meth:`str.isprintable` refuses (a newline would end the fence line)."""
+    for key, field in (("language_info", "name"), ("kernelspec", "language")):
+        section = meta.get(key)
+        name = section.get(field) if isinstance(section, dict) else None
+        if isinstance(name, str) and name.strip() and len(name) <= _KERNEL_LANGUAGE_MAX_CHARS \
+                and name.isprintable() and "`" not in name:
+            return name
+    return "python"
+
+
 def _notebook_cells(rel_path: str, text: str) -> tuple[list[dict[str, Any]], str]:
     try:
-        nb = json.loads(text)
+        nb = json.loads(text, parse_int=_notebook_int)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
         raise ParseError(f"{rel_path}: invalid notebook JSON ({where}: {exc.msg})") from None
+    except RecursionError:
+        raise ParseError(f"{rel_path}: invalid notebook JSON (arrays or objects nested too deeply)") from None
     if not isinstance(nb, dict):
         raise ParseError(f"{rel_path}: notebook JSON is not an object")
     cells = nb.get("cells")
@@ -322,10 +349,7 @@ def _notebook_cells(rel_path: str, text: str) -> tuple[list[dict[str, Any]], str
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         raise ParseError(f"{rel_path}: notebook has no list of cell objects")
     meta = nb.get("metadata")
-    if not isinstance(meta, dict):
-        meta = {}
-    lang = (meta.get("language_info") or {}).get("name") or (meta.get("kernelspec") or {}).get("language")
-    return cells, str(lang or "python")
+    return cells, _kernel_language(meta if isinstance(meta, dict) else {})
 
 
 def parse_notebook(rel_path: str, text: str) -> ParsedDocument:

@@ -11,6 +11,7 @@ import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import pathspec
 
@@ -187,18 +188,51 @@ def _check_file(root: Path, path: Path, fs_rel: str, st: os.stat_result) -> Sour
     return candidate()
 
 
+class _Folder(NamedTuple):
+    """A folder to walk (``ignores``: the rules in force in its parent), which :func:`_entry`
+    yields where a recursive walk would have entered it."""
+
+    path: Path
+    rel: str
+    ignores: _Ignores
+
+
+#: What the walk's steps yield: a file's outcome, or a folder to walk next.
+_Step = SourceFile | SkippedFile | _Folder
+
+
+def _depth_first(root: Path, first: Iterator[_Step], roots: Roots) -> Iterator[SourceFile | SkippedFile]:
+    """The files and skipped files of ``first`` and of every folder it yields, in the order of a
+    recursive walk (each folder's entries by name, a folder's contents where the folder is), with a
+    stack of the folders being listed instead of Python frames: a folder nested a thousand levels
+    deep stopped ``sleuth index`` with a RecursionError (two generator frames a level)."""
+    stack = [first]
+    while stack:
+        step = next(stack[-1], None)
+        if step is None:
+            stack.pop()
+        elif isinstance(step, _Folder):
+            stack.append(_folder_entries(root, step, roots))
+        else:
+            yield step
+
+
 def _walk_dir(
     root: Path, directory: Path, rel_dir: str, ignores: _Ignores, roots: Roots
 ) -> Iterator[SourceFile | SkippedFile]:
-    ignores = ignores.entering(rel_dir, directory)
+    return _depth_first(root, _folder_entries(root, _Folder(directory, rel_dir, ignores), roots), roots)
+
+
+def _folder_entries(root: Path, folder: _Folder, roots: Roots) -> Iterator[_Step]:
+    ignores = folder.ignores.entering(folder.rel, folder.path)
     try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        entries = sorted(os.scandir(folder.path), key=lambda e: e.name)
     except OSError as exc:
-        yield SkippedFile(index_name(rel_dir) or ".", printable(f"unreadable directory: {exc.strerror or exc}"))
+        yield SkippedFile(index_name(folder.rel) or ".", printable(f"unreadable directory: {exc.strerror or exc}"))
         return
     for entry in entries:
-        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-        yield from _visit(root, directory / entry.name, rel, ignores, roots, entry)
+        rel = f"{folder.rel}/{entry.name}" if folder.rel else entry.name
+        yield from _entry(root, folder.path / entry.name, rel, ignores, roots, entry)
 
 
 def _visit(root: Path, path: Path, rel: str, ignores: _Ignores, roots: Roots,
@@ -207,6 +241,12 @@ def _visit(root: Path, path: Path, rel: str, ignores: _Ignores, roots: Roots,
     its folder): a folder is walked, a file checked, a symlink reported. ``entry`` (from
     ``os.scandir``) saves system calls; without it the path is looked at with ``lstat`` and a
     missing path yields nothing."""
+    return _depth_first(root, _entry(root, path, rel, ignores, roots, entry), roots)
+
+
+def _entry(root: Path, path: Path, rel: str, ignores: _Ignores, roots: Roots,
+           entry: os.DirEntry[str] | None = None) -> Iterator[_Step]:
+    """:func:`_visit`'s one step: a folder is yielded as a :class:`_Folder`, not walked."""
     try:
         if entry is not None:
             is_link, is_dir = entry.is_symlink(), entry.is_dir(follow_symlinks=False)
@@ -219,7 +259,7 @@ def _visit(root: Path, path: Path, rel: str, ignores: _Ignores, roots: Roots,
         if is_dir:
             if ignores.excluded(rel, is_dir=True) or (path / "pyvenv.cfg").is_file():
                 return
-            yield from _walk_dir(root, path, rel, ignores, roots)
+            yield _Folder(path, rel, ignores)
             return
         if ignores.excluded(rel, is_dir=False):
             return
