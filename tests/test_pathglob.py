@@ -29,3 +29,26 @@ def test_labels_and_bad_globs() -> None:
         PathFilter(["*.md", "!"])
     with pytest.raises(QueryError, match="at most 500 are allowed"):
         PathFilter(["x" * 501])
+
+
+def test_a_glob_that_backtracks_for_hours_in_python_re_is_matched_by_re2() -> None:
+    """Attack session 31: ``*?*?*?*?*?*?*?*?*?*?*?*z`` (24 characters) made Python's ``re`` try every
+    split of a long path among its stars, for hours and holding the GIL, so one search froze
+    ``sleuth ui`` and the HTTP server's page. The rules are RE2's (checked first: a rule of ``re``
+    would hang the match below), which is linear in the path's length."""
+    glob = "*?" * 40 + "*z"
+    f = PathFilter([glob, "!*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*y/**"])
+    assert {type(regex).__module__ for _, regex in f.rules} == {"re2"}
+    long_name = "src/sleuth/ingest/" + "parse_worker_helpers_and_more_things_" * 6 + ".md"
+    assert not f.matches("/srv/r", long_name)
+    assert f.matches("/srv/r", "a" * 40 + "z")
+    assert not f.matches("/srv/r", "a" * 39 + "z")  # 40 characters at least before the z
+    assert not f.matches("/srv/r", "q" * 30 + "y/" + "a" * 40 + "z")  # deselected by the second glob
+
+
+def test_undecodable_bytes_of_a_name_are_matched_by_wildcards() -> None:
+    """RE2 reads UTF-8: a file name's undecodable byte (a lone surrogate) counts as one character."""
+    assert PathFilter(["*.md"]).matches("/srv/r", "caf\udce9.md")
+    assert PathFilter(["caf?.md"]).matches("/srv/r", "caf\udce9.md")
+    assert not PathFilter(["caf??.md"]).matches("/srv/r", "caf\udce9.md")
+    assert PathFilter(["caf\udce9/**"]).matches("/srv/r\udcff", "caf\udce9/x.md")  # a glob given with one too

@@ -1,5 +1,11 @@
 """Path filters over documents: gitignore-style globs (pathspec), and the label of a project root.
 
+Globs are matched by RE2 (google-re2), in time linear in the path's length, never by Python's
+backtracking ``re``: a glob such as ``*?*?*?*?*?*?*?*?*?*?*?*z`` (24 characters) made ``re`` try
+every way to split a path among its stars, for hours, holding the GIL (attack session 31: one
+request froze ``sleuth ui`` and the HTTP server's page; a 30-byte ``.gitignore`` did the same to
+``sleuth index``). The walk's ``.gitignore`` rules use pathspec's RE2 backend (``GLOB_BACKEND``).
+
 A project may have several roots (``site/en`` and ``site/ja``); two documents may then share a path
 relative to their roots (``publish.css``). The *root label* -- the root folder's name -- tells them
 apart (``en/publish.css``, ``ja/publish.css``): hits show it, ``sleuth get`` accepts it, and a path
@@ -12,13 +18,34 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import PurePath
+from typing import Any
 
 import pathspec
+import re2
 
 from sleuth.errors import QueryError
 
 #: Longest glob accepted, in characters.
 PATH_GLOB_MAX_CHARS = 500
+#: pathspec's matching backend for gitignore rules: RE2 (linear time; see the module docstring).
+GLOB_BACKEND = "re2"
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def re2_readable(path: str) -> str:
+    """``path`` as RE2 can read it (UTF-8): a file name's undecodable bytes, kept as lone
+    surrogates (``surrogateescape``), each become U+FFFD, one character for one, so ``?`` and
+    ``*`` count them as before; a glob or ``.gitignore`` cannot name such a byte but by a wildcard
+    (its own undecodable bytes are read as U+FFFD, which now matches them)."""
+    if path.isascii():
+        return path
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE_RE.sub("\ufffd", path)
+    return path
 
 
 @lru_cache(maxsize=1024)
@@ -49,7 +76,7 @@ class PathFilter:
     """
 
     def __init__(self, globs: Sequence[str]) -> None:
-        self.rules: list[tuple[bool, re.Pattern[str]]] = []
+        self.rules: list[tuple[bool, Any]] = []  # (include, compiled RE2 regex)
         self._labels: dict[str, str] = {}
         for i, raw in enumerate(globs):
             glob = raw.strip()
@@ -61,20 +88,25 @@ class PathFilter:
                 raise QueryError(f"path glob {i + 1} is {len(glob)} characters long; at most "
                                  f"{PATH_GLOB_MAX_CHARS} are allowed")
             try:
-                (pattern,) = pathspec.GitIgnoreSpec.from_lines([body]).patterns
+                (pattern,) = pathspec.GitIgnoreSpec.from_lines([re2_readable(body)], backend=GLOB_BACKEND).patterns
             except (ValueError, TypeError) as exc:  # pathspec's GitWildMatchPatternError is a ValueError
                 raise QueryError(f"path glob {glob!r} is not a valid glob: {exc}") from None
             regex = getattr(pattern, "regex", None)
             if not isinstance(regex, re.Pattern):
                 raise QueryError(f"path glob {glob!r} is not a valid glob")
-            self.rules.append((not negated, regex))  # the compiled regex: ~10x faster than match_file
+            try:  # pathspec's regex, run by RE2 (as its own RE2 backend does): ~10x faster than match_file
+                compiled = re2.compile(regex.pattern)
+            except re2.error as exc:
+                raise QueryError(f"path glob {glob!r} is not a valid glob: {exc}") from None
+            self.rules.append((not negated, compiled))
         self.select_all_first = bool(self.rules) and not any(include for include, _ in self.rules)
 
     def matches(self, root: str, rel_path: str) -> bool:
         """Whether the document at ``rel_path`` under ``root`` is selected."""
         label = self._labels.get(root)
         if label is None:
-            label = self._labels[root] = root_label(root)
+            label = self._labels[root] = re2_readable(root_label(root))
+        rel_path = re2_readable(rel_path)
         qualified = f"{label}/{rel_path}" if label else rel_path
         selected = self.select_all_first
         for include, regex in self.rules:
@@ -83,4 +115,4 @@ class PathFilter:
         return selected
 
 
-__all__ = ["PATH_GLOB_MAX_CHARS", "PathFilter", "qualified_path", "root_label"]
+__all__ = ["GLOB_BACKEND", "PATH_GLOB_MAX_CHARS", "PathFilter", "qualified_path", "re2_readable", "root_label"]

@@ -304,3 +304,26 @@ def test_a_folder_nested_past_the_recursion_limit_is_walked(tmp_path: Path) -> N
         while folder != tmp_path:
             folder.rmdir()
             folder = folder.parent
+
+
+def test_a_gitignore_rule_that_backtracks_in_python_re_is_matched_by_re2(tmp_path: Path) -> None:
+    """Attack session 31: a 30-byte .gitignore, ``*?*?*?*?*?*?*?*?*?*?*?*?*z``, beside a file with a
+    long name made ``sleuth index`` run for minutes (two more ``*?``: hours), Python's ``re``
+    holding the GIL. The walk's rules are matched by pathspec's RE2 backend (checked first)."""
+    write(tmp_path, ".gitignore", "*?" * 30 + "*z\n")
+    write(tmp_path, "parse_worker_helpers_and_more_things_" * 4 + ".md")
+    write(tmp_path, "notes/" + "q" * 60 + "z")
+    write(tmp_path, "short.md")
+    spec = walk_module._Defaults(["*?" * 30 + "*z"]).spec
+    assert type(spec._backend).__module__.startswith("pathspec._backends.re2")
+    found, skipped = collect([tmp_path])
+    assert found == [".gitignore", "parse_worker_helpers_and_more_things_" * 4 + ".md", "short.md"]
+
+
+def test_an_exclude_with_undecodable_bytes_is_matched_as_a_wildcard_would(tmp_path: Path) -> None:
+    """RE2 reads UTF-8: an --exclude given with a lone surrogate (undecodable bytes of argv) is read
+    with U+FFFD for it, which stands for any undecodable byte of a name."""
+    write(tmp_path, "keep.md")
+    write(tmp_path, "caf\udce9.md")
+    found, _ = collect([tmp_path], ("caf\udcff.md",))
+    assert found == ["keep.md"]

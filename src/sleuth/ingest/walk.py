@@ -20,6 +20,7 @@ from sleuth.ingest.confine import ConfinementError, Roots, link_reason, open_fil
 from sleuth.ingest.decode import SNIFF_BYTES, looks_binary
 from sleuth.ingest.names import fs_name, index_name, printable
 from sleuth.ingest.pdf import PDF_MAX_BYTES
+from sleuth.pathglob import GLOB_BACKEND, re2_readable
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git/", ".git", ".hg/", ".svn/", ".jj/",
@@ -108,11 +109,13 @@ class _Defaults:
     """
 
     def __init__(self, lines: Sequence[str]) -> None:
-        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        lines = [re2_readable(line) for line in lines]  # an --exclude given with undecodable bytes
+        self.spec = pathspec.GitIgnoreSpec.from_lines(lines, backend=GLOB_BACKEND)
         if any(line.lstrip().startswith("!") for line in lines):
             self.files = self.spec
         else:
-            self.files = pathspec.GitIgnoreSpec.from_lines([line for line in lines if not line.rstrip().endswith("/")])
+            self.files = pathspec.GitIgnoreSpec.from_lines([line for line in lines if not line.rstrip().endswith("/")],
+                                                           backend=GLOB_BACKEND)
 
     def match(self, probe: str, is_dir: bool) -> bool:
         return (self.spec if is_dir else self.files).match_file(probe)
@@ -128,7 +131,7 @@ class _Ignores:
         self.chain = chain  # (directory rel path with trailing "/" or "", spec), outermost first
 
     def excluded(self, rel: str, is_dir: bool) -> bool:
-        probe = rel + "/" if is_dir else rel
+        probe = re2_readable(rel + "/" if is_dir else rel)
         if self.defaults.match(probe, is_dir):
             return True
         for base, spec in reversed(self.chain):  # the deepest .gitignore with a matching rule decides
@@ -145,7 +148,8 @@ class _Ignores:
             return self
         lines = data.decode("utf-8", errors="replace").splitlines()
         base = rel_dir + "/" if rel_dir else ""
-        return _Ignores(self.defaults, self.chain + ((base, pathspec.GitIgnoreSpec.from_lines(lines)),))
+        spec = pathspec.GitIgnoreSpec.from_lines(lines, backend=GLOB_BACKEND)
+        return _Ignores(self.defaults, self.chain + ((base, spec),))
 
 
 #: File name endings of archives, read member by member (sleuth.ingest.archive).
