@@ -175,6 +175,16 @@ def test_bad_dates_fall_back_to_mtime_with_a_problem(value: object) -> None:
     )
 
 
+@pytest.mark.parametrize("value", ["0001-01-01", "9999-12-31", "1677-09-01T23:59:59Z", "2262-05-01"])
+def test_dates_outside_the_recorded_range_are_named_so(value: str) -> None:
+    """Attack session 31: valid ISO 8601 dates the catalog cannot hold (64-bit nanoseconds) were
+    reported as "not an ISO 8601 date"."""
+    ns, problem = recorded_time({"date": value}, MTIME)
+    assert ns == MTIME
+    assert problem == (f"front matter date: {value!r} is outside the dates sleuth records (1677-09-22 to 2262-04-11);"
+                       " using the file's modification time")
+
+
 def test_recorded_time_from_parsed_front_matter() -> None:
     from sleuth.ingest.parsers import parse_document
 

@@ -369,10 +369,12 @@ def recorded_time(front_matter: Mapping[str, object], mtime_ns: int) -> tuple[in
         if value is None or (isinstance(value, str) and not value.strip()):
             continue
         ns = parse_time_ns(value)
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
         if ns is not None and not RECORDED_NS_MIN <= ns <= RECORDED_NS_MAX:
-            ns = None  # outside what the catalog stores (64-bit nanoseconds: years 1678 to 2261)
+            # outside what the catalog stores (64-bit nanoseconds: RECORDED_NS_MIN, RECORDED_NS_MAX)
+            return mtime_ns, (f"front matter {key}: {shown} is outside the dates sleuth records (1677-09-22"
+                              " to 2262-04-11); using the file's modification time")
         if ns is None:
-            shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
             return mtime_ns, (
                 f"front matter {key}: {shown} is not an ISO 8601 date or date-time; "
                 "using the file's modification time"
