@@ -110,6 +110,7 @@ def test_filters_the_pipeline_lacks_are_reported_not_applied_after_top_k(ui_serv
     ({"q": "x", "limit": "ten"}, 400, "limit must be a whole number from 1 to 50, got 'ten'"),
     ({"q": "x", "project": "nope"}, 404, "project not found: 'nope'"),
     ({"q": "x" * 4001}, 400, "the query is longer than 4000 characters"),
+    ({"q": "zebra\x00fish"}, 400, "the query holds a NUL character (U+0000) at character 5"),  # attack session 31
     ({"q": "x", "kind": "k" * 201}, 400, "kind values must be at most 200 characters, without NUL"),
 ])
 def test_bad_parameters_get_one_readable_error(ui_server: UiServer, params: dict, status: int, error: str) -> None:

@@ -130,6 +130,8 @@ def search_request(engine: Engine, params: Mapping[str, Sequence[str]],
     query = _one(params, "q")
     if len(query) > QUERY_MAX_CHARS:
         raise QueryError(f"the query is longer than {QUERY_MAX_CHARS} characters")
+    if "\x00" in query:  # as MCP's arguments (sleuth.mcp.limits); argv cannot hold one
+        raise QueryError(f"the query holds a NUL character (U+0000) at character {query.index(chr(0))}")
     roles = _values(params, "role")
     for role in roles:
         if role not in ROLES:
