@@ -24,7 +24,7 @@ from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, LaneSkipped, Lan
 from sleuth.lanes.lexical import INDEX_FIELD_BOOSTS
 from sleuth.lanes.registry import LaneSpec
 from sleuth.lanes.vector import VectorLane, no_vectors_reason
-from sleuth.store.milvus import MilvusIndex, MilvusSettings, expressions
+from sleuth.store.milvus import MilvusIndex, MilvusSettings, expressions, unreachable_message
 from sleuth.store.urls import redact_url
 from sleuth.text import ParsedQuery
 from sleuth.types import RankedList
@@ -211,8 +211,7 @@ class _MilvusLexical(LaneBase):
         try:
             rows = index.count(index.lex)
         except Exception as exc:  # noqa: BLE001 - pymilvus.MilvusException, grpc errors: gone since the ping
-            return LaneStatus(False, f"cannot reach Milvus at {redact_url(self.shared.settings.uri)}:"
-                                     f" {redact_url(str(exc))}")
+            return LaneStatus(False, unreachable_message(self.shared.settings.uri, exc))
         return LaneStatus(True, details={"backend": index.server_version, "uri": redact_url(self.shared.settings.uri),
                                          "milvus_generation": index.state().get("generation"), "rows": rows})
 

@@ -165,6 +165,11 @@ def _drop_start_failure(record: logging.LogRecord) -> bool:
 logging.getLogger("milvus_lite.server_manager").addFilter(_drop_start_failure)
 
 
+def unreachable_message(uri: str, exc: BaseException) -> str:
+    """``cannot reach Milvus at <uri>: <the client's error>``, a password redacted in both."""
+    return f"cannot reach Milvus at {redact_url(uri)}: {redact_url(str(exc))}"
+
+
 def _one_line(record: logging.LogRecord) -> bool:
     """A logging filter keeping a record without its traceback: the record's own, and the one
     pymilvus writes into an RPC error's message after ``"\nTraceback"`` (always True)."""
@@ -314,7 +319,7 @@ class MilvusIndex(MilvusSync):
             self.client = MilvusClient(settings.uri, dedicated=True)
             self.server_version = str(self.client.get_server_version())
         except Exception as exc:  # pymilvus.MilvusException, grpc errors
-            raise StorageError(f"cannot reach Milvus at {redact_url(settings.uri)}: {redact_url(str(exc))}"
+            raise StorageError(unreachable_message(settings.uri, exc)
                                + ("" if "://" in settings.uri else LOCAL_DB_HINT)) from exc
         check_capabilities(settings, self.server_version)
         self.lex = f"{settings.collection}_lex"
@@ -504,7 +509,7 @@ class MilvusIndex(MilvusSync):
         try:
             self.client.get_server_version(timeout=MILVUS_PING_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - pymilvus.MilvusException, grpc errors: the answer is the error
-            return f"cannot reach Milvus at {redact_url(self.settings.uri)}: {redact_url(str(exc))}"
+            return unreachable_message(self.settings.uri, exc)
         return None
 
     def count(self, collection: str) -> int:
