@@ -88,6 +88,7 @@ def _interleaved(e: Engine, queries: list[str], variants: list[object], apply, l
                 apply(v)
                 if forget:
                     e.lanes["vector"].forget_query_vectors()  # type: ignore[attr-defined]
+                e.postings.forget_searches()  # no variant reads another's bm25 answer
                 t = time.perf_counter()
                 e.search(SearchRequest(query=q, limit=10, lanes=lanes, snippets=True))
                 times[str(v)].append(time.perf_counter() - t)

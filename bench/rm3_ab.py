@@ -83,7 +83,7 @@ def main() -> None:
                     got: dict[str, list[str]] = {}
                     for mode in (modes if r % 2 == 0 else modes[::-1]):
                         set_mode(mode)
-                        e.postings._memo.clear()
+                        e.postings.forget_searches()
                         e.lanes["vector"].forget_query_vectors()
                         t = time.perf_counter()
                         res = e.search(SearchRequest(query=q, limit=10, lanes=lanes, snippets=True))

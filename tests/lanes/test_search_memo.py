@@ -69,7 +69,7 @@ def test_rm3_first_round_is_read_from_the_bm25_answer(engine, searches):
     rm3 = engine.lanes["rm3"].search(q)
     assert searches == [100, 100]  # its second round only
     # the same list as an rm3 lane that searched its first round itself
-    engine.postings._memo.clear()
+    engine.postings.forget_searches()
     again = engine.lanes["rm3"].search(q)
     assert searches == [100, 100, 10, 100]
     assert again == rm3
@@ -85,7 +85,7 @@ def test_prefix_of_a_longer_answer_equals_a_shorter_search(engine, searches):
     assert len(searches) == 1
     assert short.block_ids == longer.block_ids[:2] == postings.search(query, 2, None).block_ids
     # a longer list than was searched is searched again (the memo held only the top 2)
-    postings._memo.clear()
+    postings.forget_searches()
     postings.search(query, 2, None, memo_key="k2")
     assert len(postings.search(query, 50, None, memo_key="k2").block_ids) == 4
     assert searches == [50, 2, 2, 50]
@@ -129,7 +129,7 @@ def test_a_search_with_bm25_and_rm3_searches_rm3s_first_round_once(engine, searc
     depth = RANK_WINDOW_STEP_DOCS * LANE_DEPTH_BLOCKS_PER_RESULT  # each lane's blocks at limit 20: 200
     with_memo = engine.search(req)
     assert searches == [depth, depth, depth]  # bm25, index, rm3's second round
-    engine.postings._memo.clear()
+    engine.postings.forget_searches()
     monkeypatch.setattr(lexical.BM25Lane, "memo_key", lambda self, parsed: None)
     without = engine.search(req)
     assert searches[3:] == [depth, depth, 10, depth]
