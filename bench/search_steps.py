@@ -1,0 +1,148 @@
+"""Where one search's time goes on a large index (issue 16 item 6; docs/BENCH.md, "Corrected: the
+search memo flattered the bm25 rows").
+
+    python bench/search_steps.py steps INDEX QUERIES.json [--lanes bm25]   # ms a search in each step
+    python bench/search_steps.py depth INDEX QUERIES.json                  # tantivy's bm25 search by k
+    python bench/search_steps.py pruning INDEX TERM [TERM ...]             # top 10 / 200 against counting
+
+``steps`` wraps the pipeline's steps with timers (tantivy's search with the fast-field reads, the
+fusion, the hits with their rows and snippets, the terms found in the shown blocks; each lane's task
+and, in a hybrid, the rows read while the vector lane runs) and prints, for each of two rounds over the
+queries, the p50 of the whole search and the mean ms a search in each step. The search memo and the
+query-vector cache are emptied before each search, so every search reads the postings and embeds its
+text. ``depth`` times tantivy alone on the bm25 lane's query for 10 to 400 blocks. ``pruning`` times
+one query of the given terms (the body field): top 10, top 200 and counting every match (what
+block-max WAND saves). Each prints JSON lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import sleuth.lanes.postings as postings_module
+import sleuth.pipeline as pipeline_module
+import sleuth.pipeline.results as results_module
+import sleuth.pipeline.retrieve as retrieve_module
+from sleuth.engine import Engine
+from sleuth.text import parse_query
+from sleuth.types import SearchRequest
+
+
+def _ms(seconds: list[float]) -> float:
+    return round(1000 * statistics.median(seconds), 3)
+
+
+def _timed(owner: Any, name: str, key: str, spent: dict[str, float]) -> None:
+    """Replace ``owner.name`` by a wrapper adding its wall time to ``spent[key]``."""
+    real: Callable[..., Any] = getattr(owner, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            spent[key] = spent.get(key, 0.0) + time.perf_counter() - started
+
+    setattr(owner, name, wrapper)
+
+
+def steps(index: Path, queries: list[str], lanes: list[str] | None) -> None:
+    spent: dict[str, float] = {}
+    _timed(postings_module.Postings, "_search", "tantivy search + fast fields", spent)
+    _timed(pipeline_module.Searcher, "_fuse", "fusion", spent)
+    _timed(pipeline_module.Searcher, "_hits", "hits (rows, snippets)", spent)
+    _timed(results_module, "find_terms", "terms in the shown blocks", spent)
+    real_task = retrieve_module.Retriever._task
+
+    def task(self: Any, name: str, plan: Any, state: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return real_task(self, name, plan, state)
+        finally:
+            spent[f"lane {name}"] = spent.get(f"lane {name}", 0.0) + time.perf_counter() - started
+
+    retrieve_module.Retriever._task = task  # type: ignore[method-assign]
+    with Engine(index) as e:
+        vector = e.lanes.get("vector")
+        for q in queries[:20]:
+            e.search(SearchRequest(query=q, limit=10, lanes=lanes))
+        for r in range(2):
+            spent.clear()
+            took: list[float] = []
+            for q in queries:
+                if vector is not None:
+                    vector.forget_query_vectors()
+                e.postings.forget_searches()
+                started = time.perf_counter()
+                e.search(SearchRequest(query=q, limit=10, lanes=lanes))
+                took.append(time.perf_counter() - started)
+            print(json.dumps({"round": r, "lanes": lanes or "default", "search p50 ms": _ms(took),
+                              "mean ms a search": {k: round(1000 * v / len(queries), 3) for k, v in spent.items()}}),
+                  flush=True)
+
+
+def depth(index: Path, queries: list[str]) -> None:
+    with Engine(index) as e:
+        p = e.postings
+        searcher = p.searcher()
+        built = []
+        for q in queries:
+            pairs = parse_query(q).weighted_terms()
+            query = p.any_of("body", [t for t, _ in pairs], qtf=[n for _, n in pairs]) if pairs else None
+            if query is not None:
+                built.append(query)
+        for r in range(2):
+            row = {}
+            for k in (10, 20, 50, 100, 200, 400):
+                took = []
+                for query in built:
+                    started = time.perf_counter()
+                    searcher.search(query, k, count=False)
+                    took.append(time.perf_counter() - started)
+                row[f"k={k}"] = _ms(took)
+            print(json.dumps({"round": r, "tantivy p50 ms": row}), flush=True)
+
+
+def pruning(index: Path, terms: list[str]) -> None:
+    with Engine(index) as e:
+        p = e.postings
+        searcher = p.searcher()
+        query = p.any_of("body", terms)
+        if query is None:
+            raise SystemExit("no terms given")
+        row: dict[str, Any] = {"terms": terms, "blocks holding each": [searcher.doc_freq("body", t) for t in terms]}
+        for label, k, count in (("top 10", 10, False), ("top 200", 200, False), ("count every match", 10, True)):
+            took = []
+            for _ in range(20):
+                started = time.perf_counter()
+                searcher.search(query, k, count=count)
+                took.append(time.perf_counter() - started)
+            row[label] = _ms(took)
+        print(json.dumps(row), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("what", choices=["steps", "depth", "pruning"])
+    ap.add_argument("index", type=Path)
+    ap.add_argument("rest", nargs="+", help="QUERIES.json (steps, depth) or terms (pruning)")
+    ap.add_argument("--lanes", default=None, help="comma-separated lanes (steps; default: the default lanes)")
+    args = ap.parse_args()
+    if args.what == "pruning":
+        pruning(args.index, args.rest)
+        return
+    queries: list[str] = json.loads(Path(args.rest[0]).read_text(encoding="utf-8"))
+    if args.what == "steps":
+        steps(args.index, queries, args.lanes.split(",") if args.lanes else None)
+    else:
+        depth(args.index, queries)
+
+
+if __name__ == "__main__":
+    main()
