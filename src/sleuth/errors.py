@@ -44,6 +44,9 @@ from typing import Any
 
 #: Characters of a caller's name or value shown in an error message before it is cut.
 SHOWN_MAX_CHARS = 60
+#: How an infinite number is shown in an error (JSON has none: it came from ``Infinity`` or from an
+#: integer too long to read).
+INFINITE_SHOWN = "a number too large to read (Infinity, or an integer of over 100 digits)"
 
 
 def shown(text: str, max_chars: int = SHOWN_MAX_CHARS) -> str:
@@ -56,9 +59,14 @@ def shown(text: str, max_chars: int = SHOWN_MAX_CHARS) -> str:
 
 def shown_value(value: Any, max_chars: int = SHOWN_MAX_CHARS) -> str:
     """``repr(value)`` for an error message, cut to ``max_chars``; an integer too long to print
-    (Python refuses over 4,300 digits) as ``an integer of about N digits``."""
+    (Python refuses over 4,300 digits) as ``an integer of about N digits``; an infinite float as
+    :data:`INFINITE_SHOWN` (MCP's JSON decoder reads ``Infinity`` and an integer of more than 100
+    digits so: :mod:`sleuth.mcp.wire`)."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
         return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return INFINITE_SHOWN if value > 0 else INFINITE_SHOWN.replace("a number", "a negative number").replace(
+            "Infinity", "-Infinity")
     try:
         text = repr(value)
     except ValueError:  # a container holding such an integer

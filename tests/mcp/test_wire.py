@@ -87,3 +87,18 @@ def test_a_request_whose_id_cannot_be_echoed_gets_an_error_with_a_null_id(reques
                                   b'{"jsonrpc":"2.0","method":"notifications/initialized","params":{"id":3}}'])
 def test_good_ids_and_notifications_pass(line: bytes) -> None:
     assert not isinstance(decode_line(line), bytes)
+
+
+@pytest.mark.parametrize("literal, shown", [
+    (b"9" * 5000, "a number too large to read (Infinity, or an integer of over 100 digits)"),
+    (b"-" + b"9" * 5000, "a negative number too large to read (-Infinity, or an integer of over 100 digits)"),
+    (b"Infinity", "a number too large to read (Infinity, or an integer of over 100 digits)"),
+])
+def test_an_integer_too_long_to_read_is_named_as_such_in_the_tool_error(literal: bytes, shown: str) -> None:
+    from sleuth.mcp.envelope import ToolError, bounded_int
+
+    message = decode_line(CALL % (b'{"notebook_id":"n","limit":' + literal + b"}"))
+    limit = message.message.params["arguments"]["limit"]  # type: ignore[union-attr]
+    with pytest.raises(ToolError) as caught:
+        bounded_int(limit, "limit", 10, 1, 200)
+    assert str(caught.value) == f"limit must be an integer from 1 to 200; got {shown}"  # was "got inf"
