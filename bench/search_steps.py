@@ -4,6 +4,7 @@ search memo flattered the bm25 rows").
     python bench/search_steps.py steps INDEX QUERIES.json [--lanes bm25]   # ms a search in each step
     python bench/search_steps.py depth INDEX QUERIES.json                  # tantivy's bm25 search by k
     python bench/search_steps.py pruning INDEX TERM [TERM ...]             # top 10 / 200 against counting
+    python bench/search_steps.py switch INDEX QUERIES.json [--lanes ...]   # p50 by the GIL's switch interval
 
 ``steps`` wraps the pipeline's steps with timers (tantivy's search with the fast-field reads, the
 fusion, the hits with their rows and snippets, the terms found in the shown blocks; each lane's task
@@ -12,7 +13,10 @@ queries, the p50 of the whole search and the mean ms a search in each step. The 
 query-vector cache are emptied before each search, so every search reads the postings and embeds its
 text. ``depth`` times tantivy alone on the bm25 lane's query for 10 to 400 blocks. ``pruning`` times
 one query of the given terms (the body field): top 10, top 200 and counting every match (what
-block-max WAND saves). Each prints JSON lines.
+block-max WAND saves). ``switch`` runs each query at the interpreter's thread switch intervals of 5
+(Python's default), 0.5 and 0.2 ms in turn (the order reversed every other round, three rounds) and
+prints the p50 and mean of each: whether the vector lane's thread waits for the GIL while the
+search's thread runs Python. Each prints JSON lines.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -127,19 +132,48 @@ def pruning(index: Path, terms: list[str]) -> None:
         print(json.dumps(row), flush=True)
 
 
+def switch(index: Path, queries: list[str], lanes: list[str] | None) -> None:
+    intervals_s = (0.005, 0.0005, 0.0002)
+    took: dict[float, list[float]] = {v: [] for v in intervals_s}
+    default = sys.getswitchinterval()
+    try:
+        with Engine(index) as e:
+            vector = e.lanes.get("vector")
+            for q in queries[:20]:
+                e.search(SearchRequest(query=q, limit=10, lanes=lanes))
+            for r in range(3):
+                for q in queries:
+                    for v in intervals_s if r % 2 == 0 else intervals_s[::-1]:
+                        sys.setswitchinterval(v)
+                        if vector is not None:
+                            vector.forget_query_vectors()
+                        e.postings.forget_searches()
+                        started = time.perf_counter()
+                        e.search(SearchRequest(query=q, limit=10, lanes=lanes))
+                        took[v].append(time.perf_counter() - started)
+    finally:
+        sys.setswitchinterval(default)
+    for v, seconds in took.items():
+        print(json.dumps({"switch interval ms": v * 1000, "p50 ms": _ms(seconds),
+                          "mean ms": round(1000 * statistics.mean(seconds), 3)}), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("what", choices=["steps", "depth", "pruning"])
+    ap.add_argument("what", choices=["steps", "depth", "pruning", "switch"])
     ap.add_argument("index", type=Path)
     ap.add_argument("rest", nargs="+", help="QUERIES.json (steps, depth) or terms (pruning)")
-    ap.add_argument("--lanes", default=None, help="comma-separated lanes (steps; default: the default lanes)")
+    ap.add_argument("--lanes", default=None, help="comma-separated lanes (steps, switch; default: the default lanes)")
     args = ap.parse_args()
     if args.what == "pruning":
         pruning(args.index, args.rest)
         return
     queries: list[str] = json.loads(Path(args.rest[0]).read_text(encoding="utf-8"))
+    lanes = args.lanes.split(",") if args.lanes else None
     if args.what == "steps":
-        steps(args.index, queries, args.lanes.split(",") if args.lanes else None)
+        steps(args.index, queries, lanes)
+    elif args.what == "switch":
+        switch(args.index, queries, lanes)
     else:
         depth(args.index, queries)
 
