@@ -49,6 +49,9 @@ INDEX_WAIT_ENV = "SLEUTH_INDEX_WAIT"
 #: Fault injection for tests: the worker stops (sleeps until killed) once it has committed this many
 #: blocks in its run, so a test can ``kill -9`` it at a known point instead of after a guessed delay.
 HOLD_AFTER_ENV = "SLEUTH_FAULT_EMBED_HOLD_AFTER_BLOCKS"
+#: Fault injection for tests: ``1`` makes a worker stop (sleep until killed) before it takes the
+#: embed lock, as a worker still loading is.
+HOLD_BEFORE_LOCK_ENV = "SLEUTH_FAULT_EMBED_HOLD_BEFORE_LOCK"
 
 
 def wait_by_default() -> bool:
@@ -63,12 +66,21 @@ def wait_by_default() -> bool:
 EMBED_PROBE_GRACE_S, EMBED_PROBE_POLL_S = 0.02, 0.002
 
 
+#: A worker :func:`start_worker` started counts as running for this long before it holds the embed
+#: lock (it loads Python and opens the catalog first), in seconds, while its process lives.
+EMBED_START_GRACE_S = 120.0
+
+
 def worker_running(index_dir: Path) -> bool:
-    """True while a process holds the index's embed lock (a worker, or a ``--wait``, embeds).
+    """True while a process holds the index's embed lock (a worker, or a ``--wait``, embeds), or
+    while a worker :func:`start_worker` started is still starting (see :func:`_starting`: before,
+    a ``sleuth status`` right after ``sleuth index`` said that no process embedded the blocks).
 
     Probes the lock, holding it for microseconds when free (``EMBED_PROBE_GRACE_S`` of tries when
     held: another probe lets go at once). A folder where the lock file cannot be made (read-only)
     has no worker, and neither has one where no process ever embedded."""
+    if _starting(read_state(index_dir) or {}):
+        return True
     if not (index_dir / EMBED_LOCK_FILE).exists():
         return False
     try:
@@ -95,7 +107,9 @@ def embed_lock(index_dir: Path, timeout_s: float, poll_s: float = LOCK_POLL_S) -
 
 def read_state(index_dir: Path) -> dict[str, Any] | None:
     """The last state a worker wrote (``pid``, ``model``, ``state``, ``started_at``, ``updated_at``,
-    ``embedded``, ``to_embed``, ``rate_blocks_per_s``, ``error``), or None."""
+    ``embedded``, ``to_embed``, ``rate_blocks_per_s``, ``error``), or None; or the record
+    :func:`start_worker` wrote for the worker it started (``state`` ``starting``, ``started_s``: the
+    epoch seconds it started, ``model`` None) until that worker writes its own."""
     try:
         data = json.loads((index_dir / EMBED_STATE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -215,6 +229,8 @@ def run_worker(engine: Engine, progress: Progress | None = None) -> int:
     (``EMBED_WORKER_NICE``). Returns the blocks embedded."""
     with contextlib.suppress(OSError):
         os.nice(EMBED_WORKER_NICE)
+    while os.environ.get(HOLD_BEFORE_LOCK_ENV) == "1":  # a test's kill ends this
+        time.sleep(60)
     total = 0
     wait_s = EMBED_LOCK_WAIT_S
     while True:
@@ -240,7 +256,34 @@ def worker_started_here(index_dir: Path) -> bool:
     proc = _STARTED.get(index_dir)
     if proc is None or proc.poll() is not None:
         return False
-    return (read_state(index_dir) or {}).get("pid") != proc.pid
+    saved = read_state(index_dir) or {}
+    return saved.get("pid") != proc.pid or saved.get("state") == "starting"
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (not ended, not a zombie waiting for its parent to reap it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: it exists
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[-1].split()[:1] != ["Z"]
+    except OSError:  # no /proc (macOS): kill(pid, 0) said it exists
+        return True
+
+
+def _starting(saved: dict[str, Any]) -> bool:
+    """Whether ``saved`` (the state file) is the record :func:`start_worker` wrote for a worker that
+    has not yet written its own: its process lives and it started less than ``EMBED_START_GRACE_S``
+    ago (a record left by a worker that ended without embedding, or by a reused pid, is not)."""
+    pid, started = saved.get("pid"), saved.get("started_s")
+    if saved.get("state") != "starting" or not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 \
+            or not isinstance(started, int | float) or not 0 <= time.time() - started < EMBED_START_GRACE_S:
+        return False
+    return _alive(pid)
 
 
 def start_worker(index_dir: Path) -> int:
@@ -262,6 +305,12 @@ def start_worker(index_dir: Path) -> int:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
             close_fds=True, cwd=str(index_dir))
     _STARTED[index_dir] = proc
+    from sleuth.indexer import now_rfc3339
+
+    # Until the worker writes its own (once it holds the embed lock), this record says it runs.
+    _write_state(index_dir, {"pid": proc.pid, "model": None, "state": "starting", "started_at": now_rfc3339(),
+                             "started_s": time.time(), "embedded": 0, "to_embed": None,
+                             "rate_blocks_per_s": None, "error": None})
     return proc.pid
 
 
@@ -275,7 +324,9 @@ def embedding_progress(engine: Engine, model: str, have: int, total: int) -> dic
     saved = read_state(index_dir) or {}
     out: dict[str, Any] = {"state": "running" if running else "done" if have >= total else "stopped",
                            "embedded": have, "total": total}
-    if running and saved.get("model") == model:
+    if running and _starting(saved):  # started, not yet at the embedding: no rate yet
+        out["pid"] = saved.get("pid")
+    elif running and saved.get("model") == model:
         rate = saved.get("rate_blocks_per_s")
         out.update(pid=saved.get("pid"), rate_blocks_per_s=rate, updated_at=saved.get("updated_at"))
         if isinstance(rate, int | float) and rate > 0:

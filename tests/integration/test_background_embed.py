@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sleuth.background import EMBED_STATE_FILE, HOLD_AFTER_ENV, INDEX_WAIT_ENV
+from sleuth.background import EMBED_STATE_FILE, HOLD_AFTER_ENV, HOLD_BEFORE_LOCK_ENV, INDEX_WAIT_ENV
 from sleuth.indexer import EMBED_COMMIT_BLOCKS
 from tests.integration.conftest import SLEUTH, run_cli
 
@@ -135,6 +135,37 @@ def wait_gone(pid: int) -> None:
                 return
         time.sleep(0.05)
     raise AssertionError(f"process {pid} still runs")
+
+
+def test_status_and_doctor_right_after_index_count_the_worker_still_starting(tmp_path: Path) -> None:
+    """A new user's trial (stop 32): `sleuth status` straight after `sleuth index` said "embedding
+    stopped ... no process is embedding the rest" (doctor exited 1) while the worker index had just
+    started was still loading, or named the previous worker. The worker here is held before it
+    takes the embed lock, where a loading worker is."""
+    notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
+    proc = run_cli("index", str(notes), "--project", "notes", "--index", str(index), "--format", "json",
+                   "--no-wait", env={HOLD_BEFORE_LOCK_ENV: "1"})
+    worker = json.loads(proc.stdout)["embedding"]["pid"]
+    try:
+        assert status(index)["vector_lane"]["embedding"] == {"state": "running", "embedded": 0, "total": DOCS,
+                                                             "pid": worker}
+        assert f"embedding in progress (process {worker}): 0 of {DOCS} blocks (0 %) embedded" in \
+            run_cli("status", "--index", str(index)).stdout
+        doctor = run_cli("doctor", "--index", str(index), "--format", "json", check=False)
+        assert doctor.returncode == 0
+        assert json.loads(doctor.stdout)["lanes"]["vector"]["details"]["embedding"] == "running"
+        # a second run leaves its blocks to the worker starting, as to one embedding
+        (notes / "extra.md").write_text("An extra note about a heron.\n", encoding="utf-8")
+        again = json.loads(run_cli("index", str(notes), "--project", "notes", "--index", str(index), "--format",
+                                   "json", "--no-wait").stdout)
+        assert again["embedding"] == {"state": "background", "pending_blocks": DOCS + 1, "started": False,
+                                      "pid": worker}
+    finally:
+        os.kill(worker, signal.SIGKILL)
+    wait_gone(worker)
+    # a worker gone before it wrote its own state counts no more
+    assert status(index)["vector_lane"]["embedding"] == {"state": "stopped", "embedded": 0, "total": DOCS + 1}
+    assert run_cli("doctor", "--index", str(index), check=False).returncode == 1
 
 
 def test_index_returns_and_embed_waits_for_the_worker(tmp_path: Path) -> None:

@@ -81,6 +81,21 @@ def _embedding_goes_on(engine: Engine, vector: FamilyHealth) -> bool:
     return running
 
 
+def _first_vectors_coming(engine: Engine, vector: FamilyHealth) -> bool:
+    """True when the vector lane is unavailable only because no block has a vector yet while a
+    process embeds them (right after ``sleuth index``: the worker's first batch is not committed);
+    then ``vector.details["embedding"]`` is ``"running"``. Before, ``sleuth index && sleuth doctor``
+    needed attention for the embedding that index had just started."""
+    from sleuth.background import worker_running
+
+    if vector.available or not engine.catalog.has_blocks() or not worker_running(engine.index_dir):
+        return False
+    if engine.model.tried and engine.model.unavailable() is not None:  # the lane asked: the model is broken
+        return False
+    vector.details["embedding"] = "running"
+    return True
+
+
 def doctor(engine: Engine, project_id: str | None = None, visible: Collection[str] | None = None) -> DoctorReport:
     """Index health (one project, or all when ``project_id`` is None).
 
@@ -123,7 +138,7 @@ def doctor(engine: Engine, project_id: str | None = None, visible: Collection[st
     generation, postings_generation = engine.catalog.generation(), engine.postings.generation()
     vector = lanes.get("vector")
     # a model turned off (model = 'none') is the user's choice: reported, but nothing to attend to
-    vector_ok = vector is None or vector.available or engine.model.disabled
+    vector_ok = vector is None or vector.available or engine.model.disabled or _first_vectors_coming(engine, vector)
     embedding_ok = vector is None or engine.model.disabled or _embedding_goes_on(engine, vector)
     # documents left out of Milvus are reported as skipped files are, not counted
     milvus = milvus_report(engine, wanted, DOCTOR_LISTED_MAX)
