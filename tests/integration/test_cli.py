@@ -115,6 +115,18 @@ def test_long_query_is_a_readable_error(hugo_index: Path) -> None:
 def test_unknown_project_and_lane(hugo_index: Path) -> None:
     proc = run_cli("search", "x", "--project", "nope", "--index", str(hugo_index), check=False)
     assert proc.returncode == 4 and "project not found: nope" in proc.stderr
+    # new-user trial 32: a name is read as `sleuth index --project` reads it ("Hugo!" is the project
+    # hugo), in search and get alike; before, "project not found: Hugo!"
+    by_name = json.loads(run_cli("search", "front matter", "--project", "Hugo!", "--index", str(hugo_index),
+                                 "--format", "json").stdout)
+    by_id = json.loads(run_cli("search", "front matter", "--project", "hugo", "--index", str(hugo_index),
+                               "--format", "json").stdout)
+    assert by_name["projects"] == ["hugo"] and by_name["hits"] == by_id["hits"] and by_id["result_count"] > 0
+    first = by_id["hits"][0]["path"]
+    assert run_cli("get", first, "--project", " HUGO ", "--index", str(hugo_index)).stdout == \
+        run_cli("get", first, "--project", "hugo", "--index", str(hugo_index)).stdout
+    proc = run_cli("search", "x", "--project", "!!!", "--index", str(hugo_index), check=False)
+    assert proc.returncode == 2 and "invalid project name '!!!'" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("search", "x", "--lanes", "bm25,magic", "--index", str(hugo_index), check=False)
     assert proc.returncode == 2 and "unknown lane(s) magic" in proc.stderr
     # attack session 24: an empty --lanes ran the configured lanes; a lane name with a terminal

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,22 @@ class DateParam(click.ParamType):
         if ns is None:
             self.fail(f"{value!r} is not a date (2024-03-01) or date-time (2024-03-01T10:00:00Z)", param, ctx)
         return ns
+
+
+def project_ids(names: Sequence[str]) -> list[str]:
+    """The project ids of ``--project`` values: a name is read as ``sleuth index --project`` reads
+    it (``"My Notes!"`` is the project ``my-notes``, :func:`sleuth.indexer.project_id_for`); an id
+    is itself. Raises click.BadParameter for a name with nothing usable in it."""
+    from sleuth.errors import QueryError
+    from sleuth.indexer import project_id_for
+
+    out = []
+    for name in names:
+        try:
+            out.append(project_id_for(name))
+        except QueryError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--project'") from None
+    return list(dict.fromkeys(out))
 
 
 def shown_path(h: Hit, qualified: set[str]) -> str:
@@ -151,8 +168,8 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
             raise click.BadParameter(f"{len(given)} given; the limit is {most}", param_hint=hint)
     filters = SearchFilters(kinds=list(kinds), roles=list(roles), paths=list(paths), tags=list(tags),
                             recorded_after_ns=since, recorded_before_ns=until)
-    request = SearchRequest(query=query, projects=list(projects) or None, inbox=False, limit=limit, offset=offset,
-                            lanes=parse_lanes(lanes), explain=explain,
+    request = SearchRequest(query=query, projects=project_ids(projects) or None, inbox=False, limit=limit,
+                            offset=offset, lanes=parse_lanes(lanes), explain=explain,
                             variants=list(variants), filters=filters, details=True)
     answered = _from_broker(index_dir, request)
     if answered is not None:
@@ -215,7 +232,7 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
     from sleuth.freshness import file_gone, row_freshness, stale_note
 
     with Engine.open(index_dir, serving=True) as engine:
-        scope = list(projects) or None
+        scope = project_ids(projects) or None
         _doc_id, block_id = engine.resolve(ref, scope)
         doc = engine.get(ref, scope)
         qualified = doc.project in engine.multi_root_projects()
