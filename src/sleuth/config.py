@@ -293,6 +293,11 @@ def _fusion_settings(cfg: Config, values: dict[str, Any]) -> Config:
     return cfg
 
 
+#: Largest weight a lane may be given in ``[score_weights]`` / ``[lane_weights]`` (0 drops a lane):
+#: far above any weight that changes a ranking, and far below what would overflow a fused score.
+LANE_WEIGHT_MAX = 1_000_000.0
+
+
 def _weights(key: str, weights: dict[str, float], raw_weights: object) -> dict[str, float]:
     """``weights`` overlaid with the table ``raw_weights`` (config key ``key``). Raises ConfigError."""
     if not isinstance(raw_weights, dict):
@@ -300,9 +305,13 @@ def _weights(key: str, weights: dict[str, float], raw_weights: object) -> dict[s
     for lane, w in raw_weights.items():
         validate_lanes([str(lane)])
         try:
-            weights[lane] = float(w)
+            weight = float(w)
         except (TypeError, ValueError):
             raise ConfigError(f"{key}.{lane} must be a number, got {w!r}") from None
+        # nan, inf or a huge weight made every fused score nan or inf (and the JSON output invalid)
+        if isinstance(w, bool) or not 0.0 <= weight <= LANE_WEIGHT_MAX:
+            raise ConfigError(f"{key}.{lane} must be a number from 0 to {LANE_WEIGHT_MAX:,.0f}, got {w!r}")
+        weights[lane] = weight
     return weights
 
 
