@@ -70,6 +70,8 @@ class Searcher:
         self.catalog, self.lanes, self.config = corpus, lanes, config
         self._catch_up, self._postings_generation = catch_up, postings_generation
         self._postings_behind = postings_behind
+        #: The last count of :meth:`_pending_documents`: (the waiting ids, (their number, projects), count).
+        self._pending_memo: tuple[Any, tuple[int, tuple[str, ...]], int] | None = None
         self._closed = threading.Event()
         self._pool = LanePools()
         self.retriever = Retriever(lanes, self._pool, delays_s or {}, self._closed)
@@ -393,12 +395,30 @@ class Searcher:
             notes.append(f"Milvus was brought up to the catalog before this search answered (a sync of"
                          f" {max(synced):.1f} s: Milvus had been emptied, replaced or left behind)")
         vector = self.lanes.get("vector")
-        if "vector" in retrieval.answers and vector is not None and vector.pending_documents():
+        if "vector" in retrieval.answers and vector is not None and (
+                pending := self._pending_documents(vector, plan.projects)):
             running = getattr(vector, "embedding_running", lambda: False)()
-            notes.append(f"{vector.pending_documents()} document(s) have no vector yet, so the vector lane"
+            notes.append(f"{pending} document(s) have no vector yet, so the vector lane"
                          " does not see them" + (": embedding is in progress (`sleuth status` shows how far)"
                                                  if running else " (`sleuth embed` embeds them)"))
         return "; ".join(notes) or None
+
+    def _pending_documents(self, vector: Any, projects: Sequence[str] | None) -> int:
+        """How many documents of ``projects`` (None: of every project) the vector lane does not
+        see yet. A search limited to some projects counts theirs only: the count of the whole
+        index would tell a caller limited to them how much other projects hold or are indexing.
+        Reads the waiting documents' rows (no text) once per set of waiting documents and projects."""
+        if projects is None or not vector.pending_documents():
+            return int(vector.pending_documents())
+        ids = vector.pending_doc_ids()
+        memo = self._pending_memo  # holds the ids it counted, so their identity is not reused
+        if memo is not None and memo[0] is ids and memo[1] == (len(ids), tuple(projects)):
+            return memo[2]
+        wanted = set(projects)
+        count = sum(1 for doc in self.catalog.documents(sorted(ids)).values()
+                    if getattr(doc, "project_id", None) in wanted)
+        self._pending_memo = (ids, (len(ids), tuple(projects)), count)
+        return count
 
     @staticmethod
     def _why_empty(plan: Plan, retrieval: Retrieval) -> str:
