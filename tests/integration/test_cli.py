@@ -149,7 +149,7 @@ def test_an_index_folder_in_a_symlink_loop_or_of_an_unknown_home_is_a_readable_e
     assert proc.returncode == 3 and "Traceback" not in proc.stderr
     proc = run_cli("index", str(tmp_path / "notes"), "--index", loop, check=False)
     assert (proc.returncode, proc.stderr.strip()) == (2, f"error: {loop} cannot be an index folder: it is not a folder "
-                                                         "(a file, or a symlink to nothing, to a file or into a loop)")
+                                                         "(a file, a symlink to a file, or a symlink loop)")
     (tmp_path / "notes" / ".sleuth").symlink_to(tmp_path / "notes" / ".sleuth")
     proc = run_cli("index", str(tmp_path / "notes"), check=False)
     assert proc.returncode == 2 and "notes/.sleuth cannot be an index folder" in proc.stderr, proc.stderr

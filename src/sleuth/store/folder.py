@@ -67,15 +67,15 @@ class IndexFolder:
         index_dir: the folder.
     Raises:
         IndexFormatError: the catalog is of another format.
-        ConfigError: ``index_dir`` names something that is not a folder (a file, a dangling or looping symlink).
+        ConfigError: ``index_dir`` names something that is not a folder (a file, a symlink to one, a symlink loop).
         StorageFull, IndexReadOnly: the folder cannot be made.
     """
 
     def __init__(self, index_dir: str | Path) -> None:
         self.index_dir = absolute_path(index_dir)
         if os.path.lexists(self.index_dir) and not self.index_dir.is_dir():
-            raise ConfigError(f"{self.index_dir} cannot be an index folder: it is not a folder (a file, or a symlink "
-                              "to nothing, to a file or into a loop)")
+            raise ConfigError(f"{self.index_dir} cannot be an index folder: it is not a folder (a file, a symlink to "
+                              "a file, or a symlink loop)")
         with storage_errors(self.index_dir, "the index folder"):
             self.index_dir.mkdir(parents=True, exist_ok=True)
         self.catalog, self.write_lock = open_catalog(self.index_dir)
