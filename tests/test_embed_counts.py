@@ -32,3 +32,11 @@ def test_blocks_sharing_a_text_are_counted_as_the_blocks_they_are(tmp_path: Path
         state = read_state(engine.index_dir)
         assert state is not None
         assert (state["state"], state["embedded"], state["to_embed"]) == ("done", 2, 2)
+
+
+def test_a_state_file_nested_too_deeply_reads_as_no_state(tmp_path: Path) -> None:
+    """Attack session 32 (low): an embed.state.json of arrays nested past the JSON decoder's limit
+    raised RecursionError out of read_state (sleuth status, doctor), where a malformed one reads as
+    no state."""
+    (tmp_path / "embed.state.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    assert read_state(tmp_path) is None

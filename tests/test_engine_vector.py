@@ -283,3 +283,25 @@ def test_a_weak_meaning_match_that_is_left_out_expands_to_no_link_or_entity(tmp_
     finally:
         memory.close()
         e.close()
+
+
+def test_a_search_of_some_projects_counts_only_their_documents_without_a_vector(engine: Engine,
+                                                                                 tmp_path: Path) -> None:
+    """Attack session 32 (low): the notice counted the documents without a vector in the whole
+    index, so a caller limited to one project (sleuth serve --project, an HTTP user) learnt how many
+    documents another project was adding (which status and doctor hide from them). A search of some
+    projects counts theirs only."""
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    for i in range(3):
+        (secret / f"s{i}.md").write_text(f"# Secret {i}\n\nHidden plan number {i}.\n", encoding="utf-8")
+    engine.index([secret], project="secret", embed=False)
+    assert engine.search(SearchRequest(query="signing keys", projects=["notes"])).notice is None
+    assert engine.search(SearchRequest(query="hidden plan", projects=["secret"])).notice == (
+        "3 document(s) have no vector yet, so the vector lane does not see them (`sleuth embed` embeds them)")
+    (tmp_path / "notes" / "owls.md").write_text("# Owls\n\nOwls hunt at night.\n", encoding="utf-8")
+    engine.index([tmp_path / "notes"], project="notes", embed=False)
+    assert engine.search(SearchRequest(query="hunt at night", projects=["notes"])).notice == (
+        "1 document(s) have no vector yet, so the vector lane does not see them (`sleuth embed` embeds them)")
+    assert engine.search("hunt at night").notice == (
+        "4 document(s) have no vector yet, so the vector lane does not see them (`sleuth embed` embeds them)")

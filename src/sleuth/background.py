@@ -112,7 +112,7 @@ def read_state(index_dir: Path) -> dict[str, Any] | None:
     epoch seconds it started, ``model`` None) until that worker writes its own."""
     try:
         data = json.loads((index_dir / EMBED_STATE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested past the decoder's limit
         return None
     return data if isinstance(data, dict) else None
 

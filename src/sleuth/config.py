@@ -80,17 +80,35 @@ class Config:
         return replace(self, lanes=validate_lanes(lanes))
 
 
+#: Largest ``config.toml`` read, in bytes (a settings file is a few hundred bytes).
+CONFIG_MAX_BYTES = 1024 * 1024
+
+
 def read_config_file(index_dir: Path | None) -> dict[str, object]:
     """The keys of ``<index_dir>/config.toml`` (empty when there is no such file).
 
-    Raises ConfigError when the file cannot be read or is not valid TOML.
+    Raises ConfigError when the file cannot be read, is not a regular file (a FIFO, a device, a
+    folder: refused, never read), is larger than :data:`CONFIG_MAX_BYTES`, is not valid TOML, or
+    nests arrays or tables too deeply for the parser (an index folder can come with a cloned
+    repository: its settings file is checked like any input).
     """
-    if index_dir is None or not (index_dir / "config.toml").is_file():
+    if index_dir is None:
         return {}
+    path = index_dir / "config.toml"
     try:
-        return tomllib.loads((index_dir / "config.toml").read_text(encoding="utf-8"))
+        if not os.path.lexists(path):
+            return {}
+        if not path.is_file():
+            raise ConfigError(f"cannot read {path}: not a regular file")
+        with open(path, "rb") as handle:
+            data = handle.read(CONFIG_MAX_BYTES + 1)
+        if len(data) > CONFIG_MAX_BYTES:
+            raise ConfigError(f"cannot read {path}: larger than {CONFIG_MAX_BYTES:,} bytes")
+        return tomllib.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ConfigError(f"cannot read {path}: arrays or tables nested too deeply") from None
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {index_dir / 'config.toml'}: {exc}") from exc
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -293,6 +311,11 @@ def _fusion_settings(cfg: Config, values: dict[str, Any]) -> Config:
     return cfg
 
 
+#: Largest weight a lane may be given in ``[score_weights]`` / ``[lane_weights]`` (0 drops a lane):
+#: far above any weight that changes a ranking, and far below what would overflow a fused score.
+LANE_WEIGHT_MAX = 1_000_000.0
+
+
 def _weights(key: str, weights: dict[str, float], raw_weights: object) -> dict[str, float]:
     """``weights`` overlaid with the table ``raw_weights`` (config key ``key``). Raises ConfigError."""
     if not isinstance(raw_weights, dict):
@@ -300,9 +323,13 @@ def _weights(key: str, weights: dict[str, float], raw_weights: object) -> dict[s
     for lane, w in raw_weights.items():
         validate_lanes([str(lane)])
         try:
-            weights[lane] = float(w)
+            weight = float(w)
         except (TypeError, ValueError):
             raise ConfigError(f"{key}.{lane} must be a number, got {w!r}") from None
+        # nan, inf or a huge weight made every fused score nan or inf (and the JSON output invalid)
+        if isinstance(w, bool) or not 0.0 <= weight <= LANE_WEIGHT_MAX:
+            raise ConfigError(f"{key}.{lane} must be a number from 0 to {LANE_WEIGHT_MAX:,.0f}, got {w!r}")
+        weights[lane] = weight
     return weights
 
 

@@ -32,13 +32,30 @@ def has_catalog(index_dir: Path) -> bool:
     return (index_dir / CATALOG_FILE).is_file()
 
 
+def absolute_path(given: str | Path) -> Path:
+    """``given`` with ``~`` expanded and symlinks resolved, as far as that can be done: a ``~user``
+    of no known user stays as written, and a path that is a symlink loop (or otherwise cannot be
+    resolved) is made absolute without resolving it, so that the caller's own check of the folder
+    reports it readably instead of pathlib's ``RuntimeError``."""
+    path = Path(given)
+    try:
+        path = path.expanduser()
+    except RuntimeError:  # ~user of no known user, or no home folder: keep the name as written
+        pass
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # a symlink loop (pathlib raises RuntimeError for ELOOP)
+        return Path(os.path.abspath(path))
+
+
 def find_index_dir(explicit: str | Path | None, start: Path | None = None) -> Path | None:
     """The index folder: ``explicit``, else ``$SLEUTH_INDEX``, else the nearest ``.sleuth/`` found
-    in ``start`` (default: the current folder) or its parents, as git finds ``.git``."""
+    in ``start`` (default: the current folder) or its parents, as git finds ``.git``. Never raises
+    for a path that cannot be resolved (:func:`absolute_path`)."""
     if explicit:
-        return Path(explicit).expanduser().resolve()
+        return absolute_path(explicit)
     if os.environ.get(INDEX_ENV):
-        return Path(os.environ[INDEX_ENV]).expanduser().resolve()
+        return absolute_path(os.environ[INDEX_ENV])
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if has_catalog(folder / INDEX_DIR_NAME):

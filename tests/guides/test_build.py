@@ -139,7 +139,10 @@ def test_written_index_round_trips(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [("{}", "expected a JSON array of guides, got dict"), ("[{\"title\": \"T\"}]", "guide 1 is invalid (excerpt"),
-     ("not json", "is not valid JSON")],
+     ("not json", "is not valid JSON"),
+     # attack session 32 (low): nested past the decoder's limit, a RecursionError traceback from sleuth serve
+     ("[" * 100_000 + "]" * 100_000, "is not valid JSON: arrays or objects nested too deeply"),
+     ('{"guides": ' + "[" * 100_000 + "]" * 100_000 + "}", "is not valid JSON: arrays or objects nested too deeply")],
 )
 def test_bad_index_files_are_explained(tmp_path: Path, text: str, message: str) -> None:
     (tmp_path / "guides.json").write_text(text, encoding="utf-8")

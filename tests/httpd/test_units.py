@@ -181,3 +181,20 @@ def test_signing_keys_rotate_with_a_grace_period_and_read_legacy_files(tmp_path:
     assert verifier.check(forged).reason == "unknown or retired signing key"
     (tmp_path / KEY_FILE).write_text("{}")
     assert verifier.check(new_token).reason == "signing key unusable"  # fails closed
+
+
+def test_users_and_key_files_nested_too_deeply_are_readable_errors(tmp_path: Path) -> None:
+    """Attack session 32 (low): a users.json or token-signing.key of arrays nested past the JSON
+    decoder's recursion limit (well within their size limits) ended `sleuth users list`, `users
+    token` and `users add` with a RecursionError traceback; now the files' usual ConfigError."""
+    store = UserStore(tmp_path)
+    store.add("alice", ["alpha"])
+    (tmp_path / "users.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(ConfigError) as users:
+        store.users()
+    assert str(users.value) == f"{tmp_path / 'users.json'} is not valid JSON (arrays or objects nested too deeply)"
+    (tmp_path / "token-signing.key").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    (tmp_path / "token-signing.key").chmod(0o600)
+    with pytest.raises(ConfigError) as key:
+        signing_key(tmp_path)
+    assert str(key.value) == f"{tmp_path / 'token-signing.key'} is not a sleuth token-signing key file"

@@ -12,6 +12,7 @@ from typing import Any
 from mcp.client.session import ClientSession
 
 from tests.integration.conftest import run_cli
+from tests.integration.mcp_session import session as mcp_session
 from tests.integration.test_memory_mcp import ok, session
 
 ENV = {"SLEUTH_MODEL": "none", "SLEUTH_BROKER": "0"}
@@ -59,3 +60,28 @@ def test_mcp_envelope_names_the_absent_words(tmp_path: Path) -> None:
     out = session(index, script, {"SLEUTH_MODEL": "none"})
     assert [r["path"] for r in out["results"]] == ["templates.md"]
     assert out["meta"]["notice"] == NOTICE
+
+
+def test_a_project_limited_session_is_told_nothing_of_another_projects_words(tmp_path: Path) -> None:
+    """Attack session 32 (medium): the absent-word check looked the words up in the whole index, so a
+    session limited to one project (`sleuth serve --project notes`, or an HTTP user of it) learnt
+    whether a word occurs in another project's documents: 'zanzibar templates' was answered without
+    the notice when only the other project held 'zanzibar', and with it otherwise -- an oracle for
+    any word of the projects it may not see. Now the words of the searched projects count only, so
+    that word is named as absent, word for word like one that no document holds."""
+    index = _index(tmp_path)
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "plans.md").write_text("# Plans\n\nThe zanzibar acquisition closes in May.\n", encoding="utf-8")
+    run_cli("index", str(secret), "--project", "secret", "--index", str(index), env=ENV)
+    args = ["--index", str(index), "--project", "notes", "--no-broker"]
+    calls = [("project_memory_search", {"query": f"{word} templates", "project_id": "notes"})
+             for word in ("zanzibar", "taxnomy")]
+    zanzibar, taxnomy = (ok(r)["meta"]["notice"] for r in mcp_session(args, calls, env=ENV)["results"])
+    assert (zanzibar, taxnomy) == (NOTICE.replace("taxnomy", "zanzibar"), NOTICE)
+    scoped = json.loads(run_cli("search", "zanzibar templates", "--project", "notes", "--index", str(index),
+                                "--format", "json", env=ENV).stdout)
+    assert scoped["word_notice"] == NOTICE.replace("taxnomy", "zanzibar")
+    whole = json.loads(run_cli("search", "zanzibar templates", "--index", str(index), "--format", "json",
+                               env=ENV).stdout)
+    assert whole["word_notice"] is None  # every project searched: the word occurs

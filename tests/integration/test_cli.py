@@ -142,6 +142,31 @@ def test_missing_index_is_reported(tmp_path: Path) -> None:
     assert proc.returncode == 3 and "not a sleuth index" in proc.stderr
 
 
+def test_an_index_folder_in_a_symlink_loop_or_of_an_unknown_home_is_a_readable_error(tmp_path: Path) -> None:
+    """Attack session 32 (medium): ``--index`` (or ``$SLEUTH_INDEX``) naming a symlink loop ended
+    every command with pathlib's ``RuntimeError: Symlink loop`` traceback, and so did
+    ``~nosuchuser/x`` ('Could not determine home directory'); ``sleuth index`` into a loop, or into
+    a first root whose ``.sleuth`` is one, said 'File exists'."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# A\n\nsigning keys\n", encoding="utf-8")
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    loop = str(tmp_path / "loop1")
+    for args in (("search", "keys", "--index", loop), ("status", "--index", loop), ("projects", "--index", loop),
+                 ("get", "x", "--index", loop), ("search", "keys", "--index", "~nosuchuser-of-sleuth/x")):
+        proc = run_cli(*args, check=False)
+        assert (proc.returncode, proc.stderr.splitlines()[-1].endswith(
+            "is not a sleuth index (no catalog.sqlite3); run `sleuth index` first")) == (3, True), proc.stderr
+    proc = run_cli("search", "keys", check=False, env={"SLEUTH_INDEX": loop})
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr
+    proc = run_cli("index", str(tmp_path / "notes"), "--index", loop, check=False)
+    assert (proc.returncode, proc.stderr.strip()) == (2, f"error: {loop} cannot be an index folder: it is not a folder "
+                                                         "(a file, a symlink to a file, or a symlink loop)")
+    (tmp_path / "notes" / ".sleuth").symlink_to(tmp_path / "notes" / ".sleuth")
+    proc = run_cli("index", str(tmp_path / "notes"), check=False)
+    assert proc.returncode == 2 and "notes/.sleuth cannot be an index folder" in proc.stderr, proc.stderr
+
+
 def test_incremental_reindex_and_default_index_location(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     root.mkdir()

@@ -125,6 +125,18 @@ def test_each_user_sees_only_their_projects(server: HttpServer, index: Path, tok
     assert str(index) not in json.dumps(status)
 
 
+def test_search_hits_and_documents_name_their_root_by_its_folder_only(server: HttpServer, index: Path,
+                                                                      tokens: dict[str, str]) -> None:
+    """Attack session 32 (medium): /ui/api/search's hits and /ui/api/document gave a remote user each
+    document's ``root`` as the server's absolute folder (``/srv/notes/alpha``), which the index
+    page, the facets and the MCP tools hide. Now the folder's name, as MCP's ``root`` shows it."""
+    found = api(server, "search", tokens["alice"], q="lighthouse signal").json()
+    assert [h["root"] for h in found["hits"]] == ["alpha", "alpha"]
+    doc = api(server, "document", tokens["alice"], id=found["hits"][0]["doc_id"]).json()
+    assert (doc["root"], doc["path"]) == ("alpha", found["hits"][0]["path"])
+    assert str(index.parent) not in json.dumps(found) + json.dumps(doc)
+
+
 def test_ui_calls_are_audited_per_user(server: HttpServer, index: Path, tokens: dict[str, str]) -> None:
     import time
 

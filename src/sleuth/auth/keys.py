@@ -88,7 +88,7 @@ def parse_keys(text: str, path: Path) -> list[SigningKey]:
         return [SigningKey("legacy0", secret, 0, None, legacy=True)]
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the decoder's limit
         data = None
     if not isinstance(data, dict) or data.get("version") != KEY_FILE_VERSION or not isinstance(data.get("keys"), list):
         raise ConfigError(f"{path} is not a sleuth token-signing key file")

@@ -150,6 +150,8 @@ class UserStore:
         check_private(self.path, "the users file")
         try:
             data = json.loads(raw)
+        except RecursionError:  # arrays or objects nested past the decoder's recursion limit
+            raise ConfigError(f"{self.path} is not valid JSON (arrays or objects nested too deeply)") from None
         except ValueError as exc:
             raise ConfigError(f"{self.path} is not valid JSON ({exc})") from None
         if not isinstance(data, dict) or data.get("version") != USERS_FILE_VERSION \

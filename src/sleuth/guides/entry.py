@@ -83,4 +83,6 @@ def load_guides(path: Path) -> list[GuideEntry]:
         raise ConfigError(f"cannot read guides index {path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"guides index {path} is not valid JSON: {exc}") from None
+    except RecursionError:  # arrays or objects nested past the decoder's recursion limit
+        raise ConfigError(f"guides index {path} is not valid JSON: arrays or objects nested too deeply") from None
     return parse_guides(data, str(path))

@@ -16,7 +16,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sleuth.errors import ConfigError, SleuthError, StorageError
@@ -302,6 +302,10 @@ class MilvusVectorLane(VectorLane):
 
     def pending_documents(self) -> int:
         return len(self.shared.index.state().get("pending", []))
+
+    def pending_doc_ids(self) -> Collection[str]:
+        """The ids of the documents :meth:`pending_documents` counts."""
+        return list(self.shared.index.state().get("pending", []))
 
     def synced_since(self, started: float) -> float | None:
         """See :meth:`MilvusShared.synced_since`."""

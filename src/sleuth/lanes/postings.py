@@ -380,15 +380,31 @@ class Postings:
             self.reload()
         return self._searcher
 
-    def absent_terms(self, terms: Sequence[str]) -> list[str]:
+    def absent_terms(self, terms: Sequence[str], projects: Sequence[str] | None = None) -> list[str]:
         """The ``terms`` (index terms, as :func:`sleuth.text.parse_query` makes them) that no block
         of the postings holds in any field a word lane searches (body, title, heading, tags, path),
         in the order given. One term-dictionary lookup per term and field (the body first; the
         other fields only for a term the body lacks), no posting list is read. A term of deleted
-        blocks not yet merged away still counts as held (never a term wrongly called absent)."""
+        blocks not yet merged away still counts as held (never a term wrongly called absent).
+
+        ``projects`` (None: every project): only blocks of these count, so that the answer tells
+        nothing of the words of other projects (a caller limited to some projects must not learn
+        whether a word occurs elsewhere). A term the dictionary holds is then looked up in those
+        projects' blocks (one search of at most one hit per such term)."""
         searcher = self.searcher()
-        return [t for t in terms
-                if all(searcher.doc_freq(f, t) == 0 for f in ("body", "title", "heading", "tags", "path"))]
+        absent = {t for t in terms if all(searcher.doc_freq(f, t) == 0 for f in WORD_FIELDS)}
+        if projects is not None:
+            scope = tantivy.Query.const_score_query(tantivy.Query.boolean_query(
+                [(tantivy.Occur.Should, self.term("project", p)) for p in projects]), 0.0)
+            for t in dict.fromkeys(terms):
+                if t in absent:
+                    continue
+                held = tantivy.Query.boolean_query([(tantivy.Occur.Should, self.term(f, t)) for f in WORD_FIELDS])
+                query = tantivy.Query.boolean_query([(tantivy.Occur.Must, tantivy.Query.const_score_query(held, 0.0)),
+                                                     (tantivy.Occur.Must, scope)])
+                if not searcher.search(query, 1, count=False).hits:
+                    absent.add(t)
+        return [t for t in terms if t in absent]
 
     def forget_searches(self) -> None:
         """Empty the memo of :meth:`search` (benchmarks: each timed search then reads the postings,
@@ -476,6 +492,9 @@ class Postings:
         return Hits(list(map(BLOCK_ID_FORMAT.__mod__, zip(doc_keys, block_keys, strict=True))),
                     [float(score) for score, _ in hits])
 
+
+#: The fields a word lane searches, in the order :meth:`Postings.absent_terms` looks a term up.
+WORD_FIELDS = ("body", "title", "heading", "tags", "path")
 
 #: How many searches :meth:`Postings.search` remembers (by their ``memo_key``).
 SEARCH_MEMO_ENTRIES = 32

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -384,6 +384,10 @@ class VectorLane(LaneBase):
     def pending_documents(self) -> int:
         """Documents with blocks that have no vector yet (the lane does not see them)."""
         return len(self.state.pending_docs) if self.state is not None else 0
+
+    def pending_doc_ids(self) -> Collection[str]:
+        """The ids of the documents :meth:`pending_documents` counts (not to be changed)."""
+        return self.state.pending_docs if self.state is not None else ()
 
     def warm(self) -> None:
         if self.context.model.get() is not None:

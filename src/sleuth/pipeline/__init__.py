@@ -70,6 +70,8 @@ class Searcher:
         self.catalog, self.lanes, self.config = corpus, lanes, config
         self._catch_up, self._postings_generation = catch_up, postings_generation
         self._postings_behind = postings_behind
+        #: The last count of :meth:`_pending_documents`: (the waiting ids, (their number, projects), count).
+        self._pending_memo: tuple[Any, tuple[int, tuple[str, ...]], int] | None = None
         self._closed = threading.Event()
         self._pool = LanePools()
         self.retriever = Retriever(lanes, self._pool, delays_s or {}, self._closed)
@@ -234,7 +236,8 @@ class Searcher:
         postings_lag = functools.cache(self._postings_lag)  # read at most once a search
         word_notice = semantic_notice(word_ran, lexical_found, len(answers[0].hits), fused_dropped[0][1],
                                       phrases=bool(first.phrases), filtered=plan.doc_ids is not None
-                                      ) or self._absent_words(first, word_ran and lexical_found, postings_lag)
+                                      ) or self._absent_words(first, word_ran and lexical_found, postings_lag,
+                                                          plan.projects)
         return SearchResponse(
             query=req.query if not req.questions else answers[0].query, word_notice=word_notice,
             terms=list(first.terms), phrases=[" ".join(p) for p in first.phrases],
@@ -337,23 +340,26 @@ class Searcher:
         progress, or postings that could not be written)."""
         return self._postings_generation is not None and self._postings_generation() < self.catalog.generation()
 
-    def _absent_words(self, first: ParsedQuery, words_found: bool, postings_lag: Callable[[], bool]) -> str | None:
-        """The notice naming the words of the query ``first`` that no indexed document holds, when
+    def _absent_words(self, first: ParsedQuery, words_found: bool, postings_lag: Callable[[], bool],
+                      projects: Sequence[str] | None = None) -> str | None:
+        """The notice naming the words of the query ``first`` that no indexed document (of
+        ``projects``, when given: the searched ones, so that nothing is told of the others) holds, when
         a word lane found others (``words_found``) and the postings are not behind the catalog
         (``postings_lag()``: a term of the documents they do not hold yet would be called absent);
         else None."""
         if not words_found or postings_lag():
             return None
-        return absent_words_notice(first.text, self._absent_terms(first.terms))
+        return absent_words_notice(first.text, self._absent_terms(first.terms, projects))
 
-    def _absent_terms(self, terms: Sequence[str]) -> list[str]:
-        """The ``terms`` no block of the postings holds (one term-dictionary lookup each); none
+    def _absent_terms(self, terms: Sequence[str], projects: Sequence[str] | None = None) -> list[str]:
+        """The ``terms`` no block of the postings holds (one term-dictionary lookup each), within
+        ``projects`` when given (None: every project; see :meth:`Postings.absent_terms`); none
         when no postings lane is loaded."""
         if not terms:
             return []
         postings = next((lane.postings for name in POSTINGS_LANES if (lane := self.lanes.get(name)) is not None
                          and hasattr(lane, "postings")), None)
-        return postings.absent_terms(terms) if postings is not None else []
+        return postings.absent_terms(terms, projects) if postings is not None else []
 
     def _notice(self, plan: Plan, retrieval: Retrieval, answers: list[QuestionAnswer],
                 word_notice: str | None, postings_lag: Callable[[], bool], inbox_left_out: int = 0,
@@ -389,12 +395,30 @@ class Searcher:
             notes.append(f"Milvus was brought up to the catalog before this search answered (a sync of"
                          f" {max(synced):.1f} s: Milvus had been emptied, replaced or left behind)")
         vector = self.lanes.get("vector")
-        if "vector" in retrieval.answers and vector is not None and vector.pending_documents():
+        if "vector" in retrieval.answers and vector is not None and (
+                pending := self._pending_documents(vector, plan.projects)):
             running = getattr(vector, "embedding_running", lambda: False)()
-            notes.append(f"{vector.pending_documents()} document(s) have no vector yet, so the vector lane"
+            notes.append(f"{pending} document(s) have no vector yet, so the vector lane"
                          " does not see them" + (": embedding is in progress (`sleuth status` shows how far)"
                                                  if running else " (`sleuth embed` embeds them)"))
         return "; ".join(notes) or None
+
+    def _pending_documents(self, vector: Any, projects: Sequence[str] | None) -> int:
+        """How many documents of ``projects`` (None: of every project) the vector lane does not
+        see yet. A search limited to some projects counts theirs only: the count of the whole
+        index would tell a caller limited to them how much other projects hold or are indexing.
+        Reads the waiting documents' rows (no text) once per set of waiting documents and projects."""
+        if projects is None or not vector.pending_documents():
+            return int(vector.pending_documents())
+        ids = vector.pending_doc_ids()
+        memo = self._pending_memo  # holds the ids it counted, so their identity is not reused
+        if memo is not None and memo[0] is ids and memo[1] == (len(ids), tuple(projects)):
+            return memo[2]
+        wanted = set(projects)
+        count = sum(1 for doc in self.catalog.documents(sorted(ids)).values()
+                    if getattr(doc, "project_id", None) in wanted)
+        self._pending_memo = (ids, (len(ids), tuple(projects)), count)
+        return count
 
     @staticmethod
     def _why_empty(plan: Plan, retrieval: Retrieval) -> str:

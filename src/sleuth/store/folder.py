@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sleuth.errors import IndexWriteError, storage_errors
+from sleuth.errors import ConfigError, IndexWriteError, storage_errors
 from sleuth.lanes.postings import Postings
-from sleuth.locate import catalog_url
+from sleuth.locate import absolute_path, catalog_url
 from sleuth.locks import NotALockFile, WriteLock, write_lock_timeout_s
 from sleuth.store import scratch
 from sleuth.store.catalog import Catalog
@@ -67,11 +67,15 @@ class IndexFolder:
         index_dir: the folder.
     Raises:
         IndexFormatError: the catalog is of another format.
+        ConfigError: ``index_dir`` names something that is not a folder (a file, a symlink to one, a symlink loop).
         StorageFull, IndexReadOnly: the folder cannot be made.
     """
 
     def __init__(self, index_dir: str | Path) -> None:
-        self.index_dir = Path(index_dir).expanduser().resolve()
+        self.index_dir = absolute_path(index_dir)
+        if os.path.lexists(self.index_dir) and not self.index_dir.is_dir():
+            raise ConfigError(f"{self.index_dir} cannot be an index folder: it is not a folder (a file, a symlink to "
+                              "a file, or a symlink loop)")
         with storage_errors(self.index_dir, "the index folder"):
             self.index_dir.mkdir(parents=True, exist_ok=True)
         self.catalog, self.write_lock = open_catalog(self.index_dir)

@@ -180,10 +180,20 @@ def _page_indexes(engine: Engine, doc_ids: Sequence[str]) -> dict[str, PageIndex
     return out
 
 
+def _shown_root(engine: Engine, root: str | None, remote: bool) -> str | None:
+    """A document's ``root`` as the page shows it: the folder, or for a ``remote`` user (``sleuth
+    serve --http``) its name only (:func:`sleuth.remote.hide_server_paths`: no server path)."""
+    if not remote or not root:
+        return root
+    roots = [r for rs in engine.catalog.roots().values() for r in rs]
+    return str(hide_server_paths(root, str(engine.index_dir), roots))
+
+
 def search_json(engine: Engine, params: Mapping[str, Sequence[str]],
-                allowed: Sequence[str] | None = None) -> dict[str, Any]:
+                allowed: Sequence[str] | None = None, remote: bool = False) -> dict[str, Any]:
     """A search for the page: the SearchResponse's JSON, each hit with a ``location`` (label, page
     of a PDF, cell of a notebook when the pipeline gives one) and each passage with its ``location``.
+    ``remote``: each hit's ``root`` is its folder's name, not the server's path (:func:`_shown_root`).
 
     Raises:
         QueryError, ProjectNotFound: see :func:`search_request`; what :meth:`Engine.search` raises.
@@ -200,6 +210,7 @@ def search_json(engine: Engine, params: Mapping[str, Sequence[str]],
         cell = getattr(hit, "cell", None)
         first = hit.passages[0].start if hit.passages else None
         page = index.page_at(first) if index is not None and first is not None else None
+        row["root"] = _shown_root(engine, row.get("root"), remote)
         row["location"] = {"page": page, "cell": cell,
                            "label": location_label(hit.format, hit.heading_path, hit.lines, page, cell)}
         for passage, prow in zip(hit.passages, row["passages"], strict=True):
@@ -210,9 +221,10 @@ def search_json(engine: Engine, params: Mapping[str, Sequence[str]],
 
 
 def document_json(engine: Engine, doc_id: str, marked: Sequence[str],
-                  allowed: Sequence[str] | None = None) -> dict[str, Any]:
+                  allowed: Sequence[str] | None = None, remote: bool = False) -> dict[str, Any]:
     """The document view: the document's fields, its text (at most :data:`DOCUMENT_MAX_CHARS`) and its
     blocks in order, each with its text, location and ``matched`` when its id is in ``marked``.
+    ``remote``: the ``root`` is its folder's name, not the server's path (:func:`_shown_root`).
 
     Raises:
         DocumentNotFound: no such document, or not in the projects shown.
@@ -233,7 +245,8 @@ def document_json(engine: Engine, doc_id: str, marked: Sequence[str],
         blocks.append({"block_id": b["block_id"], "start": start, "end": min(end, len(text)),
                        "matched": b["block_id"] in wanted,
                        "location": location_label(doc.format, b["heading_path"], b["lines"], page)})  # type: ignore[arg-type]
-    return {"doc_id": doc.doc_id, "project": doc.project, "path": doc.path, "root": doc.root, "title": doc.title,
+    return {"doc_id": doc.doc_id, "project": doc.project, "path": doc.path,
+            "root": _shown_root(engine, doc.root, remote), "title": doc.title,
             "kind": doc.kind, "tags": doc.tags, "mtime": doc.mtime, "revision": doc.revision, "text": text,
             "truncated": len(doc.text) > len(text), "chars": len(doc.text), "blocks": blocks,
             "pages": pages.pages if pages is not None else None}

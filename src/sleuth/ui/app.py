@@ -121,13 +121,14 @@ def page_routes(engine: Engine, access: AccessOf, remote: bool = False,
 
     async def search(request: Request) -> Response:
         params = _params(request)
-        return await call(request, "search", lambda allowed: api.search_json(engine, params, allowed))
+        return await call(request, "search", lambda allowed: api.search_json(engine, params, allowed, remote))
 
     async def document(request: Request) -> Response:
         params = _params(request)
         doc_id = api._one(params, "id")  # the same parameter rules
         marked = [b for raw in params.get("block", []) for b in raw.split(",") if b]
-        return await call(request, "document", lambda allowed: api.document_json(engine, doc_id, marked, allowed))
+        return await call(request, "document", lambda allowed: api.document_json(engine, doc_id, marked, allowed,
+                                                                                   remote))
 
     async def status(request: Request) -> Response:
         files = api._one(_params(request), "files") in ("1", "true")

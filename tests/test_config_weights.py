@@ -1,0 +1,35 @@
+"""Lane weights in an index's config.toml are bounded (attack session 32, low): ``bm25 = nan``,
+``inf`` or ``1e308`` were taken, and every fused score came out nan or inf (``sleuth search
+--format json`` then printed ``NaN`` / ``Infinity``, which is not JSON), ``true`` read as 1.0 and a
+negative weight silently as 0. A weight is now a number from 0 to ``LANE_WEIGHT_MAX`` (1,000,000)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sleuth.config import load_config
+from sleuth.errors import ConfigError
+
+
+@pytest.mark.parametrize(("table", "value"), [("score_weights", "nan"), ("score_weights", "inf"),
+                                              ("score_weights", "-inf"), ("lane_weights", "1e308"),
+                                              ("lane_weights", "true"), ("score_weights", "-1"),
+                                              ("lane_weights", "1000000.5")])
+def test_a_weight_that_is_not_a_number_from_0_to_the_maximum_is_refused(tmp_path: Path, table: str,
+                                                                          value: str) -> None:
+    (tmp_path / "config.toml").write_text(f"[{table}]\nbm25 = {value}\n", encoding="utf-8")
+    shown = {"true": "True", "1e308": "1e+308"}.get(value, value)
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    assert str(info.value).startswith(f"{table}.bm25 must be a number from 0 to 1,000,000, got {shown} "
+                                      f"(settings from {tmp_path / 'config.toml'}")
+
+
+def test_weights_from_0_to_the_maximum_are_taken(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("[score_weights]\nbm25 = 0\nindex = 1e6\n[lane_weights]\nrm3 = 2.5\n",
+                                          encoding="utf-8")
+    cfg = load_config(tmp_path)
+    assert (cfg.score_weights["bm25"], cfg.score_weights["index"], cfg.lane_weights["rm3"]) == (0.0, 1e6,
+                                                                                                2.5)
