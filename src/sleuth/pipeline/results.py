@@ -66,6 +66,11 @@ class Rows:
             found = self._matches[key] = find_terms(block.text, terms)
         return found
 
+    def matched_terms(self) -> frozenset[str]:
+        """Every query term :meth:`matches` found in a block this search read: terms held by blocks
+        of the projects it searched."""
+        return frozenset(token.term for tokens in self._matches.values() for token in tokens)
+
     def snippet(self, block: HitBlock, terms: frozenset[str], max_chars: int) -> Snippet:
         """``block``'s snippet of at most ``max_chars`` code points around ``terms``, made once per
         search for each block, terms and size (grouped questions show one block around their own
