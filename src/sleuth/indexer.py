@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sleuth.errors import ConfigError, ProjectNotFound, QueryError
+from sleuth.errors import ConfigError, ProjectNotFound, QueryError, shown
 from sleuth.ingest import PARSER_VERSION
 from sleuth.progress import counting
 from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
@@ -329,7 +329,7 @@ class Indexer:
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
         """
         if project not in self.catalog.roots():
-            raise ProjectNotFound(f"project not found: {project!r} (see `sleuth projects`)")
+            raise ProjectNotFound(f"project not found: {shown(project)!r} (see `sleuth projects`)")
         with self.folder.write_lock.held(), self.folder.postings_writable(), fewer_collections():
             self.postings.catch_up(self.catalog)
             doc_ids = self.catalog.project_doc_ids(project)

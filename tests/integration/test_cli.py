@@ -127,6 +127,10 @@ def test_unknown_project_and_lane(hugo_index: Path) -> None:
         run_cli("get", first, "--project", "hugo", "--index", str(hugo_index)).stdout
     proc = run_cli("search", "x", "--project", "!!!", "--index", str(hugo_index), check=False)
     assert proc.returncode == 2 and "invalid project name '!!!'" in proc.stderr and "Traceback" not in proc.stderr
+    # attack session 32: an unknown name was repeated whole (5,000 characters); now cut as other names are
+    proc = run_cli("search", "x", "--project", "p" * 5000, "--index", str(hugo_index), check=False)
+    assert proc.returncode == 4 and proc.stderr.strip() == \
+        f"error: project not found: {'p' * 60}... (see `sleuth projects`)"
     proc = run_cli("search", "x", "--lanes", "bm25,magic", "--index", str(hugo_index), check=False)
     assert proc.returncode == 2 and "unknown lane(s) magic" in proc.stderr
     # attack session 24: an empty --lanes ran the configured lanes; a lane name with a terminal

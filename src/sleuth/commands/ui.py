@@ -23,13 +23,13 @@ def ui_cmd(port: int, host: str, projects: tuple[str, ...], index_dir: Path | No
     """Serve a local web page to search the index, see why each result ranked, read documents and
     check what the index holds. Open the printed URL in a browser; Ctrl-C stops it."""
     from sleuth.engine import Engine
-    from sleuth.errors import ProjectNotFound
+    from sleuth.errors import ProjectNotFound, shown
     from sleuth.ui.app import serve_ui
 
     with Engine.open(index_dir, serving=True) as engine:
         known = set(engine.project_ids())
         for p in projects:
             if p not in known:
-                raise ProjectNotFound(f"project not found: {p!r}")
+                raise ProjectNotFound(f"project not found: {shown(p)!r}")
         serve_ui(engine, port, host, list(projects) or None,
                  ready=lambda url: click.echo(f"sleuth ui: serving {url} (Ctrl-C to stop)"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from sleuth.errors import ProjectNotFound
+from sleuth.errors import ProjectNotFound, shown
 from sleuth.freshness import row_freshness, skip_state
 from sleuth.lanes import registry
 from sleuth.memory.records import MEMORY_DIR_NAME
@@ -122,7 +122,7 @@ def doctor(engine: Engine, project_id: str | None = None, visible: Collection[st
                 if (project_id is None or p.project_id == project_id)
                 and (visible is None or p.project_id in visible)]
     if project_id is not None and not projects:
-        raise ProjectNotFound(f"project not found: {project_id} (see get_projects or `sleuth projects`)")
+        raise ProjectNotFound(f"project not found: {shown(project_id)} (see get_projects or `sleuth projects`)")
     wanted = [p.project_id for p in projects]
     stale: list[StaleDocument] = []
     stale_counts = dict.fromkeys(wanted, 0)

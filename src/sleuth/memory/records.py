@@ -168,9 +168,9 @@ class RecordStore:
         """
         title = _checked_title(kind, title, body, tags, related, supersedes, request_id)
         if project_id not in self.engine.project_ids() and not create_project:
-            from sleuth.errors import ProjectNotFound
+            from sleuth.errors import ProjectNotFound, shown
 
-            raise ProjectNotFound(f"project not found: {project_id} (see get_projects or `sleuth projects`)")
+            raise ProjectNotFound(f"project not found: {shown(project_id)} (see get_projects or `sleuth projects`)")
         folder, role, label = RECORD_KINDS[kind]
         root = self.memory_dir(project_id)
         with _write_lock:

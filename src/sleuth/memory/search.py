@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled
+from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled, shown
 from sleuth.lanes import registry
 from sleuth.memory.arguments import MemoryRequest
 from sleuth.pipeline import NO_SEARCHABLE_TERMS
@@ -124,7 +124,8 @@ class MemorySearch:
         wanted = [p for p in (req.project_id, *req.include_project_ids) if p]
         missing = [p for p in wanted if p not in projects]
         if missing:
-            raise ProjectNotFound(f"project not found: {', '.join(missing)} (see get_projects or `sleuth projects`)")
+            raise ProjectNotFound(f"project not found: {', '.join(map(shown, missing))}"
+                                  " (see get_projects or `sleuth projects`)")
         return tuple(wanted)
 
     def request(self, req: MemoryRequest, projects: tuple[str, ...], request_id: str) -> SearchRequest:

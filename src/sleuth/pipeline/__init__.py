@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import wait
 from typing import TYPE_CHECKING, Any
 
-from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled
+from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled, shown
 from sleuth.fusion import fuse as fuse_lists
 from sleuth.ingest.roles import FILTER_KINDS
 from sleuth.lanes.base import DocFilter
@@ -94,7 +94,7 @@ class Searcher:
         known = set(self.catalog.roots())
         missing = [p for p in projects if p not in known]
         if missing:
-            raise ProjectNotFound(f"project not found: {', '.join(missing)} (see `sleuth projects`)")
+            raise ProjectNotFound(f"project not found: {', '.join(map(shown, missing))} (see `sleuth projects`)")
         return tuple(dict.fromkeys(projects))
 
     def scope(self, req: SearchRequest) -> tuple[tuple[str, ...] | None, int]:

@@ -23,7 +23,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from sleuth.engine import Engine
-from sleuth.errors import DocumentNotFound, ProjectNotFound, QueryError
+from sleuth.errors import DocumentNotFound, ProjectNotFound, QueryError, shown
 from sleuth.ingest.roles import FILTER_KINDS, ROLES, SOURCE_FAMILIES, time_bound_ns
 from sleuth.remote import hide_server_paths
 from sleuth.store.folder import WRITE_LOCK_FILE
@@ -108,7 +108,7 @@ def _projects(engine: Engine, asked: list[str], allowed: Sequence[str] | None) -
     visible = known if allowed is None else known & set(allowed)
     for p in asked:
         if p not in visible:
-            raise ProjectNotFound(f"project not found: {p!r}")
+            raise ProjectNotFound(f"project not found: {shown(p)!r}")
     if asked:
         return asked
     return None if allowed is None else sorted(visible)
