@@ -50,3 +50,17 @@ def test_lock_exclusive_returns_none_while_another_descriptor_holds_it_and_refus
     (tmp_path / "planted.lock").mkdir()
     with pytest.raises(NotALockFile, match="planted.lock is not a regular file .*remove it"):
         lock_exclusive(tmp_path / "planted.lock", 0)
+
+
+@pytest.mark.parametrize("raw", ["1e999", "inf", "86401", "-1", "nan", "soon"])
+def test_a_write_lock_wait_without_end_or_out_of_range_is_refused(raw: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack session 32 (low): SLEUTH_WRITE_LOCK_TIMEOUT_S=1e999 was taken, and a writer then waited forever."""
+    from sleuth.errors import ConfigError
+    from sleuth.locks import WRITE_LOCK_TIMEOUT_ENV, write_lock_timeout_s
+
+    monkeypatch.setenv(WRITE_LOCK_TIMEOUT_ENV, raw)
+    with pytest.raises(ConfigError) as caught:
+        write_lock_timeout_s()
+    assert str(caught.value) == f"SLEUTH_WRITE_LOCK_TIMEOUT_S must be a number of seconds from 0 to 86,400, got {raw!r}"
+    monkeypatch.setenv(WRITE_LOCK_TIMEOUT_ENV, "86400")
+    assert write_lock_timeout_s() == 86_400.0

@@ -97,15 +97,19 @@ def _not_a_lock_file(path: Path) -> NotALockFile:
 #: environment variable ``SLEUTH_WRITE_LOCK_TIMEOUT_S``).
 WRITE_LOCK_TIMEOUT_S = 30.0
 WRITE_LOCK_TIMEOUT_ENV = "SLEUTH_WRITE_LOCK_TIMEOUT_S"
+#: The longest wait ``$SLEUTH_WRITE_LOCK_TIMEOUT_S`` may ask for, in seconds (a day): every wait is bounded.
+WRITE_LOCK_TIMEOUT_MAX_S = 86_400.0
 
 
 def write_lock_timeout_s() -> float:
-    """``$SLEUTH_WRITE_LOCK_TIMEOUT_S`` when set (seconds, >= 0), else ``WRITE_LOCK_TIMEOUT_S``.
+    """``$SLEUTH_WRITE_LOCK_TIMEOUT_S`` when set (seconds, 0 to ``WRITE_LOCK_TIMEOUT_MAX_S``), else
+    ``WRITE_LOCK_TIMEOUT_S``.
 
     Raises:
-        ConfigError: the variable is not a number >= 0.
+        ConfigError: the variable is not a number of seconds in that range (``inf`` and ``1e999``
+            included: a wait without end).
     """
-    from sleuth.errors import ConfigError
+    from sleuth.errors import ConfigError, shown
 
     raw = os.environ.get(WRITE_LOCK_TIMEOUT_ENV, "").strip()
     if not raw:
@@ -114,8 +118,9 @@ def write_lock_timeout_s() -> float:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if not value >= 0:
-        raise ConfigError(f"{WRITE_LOCK_TIMEOUT_ENV} must be a number of seconds >= 0, got {raw!r}")
+    if not 0 <= value <= WRITE_LOCK_TIMEOUT_MAX_S:
+        raise ConfigError(f"{WRITE_LOCK_TIMEOUT_ENV} must be a number of seconds from 0 to "
+                          f"{WRITE_LOCK_TIMEOUT_MAX_S:,.0f}, got {shown(raw)!r}")
     return value
 
 
