@@ -20,6 +20,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from sleuth.interrupts import check_interrupt
+
 #: The phases of an indexing run, in order, with the unit each counts (the three ``milvus`` ones:
 #: the sync of a scaled-out index, :mod:`sleuth.store.milvus_sync`, after the others).
 PHASE_UNITS: dict[str, str] = {"scan": "files", "parse": "files", "postings": "blocks", "embedding": "blocks",
@@ -159,7 +161,13 @@ class Progress:
         return phase
 
     def advance(self, name: str, n: int = 1, total: int | None = None) -> None:
-        """Count ``n`` more units of ``name`` (started when it was not); ``total`` when now known."""
+        """Count ``n`` more units of ``name`` (started when it was not); ``total`` when now known.
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C was pressed within :func:`sleuth.interrupts.stop_on_interrupt`
+                (again, should the first one have been lost in a finalizer).
+        """
+        check_interrupt()
         phase = self.phases.get(name) or self.start(name)
         phase.done += n
         if total is not None:

@@ -40,6 +40,7 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     waits for it), unless --wait."""
     from sleuth import background
     from sleuth.engine import Engine
+    from sleuth.interrupts import stop_on_interrupt
     from sleuth.progress import Progress, terminal_sink
     from sleuth.reports import skip_summary
 
@@ -57,7 +58,7 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     phases = Progress(sink)
     embedding: dict[str, Any] = {}
     try:
-        with Engine(target) as engine:
+        with stop_on_interrupt(), Engine(target) as engine:
             report = engine.index(list(paths), project=project, embed=False, phases=phases)
             if wait:
                 started = time.perf_counter()
@@ -162,6 +163,7 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
     worker that is already at it; resumes where a killed worker stopped."""
     from sleuth import background
     from sleuth.engine import Engine
+    from sleuth.interrupts import stop_on_interrupt
     from sleuth.progress import PlainLines, Progress, progress_interval_s, terminal_sink
 
     if worker:  # detached: stderr is embed.log
@@ -185,7 +187,8 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
             sink = terminal_sink(label="sleuth embed")
             progress = Progress(sink)
             try:
-                done = background.embed_now(engine, progress) or 0
+                with stop_on_interrupt():
+                    done = background.embed_now(engine, progress) or 0
             finally:
                 sink.close()
             have, total = (0, 0) if embedder is None else \
