@@ -69,6 +69,13 @@ def _resolved_under(ref: str, root: Path) -> Path | None:
     return inside if inside.is_relative_to(root) and inside != root else None
 
 
+
+def document_not_found(ref: str) -> DocumentNotFound:
+    """The error for a reference that names no document the caller may see (the same words whether
+    it names none or one elsewhere)."""
+    return DocumentNotFound(f"document not found: {ref!r} (give a document id, a block id or a path "
+                            "relative to its root, as `sleuth search` shows them)")
+
 class Engine:
     """An index folder opened for indexing and search.
 
@@ -323,8 +330,7 @@ class Engine:
                                for reason, pid, root, rel_path in skipped[:10])
             raise DocumentNotFound(f"not indexed: {ref!r} was skipped at indexing: {listed}"
                                    " (`sleuth status --verbose` lists every skipped file)")
-        raise DocumentNotFound(f"document not found: {ref!r} (give a document id, a block id or a path "
-                               "relative to its root, as `sleuth search` shows them)")
+        raise document_not_found(ref)
 
     def _files_at(self, ref: str, forms: list[str], allowed: set[str] | None,
                   rows_at: Callable[[str], list[tuple[str, str, str, str]]]) -> list[tuple[str, str, str, str]]:

@@ -19,6 +19,15 @@ from typing import Any
 INDEX_SHOWN = "<index>"
 
 
+def names_server_path(ref: str) -> bool:
+    """Whether a document reference ``ref`` reads as an absolute path of the server (``/srv/...``,
+    ``C:\\...``, ``\\\\host\\...``), not as a path relative to a root. A remote caller names
+    documents as results show them; an absolute path would let it confirm a guess at where the
+    server keeps its files, so it is answered as a path naming nothing (attack session 32)."""
+    return ref.startswith(("/", "\\\\")) or (len(ref) > 2 and ref[0].isalpha() and ref[1] == ":"
+                                             and ref[2] in "/\\")
+
+
 def hide_server_paths(value: Any, index_dir: str, roots: Iterable[str]) -> Any:
     """``value`` (nested dicts, lists and strings) with every string that is a root, the index
     folder, or a path under one of them, rewritten: ``/srv/notes/en/a.md`` → ``en/a.md``,

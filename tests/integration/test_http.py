@@ -401,6 +401,20 @@ def test_ids_from_beta_answer_alice_like_missing_ones(server: HttpServer, tokens
     assert "Bob note" in [r["title"] for r in still.structured_content["results"]]
 
 
+def test_a_remote_caller_cannot_name_an_item_by_its_server_path(server: HttpServer, index: Path,
+                                                                 tokens: dict[str, str]) -> None:
+    """Attack session 32 (low): get_notebook over HTTP took an item's absolute server path, so a caller
+    could confirm a guess at where the server keeps its files. It reads as an id naming nothing."""
+    real, made_up = str(index.parent / "alpha" / "alpha-guide.md"), str(index.parent / "alpha" / "nothing.md")
+    by_path, by_made_up, relative = session(server, tokens["alice"], [
+        ("get_notebook", {"project_id": "alpha", "item_id": real}),
+        ("get_notebook", {"project_id": "alpha", "item_id": made_up}),
+        ("get_notebook", {"project_id": "alpha", "item_id": "alpha-guide.md"})])
+    assert by_path.is_error and by_made_up.is_error and not relative.is_error
+    assert text(by_path).replace(real, "P") == text(by_made_up).replace(made_up, "P")
+    assert "zeppelin" in answer(relative) and "zeppelin" not in answer(by_path)
+
+
 def tool_names(server: HttpServer, tok: str) -> list[str]:
     """The tools a real SDK client session with ``tok`` is offered."""
 

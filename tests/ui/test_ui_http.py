@@ -137,6 +137,21 @@ def test_search_hits_and_documents_name_their_root_by_its_folder_only(server: Ht
     assert str(index.parent) not in json.dumps(found) + json.dumps(doc)
 
 
+def test_a_remote_user_cannot_name_a_document_by_its_server_path(server: HttpServer, index: Path,
+                                                                   tokens: dict[str, str]) -> None:
+    """Attack session 32 (low): /ui/api/document took a document's absolute server path, so a remote
+    user could confirm a guess at where the server keeps its files. It now reads as a path naming
+    nothing, word for word; the path as results show it still works."""
+    real = str(index.parent / "alpha" / "alpha-guide.md")
+    made_up = str(index.parent / "alpha" / "no-such.md")
+    answers = [api(server, "document", tokens["alice"], id=ref) for ref in (real, made_up)]
+    assert [a.status_code for a in answers] == [404, 404]
+    assert [a.json()["error"] for a in answers] == [
+        f"document not found: {ref!r} (give a document id, a block id or a path relative to its root, as "
+        "`sleuth search` shows them)" for ref in (real, made_up)]
+    assert api(server, "document", tokens["alice"], id="alpha-guide.md").json()["path"] == "alpha-guide.md"
+
+
 def test_ui_calls_are_audited_per_user(server: HttpServer, index: Path, tokens: dict[str, str]) -> None:
     import time
 

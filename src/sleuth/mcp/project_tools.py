@@ -22,6 +22,7 @@ from sleuth.mcp.access import Access
 from sleuth.mcp.envelope import bounded_int, envelope, required_text
 from sleuth.mcp.limits import SEARCH_PROJECT_LIMIT_MAX, CheckedTool, run_in_worker
 from sleuth.memory.bodies import BODY_PAGE_DEFAULT_CHARS, BODY_PAGE_MAX_CHARS
+from sleuth.remote import names_server_path
 from sleuth.types import Hit, SearchRequest
 
 log = logging.getLogger(__name__)
@@ -203,6 +204,8 @@ class ProjectTools:
         def work() -> dict[str, Any]:
             pid = self.require_project_access(project_id)
             iid = required_text(item_id, "item_id", "item_id is required")
+            if self.access.per_caller and names_server_path(iid):
+                raise ToolError(not_found("item", iid))  # as an id naming nothing (sleuth.remote)
             try:
                 doc = self.engine.get(iid, projects=[pid])
             except DocumentNotFound:

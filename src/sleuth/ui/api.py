@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from sleuth.engine import Engine
+from sleuth.engine import Engine, document_not_found
 from sleuth.errors import DocumentNotFound, ProjectNotFound, QueryError, shown
 from sleuth.ingest.roles import FILTER_KINDS, ROLES, SOURCE_FAMILIES, time_bound_ns
-from sleuth.remote import hide_server_paths
+from sleuth.remote import hide_server_paths, names_server_path
 from sleuth.store.folder import WRITE_LOCK_FILE
 from sleuth.text.query import QUERY_MAX_CHARS
 from sleuth.types import SearchFilters, SearchRequest
@@ -231,6 +231,10 @@ def document_json(engine: Engine, doc_id: str, marked: Sequence[str],
     """
     if not doc_id or len(doc_id) > FILTER_VALUE_MAX_CHARS:
         raise DocumentNotFound(f"document not found: {doc_id[:FILTER_VALUE_MAX_CHARS]!r}")
+    if remote and names_server_path(doc_id):
+        # a remote user names documents as results show them: an absolute path would confirm a guess
+        # at where the server keeps its files (attack session 32)
+        raise document_not_found(doc_id)
     known = set(engine.project_ids())
     doc = engine.get(doc_id, projects=None if allowed is None else sorted(known & set(allowed)))
     wanted = set(marked[:MARKED_BLOCKS_MAX])
