@@ -37,24 +37,6 @@ def test_each_phase_shows_its_count_rate_and_time_left() -> None:
     assert progress.line().endswith("embedding 4,500/10,000 blocks, 50.0 blocks/s, ETA 1 min 50 s")
 
 
-def test_a_burst_at_the_start_of_a_phase_shows_no_rate_before_a_second() -> None:
-    """A new user's trial (stop 32): the postings bar showed "985/? 185,412.8 blocks/s" when its first
-    batch was written 5 ms after the phase began."""
-    clock = Clock()
-    progress = Progress(clock=clock)
-    progress.start("postings")
-    clock.now += 0.005
-    progress.advance("postings", 985)
-    assert progress.line() == "postings 985 blocks"
-    clock.now += 1.995
-    assert progress.line() == "postings 985 blocks, 492.5 blocks/s"
-    progress.start("scan", total=3)
-    clock.now += 0.01
-    progress.advance("scan", 3)
-    progress.finish("scan")  # a finished phase keeps its rate, however short
-    assert progress.line().startswith("scan 3/3 files, 300.0 files/s, done in under 0.1 s | postings 985 blocks")
-
-
 def test_plain_lines_come_once_per_interval_and_at_the_end() -> None:
     clock, out = Clock(), io.StringIO()
     progress = Progress(PlainLines(out, interval_s=5, label="sleuth index"), clock=clock)

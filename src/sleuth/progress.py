@@ -38,10 +38,6 @@ PHASE_DONE_WORDS: dict[str, str] = {"scan": "found", "parse": "parsed", "posting
 TENTHS_BELOW_S = 10.0
 
 
-#: A running phase shows a rate (and so an ETA) once it has run this long, in seconds.
-RATE_MIN_ELAPSED_S = 1.0
-
-
 @dataclass
 class Phase:
     """The count of one phase: ``done`` of ``total`` (None: not known yet), between ``started`` and
@@ -62,12 +58,8 @@ class Phase:
     others: int = 0
 
     def rate(self, now: float) -> float | None:
-        """Units per second since the phase started (None before a measurable time has passed: a
-        phase still running shows none before ``RATE_MIN_ELAPSED_S``, since its first units can come
-        in one burst, e.g. 985 blocks written at once read as 185,412.8 blocks/s)."""
+        """Units per second since the phase started (None before a measurable time has passed)."""
         elapsed = (self.finished if self.finished is not None else now) - self.started
-        if self.finished is None and elapsed < RATE_MIN_ELAPSED_S:
-            return None
         work = self.done - self.base
         return work / elapsed if elapsed > 0 and work > 0 else None
 
