@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -22,12 +21,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sleuth.errors import ConfigError, ProjectNotFound, QueryError, shown
+from sleuth.errors import ConfigError, ProjectNotFound, shown
 from sleuth.ingest import PARSER_VERSION
 from sleuth.progress import counting
 from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
 from sleuth.text.analyze import block_fields, title_terms_of
-from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, SkippedFile
+from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, SkippedFile, project_id_for
 
 if TYPE_CHECKING:
     from sleuth.ingest.guard import Outcome, ParseJob
@@ -41,7 +40,6 @@ FLUSH_DOCUMENTS = 500
 #: Blocks embedded (and their vectors committed) per batch while indexing.
 EMBED_COMMIT_BLOCKS = 256
 
-_PROJECT_ID_RE = re.compile(r"[^a-z0-9._-]+")
 
 #: Allocations between two young-generation garbage collections while an indexing run is on (Python's
 #: default is 700). Indexing allocates millions of small objects and keeps hundreds of thousands (the
@@ -75,18 +73,6 @@ def fewer_collections() -> Iterator[None]:
 def now_rfc3339() -> str:
     """The current UTC time as RFC 3339 with milliseconds, e.g. ``2026-09-03T10:00:00.000Z``."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def project_id_for(name: str) -> str:
-    """A project id from a name: lowercased, runs of other characters replaced by ``-``.
-
-    Raises:
-        QueryError: nothing usable is left of ``name``.
-    """
-    pid = _PROJECT_ID_RE.sub("-", name.strip().lower()).strip("-.")
-    if not pid:
-        raise QueryError(f"invalid project name {name!r}: use letters, digits, '.', '_' or '-'")
-    return pid
 
 
 def _hash(*parts: str) -> str:

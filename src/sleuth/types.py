@@ -7,6 +7,7 @@ response model serves all three.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -192,6 +193,23 @@ class Question(Model):
 #: every project leaves it out where seed 004 says so (``all_projects``, ``sleuth search`` without
 #: ``--project``: :attr:`SearchRequest.inbox`).
 INBOX_PROJECT_ID = "inbox"
+
+_PROJECT_ID_RE = re.compile(r"[^a-z0-9._-]+")
+
+
+def project_id_for(name: str) -> str:
+    """A project id from a name: lowercased, runs of other characters replaced by ``-`` (here, not
+    in :mod:`sleuth.indexer`, so that a command answered by the broker loads no indexing code).
+
+    Raises:
+        QueryError: nothing usable is left of ``name``.
+    """
+    pid = _PROJECT_ID_RE.sub("-", name.strip().lower()).strip("-.")
+    if not pid:
+        from sleuth.errors import QueryError
+
+        raise QueryError(f"invalid project name {name!r}: use letters, digits, '.', '_' or '-'")
+    return pid
 
 
 class SearchRequest(Model):

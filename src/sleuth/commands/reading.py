@@ -57,7 +57,7 @@ def project_ids(names: Sequence[str]) -> list[str]:
     it (``"My Notes!"`` is the project ``my-notes``, :func:`sleuth.indexer.project_id_for`); an id
     is itself. Raises click.BadParameter for a name with nothing usable in it."""
     from sleuth.errors import QueryError
-    from sleuth.indexer import project_id_for
+    from sleuth.types import project_id_for
 
     out = []
     for name in names:
