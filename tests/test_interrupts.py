@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -23,6 +24,17 @@ def _press_ctrl_c_and_lose_it() -> None:
         pass
     else:
         raise AssertionError("SIGINT raised no KeyboardInterrupt")
+
+
+@pytest.fixture(autouse=True)
+def python_default_sigint() -> Iterator[None]:
+    """Python's own SIGINT handler, as an interactive `sleuth index` has it (a test run started in the
+    background, as CI's may be, ignores SIGINT)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_the_next_progress_count_raises_again_once_ctrl_c_was_pressed() -> None:

@@ -23,7 +23,10 @@ def names_server_path(ref: str) -> bool:
     """Whether a document reference ``ref`` reads as an absolute path of the server (``/srv/...``,
     ``C:\\...``, ``\\\\host\\...``), not as a path relative to a root. A remote caller names
     documents as results show them; an absolute path would let it confirm a guess at where the
-    server keeps its files, so it is answered as a path naming nothing (attack session 32)."""
+    server keeps its files, so it is answered as a path naming nothing (attack session 32). False for
+    a reference holding a NUL byte, which every surface refuses in words first."""
+    if "\0" in ref:
+        return False
     return ref.startswith(("/", "\\\\")) or (len(ref) > 2 and ref[0].isalpha() and ref[1] == ":"
                                              and ref[2] in "/\\")
 

@@ -229,8 +229,14 @@ def test_a_path_outside_the_users_roots_is_not_found_alike_and_a_nul_is_refused(
         nul = api(server, "document", tokens["alice"], id="/tmp/a\0b")
         assert (nul.status_code, nul.json()) == (400, {"error": "a document reference cannot hold a NUL byte, got "
                                                                 "'/tmp/a\\x00b'"})
-        own = api(server, "document", tokens["alice"], id=str(root / "alpha" / "alpha-guide.md"))
-        assert (own.status_code, own.json()["path"]) == (200, "alpha-guide.md")
+        # her own document by its server path too, since attack session 32 (a remote user names
+        # documents as results show them: test_a_remote_user_cannot_name_a_document_by_its_server_path)
+        own_ref = str(root / "alpha" / "alpha-guide.md")
+        own = api(server, "document", tokens["alice"], id=own_ref)
+        assert (own.status_code, own.json()) == (404, {"error": (
+            f"document not found: {own_ref!r} (give a document id, a block id or a path relative to its root, as "
+            "`sleuth search` shows them)")})
+        assert api(server, "document", tokens["alice"], id="alpha-guide.md").json()["path"] == "alpha-guide.md"
     finally:
         for loop in loops:
             loop.unlink()
