@@ -69,12 +69,12 @@ def _resolved_under(ref: str, root: Path) -> Path | None:
     return inside if inside.is_relative_to(root) and inside != root else None
 
 
-
 def document_not_found(ref: str) -> DocumentNotFound:
     """The error for a reference that names no document the caller may see (the same words whether
     it names none or one elsewhere)."""
     return DocumentNotFound(f"document not found: {ref!r} (give a document id, a block id or a path "
                             "relative to its root, as `sleuth search` shows them)")
+
 
 class Engine:
     """An index folder opened for indexing and search.

@@ -54,7 +54,7 @@ class DateParam(click.ParamType):
 
 def project_ids(names: Sequence[str]) -> list[str]:
     """The project ids of ``--project`` values: a name is read as ``sleuth index --project`` reads
-    it (``"My Notes!"`` is the project ``my-notes``, :func:`sleuth.indexer.project_id_for`); an id
+    it (``"My Notes!"`` is the project ``my-notes``, :func:`sleuth.types.project_id_for`); an id
     is itself. Raises click.BadParameter for a name with nothing usable in it."""
     from sleuth.errors import QueryError
     from sleuth.types import project_id_for

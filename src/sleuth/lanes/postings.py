@@ -392,8 +392,8 @@ class Postings:
         nothing of the words of other projects (a caller limited to some projects must not learn
         whether a word occurs elsewhere). A term the dictionary holds is then looked up in those
         projects' blocks (one search per such term, which reads every block of the projects holding
-        it: about 2 ms for the terms of one SciFact query at 1,000,000 blocks), unless it is in ``known_held``
-        (terms the caller knows those projects hold: the highlighted words of the search's hits)."""
+        it), unless it is in ``known_held``: terms the caller knows those projects hold (the query
+        terms found in the blocks a search read, :meth:`sleuth.pipeline.results.Rows.matched_terms`)."""
         searcher = self.searcher()
         absent = {t for t in terms if all(searcher.doc_freq(f, t) == 0 for f in WORD_FIELDS)}
         if projects is not None:

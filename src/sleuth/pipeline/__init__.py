@@ -234,10 +234,12 @@ class Searcher:
                and n not in retrieval.failed and n not in retrieval.skipped]
         word_ran, lexical_found = lexical_state([r for _, r in retrieval.lists(0)])
         postings_lag = functools.cache(self._postings_lag)  # read at most once a search
+        # a scoped search's terms already seen in blocks it read are not looked up in its projects again
+        matched = rows.matched_terms() if plan.projects is not None else frozenset()
         word_notice = semantic_notice(word_ran, lexical_found, len(answers[0].hits), fused_dropped[0][1],
                                       phrases=bool(first.phrases), filtered=plan.doc_ids is not None
                                       ) or self._absent_words(first, word_ran and lexical_found, postings_lag,
-                                                          plan.projects, rows.matched_terms())
+                                                          plan.projects, matched)
         return SearchResponse(
             query=req.query if not req.questions else answers[0].query, word_notice=word_notice,
             terms=list(first.terms), phrases=[" ".join(p) for p in first.phrases],
@@ -341,27 +343,27 @@ class Searcher:
         return self._postings_generation is not None and self._postings_generation() < self.catalog.generation()
 
     def _absent_words(self, first: ParsedQuery, words_found: bool, postings_lag: Callable[[], bool],
-                      projects: Sequence[str] | None = None, shown: frozenset[str] = frozenset()) -> str | None:
+                      projects: Sequence[str] | None = None, matched: frozenset[str] = frozenset()) -> str | None:
         """The notice naming the words of the query ``first`` that no indexed document (of
         ``projects``, when given: the searched ones, so that nothing is told of the others) holds, when
         a word lane found others (``words_found``) and the postings are not behind the catalog
         (``postings_lag()``: a term of the documents they do not hold yet would be called absent);
-        else None. ``shown``: terms found in blocks this search read (:meth:`Rows.matched_terms`:
+        else None. ``matched``: terms found in blocks this search read (:meth:`Rows.matched_terms`:
         held in the searched projects, not looked up again)."""
         if not words_found or postings_lag():
             return None
-        return absent_words_notice(first.text, self._absent_terms(first.terms, projects, shown))
+        return absent_words_notice(first.text, self._absent_terms(first.terms, projects, matched))
 
     def _absent_terms(self, terms: Sequence[str], projects: Sequence[str] | None = None,
-                      shown: frozenset[str] = frozenset()) -> list[str]:
+                      matched: frozenset[str] = frozenset()) -> list[str]:
         """The ``terms`` no block of the postings holds (one term-dictionary lookup each), within
         ``projects`` when given (None: every project; see :meth:`Postings.absent_terms`; terms in
-        ``shown`` are held there); none when no postings lane is loaded."""
+        ``matched`` are held there); none when no postings lane is loaded."""
         if not terms:
             return []
         postings = next((lane.postings for name in POSTINGS_LANES if (lane := self.lanes.get(name)) is not None
                          and hasattr(lane, "postings")), None)
-        return postings.absent_terms(terms, projects, shown) if postings is not None else []
+        return postings.absent_terms(terms, projects, matched) if postings is not None else []
 
     def _notice(self, plan: Plan, retrieval: Retrieval, answers: list[QuestionAnswer],
                 word_notice: str | None, postings_lag: Callable[[], bool], inbox_left_out: int = 0,

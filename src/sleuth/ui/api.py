@@ -180,12 +180,17 @@ def _page_indexes(engine: Engine, doc_ids: Sequence[str]) -> dict[str, PageIndex
     return out
 
 
-def _shown_root(engine: Engine, root: str | None, remote: bool) -> str | None:
-    """A document's ``root`` as the page shows it: the folder, or for a ``remote`` user (``sleuth
-    serve --http``) its name only (:func:`sleuth.remote.hide_server_paths`: no server path)."""
-    if not remote or not root:
+def _server_roots(engine: Engine) -> list[str]:
+    """Every root folder of the index: what :func:`sleuth.remote.hide_server_paths` rewrites."""
+    return [r for rs in engine.catalog.roots().values() for r in rs]
+
+
+def _shown_root(engine: Engine, root: str | None, roots: list[str] | None) -> str | None:
+    """A document's ``root`` as the page shows it: the folder, or for a remote user (``sleuth serve
+    --http``; ``roots``: :func:`_server_roots`, read once per answer) its name only
+    (:func:`sleuth.remote.hide_server_paths`: no server path); ``roots`` None: a local user."""
+    if roots is None or not root:
         return root
-    roots = [r for rs in engine.catalog.roots().values() for r in rs]
     return str(hide_server_paths(root, str(engine.index_dir), roots))
 
 
@@ -205,12 +210,13 @@ def search_json(engine: Engine, params: Mapping[str, Sequence[str]],
     response = engine.search(request)
     pages = _page_indexes(engine, [h.doc_id for h in response.hits if h.format == "pdf"])
     out = response.model_dump(mode="json", exclude={"questions"})
+    roots = _server_roots(engine) if remote else None
     for hit, row in zip(response.hits, out["hits"], strict=True):
         index = pages.get(hit.doc_id)
         cell = getattr(hit, "cell", None)
         first = hit.passages[0].start if hit.passages else None
         page = index.page_at(first) if index is not None and first is not None else None
-        row["root"] = _shown_root(engine, row.get("root"), remote)
+        row["root"] = _shown_root(engine, row.get("root"), roots)
         row["location"] = {"page": page, "cell": cell,
                            "label": location_label(hit.format, hit.heading_path, hit.lines, page, cell)}
         for passage, prow in zip(hit.passages, row["passages"], strict=True):
@@ -250,7 +256,7 @@ def document_json(engine: Engine, doc_id: str, marked: Sequence[str],
                        "matched": b["block_id"] in wanted,
                        "location": location_label(doc.format, b["heading_path"], b["lines"], page)})  # type: ignore[arg-type]
     return {"doc_id": doc.doc_id, "project": doc.project, "path": doc.path,
-            "root": _shown_root(engine, doc.root, remote), "title": doc.title,
+            "root": _shown_root(engine, doc.root, _server_roots(engine) if remote else None), "title": doc.title,
             "kind": doc.kind, "tags": doc.tags, "mtime": doc.mtime, "revision": doc.revision, "text": text,
             "truncated": len(doc.text) > len(text), "chars": len(doc.text), "blocks": blocks,
             "pages": pages.pages if pages is not None else None}
@@ -330,8 +336,7 @@ def status_json(engine: Engine, files: bool = False, allowed: Sequence[str] | No
     if remote:
         out.update(index_dir="", generation=None, postings_generation=None, postings_behind=0, writer=None)
         out["embedding"].update(blocks_with_vectors=None, blocks=None)
-        roots = [r for rs in engine.catalog.roots().values() for r in rs]
-        out = hide_server_paths(out, str(engine.index_dir), roots)
+        out = hide_server_paths(out, str(engine.index_dir), _server_roots(engine))
     return out
 
 
