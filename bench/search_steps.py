@@ -5,6 +5,7 @@ search memo flattered the bm25 rows").
     python bench/search_steps.py depth INDEX QUERIES.json                  # tantivy's bm25 search by k
     python bench/search_steps.py pruning INDEX TERM [TERM ...]             # top 10 / 200 against counting
     python bench/search_steps.py switch INDEX QUERIES.json [--lanes ...]   # p50 by the GIL's switch interval
+    python bench/search_steps.py fusion INDEX QUERIES.json [--inputs F]    # the fusion step alone, by call kind
 
 ``steps`` wraps the pipeline's steps with timers (tantivy's search with the fast-field reads, the
 fusion, the hits with their rows and snippets, the terms found in the shown blocks; each lane's task
@@ -16,7 +17,14 @@ one query of the given terms (the body field): top 10, top 200 and counting ever
 block-max WAND saves). ``switch`` runs each query at the interpreter's thread switch intervals of 5
 (Python's default), 0.5 and 0.2 ms in turn (the order reversed every other round, three rounds) and
 prints the p50 and mean of each: whether the vector lane's thread waits for the GIL while the
-search's thread runs Python. Each prints JSON lines.
+search's thread runs Python. ``fusion`` records what the pipeline fuses for each query (the default
+hybrid's and the bm25 lane's searches: ``fuse_question``, and the early fusion of the lexical lanes
+while the vector lane runs), then times each recorded call again five times and prints the median
+and mean ms by kind with a SHA-256 of every fused document (id, score, blocks, trace). With
+``--inputs F`` the recorded calls are saved to F, or read from it when it exists: run it with
+``PYTHONPATH=<other checkout>/src`` in turn with this code to compare two versions of the fusion on
+the same inputs (the early calls depend on when the vector lane answers, so each recording differs). Each
+prints JSON lines.
 """
 
 from __future__ import annotations
@@ -158,11 +166,74 @@ def switch(index: Path, queries: list[str], lanes: list[str] | None) -> None:
                           "mean ms": round(1000 * statistics.mean(seconds), 3)}), flush=True)
 
 
+def fusion(index: Path, queries: list[str], inputs: Path | None) -> None:
+    import hashlib
+    import pickle
+
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+    if inputs is not None and inputs.exists():
+        with inputs.open("rb") as f:
+            calls = pickle.load(f)  # a file this command wrote
+    else:
+        real_question, real_lists = pipeline_module.fuse_question, pipeline_module.fuse_lists
+
+        def recorded(kind: str, real: Callable[..., Any]) -> Callable[..., Any]:
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                calls.append((kind, args, kwargs))
+                return real(*args, **kwargs)
+            return wrapper
+
+        pipeline_module.fuse_question = recorded("question", real_question)  # type: ignore[assignment]
+        pipeline_module.fuse_lists = recorded("early", real_lists)  # type: ignore[assignment]
+        try:
+            with Engine(index) as e:
+                for lanes in (None, ["bm25"]):
+                    for q in queries:
+                        e.postings.forget_searches()
+                        e.search(SearchRequest(query=q, limit=10, lanes=lanes))
+        finally:
+            pipeline_module.fuse_question, pipeline_module.fuse_lists = real_question, real_lists
+        # the expansion lanes' closures are not kept: the default lanes have none
+        calls = [(kind, args[:5] + ({},) + args[6:] if kind == "question" else args, kwargs)
+                 for kind, args, kwargs in calls]
+        if inputs is not None:
+            with inputs.open("wb") as f:
+                pickle.dump(calls, f)
+
+    def documents(call: tuple[str, tuple[Any, ...], dict[str, Any]]) -> list[Any]:
+        kind, args, kwargs = call
+        if kind == "question":
+            return list(pipeline_module.fuse_question(*args, **kwargs)[0])
+        return list(pipeline_module.fuse_lists(*args, **kwargs))
+
+    digest = hashlib.sha256()
+    for call in calls:
+        for d in documents(call):
+            digest.update(repr((d.doc_id, d.score, d.block_ids, d.best_block_id, d.trace, d.semantic_only)).encode())
+    print(json.dumps({"fused documents sha256": digest.hexdigest(), "calls": len(calls)}), flush=True)
+    kinds = {"hybrid (fuse_question, 4 lanes)": lambda c: c[0] == "question" and len(c[1][1]) > 1,
+             "bm25 (fuse_question, 1 list)": lambda c: c[0] == "question" and len(c[1][1]) == 1,
+             "early fusion of the lexical lanes": lambda c: c[0] == "early"}
+    for label, chosen in kinds.items():
+        picked = [c for c in calls if chosen(c)]
+        took = []
+        for _ in range(5):
+            for call in picked:
+                started = time.perf_counter()
+                documents(call)
+                took.append(time.perf_counter() - started)
+        if took:
+            print(json.dumps({"kind": label, "calls": len(picked), "median ms": _ms(took),
+                              "mean ms": round(1000 * statistics.mean(took), 4)}), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("what", choices=["steps", "depth", "pruning", "switch"])
+    ap.add_argument("what", choices=["steps", "depth", "pruning", "switch", "fusion"])
     ap.add_argument("index", type=Path)
     ap.add_argument("rest", nargs="+", help="QUERIES.json (steps, depth) or terms (pruning)")
+    ap.add_argument("--inputs", type=Path, default=None,
+                    help="fusion: the recorded calls (written, or read when present)")
     ap.add_argument("--lanes", default=None, help="comma-separated lanes (steps, switch; default: the default lanes)")
     args = ap.parse_args()
     if args.what == "pruning":
@@ -174,6 +245,8 @@ def main() -> None:
         steps(args.index, queries, lanes)
     elif args.what == "switch":
         switch(args.index, queries, lanes)
+    elif args.what == "fusion":
+        fusion(args.index, queries, args.inputs)
     else:
         depth(args.index, queries)
 

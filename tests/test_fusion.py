@@ -372,3 +372,45 @@ def test_property_zscore_order_blocks_and_traces(data, limit):
         assert d.trace == sorted(d.trace, key=lambda t: (-t.contribution, t.lane))
         assert d.best_block_id == d.block_ids[0]
     assert summary(zscore(lists, doc_of, weights, limit=limit)) == summary(fused)[:limit]
+
+
+def reference_zscore(lists, doc_of, weights, depth_docs, limit):
+    """The z-score fusion written as its definition, one document at a time (the code before the
+    columns of each lane were kept and the traces built only for the documents returned)."""
+    scores, traces, blocks_of = {}, {}, {}
+    for r in sorted(lists, key=lambda r: r.lane):
+        w = weights.get(r.lane, 1.0)
+        if w <= 0 or not r.block_ids:
+            continue
+        grouped = group_by_document(r, doc_of)[:depth_docs]
+        best = [s for _, _, s in grouped]
+        mean = math.fsum(best) / len(best)
+        std = math.sqrt(math.fsum([(v - mean) ** 2 for v in best]) / len(best))
+        low = min(best)
+        block_score = dict(zip(r.block_ids, r.scores, strict=True))
+        for rank, (d, blocks, s) in enumerate(grouped, start=1):
+            part = w * ((s - low) / std if std > 0 else ZSCORE_FLAT)
+            parts = [(blocks[0], part)] + [(b, w * (max(0.0, block_score[b] - low) / std) if std > 0 else part)
+                                           for b in blocks[1:]]
+            scores[d] = scores[d] + part if d in scores else part
+            traces.setdefault(d, []).append((r.lane, rank, w, part, s))
+            blocks_of.setdefault(d, []).extend(parts)
+    out = []
+    for d in sorted(sorted(scores), key=scores.__getitem__, reverse=True)[:limit]:
+        summed = {}
+        for b, p in blocks_of[d]:
+            summed[b] = summed.get(b, 0.0) + p
+        blocks = sorted(summed, key=lambda b: (-summed[b], b))
+        trace = sorted(traces[d], key=lambda t: (-t[3], t[0]))
+        out.append((d, scores[d], tuple(blocks), blocks[0], tuple(trace)))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(lane_lists(), st.integers(min_value=1, max_value=8), st.one_of(st.none(), st.integers(0, 8)))
+def test_property_zscore_equals_its_definition(data, depth_docs, limit):
+    # the same floats, blocks and traces as the definition, for any depth and limit (blocks of one
+    # document several times in a lane, lanes of weight 0, documents beyond a lane's depth)
+    lists, weights = data
+    got = zscore(lists, doc_of, weights, depth_docs=depth_docs, limit=limit)
+    assert summary(got) == reference_zscore(lists, doc_of, weights, depth_docs, limit)

@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import repeat
+from operator import add
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # annotations only: pure, and free of pydantic (sleuth.types) at import
@@ -205,39 +207,101 @@ def zscore(
     """
     if depth_docs < 1:
         raise ValueError(f"depth_docs must be >= 1, got {depth_docs}")
+    # Each lane's columns are kept, and a document's trace and blocks are put together only for the
+    # documents returned (a search shows tens of the hundreds its lanes found); the scores are
+    # summed lane by lane in lane order, as the trace lists them, from C (map and dict.update).
     scores: dict[str, float] = {}
-    traces: dict[str, list[tuple[str, int, float, float, float]]] = {}
-    doc_blocks: dict[str, list[tuple[str, float]]] = {}
+    lanes: list[_ZLane] = []
     for ranked in sorted(lists, key=lambda r: r.lane):
         w = weights.get(ranked.lane, 1.0)
         if w <= 0 or not ranked.block_ids:
             continue
-        grouped = group_by_document(ranked, doc_of)[:depth_docs]
-        best = [score for _, _, score in grouped]
-        mean = math.fsum(best) / len(best)
-        std = math.sqrt(math.fsum([(v - mean) ** 2 for v in best]) / len(best))
-        low = min(best)
-        # the scores of blocks after their document's first, read only when a document has several
-        block_score = (dict(zip(ranked.block_ids, ranked.scores, strict=True))
-                       if len(grouped) < len(ranked.block_ids) else {})
-        lane = ranked.lane
-        for rank, (doc_id, blocks, lane_score) in enumerate(grouped, start=1):
-            part = w * ((lane_score - low) / std if std > 0 else ZSCORE_FLAT)
-            trace = (lane, rank, w, part, lane_score)
-            # a document's first block is its best: its part is ``part`` itself
-            block_parts = [(blocks[0], part)]
-            if len(blocks) > 1:
-                block_parts += [(b, w * (max(0.0, block_score[b] - low) / std) if std > 0 else part)
-                                for b in blocks[1:]]
-            if doc_id in scores:
-                scores[doc_id] += part
-                traces[doc_id].append(trace)
-                doc_blocks[doc_id] += block_parts
+        lane = _z_lane(ranked, doc_of, w, depth_docs)
+        if scores:
+            scores.update(zip(lane.docs, map(add, map(scores.get, lane.docs, repeat(0.0)), lane.parts),
+                              strict=True))
+        else:
+            scores = dict(zip(lane.docs, lane.parts, strict=True))
+        lanes.append(lane)
+    order = sorted(sorted(scores), key=scores.__getitem__, reverse=True)
+    if limit is not None:
+        order = order[: max(limit, 0)]
+    make_trace = partial(tuple.__new__, LaneTrace)
+    out: list[FusedDocument] = []
+    for doc_id in order:
+        trace: list[LaneTrace] = []
+        parts: list[tuple[str, float]] = []
+        for lane in lanes:
+            i = lane.rank_of.get(doc_id)
+            if i is None:
+                continue
+            part = lane.parts[i]
+            trace.append(make_trace((lane.lane, i + 1, lane.weight, part, lane.scores[i])))
+            parts.append((lane.best_blocks[i], part))
+            extra = lane.extra.get(doc_id)
+            if extra:
+                parts += [(b, lane.weight * (max(0.0, lane.block_score[b] - lane.low) / lane.std)
+                           if lane.std > 0 else part) for b in extra]
+        if len(parts) == 1:
+            blocks = [parts[0][0]]
+        else:
+            block_scores: dict[str, float] = {}
+            for block_id, part in parts:
+                block_scores[block_id] = block_scores.get(block_id, 0.0) + part
+            blocks = sorted(block_scores, key=lambda b: (-block_scores[b], b))
+        if len(trace) > 1:
+            trace.sort(key=lambda t: (-t.contribution, t.lane))
+        out.append(FusedDocument(doc_id, scores[doc_id], blocks, blocks[0], trace))
+    return out
+
+
+class _ZLane(NamedTuple):
+    """One lane's part in :func:`zscore`: its documents (each once, best first, at most the depth),
+    their best blocks, MaxP scores and weighted z-scores (``parts``), each document's position, the
+    blocks after a document's first (``extra``) with their scores, and the lane's minimum and spread."""
+
+    lane: str
+    weight: float
+    docs: list[str]
+    best_blocks: Sequence[str]
+    scores: Sequence[float]
+    parts: list[float]
+    rank_of: dict[str, int]
+    extra: dict[str, list[str]]
+    block_score: dict[str, float]
+    low: float
+    std: float
+
+
+def _z_lane(ranked: RankedList, doc_of: Callable[[str], str], w: float, depth_docs: int) -> _ZLane:
+    """A lane's columns for :func:`zscore` (the same grouping as :func:`group_by_document`)."""
+    docs = list(map(doc_of, ranked.block_ids))
+    extra: dict[str, list[str]] = {}
+    block_score: dict[str, float] = {}
+    if len(set(docs)) == len(docs):  # each document once (most lists): nothing to collapse
+        best_blocks: Sequence[str] = ranked.block_ids[:depth_docs]
+        best: Sequence[float] = ranked.scores[:depth_docs]
+        docs = docs[:depth_docs]
+    else:
+        first: dict[str, int] = {}
+        keep: list[int] = []
+        for i, doc_id in enumerate(docs):
+            if doc_id in first:
+                extra.setdefault(doc_id, []).append(ranked.block_ids[i])
             else:
-                scores[doc_id] = part
-                traces[doc_id] = [trace]
-                doc_blocks[doc_id] = block_parts
-    return _documents(scores, traces, doc_blocks, limit)
+                first[doc_id] = i
+                keep.append(i)
+        keep = keep[:depth_docs]
+        docs = [docs[i] for i in keep]
+        best_blocks = [ranked.block_ids[i] for i in keep]
+        best = [ranked.scores[i] for i in keep]
+        block_score = dict(zip(ranked.block_ids, ranked.scores, strict=True))
+    mean = math.fsum(best) / len(best)
+    std = math.sqrt(math.fsum([(v - mean) ** 2 for v in best]) / len(best))
+    low = min(best)
+    parts = [w * ((s - low) / std) for s in best] if std > 0 else [w * ZSCORE_FLAT] * len(best)
+    return _ZLane(ranked.lane, w, docs, best_blocks, best, parts, dict(zip(docs, range(len(docs)), strict=True)),
+                  extra, block_score, low, std)
 
 
 def _documents(scores: dict[str, float], traces: dict[str, list[tuple[str, int, float, float, float]]],
