@@ -190,7 +190,7 @@ def test_a_running_writer_is_shown(ui_server: UiServer, ui_index: Path) -> None:
 
 @pytest.fixture(scope="module")
 def notes_only(ui_index: Path) -> Iterator[UiServer]:
-    server = UiServer(ui_index, "--project", "notes")
+    server = UiServer(ui_index, "--project", " Notes")  # a name, read as `sleuth index --project` reads it
     yield server
     server.stop()
 

@@ -16,20 +16,24 @@ from sleuth.ui import UI_DEFAULT_PORT
 @click.option("--host", type=click.Choice(["127.0.0.1", "::1", "localhost"]), default="127.0.0.1",
               show_default=True, help="Loopback address to listen on (the page is never served beyond this machine).")
 @click.option("--project", "projects", multiple=True,
-              help="Projects the page may show (repeatable; default: every project).")
+              help="Projects the page may show, by name or id (repeatable; default: every project).")
 @index_option
 @handle_errors
 def ui_cmd(port: int, host: str, projects: tuple[str, ...], index_dir: Path | None) -> None:
     """Serve a local web page to search the index, see why each result ranked, read documents and
     check what the index holds. Open the printed URL in a browser; Ctrl-C stops it."""
+    from sleuth.commands.reading import project_ids
     from sleuth.engine import Engine
     from sleuth.errors import ProjectNotFound, shown
+    from sleuth.types import project_id_for
     from sleuth.ui.app import serve_ui
 
+    # a name is read as `sleuth index --project` and `sleuth search --project` read it
+    chosen = project_ids(projects)
     with Engine.open(index_dir, serving=True) as engine:
         known = set(engine.project_ids())
-        for p in projects:
-            if p not in known:
-                raise ProjectNotFound(f"project not found: {shown(p)!r}")
-        serve_ui(engine, port, host, list(projects) or None,
+        for given in projects:
+            if project_id_for(given) not in known:
+                raise ProjectNotFound(f"project not found: {shown(given)!r}")
+        serve_ui(engine, port, host, chosen or None,
                  ready=lambda url: click.echo(f"sleuth ui: serving {url} (Ctrl-C to stop)"))
