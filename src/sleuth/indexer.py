@@ -465,6 +465,11 @@ class Indexer:
         """Index every file under ``root``; documents of files gone from it are removed (all of
         them when ``root`` itself is gone). ``last``: no root follows (the scan ends with it)."""
         rp = self._root_pass(run, root)
+        if root.exists() and not rp.known and self.catalog.parser_version(run.pid, rp.root_key) != PARSER_VERSION:
+            # A root with no document yet: whatever this pass commits is parsed by this parser, so the
+            # version is recorded first. A pass cut short (Ctrl-C, a kill) then leaves its committed
+            # files to be found unchanged by the next one, not parsed again and counted as updated.
+            self.catalog.set_parser_version(run.pid, rp.root_key, PARSER_VERSION)
         if root.exists():
             self._index_items(rp, self._candidates(root, rp.confine), last)
         self._finish_root(rp)

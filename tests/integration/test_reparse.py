@@ -10,6 +10,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sleuth.ingest import PARSER_VERSION
 from tests.integration.conftest import run_cli
 
@@ -105,3 +107,37 @@ def test_an_old_parser_version_reparses_unchanged_files(tmp_path: Path) -> None:
     assert conn.execute("SELECT value FROM meta WHERE key LIKE 'parser_version%'").fetchall() == [
         (str(PARSER_VERSION),)]
     conn.close()
+
+
+def test_a_first_pass_cut_short_leaves_its_files_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first pass over a root is interrupted after two of its three files are committed (one
+    # document a batch): the next pass finds those two unchanged (not parsed again as if an older
+    # parser had written them, and counted as updated) and adds the third.
+    import sleuth.indexer
+    from sleuth.engine import Engine
+
+    folder = tmp_path / "lab"
+    folder.mkdir()
+    for name in ("a.md", "b.md", "c.md"):
+        (folder / name).write_text(f"# {name}\n\nThe pangolinset notes of {name}.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    monkeypatch.setattr(sleuth.indexer, "FLUSH_DOCUMENTS", 1)
+    staged: list[str] = []
+
+    def interrupt_at_the_second(rel: str) -> None:
+        staged.append(rel)
+        if len(staged) == 2:
+            raise KeyboardInterrupt
+
+    engine = Engine(index)
+    try:
+        engine.index([folder], "lab", progress=interrupt_at_the_second, embed=False)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the pass was not interrupted")
+    finally:
+        engine.close()
+    assert len(staged) == 2
+    report = index_json(folder, index)
+    assert (report["added"], report["updated"], report["unchanged"]) == (1, 0, 2)
