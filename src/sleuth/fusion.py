@@ -242,16 +242,7 @@ def zscore(
             if extra:
                 parts += [(b, lane.weight * (max(0.0, lane.block_score[b] - lane.low) / lane.std)
                            if lane.std > 0 else part) for b in extra]
-        if len(parts) == 1:
-            blocks = [parts[0][0]]
-        else:
-            block_scores: dict[str, float] = {}
-            for block_id, part in parts:
-                block_scores[block_id] = block_scores.get(block_id, 0.0) + part
-            blocks = sorted(block_scores, key=lambda b: (-block_scores[b], b))
-        if len(trace) > 1:
-            trace.sort(key=lambda t: (-t.contribution, t.lane))
-        out.append(FusedDocument(doc_id, scores[doc_id], blocks, blocks[0], trace))
+        out.append(_fused_document(doc_id, scores[doc_id], parts, trace))
     return out
 
 
@@ -315,20 +306,25 @@ def _documents(scores: dict[str, float], traces: dict[str, list[tuple[str, int, 
     # tuple.__new__ from C (LaneTrace._make is a Python call and checks a length the parts always have)
     make_trace = partial(tuple.__new__, LaneTrace)
     for doc_id in order:
-        parts = doc_blocks[doc_id]
-        if len(parts) == 1:  # most documents: one block from one lane
-            blocks = [parts[0][0]]
-        else:
-            block_scores: dict[str, float] = {}
-            for block_id, part in parts:
-                block_scores[block_id] = block_scores.get(block_id, 0.0) + part
-            blocks = sorted(block_scores, key=lambda b: (-block_scores[b], b))
-        lane_parts = traces[doc_id]
-        trace = list(map(make_trace, lane_parts))
-        if len(trace) > 1:
-            trace.sort(key=lambda t: (-t.contribution, t.lane))
-        out.append(FusedDocument(doc_id, scores[doc_id], blocks, blocks[0], trace))
+        out.append(_fused_document(doc_id, scores[doc_id], doc_blocks[doc_id],
+                                   list(map(make_trace, traces[doc_id]))))
     return out
+
+
+def _fused_document(doc_id: str, score: float, parts: list[tuple[str, float]], trace: list[LaneTrace]) -> FusedDocument:
+    """A fused document from its ``(block id, part)`` pairs (a block's parts summed: its blocks by
+    descending sum, ties by id) and its lanes' trace (sorted here by descending contribution, ties
+    by lane)."""
+    if len(parts) == 1:  # most documents: one block from one lane
+        blocks = [parts[0][0]]
+    else:
+        block_scores: dict[str, float] = {}
+        for block_id, part in parts:
+            block_scores[block_id] = block_scores.get(block_id, 0.0) + part
+        blocks = sorted(block_scores, key=lambda b: (-block_scores[b], b))
+    if len(trace) > 1:
+        trace.sort(key=lambda t: (-t.contribution, t.lane))
+    return FusedDocument(doc_id, score, blocks, blocks[0], trace)
 
 
 def document_order(ranked: RankedList, doc_of: Callable[[str], str]) -> tuple[str, ...]:
