@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import unquote
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from sleuth.doc_types import Link
+from sleuth.ingest.markdown_tree import TreeToken, tree_tokens
 
 FRONT_MATTER_RELATIONS: tuple[str, ...] = (
     "related",
@@ -71,9 +72,18 @@ def _markdown_parser() -> MarkdownIt:
 _MD = _markdown_parser()
 
 
-def markdown_tokens(text: str) -> list[Token]:
-    """markdown-it (CommonMark) tokens of ``text``, as :func:`extract_links` reads them; parse once and
-    pass them to it when the caller needs the tokens too (``sleuth.ingest.parsers`` does)."""
+def markdown_tokens(text: str) -> Sequence[Token | TreeToken]:
+    """markdown-it (CommonMark) tokens of ``text``, as :func:`extract_links` and
+    ``sleuth.ingest.parsers._headings`` read them; parse once and pass them to both when the caller
+    needs the tokens too (``sleuth.ingest.parsers`` does). markdown-it-pyrs gives them in a fraction
+    of the time when it may (:func:`sleuth.ingest.markdown_tree.tree_tokens`: the headings and the
+    inline tokens that can hold a link); else markdown-it-py (:func:`markdown_it_tokens`)."""
+    found = tree_tokens(text)
+    return found if found is not None else markdown_it_tokens(text)
+
+
+def markdown_it_tokens(text: str) -> list[Token]:
+    """markdown-it-py's whole token stream of ``text`` (the definition :func:`markdown_tokens` follows)."""
     return _MD.parse(text)
 
 
@@ -132,7 +142,7 @@ def _wikilinks(text: str) -> Iterator[Link]:
         yield Link(target, "wikilink", (match.group(2) or "").strip())
 
 
-def _inline_links(children: list[Token]) -> Iterator[Link]:
+def _inline_links(children: Sequence[Token | TreeToken]) -> Iterator[Link]:
     """Markdown links and wikilinks of one inline token's children, in order."""
     run: list[str] = []  # plain text since the last break, with emphasis markers put back
     label: list[str] | None = None
@@ -183,7 +193,7 @@ def _front_matter_links(front_matter: Mapping[str, object]) -> Iterator[Link]:
 
 
 def extract_links(
-    text: str, front_matter: Mapping[str, object], tokens: list[Token] | None = None
+    text: str, front_matter: Mapping[str, object], tokens: Sequence[Token | TreeToken] | None = None
 ) -> list[Link]:
     """The outgoing links of a markdown document, deduplicated, in document order.
 
@@ -212,7 +222,7 @@ def extract_links(
     ``tokens``: :func:`markdown_tokens` of ``text`` when the caller already has them (saves a parse).
     """
     found: list[Link] = list(_front_matter_links(front_matter))
-    for token in tokens if tokens is not None else _MD.parse(text):
+    for token in tokens if tokens is not None else markdown_tokens(text):
         if token.type == "inline" and token.children:
             found.extend(_inline_links(token.children))
     unique: dict[tuple[str, str], Link] = {}
@@ -387,6 +397,7 @@ __all__ = [
     "LinkResolver",
     "declared_entities",
     "extract_links",
+    "markdown_it_tokens",
     "markdown_tokens",
     "resolve_target",
 ]

@@ -13,7 +13,7 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -35,6 +35,7 @@ from sleuth.ingest.chunk import (
 from sleuth.ingest.decisions import decision_metadata
 from sleuth.ingest.front_matter import BoundedYAMLHandler, FrontMatterLimit, TomlHandler
 from sleuth.ingest.links import declared_entities, extract_links, markdown_tokens
+from sleuth.ingest.markdown_tree import TreeToken
 from sleuth.ingest.roles import split_rel_path
 from sleuth.locations import cell_heading
 
@@ -220,7 +221,7 @@ def _tags(front_matter: dict[str, Any]) -> list[str]:
 _HEADING_ATTRS = re.compile(r"\s*\{[#.][^}]*\}\s*$")  # Hugo/Pandoc "## Title {#anchor}"
 
 
-def _inline_text(token: Token) -> str:
+def _inline_text(token: Token | TreeToken) -> str:
     parts: list[str] = []
     for child in token.children or []:
         if child.type in ("text", "code_inline", "html_inline"):
@@ -232,7 +233,7 @@ def _inline_text(token: Token) -> str:
     return _HEADING_ATTRS.sub("", " ".join("".join(parts).split()))
 
 
-def _headings(text: str, tokens: list[Token] | None = None) -> list[tuple[int, int, str]]:
+def _headings(text: str, tokens: Sequence[Token | TreeToken] | None = None) -> list[tuple[int, int, str]]:
     """Top-level headings (ATX and setext) of markdown ``text`` as ``(line0, level, text)``.
 
     ``line0`` is 0-based within ``text``. Lines inside code fences, HTML blocks, block quotes and
