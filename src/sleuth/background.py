@@ -286,6 +286,27 @@ def _starting(saved: dict[str, Any]) -> bool:
     return _alive(pid)
 
 
+def embed_in_background(engine: Engine) -> tuple[dict[str, Any], str | None]:
+    """After a write committed (``sleuth index``, a ``sleuth watch`` batch): ``({state, pending_blocks,
+    started, pid[, error]} or {} when nothing waits, why there is no model or None)``. A worker
+    (:func:`start_worker`) is started unless one already runs:
+    probed after the commit, the running one takes the new blocks on (it looks for pending blocks
+    again after it lets the lock go), where a second one would only wait ``EMBED_LOCK_WAIT_S`` and leave."""
+    pending, no_model = pending_or_reason(engine)
+    if not pending:
+        return {}, no_model
+    if worker_running(engine.index_dir):
+        running = (read_state(engine.index_dir) or {}).get("pid")
+        return {"state": "background", "pending_blocks": pending, "started": False,
+                "pid": running if isinstance(running, int) else None}, no_model
+    embedding: dict[str, Any] = {"state": "background", "pending_blocks": pending, "started": True}
+    try:
+        embedding["pid"] = start_worker(engine.index_dir)
+    except OSError as exc:
+        embedding.update(state="not started", error=f"{exc.strerror or exc}")
+    return embedding, no_model
+
+
 def start_worker(index_dir: Path) -> int:
     """Start ``sleuth embed --worker`` for ``index_dir`` in its own session (it survives the
     terminal and this process) at a lower priority (``EMBED_WORKER_NICE``), its stderr appended to

@@ -44,6 +44,34 @@ def stop_on_interrupt() -> Iterator[None]:
         _received.clear()
 
 
+@contextlib.contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM set ``stop`` (a loop's own way out, e.g. a watch's) and
+    raise ``KeyboardInterrupt`` where the main thread is, remembered for :func:`check_interrupt` as
+    in :func:`stop_on_interrupt`: the work under way (a batch being indexed, a wait on a parse
+    worker) stops at once, not at its end. Previous handlers are put back after. Does nothing
+    outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+        _received.set()
+        raise KeyboardInterrupt
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    _received.clear()
+    for sig in before:
+        signal.signal(sig, on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        _received.clear()
+
+
 def check_interrupt() -> None:
     """Raise ``KeyboardInterrupt`` when a SIGINT arrived within :func:`stop_on_interrupt`.
 

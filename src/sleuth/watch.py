@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sleuth.engine import Engine
 from sleuth.errors import IndexBusy, SleuthError
@@ -66,6 +66,9 @@ class WatchBatch:
     report: IndexReport | None = None
     error: str | None = None
     took_s: float = 0.0
+    #: On the last batch of a round: the blocks left to embed and the background worker that embeds
+    #: them (``{state, pending_blocks, started, pid[, error]}``), None when none wait.
+    embedding: dict[str, Any] | None = None
 
 
 def watched_roots(engine: Engine, projects: Sequence[str] | None = None) -> list[WatchedRoot]:
@@ -145,7 +148,11 @@ class _Watcher:
         self._rescanning = False  # the watch could not be set up: rescans instead (RESCAN_EVERY_S)
 
     def apply_pending(self) -> None:
-        """Re-index the pending paths, root by root; a busy index keeps them pending for the next try."""
+        """Re-index the pending paths, root by root; a busy index keeps them pending for the next try.
+        The blocks' vectors are left to the background embedding worker (started unless one runs,
+        :func:`sleuth.background.embed_in_background`): a batch holds the write lock only for the
+        keyword lanes, and the watch goes back to watching (and stops when asked) at once."""
+        batches: list[WatchBatch] = []
         for root in list(self.pending):
             rels = self.pending.pop(root)
             if len(rels) > FULL_ROOT_PATHS:
@@ -154,14 +161,23 @@ class _Watcher:
             started = time.perf_counter()
             try:
                 phases = self.progress() if self.progress is not None else None
-                batch.report = self.engine.update_paths(root.project, root.path, rels, phases=phases)
+                batch.report = self.engine.update_paths(root.project, root.path, rels, embed=False, phases=phases)
             except IndexBusy as exc:
                 self.pending.setdefault(root, set()).update(rels)
                 batch.error = f"{exc} (will retry)"
             except (SleuthError, OSError) as exc:
                 batch.error = str(exc)
             batch.took_s = round(time.perf_counter() - started, 3)
-            if self.on_batch is not None:
+            batches.append(batch)
+        if batches:
+            from sleuth.background import embed_in_background
+
+            try:
+                batches[-1].embedding = embed_in_background(self.engine)[0] or None
+            except (SleuthError, OSError) as exc:  # the next round tries again; search works meanwhile
+                logger.warning("cannot start the embedding of the new blocks: %s", exc)
+        if self.on_batch is not None:
+            for batch in batches:
                 self.on_batch(batch)
 
     def run(self) -> None:

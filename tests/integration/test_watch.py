@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -135,3 +136,67 @@ def test_watch_from_python_with_a_stop_event(tmp_path: Path) -> None:
         assert batches[0].paths == [""] and batches[0].report.added == 1
         assert all(b.error is None for b in batches)
         assert not any(p.startswith("my-index") for b in batches for p in b.paths)  # its own writes are not changes
+
+
+def test_watch_leaves_the_vectors_to_a_background_worker(tmp_path: Path) -> None:
+    # With a model, a watch batch commits the keyword lanes and returns to watching; the new blocks'
+    # vectors are made by the background embedding worker it starts (before: the batch embedded them
+    # itself, holding the write lock, and a Ctrl-C waited for the end of it).
+    import sqlite3
+
+    from sleuth.watch import watch_index
+
+    root, index = tmp_path / "notes", tmp_path / "idx"
+    write(root, "a.md", "# Alpha\n\nThe alpha page is about wombats.\n")
+    with Engine(index) as engine:
+        engine.index([root], project="notes", embed=False)
+    stop, ready = threading.Event(), threading.Event()
+    batches = []
+    with Engine(index) as engine:
+        thread = threading.Thread(target=watch_index, args=(engine, ["notes"], stop),
+                                  kwargs={"on_batch": batches.append, "ready": lambda roots: ready.set()})
+        thread.start()
+        try:
+            assert ready.wait(WAIT_S)
+            write(root, "b.md", "# Beta\n\nNumbats eat termites in the forests of Western Australia.\n")
+            wait_until("the new file's batch", lambda: any(b.report and b.report.added == 1 for b in batches))
+        finally:
+            stop.set()
+            thread.join(WAIT_S)
+    assert not thread.is_alive()
+    assert all(b.error is None and (b.report is None or b.report.embedded == 0) for b in batches)
+    started = [b.embedding for b in batches if b.embedding is not None]
+    assert started and started[0]["state"] == "background" and started[0]["pid"]
+    assert started[0]["pending_blocks"] == 1  # a.md's block, left by the first index
+    # the worker embeds every block: a.md's and b.md's
+    run_cli("embed", "--index", str(index))  # waits for the worker, embeds what is left
+    with sqlite3.connect(index / "catalog.sqlite3") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == 2
+    with Engine(index) as engine:
+        assert [h.path for h in engine.search("termite-eating marsupial", lanes=["vector"]).hits][:1] == ["b.md"]
+
+
+def test_watch_stops_at_once_during_a_batch(tmp_path: Path) -> None:
+    # Ctrl-C while a batch is under way (its parse worker held on a file for ten minutes by fault
+    # injection) ends the watch at once, with a word on stderr, and nothing committed is lost.
+    root, index = tmp_path / "notes", tmp_path / "idx"
+    write(root, "a.md", "# Alpha\n\nThe alpha page is about wombats.\n")
+    run_cli("index", str(root), "--project", "notes", "--index", str(index), env=LEXICAL)
+    write(root, "slow.md", "# Slow\n\nA page the parse worker sleeps on.\n")
+    env = {**os.environ, **LEXICAL, "SLEUTH_FAULT_SLOW_FILE": "slow.md=600000", "SLEUTH_FILE_BUDGET_S": "900",
+           "SLEUTH_PROGRESS_INTERVAL_S": "0"}
+    proc = subprocess.Popen([*SLEUTH, "watch", "--index", str(index)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # the first scan's progress: the batch is under way
+        assert first.startswith("sleuth watch:"), first
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)  # the held file would keep the batch 600 s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+    assert err.rstrip().endswith("sleuth watch: stopped")
+    assert [h.path for h in Engine(index, Config(model="none")).search("wombats").hits] == ["a.md"]

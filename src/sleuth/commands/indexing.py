@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option
 from sleuth.locate import INDEX_DIR_NAME, INDEX_ENV, find_index_dir
-
-if TYPE_CHECKING:  # the engine is imported by the commands that open it, not when `sleuth` starts
-    from sleuth.engine import Engine
 
 
 @click.command("index")
@@ -66,7 +62,7 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                 report.took_s = round(report.took_s + time.perf_counter() - started, 3)
                 no_model = engine.model_unavailable
             else:
-                embedding, no_model = _embed_in_background(engine)
+                embedding, no_model = background.embed_in_background(engine)
     finally:
         sink.close()
     skipped = [(s["path"], s["reason"]) for s in report.skipped]
@@ -93,28 +89,6 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
         click.echo(line)
     for p in report.problems:
         click.echo(f"  warning {p['path']}: {p['problem']}")
-
-
-def _embed_in_background(engine: Engine) -> tuple[dict[str, Any], str | None]:
-    """After ``sleuth index`` committed: ``({state, pending_blocks, started, pid[, error]} or {} when
-    nothing waits, why there is no model or None)``. A worker is started unless one already runs:
-    probed after the commit, the running one takes the new blocks on (it looks for pending blocks
-    again after it lets the lock go), where a second one would only wait ``EMBED_LOCK_WAIT_S`` and leave."""
-    from sleuth import background
-
-    pending, no_model = background.pending_or_reason(engine)
-    if not pending:
-        return {}, no_model
-    if background.worker_running(engine.index_dir):
-        running = (background.read_state(engine.index_dir) or {}).get("pid")
-        return {"state": "background", "pending_blocks": pending, "started": False,
-                "pid": running if isinstance(running, int) else None}, no_model
-    embedding: dict[str, Any] = {"state": "background", "pending_blocks": pending, "started": True}
-    try:
-        embedding["pid"] = background.start_worker(engine.index_dir)
-    except OSError as exc:
-        embedding.update(state="not started", error=f"{exc.strerror or exc}")
-    return embedding, no_model
 
 
 def _embedding_line(embedding: dict[str, Any]) -> str:
@@ -229,11 +203,10 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
     import threading
 
     from sleuth.engine import Engine
+    from sleuth.interrupts import stop_on_signals
     from sleuth.watch import DEBOUNCE_MS, WatchBatch, WatchedRoot, watch_index
 
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
 
     def ready(roots: list[WatchedRoot]) -> None:
         names = sorted({r.project for r in roots})
@@ -243,7 +216,7 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
     def show(batch: WatchBatch) -> None:
         if fmt == "json":
             click.echo(json.dumps({"project": batch.project, "root": batch.root, "paths": batch.paths,
-                                   "took_s": batch.took_s, "error": batch.error,
+                                   "took_s": batch.took_s, "error": batch.error, "embedding": batch.embedding,
                                    "report": batch.report.model_dump() if batch.report else None},
                                   ensure_ascii=False))
         elif batch.error:
@@ -255,6 +228,8 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
                 more = f" and {len(batch.paths) - 5} more" if len(batch.paths) > 5 else ""
                 click.echo(f"{batch.project}: {shown}{more}: {r.added} added, {r.updated} updated, "
                            f"{r.removed} removed, {len(r.skipped)} skipped ({batch.took_s:.2f} s)")
+        if fmt != "json" and batch.embedding and batch.embedding.get("started") is not False:
+            click.echo(_embedding_line(batch.embedding), err=True)  # a worker started, or could not start
 
     from sleuth.progress import PlainLines, Progress, progress_interval_s
 
@@ -263,6 +238,11 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
     def progress() -> Progress:  # a line every few seconds on stderr for a batch that lasts
         return Progress(PlainLines(sys.stderr, interval, "sleuth watch", end_line=False))
 
-    with Engine.open(index_dir) as engine:
-        watch_index(engine, list(projects) or None, stop, debounce_ms or DEBOUNCE_MS, on_batch=show, ready=ready,
-                    progress=progress)
+    # Ctrl-C or SIGTERM stops the watch at once, a batch under way too (what it committed stays; the
+    # rest is found again by the next watch's first scan).
+    try:
+        with stop_on_signals(stop), Engine.open(index_dir) as engine:
+            watch_index(engine, list(projects) or None, stop, debounce_ms or DEBOUNCE_MS, on_batch=show, ready=ready,
+                        progress=progress)
+    except KeyboardInterrupt:
+        click.echo("sleuth watch: stopped", err=True)
