@@ -332,6 +332,11 @@ def test_a_refused_session_reports_one_line_and_an_unusable_broker_folder_falls_
                          capture_output=True, text=True, env=broker_env, timeout=WAIT_S)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip() == "error: unknown project(s) for --project: nope"
+    # a name reads as `sleuth index --project` read it: " Notes" is the project notes (the session
+    # starts and ends at the end of its input)
+    named = subprocess.run([*SLEUTH, "serve", "--index", str(corpus), "--project", " Notes"], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, env=broker_env, timeout=WAIT_S)
+    assert (named.returncode, named.stdout) == (0, ""), named.stderr
 
     (tmp_path / "not-a-folder").write_text("x")
     env = {**broker_env, "SLEUTH_BROKER_DIR": str(tmp_path / "not-a-folder")}

@@ -25,7 +25,8 @@ def test_a_removed_project_leaves_every_lane_and_its_roots_can_be_indexed_again(
     run_cli("index", str(owls), "--project", "birds", "--index", str(index), "--wait")
     run_cli("index", str(bats), "--project", "mammals", "--index", str(index), "--wait")
 
-    out = run_cli("projects", "remove", "birds", "--index", str(index)).stdout
+    # a name reads as `sleuth index --project` read it ("Birds" is the project birds)
+    out = run_cli("projects", "remove", "Birds", "--index", str(index)).stdout
     assert out.strip() == "removed project 'birds': 3 document(s) left the index (no file was deleted)"
     assert all((owls / f"owl{i}.md").is_file() for i in range(3))
     listed = json.loads(run_cli("projects", "--index", str(index), "--format", "json").stdout)["projects"]

@@ -305,9 +305,10 @@ def projects_remove_cmd(project: str, index_dir: Path | None, fmt: str) -> None:
     stay in the index's memory folder); vectors stay cached for texts indexed again."""
     from sleuth.engine import Engine
 
+    project = project_ids([project])[0]  # a name as `sleuth index --project` made it an id
     with Engine.open(index_dir, serving=True) as engine:
         removed = engine.remove_project(project)
     if fmt == "json":
         emit_json({"project": project, "removed": True, "documents": removed})
     else:
-        click.echo(f"removed project {project!r}: {removed} document(s) left the index (no file was deleted)")
+        click.echo(f"removed project {project!r}: {removed:,} document(s) left the index (no file was deleted)")

@@ -13,7 +13,7 @@ from sleuth.locate import find_index_dir
 
 @click.command("serve")
 @click.option("--project", "projects", multiple=True,
-              help="Projects the MCP client may access (repeatable; default: every project).")
+              help="Projects the MCP client may access, by name or id (repeatable; default: every project).")
 @click.option("--tools", "tools", default=None, metavar="PROFILE[,PROFILE...]",
               help="Tool families to serve: memory (project_memory_search, query_status, query_cancel, "
                    "project_memory_read/record/forget/doctor; needs an index), "
@@ -67,6 +67,10 @@ def serve_cmd(projects: tuple[str, ...], tools: str | None, guides_file: Path | 
     With --http, serve a team over streamable HTTP instead: each user sees only their projects
     (`sleuth users`).
     """
+    if projects:  # names as `sleuth index --project` made them ids
+        from sleuth.commands.reading import project_ids
+
+        projects = tuple(project_ids(projects))
     http_only = {"--url": public_url, "--allow-host": allow_hosts, "--allow-origin": allow_origins,
                  "--max-request-bytes": max_request_bytes, "--rate-limit": rate_limit,
                  "--audit-queries": audit_queries, "--issuer-url": issuer_url, "--jwks-url": jwks_url}
