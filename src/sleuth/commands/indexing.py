@@ -14,6 +14,9 @@ import click
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option
 from sleuth.locate import INDEX_DIR_NAME, INDEX_ENV, find_index_dir
 
+#: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED_EXIT = 130
+
 
 @click.command("index")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -63,6 +66,11 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                 no_model = engine.model_unavailable
             else:
                 embedding, no_model = background.embed_in_background(engine)
+    except KeyboardInterrupt:
+        sink.close()
+        click.echo("sleuth index: interrupted; what it wrote stays indexed (and the vectors it made): run the "
+                   "same command again to go on", err=True)
+        sys.exit(INTERRUPTED_EXIT)
     finally:
         sink.close()
     skipped = [(s["path"], s["reason"]) for s in report.skipped]
@@ -163,6 +171,11 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
             try:
                 with stop_on_interrupt():
                     done = background.embed_now(engine, progress) or 0
+            except KeyboardInterrupt:
+                sink.close()
+                click.echo("sleuth embed: interrupted; the vectors made so far are kept: run `sleuth embed` again "
+                           "to go on", err=True)
+                sys.exit(INTERRUPTED_EXIT)
             finally:
                 sink.close()
             have, total = (0, 0) if embedder is None else \
