@@ -74,6 +74,11 @@ def test_filters_apply_before_each_lanes_top_k(site: tuple[Engine, Path]) -> Non
     assert search(engine, "quokka", roles=["report"], paths=["doc/**"])[0].startswith("en/doc/adr/")
     with pytest.raises(QueryError, match="path glob 1 is empty"):
         search(engine, "quokka", paths=["  "])
+    # filters that leave no document say so, not that no word of the query occurs (a new user's
+    # date filter excluded every page and was told the words were missing)
+    after_all = SearchRequest(query="quokka", filters=SearchFilters(recorded_after_ns=4_000_000_000 * 10**9))
+    resp = engine.search(after_all)
+    assert (resp.hits, resp.notice, resp.word_notice) == ([], "no document matches the filters", None)
 
 
 def test_decision_records_order_and_status(site: tuple[Engine, Path]) -> None:

@@ -236,10 +236,12 @@ class Searcher:
         postings_lag = functools.cache(self._postings_lag)  # read at most once a search
         # a scoped search's terms already seen in blocks it read are not looked up in its projects again
         matched = rows.matched_terms() if plan.projects is not None else frozenset()
-        word_notice = semantic_notice(word_ran, lexical_found, len(answers[0].hits), fused_dropped[0][1],
-                                      phrases=bool(first.phrases), filtered=plan.doc_ids is not None
-                                      ) or self._absent_words(first, word_ran and lexical_found, postings_lag,
-                                                          plan.projects, matched)
+        # filters that leave no document: the notice says so (_why_empty), not that no word occurs
+        nothing_allowed = plan.doc_ids is not None and not plan.doc_ids
+        word_notice = None if nothing_allowed else (
+            semantic_notice(word_ran, lexical_found, len(answers[0].hits), fused_dropped[0][1],
+                            phrases=bool(first.phrases), filtered=plan.doc_ids is not None)
+            or self._absent_words(first, word_ran and lexical_found, postings_lag, plan.projects, matched))
         return SearchResponse(
             query=req.query if not req.questions else answers[0].query, word_notice=word_notice,
             terms=list(first.terms), phrases=[" ".join(p) for p in first.phrases],
