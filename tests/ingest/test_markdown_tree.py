@@ -53,6 +53,12 @@ LEFT_TO_MARKDOWN_IT = [
     "- a\n\t- [tab](t.md)\n",
     "![" * 20 + "x" + "](i.png)" * 20,
     "*" * 2001 + "x" + "*" * 2001,
+    # a symbol is punctuation for markdown-it-py only (emphasis for it, two literal "**" for the Rust parser)
+    "## **Warning!**\u26a0\ufe0f read [w](w.md)\n",
+    "# *?*\0 and _a_\u2028\n",  # NUL (read as U+FFFD, a symbol) and U+2028 (whitespace for Rust only)
+    "<!doctype html>\n---\n",  # an HTML block for markdown-it-py only, a heading for the Rust parser
+    "".join(f"[r{i}]: r{i}.md\n" for i in range(65)),  # quadratic for the Rust parser on consecutive lines
+    "a <?" * 65,  # a processing instruction that never closes: the Rust parser reads on to the end, each
 ]
 
 
@@ -60,6 +66,15 @@ LEFT_TO_MARKDOWN_IT = [
 def test_pages_markdown_it_pyrs_parses_give_markdown_it_py_headings_and_links(text: str) -> None:
     assert pyrs_usable(text) and tree_tokens(text) is not None
     same_as_markdown_it(text)
+
+
+def test_a_link_url_with_whitespace_at_an_end_falls_back_to_markdown_it_py() -> None:
+    # markdown-it-py strips the URL (U+3000, &nbsp;, &Tab;), the Rust parser keeps it: the page passes
+    # the gate, its conversion fails, and markdown-it-py's link is the one read
+    for text in ["[x](a.md\u3000)\n", "[x](&nbsp;b.md)\n", "[r]\n\n[r]: c.md&Tab;\n", "[](&nbsp;)\n"]:
+        assert pyrs_usable(text) and tree_tokens(text) is None
+        same_as_markdown_it(text)
+    assert [link.target for link in extract_links("[x](a.md\u3000) [y](&nbsp;b.md)", {})] == ["a.md", "b.md"]
 
 
 def test_hand_made_pages_read_as_expected() -> None:
