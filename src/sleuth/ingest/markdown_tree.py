@@ -24,7 +24,11 @@ declarations and processing instructions (the Rust parser reads the rest of the 
 8,000 definitions on consecutive lines took it 1.7 s against markdown-it-py's 0.12 s), an emphasis
 delimiter next to a non-ASCII symbol (``**Note!**⚠️``: a punctuation character for markdown-it-py,
 not for the Rust parser) or to U+0085, U+2028, U+2029 or NUL (whitespace for the Rust parser only),
-or a lowercase HTML declaration (``<!doctype html>`` opens an HTML block for markdown-it-py only).
+a lowercase HTML declaration (``<!doctype html>`` opens an HTML block for markdown-it-py only), an
+HTML comment holding ``--`` (a comment for markdown-it-py, text and links for the Rust parser), a
+blockquote and a bare list marker line (``> a`` then ``-``: it ends the quote for markdown-it-py
+only), a form feed or vertical tab, a backslash ending a line beside a reference definition, or a
+``](`` ending a line beside one (markdown-it-py reads no link there).
 A link whose URL starts or ends with whitespace (``[x](a.md\u3000)``: markdown-it-py strips it, the
 Rust parser does not) makes the conversion fail. Any error of the Rust parser or of this conversion
 also falls back (``None``). Checked page by page on the Hugo docs, the tldr pages and this repository's
@@ -80,6 +84,9 @@ _BEFORE_DELIMITER = re.compile(r"([^\x01-\x7f])[*_]")
 # Characters the two parsers class differently for emphasis (besides the non-ASCII symbols).
 _FLANK_DIFFERS = frozenset("\0\x85\u2028\u2029")
 _LOWER_DECLARATION = re.compile(r"<![a-z]")
+_QUOTE_LINE = re.compile(r"^[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)*>", re.MULTILINE)
+_BARE_MARKER_LINE = re.compile(r"^[ \t]*(?:[-+*]|\d{1,9}[.)])[ \t]*$", re.MULTILINE)
+_REFERENCE_LINE_ENDS = re.compile(r"\\$|\]\(\s*$", re.MULTILINE)
 _LINK_MARKS = re.compile(rb"[\[<&]")
 _EMPHASIS = {"em": ("em_open", "em_close"), "strong": ("strong_open", "strong_close"), "s": ("s_open", "s_close")}
 _INLINE_NODES = frozenset({"text", "text_special", "code_inline", "html_inline", "softbreak", "hardbreak", "image",
@@ -106,14 +113,43 @@ class TreeToken:
 def pyrs_usable(text: str) -> bool:
     """Whether :func:`tree_tokens` may parse ``text`` (see the module docstring); cost: a few scans
     of the text from C."""
+    if "\r" in text:  # the line-anchored checks see the lines the parser will (a lone CR ends one)
+        text = _NEWLINES.sub("\n", text)
     return (_LEADING_MARKS.search(text) is None and _REFUSED_SCHEME.search(text) is None
             and text.count("*") + text.count("_") + text.count("~") <= PYRS_EMPHASIS_MARKS_MAX
             and text.count("![") < PYRS_IMAGES_MAX
             and text.count("]:") <= PYRS_REFERENCE_MARKS_MAX
             and text.count("<?") + text.count("<!") - text.count("<!--") <= PYRS_HTML_MARKS_MAX
             and _LOWER_DECLARATION.search(text) is None
-            and not any(_flank_differs(m.group(1)) for m in _AFTER_DELIMITER.finditer(text))
-            and not any(_flank_differs(m.group(1)) for m in _BEFORE_DELIMITER.finditer(text)))
+            and "\f" not in text and "\v" not in text
+            and ("]:" not in text or _REFERENCE_LINE_ENDS.search(text) is None)
+            and (_BARE_MARKER_LINE.search(text) is None or _QUOTE_LINE.search(text) is None)
+            and not _comment_with_dashes(text)
+            and not _emphasis_flank_differs(text))
+
+
+def _emphasis_flank_differs(text: str) -> bool:
+    """Whether an emphasis delimiter of ``text`` is next to a character the two parsers class
+    differently (a non-ASCII symbol; U+0085, U+2028, U+2029; NUL, read as U+FFFD)."""
+    if text.isascii() and "\0" not in text:
+        return False
+    return (any(_flank_differs(m.group(1)) for m in _AFTER_DELIMITER.finditer(text))
+            or any(_flank_differs(m.group(1)) for m in _BEFORE_DELIMITER.finditer(text)))
+
+
+def _comment_with_dashes(text: str) -> bool:
+    """Whether an HTML comment of ``text`` holds ``--`` or ends with ``--->`` (linear: comments do
+    not nest, and without a closing ``-->`` none follows)."""
+    start = text.find("<!--")
+    while start >= 0:
+        end = text.find("-->", start + 2)
+        if end < 0:
+            return False
+        body = text[start + 4:end]
+        if "--" in body or body.endswith("-"):
+            return True
+        start = text.find("<!--", end + 3)
+    return False
 
 
 def _flank_differs(char: str) -> bool:
