@@ -53,6 +53,18 @@ LEFT_TO_MARKDOWN_IT = [
     "- a\n\t- [tab](t.md)\n",
     "![" * 20 + "x" + "](i.png)" * 20,
     "*" * 2001 + "x" + "*" * 2001,
+    # a symbol is punctuation for markdown-it-py only (emphasis for it, two literal "**" for the Rust parser)
+    "## **Warning!**\u26a0\ufe0f read [w](w.md)\n",
+    "# *?*\0 and _a_\u2028\n",  # NUL (read as U+FFFD, a symbol) and U+2028 (whitespace for Rust only)
+    "<!doctype html>\n---\n",  # an HTML block for markdown-it-py only, a heading for the Rust parser
+    "".join(f"[r{i}]: r{i}.md\n" for i in range(65)),  # quadratic for the Rust parser on consecutive lines
+    "a <?" * 65,  # a processing instruction that never closes: the Rust parser reads on to the end, each
+    "a <!-- x -- y [r](b.md) -->\n",  # a comment for markdown-it-py (no link), not for the Rust parser
+    "> a\nb\n-\nc\n===\n",  # the bare "-" ends the quote for markdown-it-py only: a heading for it alone
+    "[r]: d\f\n---\n",  # a form feed ends the definition for the Rust parser only
+    "[r]: \\\n[r]\n",  # the Rust parser reads the backslash and the next line as the URL
+    "[r]\n\n[r]:\\",  # no link for the Rust parser
+    "# [r](\n\n[r]: r.md\n",  # no link for markdown-it-py ('(' ends the text), a link for the Rust parser
 ]
 
 
@@ -60,6 +72,15 @@ LEFT_TO_MARKDOWN_IT = [
 def test_pages_markdown_it_pyrs_parses_give_markdown_it_py_headings_and_links(text: str) -> None:
     assert pyrs_usable(text) and tree_tokens(text) is not None
     same_as_markdown_it(text)
+
+
+def test_a_link_url_with_whitespace_at_an_end_falls_back_to_markdown_it_py() -> None:
+    # markdown-it-py strips the URL (U+3000, &nbsp;, &Tab;), the Rust parser keeps it: the page passes
+    # the gate, its conversion fails, and markdown-it-py's link is the one read
+    for text in ["[x](a.md\u3000)\n", "[x](&nbsp;b.md)\n", "[r]\n\n[r]: c.md&Tab;\n", "[](&nbsp;)\n"]:
+        assert pyrs_usable(text) and tree_tokens(text) is None
+        same_as_markdown_it(text)
+    assert [link.target for link in extract_links("[x](a.md\u3000) [y](&nbsp;b.md)", {})] == ["a.md", "b.md"]
 
 
 def test_hand_made_pages_read_as_expected() -> None:
@@ -86,6 +107,16 @@ def test_nesting_that_overflows_the_rust_parsers_stack_never_reaches_it(text: st
     # is parsed by markdown-it-py instead, and the page is indexed
     assert tree_tokens(text) is None
     assert parse_document("deep.md", text).blocks
+
+
+@pytest.mark.parametrize("text", ["x\r" + "> " * 100_000 + "x", "x\r\r" + "- " * 50_000 + "x",
+                                  "> a\r-\r&\r=\r", "[r](\u2028\n\n[r]:>\n"])
+def test_lone_carriage_returns_end_lines_for_the_gate_too(text: str) -> None:
+    # the parser reads a lone CR as a line end: the first two passed the gate and ended the process with
+    # SIGSEGV inside markdown-it-pyrs (measured); the last two gave other headings or links
+    assert not pyrs_usable(text) and tree_tokens(text) is None
+    assert parse_document("deep.md", text).blocks
+    same_as_markdown_it(text)
 
 
 FRAGMENTS = st.sampled_from([

@@ -15,12 +15,23 @@ the tree into the few tokens :func:`sleuth.ingest.parsers._headings` and
   it would add nothing.
 
 A page is left to markdown-it-py (:func:`pyrs_usable` is false) when the two could differ or the
-Rust parser could overflow its stack (it recurses on nesting): a line starting with many container
-marks or much indentation (markdown-it-py stops nesting at 20 levels; a list level counts two), many
-emphasis delimiters or images, or a link to a scheme markdown-it refuses (``file:``,
-``javascript:``, written plainly or through an entity or escape: sleuth's markdown-it-py accepts every
-URL, the Rust parser cannot be told to). Any error of the Rust parser or of this conversion also
-falls back (``None``). Checked page by page on the Hugo docs, the tldr pages and this repository's
+Rust parser could overflow its stack (it recurses on nesting) or take quadratic time: a line starting
+with many container marks or much indentation (markdown-it-py stops nesting at 20 levels; a list
+level counts two), many emphasis delimiters or images, a link to a scheme markdown-it refuses
+(``file:``, ``javascript:``, written plainly or through an entity or escape: sleuth's markdown-it-py
+accepts every URL, the Rust parser cannot be told to), many reference definitions or HTML
+declarations and processing instructions (the Rust parser reads the rest of the paragraph for each:
+8,000 definitions on consecutive lines took it 1.7 s against markdown-it-py's 0.12 s), an emphasis
+delimiter next to a non-ASCII symbol (``**Note!**⚠️``: a punctuation character for markdown-it-py,
+not for the Rust parser) or to U+0085, U+2028, U+2029 or NUL (whitespace for the Rust parser only),
+a lowercase HTML declaration (``<!doctype html>`` opens an HTML block for markdown-it-py only), an
+HTML comment holding ``--`` (a comment for markdown-it-py, text and links for the Rust parser), a
+blockquote and a bare list marker line (``> a`` then ``-``: it ends the quote for markdown-it-py
+only), a form feed or vertical tab, a backslash ending a line beside a reference definition, or a
+``](`` ending a line beside one (markdown-it-py reads no link there).
+A link whose URL starts or ends with whitespace (``[x](a.md\u3000)``: markdown-it-py strips it, the
+Rust parser does not) makes the conversion fail. Any error of the Rust parser or of this conversion
+also falls back (``None``). Checked page by page on the Hugo docs, the tldr pages and this repository's
 markdown (``tests/ingest/test_markdown_tree.py``).
 """
 
@@ -28,9 +39,11 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 if TYPE_CHECKING:
     from markdown_it_pyrs import Node
@@ -44,6 +57,13 @@ PYRS_EMPHASIS_MARKS_MAX = 4000
 #: Images (``![``) of a page from which it goes to markdown-it-py (images nest; markdown-it-py stops
 #: parsing links 20 levels deep, the Rust parser does not).
 PYRS_IMAGES_MAX = 20
+#: ``]:`` marks (each reference definition has one) of a page above which it goes to markdown-it-py: the
+#: Rust parser reads the rest of the paragraph for each definition (quadratic on consecutive lines).
+PYRS_REFERENCE_MARKS_MAX = 64
+#: ``<?`` and ``<!`` marks (not opening a comment) of a page above which it goes to markdown-it-py: the
+#: Rust parser looks for the end of each HTML declaration or processing instruction to the end of the
+#: paragraph (quadratic when none closes).
+PYRS_HTML_MARKS_MAX = 64
 
 # A line whose container prefix (indentation, ">" and list markers, from a marker on) has more than
 # PYRS_LEADING_MARKS_MAX units: a blockquote level takes one unit, a list level at least two (its
@@ -58,6 +78,15 @@ _LEADING_MARKS = re.compile(
 _REFUSED_SCHEME = re.compile(r"(?:[(<]|\]:)\s*(?:javascript|vbscript|file|data)\s*[:&%\\]|&#", re.IGNORECASE)
 # markdown-it-py's normalize rule: its line numbers are those of this text.
 _NEWLINES = re.compile(r"\r\n?")
+# A non-ASCII character (or NUL, read as U+FFFD) before or after an emphasis delimiter.
+_AFTER_DELIMITER = re.compile(r"[*_]([^\x01-\x7f])")
+_BEFORE_DELIMITER = re.compile(r"([^\x01-\x7f])[*_]")
+# Characters the two parsers class differently for emphasis (besides the non-ASCII symbols).
+_FLANK_DIFFERS = frozenset("\0\x85\u2028\u2029")
+_LOWER_DECLARATION = re.compile(r"<![a-z]")
+_QUOTE_LINE = re.compile(r"^[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)*>", re.MULTILINE)
+_BARE_MARKER_LINE = re.compile(r"^[ \t]*(?:[-+*]|\d{1,9}[.)])[ \t]*$", re.MULTILINE)
+_REFERENCE_LINE_ENDS = re.compile(r"\\$|\]\(\s*$", re.MULTILINE)
 _LINK_MARKS = re.compile(rb"[\[<&]")
 _EMPHASIS = {"em": ("em_open", "em_close"), "strong": ("strong_open", "strong_close"), "s": ("s_open", "s_close")}
 _INLINE_NODES = frozenset({"text", "text_special", "code_inline", "html_inline", "softbreak", "hardbreak", "image",
@@ -84,9 +113,48 @@ class TreeToken:
 def pyrs_usable(text: str) -> bool:
     """Whether :func:`tree_tokens` may parse ``text`` (see the module docstring); cost: a few scans
     of the text from C."""
+    if "\r" in text:  # the line-anchored checks see the lines the parser will (a lone CR ends one)
+        text = _NEWLINES.sub("\n", text)
     return (_LEADING_MARKS.search(text) is None and _REFUSED_SCHEME.search(text) is None
             and text.count("*") + text.count("_") + text.count("~") <= PYRS_EMPHASIS_MARKS_MAX
-            and text.count("![") < PYRS_IMAGES_MAX)
+            and text.count("![") < PYRS_IMAGES_MAX
+            and text.count("]:") <= PYRS_REFERENCE_MARKS_MAX
+            and text.count("<?") + text.count("<!") - text.count("<!--") <= PYRS_HTML_MARKS_MAX
+            and _LOWER_DECLARATION.search(text) is None
+            and "\f" not in text and "\v" not in text
+            and ("]:" not in text or _REFERENCE_LINE_ENDS.search(text) is None)
+            and (_BARE_MARKER_LINE.search(text) is None or _QUOTE_LINE.search(text) is None)
+            and not _comment_with_dashes(text)
+            and not _emphasis_flank_differs(text))
+
+
+def _emphasis_flank_differs(text: str) -> bool:
+    """Whether an emphasis delimiter of ``text`` is next to a character the two parsers class
+    differently (a non-ASCII symbol; U+0085, U+2028, U+2029; NUL, read as U+FFFD)."""
+    if text.isascii() and "\0" not in text:
+        return False
+    return (any(_flank_differs(m.group(1)) for m in _AFTER_DELIMITER.finditer(text))
+            or any(_flank_differs(m.group(1)) for m in _BEFORE_DELIMITER.finditer(text)))
+
+
+def _comment_with_dashes(text: str) -> bool:
+    """Whether an HTML comment of ``text`` holds ``--`` or ends with ``--->`` (linear: comments do
+    not nest, and without a closing ``-->`` none follows)."""
+    start = text.find("<!--")
+    while start >= 0:
+        end = text.find("-->", start + 2)
+        if end < 0:
+            return False
+        body = text[start + 4:end]
+        if "--" in body or body.endswith("-"):
+            return True
+        start = text.find("<!--", end + 3)
+    return False
+
+
+def _flank_differs(char: str) -> bool:
+    """Whether an emphasis delimiter next to ``char`` may flank differently for the two parsers."""
+    return char in _FLANK_DIFFERS or unicodedata.category(char).startswith("S")
 
 
 _PARSER: Any = None
@@ -199,7 +267,11 @@ def _flat(nodes: Sequence[Node], out: list[TreeToken]) -> list[TreeToken]:
             out.append(TreeToken(closing, markup=markup))
         elif name == "link" or name == "autolink":
             info = "auto" if name == "autolink" else ""
-            out.append(TreeToken("link_open", attrs={"href": meta.get("url", "")}, info=info))
+            url = meta.get("url", "")
+            decoded = unquote(url)
+            if decoded != decoded.strip():  # markdown-it-py strips a URL (mdurl.parse), the Rust parser does not
+                raise ValueError(f"URL with whitespace at an end: {url!r}")
+            out.append(TreeToken("link_open", attrs={"href": url}, info=info))
             _flat(node.children, out)
             out.append(TreeToken("link_close", info=info))
         else:
