@@ -150,3 +150,26 @@ def test_the_hugo_docs_give_the_same_headings_and_links() -> None:
             taken += tree_tokens(text) is not None
             same_as_markdown_it(text)
     assert pages == 992 and taken >= 950
+
+
+def test_a_page_the_rust_parser_panics_on_is_indexed_without_its_panic_on_the_terminal(tmp_path) -> None:
+    # markdown-it-pyrs 0.4 panics on a code span left open inside brackets and prints the panic (and a
+    # backtrace with RUST_BACKTRACE) on file descriptor 2: the page falls back to markdown-it-py, and
+    # the parse worker keeps that descriptor off the terminal (an attack round saw 55 lines of it)
+    import os
+    import subprocess
+
+    from tests.integration.conftest import SLEUTH
+
+    text = "# P\n\n[`open [l](q.md)\n"
+    assert tree_tokens(text) is None  # the panic is caught: markdown-it-py parses it
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "p.md").write_text(text, encoding="utf-8")
+    (folder / "q.md").write_text("# Q\n\nfine\n", encoding="utf-8")
+    done = subprocess.run([*SLEUTH, "index", str(folder), "--index", str(tmp_path / "idx"), "--format", "json"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "SLEUTH_MODEL": "none", "RUST_BACKTRACE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert "panicked" not in done.stderr and "backtrace" not in done.stderr, done.stderr
+    assert '"added": 2' in done.stdout and '"skipped": []' in done.stdout

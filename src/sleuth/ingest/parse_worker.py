@@ -144,7 +144,15 @@ def _serve() -> None:
     pipes = _Pipes(os.dup(0), os.dup(1))
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
-    os.dup2(2, 1)
+    # Python's own messages go to the indexer's stderr; what native code writes to file descriptor 2
+    # goes nowhere: markdown-it-pyrs prints a Rust panic there (with its backtrace when RUST_BACKTRACE
+    # is set) for some malformed pages, which then fall back to markdown-it-py (sleuth.ingest.markdown_tree).
+    own_stderr = os.dup(2)
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 2)
+    os.close(quiet)
+    os.dup2(own_stderr, 1)
+    sys.stderr = os.fdopen(own_stderr, "w", buffering=1, encoding="utf-8", errors="backslashreplace")
     sys.stdout = sys.stderr
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the indexer's to handle
     signal.signal(signal.SIGALRM, _alarm)
