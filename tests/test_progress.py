@@ -144,6 +144,25 @@ def test_bars_show_every_phase_with_its_count() -> None:
     assert "parse" in text and "40/40" in text and "embedding" in text and "256/300" in text
 
 
+def test_bars_show_an_eta_only_when_a_phase_has_one() -> None:
+    # a phase without a total (the scan, as it finds files) showed its elapsed time and a bare "ETA"
+    from sleuth.progress import RichBars
+
+    out, clock = io.StringIO(), Clock()
+    bars = RichBars(out)
+    progress = Progress(bars, clock=clock)
+    progress.start("scan")
+    progress.start("parse", total=400)
+    clock.now += 4
+    progress.advance("scan", 1515)
+    progress.advance("parse", 100)
+    bars.close()
+    lines = out.getvalue().splitlines()
+    scan, parse = (next(line for line in lines if line.startswith(n)) for n in ("scan", "parse"))
+    assert "1515/?" in scan and "ETA" not in scan
+    assert parse.rstrip().endswith("ETA 12 s")
+
+
 def test_the_python_api_counts_every_phase_of_a_run(tmp_path) -> None:
     from sleuth.config import Config
     from sleuth.engine import Engine

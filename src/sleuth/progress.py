@@ -293,19 +293,14 @@ class RichBars:
 
     def __init__(self, stream: TextIO | None = None) -> None:
         from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            TaskProgressColumn,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        from rich.progress import BarColumn, MofNCompleteColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
         from rich.progress import Progress as RichProgress
 
+        # The ETA is the phase's own (Phase.eta_s, as the plain lines say it), shown only when known:
+        # a phase without a total (the scan, as it finds files) has none.
         self._bars = RichProgress(
             TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
-            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
             console=Console(file=stream or sys.stderr), transient=False)
         self._tasks: dict[str, Any] = {}
         self._started = False
@@ -318,9 +313,11 @@ class RichBars:
         for name, phase in progress.phases.items():
             rate = phase.rate(now)
             shown = f"{rate:,.1f} {phase.unit}/s" if rate is not None else ""
+            eta_s = phase.eta_s(now)
+            eta = f"ETA {format_duration(eta_s)}" if eta_s is not None else ""
             if name not in self._tasks:
-                self._tasks[name] = self._bars.add_task(name, total=phase.total, rate=shown)
-            self._bars.update(self._tasks[name], completed=phase.done, total=phase.total, rate=shown)
+                self._tasks[name] = self._bars.add_task(name, total=phase.total, rate=shown, eta=eta)
+            self._bars.update(self._tasks[name], completed=phase.done, total=phase.total, rate=shown, eta=eta)
 
     def close(self) -> None:
         if self._started:
