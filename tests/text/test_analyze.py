@@ -5,6 +5,7 @@ import sys
 import pytest
 
 from sleuth.text import analyze, fold, parse_query, surface_tokens, tokenize, unique
+from sleuth.text.analyze import joined_pattern, joined_prefixes, joined_witness
 
 
 def test_fold_strips_accents_and_lowercases():
@@ -120,6 +121,41 @@ def test_token_spans_with_emoji_prefix():
 
 def test_surface_tokens_unstemmed_with_stop_words():
     assert surface_tokens("The Running, of Cats") == ["the", "running", "of", "cats"]
+
+
+@pytest.mark.parametrize(("words", "token", "matches"), [
+    (("files", "directories"), "files/directories", True),
+    (("src", "cli", "py"), "src/cli.py", True),
+    (("snake", "case", "name"), "snake_case_name", True),
+    (("get", "user", "name"), "getusername", True),
+    (("version", "1", "2"), "version1.2", True),
+    (("1", "2"), "12", False),  # two digits are never joined by nothing
+    (("files", "directories"), "files//directories", False),  # chunks join by single connectors
+    (("files", "directories"), "files/directories.md", False),  # the whole token, not a part of it
+    (("engine", "s"), "engine's", False),  # an apostrophe makes a possessive, not a join
+])
+def test_joined_pattern(words: tuple[str, ...], token: str, matches: bool) -> None:
+    assert (joined_pattern(words).fullmatch(token) is not None) is matches
+
+
+def test_joined_prefixes_begin_every_joined_token() -> None:
+    assert joined_prefixes("os", "getenv") == ["os.getenv", "os/getenv", "os\\getenv", "os-getenv", "os:getenv",
+                                               "os@getenv", "os#getenv", "os+getenv", "os_getenv", "osgetenv"]
+    assert "12" not in joined_prefixes("1", "2")
+    assert joined_prefixes("东", "京") == []
+
+
+def test_joined_witness_tells_humps_from_a_word() -> None:
+    words = ("get", "user", "name")
+    match = joined_pattern(words).fullmatch("getusername")
+    assert match is not None
+    # what the bm25 field holds where getUserName is written (an identifier: whole, then its parts)
+    assert joined_witness(match, words) == tuple(analyze("getUserName")) == ("getusername", "get", "user", "name")
+    assert analyze("getusername") == ["getusernam"]  # a word written whole: its stem alone
+    match = joined_pattern(("src", "cli", "py")).fullmatch("src/cli.py")
+    assert match is not None and joined_witness(match, ("src", "cli", "py")) is None  # joiners say it all
+    match = joined_pattern(("v", "2")).fullmatch("v2")
+    assert match is not None and joined_witness(match, ("v", "2")) is None  # a letter/digit boundary
 
 
 def test_unique_keeps_first_order():

@@ -33,7 +33,7 @@ from sleuth.store import scratch
 from sleuth.store.catalog import Catalog, IndexedBlock
 from sleuth.store.scratch import replacing
 from sleuth.text import analyze, surface_tokens
-from sleuth.text.analyze import joined_terms
+from sleuth.text.analyze import joined_pattern, joined_prefixes, joined_terms, joined_witness
 
 #: Memory budget of the tantivy writer, in bytes (tantivy's minimum is 15 MB per thread).
 WRITER_HEAP_BYTES = 128 * 1024 * 1024
@@ -141,6 +141,8 @@ class Postings:
         #: The last searches given a ``memo_key`` (see :meth:`search`), least recent first.
         self._memo: OrderedDict[Hashable, tuple[tantivy.Searcher, int, Hits]] = OrderedDict()
         self._memo_lock = threading.Lock()
+        #: Joined spellings of the last quoted phrases (see :meth:`_joined_spellings`), by searcher.
+        self._spellings_memo: OrderedDict[tuple[str, ...], tuple[tantivy.Searcher, list[_Spelling]]] = OrderedDict()
 
     def _open_read_only(self) -> None:
         """Open the postings of a folder that cannot be written, for reading.
@@ -434,10 +436,78 @@ class Postings:
         return tantivy.Query.boost_query(q, boost) if boost != 1.0 else q
 
     def phrase(self, tokens: Sequence[str]) -> tantivy.Query:
-        """Blocks whose ``exact`` field holds ``tokens`` consecutively."""
+        """Blocks whose ``exact`` field holds ``tokens`` (a quoted phrase's surface tokens)
+        consecutively, or with consecutive tokens written joined into one chunk, as a path or an
+        identifier writes words: ``("files", "directories")`` is also found in ``files/directories``,
+        ``("src", "cli", "py")`` in ``src/cli.py``, ``("get", "user", "name")`` in ``getUserName``
+        (the spellings of :func:`sleuth.text.analyze.joined_pattern`). A phrase of one token (an
+        identifier quoted as written, ``"files/directories"``) matches that token only.
+
+        The exact field keeps such a chunk whole (one surface token), so the joined spellings are
+        looked up in its term dictionary (:meth:`_joined_spellings`) and each one found is a phrase
+        of its own, beside the phrase as written; a phrase no block writes joined is the one phrase
+        query it always was (same blocks, same scores). Each spelling is scored by BM25 as a phrase,
+        and a block matching several gets their sum."""
+        tokens = tuple(tokens)
         if len(tokens) == 1:
             return self.term("exact", tokens[0])
-        return tantivy.Query.phrase_query(self.schema, "exact", list(tokens))
+        written = tantivy.Query.phrase_query(self.schema, "exact", list(tokens))
+        spellings = self._joined_spellings(tokens)
+        if not spellings:
+            return written
+        clauses = [(tantivy.Occur.Should, written)]
+        for terms, witnesses in spellings:
+            query = self.term("exact", terms[0]) if len(terms) == 1 else \
+                tantivy.Query.phrase_query(self.schema, "exact", list(terms))
+            if witnesses:
+                query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query)] + [
+                    (tantivy.Occur.Must, tantivy.Query.const_score_query(self._body_run(w), 0.0)) for w in witnesses])
+            clauses.append((tantivy.Occur.Should, query))
+        return tantivy.Query.boolean_query(clauses)
+
+    def _body_run(self, terms: Sequence[str]) -> tantivy.Query:
+        """Blocks whose ``body`` field holds ``terms`` consecutively."""
+        if len(terms) == 1:
+            return self.term("body", terms[0])
+        return tantivy.Query.phrase_query(self.schema, "body", list(terms))
+
+    def _joined_spellings(self, tokens: tuple[str, ...]) -> list[_Spelling]:
+        """The ways the postings write ``tokens`` with some consecutive tokens joined into one surface
+        token, each as ``(exact-field tokens, witnesses)``: ``witnesses`` are the runs of bm25-field
+        terms that tell a chunk with camelCase humps from a word written whole
+        (:func:`sleuth.text.analyze.joined_witness`), each of which the block must hold too.
+
+        The joined surface tokens are found in the exact field's term dictionary: for each two
+        consecutive tokens, the terms beginning with them joined (:func:`joined_prefixes`: eleven
+        prefix lookups), kept when they spell a run of the phrase (:func:`joined_pattern`). At most
+        ``PHRASE_SPELLINGS_MAX`` spellings, fewest joined surface tokens first. Remembered for the
+        current searcher (every lane of a search asks)."""
+        searcher = self.searcher()
+        with self._memo_lock:
+            entry = self._spellings_memo.get(tokens)
+        if entry is not None and entry[0] is searcher:
+            return entry[1]
+        # runs[i]: (j, surface token, witness) for each surface token writing tokens[i..j] joined
+        runs: list[list[tuple[int, str, tuple[str, ...] | None]]] = [[] for _ in tokens]
+        for i in range(len(tokens) - 1):
+            found: set[str] = set()
+            for prefix in joined_prefixes(tokens[i], tokens[i + 1]):
+                found.update(term for term, _ in searcher.terms_with_prefix("exact", prefix))
+            for term in sorted(found):
+                for j in range(i + 1, len(tokens)):
+                    words = tokens[i : j + 1]
+                    if len(term) < sum(map(len, words)):
+                        break
+                    match = joined_pattern(words).fullmatch(term)
+                    if match is not None:
+                        runs[i].append((j, term, joined_witness(match, words)))
+                        break
+        spellings = _spell(tokens, runs) if any(runs) else []
+        with self._memo_lock:
+            self._spellings_memo[tokens] = (searcher, spellings)
+            while len(self._spellings_memo) > SEARCH_MEMO_ENTRIES:
+                self._spellings_memo.popitem(last=False)
+        return spellings
 
     def search(self, scoring: tantivy.Query, k: int, projects: Sequence[str] | None,
                required: Sequence[tantivy.Query] = (), doc_ids: Collection[str] | None = None,
@@ -494,6 +564,38 @@ class Postings:
         # The block id from its two numbers ("%" formatting: a third of an f-string's cost per hit).
         return Hits(list(map(BLOCK_ID_FORMAT.__mod__, zip(doc_keys, block_keys, strict=True))),
                     [float(score) for score, _ in hits])
+
+
+#: A joined spelling of a quoted phrase (see :meth:`Postings._joined_spellings`): its exact-field
+#: tokens, and the runs of bm25-field terms a block holding it must hold too.
+_Spelling = tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]
+
+#: Most joined spellings of one quoted phrase searched (:meth:`Postings.phrase`); a phrase whose
+#: words the postings write joined in more ways (many runs of it, each joined several ways) is
+#: searched as written and in the first ones, fewest joined surface tokens first.
+PHRASE_SPELLINGS_MAX = 64
+
+
+def _spell(tokens: tuple[str, ...], runs: list[list[tuple[int, str, tuple[str, ...] | None]]]) -> list[_Spelling]:
+    """Every way to write ``tokens`` with at least one run of them joined (``runs[i]``: the surface
+    tokens writing ``tokens[i..j]``, with their witnesses), fewest joins first, at most
+    ``PHRASE_SPELLINGS_MAX``."""
+    out: list[tuple[int, tuple[str, ...], tuple[tuple[str, ...], ...]]] = []
+
+    def walk(i: int, terms: tuple[str, ...], witnesses: tuple[tuple[str, ...], ...], joins: int) -> None:
+        if len(out) >= PHRASE_SPELLINGS_MAX * 4:  # enough to choose the first ones from
+            return
+        if i == len(tokens):
+            if joins:
+                out.append((joins, terms, witnesses))
+            return
+        walk(i + 1, (*terms, tokens[i]), witnesses, joins)
+        for j, term, witness in runs[i]:
+            walk(j + 1, (*terms, term), witnesses if witness is None else (*witnesses, witness), joins + 1)
+
+    walk(0, (), (), 0)
+    out.sort(key=lambda spelling: spelling[0])
+    return [(terms, witnesses) for _, terms, witnesses in out[:PHRASE_SPELLINGS_MAX]]
 
 
 #: The fields a word lane searches, in the order :meth:`Postings.absent_terms` looks a term up.

@@ -24,7 +24,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from itertools import chain, islice
+from itertools import chain, islice, pairwise
 from typing import NamedTuple
 
 import Stemmer
@@ -490,6 +490,61 @@ def surface_tokens(text: str) -> list[str]:
     other's; punctuation between words does not count.
     """
     return list(chain.from_iterable(map(_PIECE_SURFACE.__getitem__, text.split())))
+
+
+#: What joins two words inside one chunk besides a camelCase hump or a letter/digit boundary: a
+#: connector (apostrophes aside: ``engine's`` is a word and its possessive) or an underscore. A
+#: quoted phrase's words match a surface token writing them so (see :func:`joined_pattern`).
+WORD_JOINERS = "./\\-:@#+_"
+_JOINER_CLASS = "[" + re.escape(WORD_JOINERS) + "]"
+
+
+def joined_prefixes(left: str, right: str) -> list[str]:
+    """How every surface token that writes the surface tokens ``left`` then ``right`` joined into
+    one chunk begins: ``left``, one of ``WORD_JOINERS`` or nothing, then ``right``
+    (``"files", "directories"`` → ``"files.directories"``, ``"files/directories"``, ...,
+    ``"filesdirectories"``). Nothing joins two digits (``"1", "2"`` is not ``"12"``), and a CJK
+    character is a surface token of its own (never joined): ``[]`` then."""
+    if _CJK_RE.search(left[-1:] + right[:1]) is not None:
+        return []
+    out = [left + joiner + right for joiner in WORD_JOINERS]
+    if not (left[-1:].isdigit() and right[:1].isdigit()):
+        out.append(left + right)
+    return out
+
+
+@lru_cache(maxsize=1024)
+def joined_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
+    """A pattern whose ``fullmatch`` is a surface token writing ``words`` (two or more surface
+    tokens) as one chunk: each two joined by one of ``WORD_JOINERS`` or by nothing (not between two
+    digits), as :func:`joined_prefixes` says; group ``i`` is what joins word ``i - 1`` to word ``i``.
+    ``("src", "cli", "py")`` fully matches ``"src/cli.py"``, ``"src_cli_py"`` and ``"srccli.py"``."""
+    parts = [re.escape(words[0])]
+    for left, right in pairwise(words):
+        both_digits = left[-1:].isdigit() and right[:1].isdigit()
+        parts.append(f"({_JOINER_CLASS})" if both_digits else f"({_JOINER_CLASS}?)")
+        parts.append(re.escape(right))
+    return re.compile("".join(parts))
+
+
+def joined_witness(match: re.Match[str], words: Sequence[str]) -> tuple[str, ...] | None:
+    """What tells a surface token matched by :func:`joined_pattern` ``(words)`` (``match``) written
+    with camelCase humps from one word written whole: the exact field is folded, so
+    ``"getusername"`` is the surface token of ``getUserName`` and of ``getusername`` alike. Returns
+    the index terms (:func:`analyze`) of the chunk with a hump at each join of two letters without a
+    joiner: the bm25 field holds them consecutively where such a chunk is written (an identifier is
+    indexed whole, then in parts), and a word written whole gives its one stem instead. None when
+    no join is a hump (each has a joiner, or a digit on a side): the surface token alone then
+    writes exactly these words."""
+    chunk = [words[0]]
+    humps = False
+    for i, word in enumerate(words[1:], start=1):
+        joiner = match.group(i)
+        if not joiner and chunk[-1][-1:].isalpha() and word[:1].isalpha():
+            humps = True
+            word = word[:1].upper() + word[1:]
+        chunk.append(joiner + word)
+    return _analyse_chunk("".join(chunk)) if humps else None
 
 
 _DOTTED_RE = re.compile(r"\w{2,}(?:\.\w{2,})+")
