@@ -15,7 +15,8 @@
   so a document the lexical lanes found always holds a word of the query). It runs beside the bm25
   lane, not instead of it (docs/EVAL.md, "Issue 14, third pass"; whether by default: the registry).
 - ``exact``: blocks containing a quoted phrase or a whole identifier of the query verbatim
-  (folded, unstemmed); scored by BM25 over those exact tokens.
+  (folded, unstemmed; a phrase's words may also be written joined into one path or identifier,
+  :meth:`sleuth.lanes.postings.Postings.phrase`); scored by BM25 over those exact tokens.
 
 Quoted phrases are required by every lane: a block that lacks one is filtered out before top-k.
 """
@@ -45,7 +46,8 @@ def _terms_and_qtf(parsed: ParsedQuery) -> tuple[list[str], list[int]]:
 
 
 def required_phrases(postings: Postings, parsed: ParsedQuery) -> list[tantivy.Query]:
-    """One required query per quoted phrase of ``parsed``."""
+    """One required query per quoted phrase of ``parsed`` (:meth:`Postings.phrase`: the phrase as
+    written, or with some of its words joined into one path or identifier)."""
     return [postings.phrase(p) for p in parsed.phrases]
 
 
