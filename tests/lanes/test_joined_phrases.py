@@ -116,3 +116,23 @@ def test_new_blocks_are_seen_by_the_next_search(tmp_path: Path) -> None:
         (src / "b.md").write_text("# B\n\nSee files/directories.\n", encoding="utf-8")
         eng.index([src], project="notes")
         assert found(eng, '"files directories"') == ["b.md"]
+
+
+def test_a_long_phrase_is_searched_as_written(engine: Engine) -> None:
+    """Joined spellings are looked for in phrases of at most PHRASE_JOIN_MAX_TOKENS tokens: a longer
+    one is the phrase as written (before, a phrase of 1,300 tokens with joined spellings in the index
+    raised RecursionError in the spelling walk, and one near the query length limit took 22 s at
+    1,000,000 blocks)."""
+    from sleuth.lanes.postings import PHRASE_JOIN_MAX_TOKENS, _spell
+
+    words = ["files", "directories"] * 700
+    runs = [[(i + 1, "files/directories", None)] if i % 2 == 0 else [] for i in range(len(words))]
+    with pytest.raises(RecursionError):  # what a phrase this long would have walked
+        _spell(tuple(words), runs)
+    assert engine.postings._joined_spellings(tuple(words)) == []
+    long_read_only = ["read", "only"] * 300  # camel.md writes "read-only" once; 3,000 characters
+    assert engine.postings._joined_spellings(tuple(long_read_only)) == []
+    assert found(engine, '"' + " ".join(long_read_only) + '"') == []
+    short = ["lists", "files", "directories"] * (PHRASE_JOIN_MAX_TOKENS // 3)
+    assert len(short) <= PHRASE_JOIN_MAX_TOKENS
+    assert engine.postings._joined_spellings(tuple(short)) != []

@@ -480,8 +480,11 @@ class Postings:
         The joined surface tokens are found in the exact field's term dictionary: for each two
         consecutive tokens, the terms beginning with them joined (:func:`joined_prefixes`: eleven
         prefix lookups), kept when they spell a run of the phrase (:func:`joined_pattern`). At most
-        ``PHRASE_SPELLINGS_MAX`` spellings, fewest joined surface tokens first. Remembered for the
+        ``PHRASE_SPELLINGS_MAX`` spellings, fewest joined surface tokens first; none for a phrase of
+        more than ``PHRASE_JOIN_MAX_TOKENS`` tokens (searched as written only). Remembered for the
         current searcher (every lane of a search asks)."""
+        if len(tokens) > PHRASE_JOIN_MAX_TOKENS:
+            return []
         searcher = self.searcher()
         with self._memo_lock:
             entry = self._spellings_memo.get(tokens)
@@ -489,11 +492,15 @@ class Postings:
             return entry[1]
         # runs[i]: (j, surface token, witness) for each surface token writing tokens[i..j] joined
         runs: list[list[tuple[int, str, tuple[str, ...] | None]]] = [[] for _ in tokens]
+        pairs: dict[tuple[str, str], list[str]] = {}  # a pair repeated in the phrase is looked up once
         for i in range(len(tokens) - 1):
-            found: set[str] = set()
-            for prefix in joined_prefixes(tokens[i], tokens[i + 1]):
-                found.update(term for term, _ in searcher.terms_with_prefix("exact", prefix))
-            for term in sorted(found):
+            pair = (tokens[i], tokens[i + 1])
+            if pair not in pairs:
+                found: set[str] = set()
+                for prefix in joined_prefixes(*pair):
+                    found.update(term for term, _ in searcher.terms_with_prefix("exact", prefix))
+                pairs[pair] = sorted(found)
+            for term in pairs[pair]:
                 for j in range(i + 1, len(tokens)):
                     words = tokens[i : j + 1]
                     if len(term) < sum(map(len, words)):
@@ -569,6 +576,12 @@ class Postings:
 #: A joined spelling of a quoted phrase (see :meth:`Postings._joined_spellings`): its exact-field
 #: tokens, and the runs of bm25-field terms a block holding it must hold too.
 _Spelling = tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]
+
+#: Longest quoted phrase, in surface tokens, whose joined spellings are looked for (a longer one is
+#: searched as written): each two consecutive tokens cost eleven prefix walks of the exact field's
+#: term dictionary, and a phrase near ``QUERY_MAX_CHARS`` (1,300 tokens) took 22 s at 1,000,000
+#: blocks before this bound.
+PHRASE_JOIN_MAX_TOKENS = 16
 
 #: Most joined spellings of one quoted phrase searched (:meth:`Postings.phrase`); a phrase whose
 #: words the postings write joined in more ways (many runs of it, each joined several ways) is
