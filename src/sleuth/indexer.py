@@ -331,18 +331,24 @@ class Indexer:
 
         Used by ``sleuth eval`` for BEIR corpora: each record is parsed as its ``kind`` says
         (``text`` or ``markdown``) with ``rel_path`` as its path. A record whose title and text
-        are unchanged is left alone, so re-indexing the same corpus changes nothing.
+        are unchanged is left alone, so re-indexing the same corpus changes nothing, unless the
+        project's records were parsed by an older parser (:data:`sleuth.ingest.PARSER_VERSION`, as
+        for a folder's files): then every record given is parsed again, and the version is recorded
+        once a call has given every record the project holds.
         """
         from sleuth.ingest import parse_document
 
         pid = project_id_for(project)
         with self._run(pid, [], None, name=project) as run, self.postings.bulk():
             known = self.catalog.file_states(pid, [""])
+            reparse = bool(known) and self.catalog.parser_version(pid, "") < PARSER_VERSION
+            given: set[str] = set()
             for rec in records:
                 run.report.scanned += 1
+                given.add(rec.rel_path)
                 state = known.get(("", rec.rel_path))
                 data_hash = _hash(rec.title, rec.text)
-                if state is not None and state.content_hash == data_hash:
+                if state is not None and state.content_hash == data_hash and not reparse:
                     run.report.unchanged += 1
                     continue
                 parsed = parse_document(rec.rel_path + (".md" if rec.kind == "markdown" else ".txt"), rec.text)
@@ -350,6 +356,8 @@ class Indexer:
                     parsed.title = rec.title
                 self._stage(run, "", "", rec.rel_path, parsed, data_hash, 0, len(rec.text), state is not None)
             self._flush_run(run)
+            if self.catalog.parser_version(pid, "") != PARSER_VERSION and all(rel in given for _, rel in known):
+                self.catalog.set_parser_version(pid, "", PARSER_VERSION)  # every record of it parsed now
         return run.report
 
     # ------------------------------------------------------------------ the shared steps

@@ -31,7 +31,9 @@ def test_search_documents_seed_example() -> None:
     hits = rank_texts("rate limiting API", RATE_DOCS, 3)
     assert [h.model_dump() for h in hits] == [
         {"doc_id": "2", "score": 1.0, "snippet": "API rate limits", "highlights": ["API rate limits"]},
-        {"doc_id": "0", "score": 0.3863, "snippet": "Rate limiting protects APIs",
+        # "APIs" (an identifier by its case only) is indexed as the word "apis": stem "api", as the query's
+        # "API" (before parser version 3 its whole term "apis" did not match, and the text scored 0.3863)
+        {"doc_id": "0", "score": 0.6816, "snippet": "Rate limiting protects APIs",
          "highlights": ["Rate limiting protects APIs"]},
     ]
 

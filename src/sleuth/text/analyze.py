@@ -157,13 +157,27 @@ def _analyse_chunk(chunk: str) -> tuple[str, ...]:
         return ()
     if not is_identifier(stripped):
         return tuple(_word_terms(fold(stripped)))
-    whole = fold(stripped)
-    terms: list[str] = [whole] if len(whole) <= TERM_MAX_CHARS else []
+    heads = _whole_terms(fold(stripped))
+    terms = list(heads)
     for part in identifier_parts(stripped):
         for term in _word_terms(fold(part)):
-            if term != whole:
+            if term not in heads:
                 terms.append(term)
     return tuple(terms)
+
+
+def _whole_terms(whole: str) -> list[str]:
+    """The terms of an identifier chunk as a whole (``whole``: the chunk folded), before its parts'.
+
+    A chunk that is an identifier only by its case (``PagerDuty``, ``ParseDuration``: camelCase
+    humps of letters) folds to a plain word, and is that word's terms (stemmed: ``pagerduti``), so
+    that a query typing it in lowercase (``pagerduty``, analysed as a word) finds it, and a query
+    typing the identifier finds the word written in lowercase. Any other identifier (``os.getenv``,
+    ``snake_case``, ``p53``, ``base64Encode``) stays whole and unstemmed. (Before parser version 3
+    every identifier stayed whole: a lowercase ``pagerduty`` never met ``PagerDuty``.)"""
+    if is_identifier(whole):
+        return [whole] if len(whole) <= TERM_MAX_CHARS else []
+    return _word_terms(whole)
 
 
 def _analyse_surface(chunk: str) -> tuple[str, ...]:
@@ -265,14 +279,15 @@ def _ascii_chunk_fields(chunk: str, stems: dict[str, str]) -> tuple[str, str]:
     if not is_identifier(chunk):
         terms = _word_terms(whole)
         return " ".join(terms), whole
-    terms = [whole] if len(whole) <= TERM_MAX_CHARS else []
+    heads = _whole_terms(whole)
+    terms = list(heads)
     for part in identifier_parts(chunk):
         word = part.lower()
         if _keep(word):
             term = stems.get(word)
             if term is None:
                 term = stems[word] = _STEMMER.stemWord(word)
-            if term != whole:
+            if term not in heads:
                 terms.append(term)
     return " ".join(terms), whole
 
