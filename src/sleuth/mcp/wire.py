@@ -287,7 +287,7 @@ async def _in_codec_thread(fn: Callable[[Any], T], arg: Any) -> T:
 class Unanswered:
     """The requests read and not yet answered (by id, a count per id: a client may reuse one).
 
-    The input may end right after a request (``printf '<request>\n' | sleuth serve``: MCP's stdio
+    The input may end right after a request (``printf '<request>\\n' | sleuth serve``: MCP's stdio
     transport closes stdin to end a session): :func:`line_transport` ends the server's read stream
     only once every request read has been answered, so the answers reach the client before the
     server exits (the SDK cancels the calls still in flight when its read stream ends).
@@ -328,12 +328,18 @@ class Unanswered:
         if not self._count:
             self._none.set()
 
+    def abandon(self) -> None:
+        """No answer can be written any more (the output is gone): nothing is waited for."""
+        self._count.clear()
+        self._none.set()
+
     def __len__(self) -> int:
         """Requests read and not yet answered."""
         return sum(self._count.values())
 
     async def all_answered(self) -> None:
-        """Return once every request read has been answered (or cancelled by the client)."""
+        """Return once every request read has been answered (or cancelled by the client), or
+        :meth:`abandon` was called."""
         while self._count:
             await self._none.wait()
 
@@ -384,10 +390,13 @@ async def line_transport(
                 await unanswered.all_answered()
 
     async def writer() -> None:
-        async with write_reader:
-            async for session_message in write_reader:
-                await put(await _in_codec_thread(encode_message, session_message.message))
-                unanswered.written(session_message.message)
+        try:
+            async with write_reader:
+                async for session_message in write_reader:
+                    await put(await _in_codec_thread(encode_message, session_message.message))
+                    unanswered.written(session_message.message)
+        finally:  # the output failed (the client went away) or the server ended: wait for no answer
+            unanswered.abandon()
 
     async def guarded(part: Callable[[], Awaitable[None]]) -> None:
         try:
