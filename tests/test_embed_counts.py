@@ -5,9 +5,17 @@ catalog, real model."""
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from pathlib import Path
+from typing import Any
 
-from sleuth.background import embed_now, read_state
+import pytest
+
+from sleuth import background
+from sleuth.background import EMBED_STATE_FILE, embed_now, read_state
+from sleuth.config import Config
 from sleuth.engine import Engine
 
 
@@ -40,3 +48,29 @@ def test_a_state_file_nested_too_deeply_reads_as_no_state(tmp_path: Path) -> Non
     no state."""
     (tmp_path / "embed.state.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     assert read_state(tmp_path) is None
+
+
+def test_embedding_progress_reads_the_state_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sleuth status`'s embedding progress read the state file twice -- once to tell whether a
+    worker was starting, once for its pid and rate -- so a worker rewriting it in between (here:
+    its start record replaced by a failed run's, written after the first reading) gave an answer
+    mixing the two ("running" with the failed run's empty rate). Now one reading serves the whole answer."""
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        state_file = engine.index_dir / EMBED_STATE_FILE
+        state_file.write_text(json.dumps({  # what start_worker writes for a worker still starting (this process)
+            "pid": os.getpid(), "model": None, "state": "starting", "started_at": "2026-01-01T00:00:00Z",
+            "started_s": time.time(), "embedded": 0, "to_embed": None, "rate_blocks_per_s": None,
+            "error": None}), encoding="utf-8")
+        reads: list[dict[str, Any] | None] = []
+
+        def read_then_rewrite(index_dir: Path) -> dict[str, Any] | None:
+            reads.append(read_state(index_dir))
+            state_file.write_text(json.dumps({  # the worker's record, written right after this reading
+                "pid": os.getpid(), "model": "m", "state": "failed", "embedded": 0, "to_embed": 2,
+                "rate_blocks_per_s": None, "error": "boom"}), encoding="utf-8")
+            return reads[-1]
+
+        monkeypatch.setattr(background, "read_state", read_then_rewrite)
+        progress = background.embedding_progress(engine, "m", 1, 3)
+    assert len(reads) == 1
+    assert progress == {"state": "running", "embedded": 1, "total": 3, "pid": os.getpid()}

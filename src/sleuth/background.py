@@ -71,15 +71,20 @@ EMBED_PROBE_GRACE_S, EMBED_PROBE_POLL_S = 0.02, 0.002
 EMBED_START_GRACE_S = 120.0
 
 
-def worker_running(index_dir: Path) -> bool:
+def worker_running(index_dir: Path, saved: dict[str, Any] | None = None) -> bool:
     """True while a process holds the index's embed lock (a worker, or a ``--wait``, embeds), or
     while a worker :func:`start_worker` started is still starting (see :func:`_starting`: before,
     a ``sleuth status`` right after ``sleuth index`` said that no process embedded the blocks).
 
     Probes the lock, holding it for microseconds when free (``EMBED_PROBE_GRACE_S`` of tries when
     held: another probe lets go at once). A folder where the lock file cannot be made (read-only)
-    has no worker, and neither has one where no process ever embedded."""
-    if _starting(read_state(index_dir) or {}):
+    has no worker, and neither has one where no process ever embedded.
+
+    Args:
+        saved: the state file as the caller read it (:func:`read_state`, ``{}`` when absent), so
+            that one reading serves the caller's whole answer; None: read here.
+    """
+    if _starting((read_state(index_dir) or {}) if saved is None else saved):
         return True
     if not (index_dir / EMBED_LOCK_FILE).exists():
         return False
@@ -339,10 +344,13 @@ def embedding_progress(engine: Engine, model: str, have: int, total: int) -> dic
     """Where the embedding of the index stands, for ``sleuth status``: ``state`` (``running``: a
     process embeds now; ``stopped``: blocks wait and none does, e.g. a killed worker; ``done``),
     ``embedded`` / ``total`` blocks, and while running the worker's ``pid``, ``rate_blocks_per_s``
-    and ``eta_s`` (seconds left at that rate); ``error`` when the last run failed."""
+    and ``eta_s`` (seconds left at that rate); ``error`` when the last run failed.
+
+    The state file is read once (a worker rewrites it while it embeds): whether a worker is
+    starting, its pid and its rate all come from the same reading."""
     index_dir = engine.index_dir
-    running = worker_running(index_dir)
     saved = read_state(index_dir) or {}
+    running = worker_running(index_dir, saved)
     out: dict[str, Any] = {"state": "running" if running else "done" if have >= total else "stopped",
                            "embedded": have, "total": total}
     if running and _starting(saved):  # started, not yet at the embedding: no rate yet

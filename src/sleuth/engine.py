@@ -399,7 +399,8 @@ class Engine:
     def status(self, files: bool = False, verbose: bool = False) -> StatusReport:
         """Index health: counts, lane generations, projects, skipped files with reasons,
         per-root coverage (indexed / skipped / failed, last indexed), where the catalog lives and,
-        in scale-out mode, the lanes in Milvus (:func:`sleuth.scaleout.milvus_report`).
+        in scale-out mode, the lanes in Milvus (:func:`sleuth.scaleout.milvus_report`), asking
+        Milvus its version once (:func:`sleuth.scaleout.one_report`).
 
         Args:
             files: also list every file (``files``): indexed ones with their last-indexed time
@@ -407,6 +408,13 @@ class Engine:
             verbose: list every skipped file in ``skipped_files`` (also with ``files``; else the
                 first ``STATUS_SKIPPED_LISTED_MAX``, all counted by reason in ``skipped_by_reason``).
         """
+        from sleuth.scaleout import one_report
+
+        with one_report():
+            return self._status(files, verbose)
+
+    def _status(self, files: bool, verbose: bool) -> StatusReport:
+        """:meth:`status`'s report."""
         from sleuth.freshness import coverage_summary, file_coverage, skip_state
         from sleuth.scaleout import catalog_backend, milvus_report
 

@@ -7,8 +7,10 @@ sync, no model, no count of a collection's rows. Every URL is shown with its pas
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+import contextlib
+from collections.abc import Callable, Collection, Iterator
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from sleuth.errors import IndexBusy, QueryError
@@ -22,6 +24,43 @@ if TYPE_CHECKING:
 
 #: Documents left out of Milvus that a report lists by name (all recorded ones are counted).
 LEFT_OUT_LISTED_MAX = 20
+
+T = TypeVar("T")
+
+#: The answers Milvus gave during the report being made in this thread or task (:func:`one_report`),
+#: by (who asked, question); None outside a report.
+_REPORT_ANSWERS: ContextVar[dict[tuple[object, str], Any] | None] = ContextVar("sleuth_milvus_report_answers",
+                                                                               default=None)
+
+
+@contextlib.contextmanager
+def one_report() -> Iterator[None]:
+    """Within the block, one report (``sleuth status``, ``doctor``) is being made: each question
+    to Milvus (:func:`asked_once`) is asked once, and the lanes' statuses and the Milvus report
+    reuse its answer. Before, a doctor report reached Milvus five times for its version (the three
+    lexical lanes, the vector lane and the Milvus report each asked) and three times for the same
+    row count. Per thread or task (a context variable), so concurrent reports each ask afresh;
+    a block nested in another shares the outer one's answers."""
+    if _REPORT_ANSWERS.get() is not None:
+        yield
+        return
+    token = _REPORT_ANSWERS.set({})
+    try:
+        yield
+    finally:
+        _REPORT_ANSWERS.reset(token)
+
+
+def asked_once(owner: object, question: str, ask: Callable[[], T]) -> T:
+    """``ask()``; within :func:`one_report`, the answer ``ask`` gave the first time ``owner`` (an
+    object that reaches Milvus, compared by identity) asked ``question`` in this report."""
+    answers = _REPORT_ANSWERS.get()
+    if answers is None:
+        return ask()
+    key = (owner, question)
+    if key not in answers:
+        answers[key] = ask()
+    return answers[key]  # type: ignore[no-any-return]
 
 
 def catalog_backend(engine: Engine) -> CatalogBackend:

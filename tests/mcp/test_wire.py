@@ -4,12 +4,16 @@ answers that UTF-8 cannot carry. The processes that use it are tested in tests/i
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
+from mcp.server.mcpserver import MCPServer
 
-from sleuth.mcp.wire import LineReader, Oversized, decode_line, encode_message, oversized_reply
+from sleuth.mcp import wire
+from sleuth.mcp.sdk import serve_streams
+from sleuth.mcp.wire import LineReader, Oversized, decode_line, encode_message, line_transport, oversized_reply
 
 CALL = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_fuzzy","arguments":%s}}'
 
@@ -102,3 +106,73 @@ def test_an_integer_too_long_to_read_is_named_as_such_in_the_tool_error(literal:
     with pytest.raises(ToolError) as caught:
         bounded_int(limit, "limit", 10, 1, 200)
     assert str(caught.value) == f"limit must be an integer from 1 to 200; got {shown}"  # was "got inf"
+
+
+# ---------------------------------------------------------------------------------------------- the input ending
+
+#: Safety net for a session over line_transport to end (the machine is shared), in seconds: a
+#: session that would wait for an answer it can never get fails here instead of hanging.
+SESSION_END_WAIT_S = 120.0
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "wire-test", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def served(messages: list[dict[str, Any]], fail_sends: bool = False) -> list[dict[str, Any]]:
+    """Serve a real MCPServer (a tool ``hang`` that never returns, ``echo`` that does) over
+    :func:`line_transport` fed ``messages`` then the end of the input; returns what it wrote
+    (nothing when ``fail_sends``: each write raises as a closed pipe does)."""
+    server: MCPServer[Any] = MCPServer(name="wire-test")
+
+    async def hang() -> str:
+        """Never answers."""
+        await anyio.sleep_forever()
+        return ""
+
+    def echo(text: str) -> str:
+        """Answers ``text``."""
+        return text
+
+    server.add_tool(hang)
+    server.add_tool(echo)
+    feed = [b"".join(json.dumps(m).encode() + b"\n" for m in messages)]
+    written: list[dict[str, Any]] = []
+
+    async def receive() -> bytes:
+        return feed.pop(0) if feed else b""
+
+    async def send(data: bytes) -> None:
+        if fail_sends:
+            raise BrokenPipeError("the client went away")
+        written.extend(json.loads(line) for line in data.splitlines())
+
+    async def main() -> None:
+        with anyio.fail_after(SESSION_END_WAIT_S):
+            async with line_transport(receive, send) as (read_stream, write_stream):
+                await serve_streams(server, read_stream, write_stream)
+
+    anyio.run(main)
+    return written
+
+
+def test_requests_read_before_the_input_ends_are_answered() -> None:
+    call = {"jsonrpc": "2.0", "id": "e", "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "hi"}}}
+    written = served([INITIALIZE, INITIALIZED, call])
+    assert [m["id"] for m in written] == [1, "e"]
+    assert written[1]["result"]["content"] == [{"type": "text", "text": "hi"}]
+
+
+def test_a_request_the_client_cancelled_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wire, "ANSWERS_AFTER_EOF_MAX_S", 1e9)  # only the cancel can end the wait
+    hang = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "hang", "arguments": {}}}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5, "reason": "bored"}}
+    written = served([INITIALIZE, INITIALIZED, hang, cancel])
+    assert [m["id"] for m in written] == [1]  # a cancelled request is never answered (MCP)
+
+
+def test_no_answer_is_waited_for_once_the_output_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wire, "ANSWERS_AFTER_EOF_MAX_S", 1e9)  # only the failed write can end the wait
+    hang = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "hang", "arguments": {}}}
+    assert served([INITIALIZE, INITIALIZED, hang], fail_sends=True) == []

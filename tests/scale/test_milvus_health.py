@@ -16,6 +16,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -351,3 +352,39 @@ def test_a_milvus_gone_after_the_open_is_reported_by_doctor_and_its_tracebacks_a
     assert server.uri.rsplit(":", 1)[1] not in json.dumps(report)
     logged = pymilvus_log.getvalue()
     assert "Fail connecting to server" in logged and "Traceback" not in logged
+
+
+def test_one_report_reaches_milvus_once(tmp_path: Path) -> None:
+    """A doctor report asked Milvus its version five times (the three lexical lanes' statuses, the
+    vector lane's and the Milvus report each pinged it) and the lexical collection's row count
+    three times; a status report pinged it twice. Now each report asks each question once. Counted
+    on the real pymilvus client the engine owns (milvus-lite in this process, the real model)."""
+    write_projects(tmp_path / "src")
+    config = Config(milvus_uri=str(tmp_path / "lanes.db"))  # the default model: the vector lane reports too
+    with Engine(str(tmp_path / "idx"), config) as e:
+        index_all(e, tmp_path / "src")
+        e.embed_pending()
+    with Engine(str(tmp_path / "idx"), config) as e:
+        client = e.lanes["bm25"].shared.index.client
+        calls: dict[str, int] = {}
+
+        def counting(name: str, real: Callable[..., object]) -> Callable[..., object]:
+            def counted(*args: object, **kwargs: object) -> object:
+                calls[name] = calls.get(name, 0) + 1
+                return real(*args, **kwargs)
+
+            return counted
+
+        for name in ("get_server_version", "has_collection", "get_collection_stats"):
+            setattr(client, name, counting(name, getattr(client, name)))
+        report = doctor(e)
+        assert report.ok and report.milvus is not None and report.milvus.reachable
+        assert report.lanes["vector"].available and report.lanes["bm25"].available
+        assert calls == {"get_server_version": 1, "has_collection": 1, "get_collection_stats": 1}
+        calls.clear()
+        status = e.status()
+        assert status.milvus is not None and status.milvus.reachable and status.vector_lane.available
+        assert calls == {"get_server_version": 1}
+        calls.clear()
+        doctor(e)  # a new report asks again
+        assert calls == {"get_server_version": 1, "has_collection": 1, "get_collection_stats": 1}

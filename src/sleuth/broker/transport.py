@@ -30,10 +30,11 @@ async def stream_transport(
 ) -> AsyncIterator[tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]]:
     """(read stream, write stream) for ``MCPServer``'s low-level ``run`` over a byte stream.
 
-    ``receive`` may already hold bytes read after the session's header line; they come first. The
-    read stream ends when the peer closes its side; ``on_end`` is called then, at once (the SDK's
-    server waits for the calls still in flight before ``run`` returns, so what must stop them,
-    such as cancelling their requests, cannot wait for that).
+    ``receive`` may already hold bytes read after the session's header line; they come first. When
+    the peer closes its side, ``on_end`` is called at once (the broker cancels the session's
+    searches still running, which then answer that they were cancelled), and the read stream ends
+    once every request read has been answered (:func:`sleuth.mcp.wire.line_transport`), so the
+    peer, which may still read, gets every answer.
     """
 
     async def chunk() -> bytes:

@@ -24,6 +24,7 @@ from sleuth.lanes.base import LaneBase, LaneContext, LaneQuery, LaneSkipped, Lan
 from sleuth.lanes.lexical import INDEX_FIELD_BOOSTS
 from sleuth.lanes.registry import LaneSpec
 from sleuth.lanes.vector import VectorLane, no_vectors_reason
+from sleuth.scaleout import asked_once
 from sleuth.store.milvus import MilvusIndex, MilvusSettings, expressions, unreachable_message
 from sleuth.store.urls import redact_url
 from sleuth.text import ParsedQuery
@@ -96,7 +97,10 @@ class MilvusShared:
         """Why Milvus cannot be used now, else None: the client opened if it was not (a failed open's
         error is given again for ``MILVUS_RETRY_INTERVAL_S``), then asked its version
         (:meth:`MilvusIndex.unreachable`: a server gone since the client opened). What status and
-        doctor report; never raises."""
+        doctor report: asked once per report (:func:`sleuth.scaleout.one_report`); never raises."""
+        return asked_once(self, "unreachable", self._unreachable_now)
+
+    def _unreachable_now(self) -> str | None:
         try:
             index = self.index
         except (StorageError, ConfigError) as exc:
@@ -204,6 +208,13 @@ class _MilvusLexical(LaneBase):
         self.shared.close()
 
     def status(self) -> LaneStatus:
+        """Milvus' version and location, the generation it holds and the rows of ``<collection>_lex``
+        (the same for the three lexical lanes: asked once per report, :func:`sleuth.scaleout.one_report`);
+        unavailable with the reason when Milvus cannot be reached."""
+        found = asked_once(self.shared, "lex_status", self._status_now)
+        return dataclasses.replace(found, details=dict(found.details) if found.details is not None else None)
+
+    def _status_now(self) -> LaneStatus:
         why = self.shared.unreachable()
         if why is not None:
             return LaneStatus(False, why)

@@ -62,6 +62,10 @@ INT_MAX_DIGITS = 100
 READ_CHUNK_BYTES = 64 * 1024
 #: Bytes kept of an oversized line's start and end, to find its id and method.
 OVERSIZED_KEPT_BYTES = 4096
+#: After the input ends, longest wait for the answers to the requests read before it, in seconds
+#: (a search ends by its deadline, at most 300 s: ``sleuth.memory.arguments.DEADLINE_MAX_MS``;
+#: this only bounds a request that would never be answered).
+ANSWERS_AFTER_EOF_MAX_S = 360.0
 
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
@@ -280,6 +284,66 @@ async def _in_codec_thread(fn: Callable[[Any], T], arg: Any) -> T:
 # ---------------------------------------------------------------------------------------------- transport
 
 
+class Unanswered:
+    """The requests read and not yet answered (by id, a count per id: a client may reuse one).
+
+    The input may end right after a request (``printf '<request>\\n' | sleuth serve``: MCP's stdio
+    transport closes stdin to end a session): :func:`line_transport` ends the server's read stream
+    only once every request read has been answered, so the answers reach the client before the
+    server exits (the SDK cancels the calls still in flight when its read stream ends).
+    """
+
+    def __init__(self) -> None:
+        self._count: dict[str, int] = {}
+        self._none = anyio.Event()
+        self._none.set()
+
+    @staticmethod
+    def _key(request_id: object) -> str:
+        return json.dumps(request_id)
+
+    def read(self, message: types.JSONRPCMessage) -> None:
+        """Note ``message``, read from the client: a request now waits for its answer; a
+        ``notifications/cancelled`` settles its request (the SDK never answers a cancelled one)."""
+        if isinstance(message, types.JSONRPCRequest):
+            key = self._key(message.id)
+            self._count[key] = self._count.get(key, 0) + 1
+            if self._none.is_set():
+                self._none = anyio.Event()
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            self._settle((message.params or {}).get("requestId"))
+
+    def written(self, message: types.JSONRPCMessage) -> None:
+        """Note ``message``, written to the client: an answer settles its request."""
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and message.id is not None:
+            self._settle(message.id)
+
+    def _settle(self, request_id: object) -> None:
+        key = self._key(request_id)
+        left = self._count.get(key, 0) - 1
+        if left > 0:
+            self._count[key] = left
+        else:
+            self._count.pop(key, None)
+        if not self._count:
+            self._none.set()
+
+    def abandon(self) -> None:
+        """No answer can be written any more (the output is gone): nothing is waited for."""
+        self._count.clear()
+        self._none.set()
+
+    def __len__(self) -> int:
+        """Requests read and not yet answered."""
+        return sum(self._count.values())
+
+    async def all_answered(self) -> None:
+        """Return once every request read has been answered (or cancelled by the client), or
+        :meth:`abandon` was called."""
+        while self._count:
+            await self._none.wait()
+
+
 @asynccontextmanager
 async def line_transport(
     receive: Callable[[], Awaitable[bytes]], send: Callable[[bytes], Awaitable[None]],
@@ -287,14 +351,19 @@ async def line_transport(
 ) -> AsyncIterator[tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]]:
     """(read stream, write stream) for the SDK's low-level ``Server.run`` over a byte stream.
 
+    When the input ends, the read stream ends once every request read before has been answered
+    (:class:`Unanswered`; at most :data:`ANSWERS_AFTER_EOF_MAX_S` later): a client that sends a
+    request and closes its side gets the answer, then the server exits.
+
     Args:
-        receive: the next bytes of input, ``b""`` at its end (then the read stream ends).
+        receive: the next bytes of input, ``b""`` at its end (then the read stream ends, as above).
         send: writes bytes to the output.
         max_bytes: longest message accepted (:data:`MESSAGE_MAX_BYTES`).
     """
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_reader = create_context_streams[SessionMessage](0)
     sending = anyio.Lock()
+    unanswered = Unanswered()
 
     async def put(data: bytes) -> None:
         async with sending:
@@ -314,12 +383,20 @@ async def line_transport(
                 if isinstance(decoded, bytes):
                     await put(decoded)
                 elif decoded is not None:
+                    unanswered.read(decoded.message)
                     await read_writer.send(decoded)
+            # The input ended: the read stream stays open until what was read has been answered.
+            with anyio.move_on_after(ANSWERS_AFTER_EOF_MAX_S):
+                await unanswered.all_answered()
 
     async def writer() -> None:
-        async with write_reader:
-            async for session_message in write_reader:
-                await put(await _in_codec_thread(encode_message, session_message.message))
+        try:
+            async with write_reader:
+                async for session_message in write_reader:
+                    await put(await _in_codec_thread(encode_message, session_message.message))
+                    unanswered.written(session_message.message)
+        finally:  # the output failed (the client went away) or the server ended: wait for no answer
+            unanswered.abandon()
 
     async def guarded(part: Callable[[], Awaitable[None]]) -> None:
         try:

@@ -19,7 +19,7 @@ from sleuth.reports import (
     StaleDocument,
     skip_summary,
 )
-from sleuth.scaleout import catalog_backend, milvus_report
+from sleuth.scaleout import catalog_backend, milvus_report, one_report
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
@@ -112,12 +112,21 @@ def doctor(engine: Engine, project_id: str | None = None, visible: Collection[st
     unreachable or behind the catalog needs attention (as postings behind do); documents left out
     of it are reported, not counted (as skipped files).
 
+    In scale-out mode the report reaches Milvus once for its version and once for the row count
+    of its lexical collection, however many lanes report on it (:func:`sleuth.scaleout.one_report`).
+
     Args:
         visible: the projects the caller may see (None: all); the others are left out of every
             part of the report, and naming one reads exactly as naming a project that does not exist.
     Raises:
         ProjectNotFound: ``project_id`` does not exist (or is not visible).
     """
+    with one_report():
+        return _doctor(engine, project_id, visible)
+
+
+def _doctor(engine: Engine, project_id: str | None, visible: Collection[str] | None) -> DoctorReport:
+    """:func:`doctor`'s report."""
     projects = [p for p in engine.projects()
                 if (project_id is None or p.project_id == project_id)
                 and (visible is None or p.project_id in visible)]
