@@ -219,7 +219,7 @@ def test_status_coverage_and_files(tree: Path, tmp_path: Path) -> None:
         st = eng.status(files=True).model_dump()
         root = str(tree.resolve())
         assert st["coverage"] == [{"project": "notes", "root": root, "indexed": 5, "skipped": 2, "failed": 0,
-                                   "last_indexed": st["coverage"][0]["last_indexed"]}]
+                                   "last_indexed": st["coverage"][0]["last_indexed"], "outdated": False}]
         assert st["coverage"][0]["last_indexed"]
         skipped = [(s["path"], s["state"]) for s in st["skipped_files"]]
         assert skipped == [(".gitignore", "skipped"), ("pic.png", "skipped")]
@@ -234,8 +234,15 @@ def test_status_coverage_and_files(tree: Path, tmp_path: Path) -> None:
 def test_coverage_summary_lists_empty_roots() -> None:
     rows = coverage_summary([("p", "/a"), ("p", "/b")], [("p", "/a", 3, "t1")],
                             [{"project": "p", "root": "/b", "path": "x", "reason": "unreadable: no", "at": "t"}])
-    assert rows == [{"project": "p", "root": "/a", "indexed": 3, "skipped": 0, "failed": 0, "last_indexed": "t1"},
-                    {"project": "p", "root": "/b", "indexed": 0, "skipped": 0, "failed": 1, "last_indexed": None}]
+    assert rows == [{"project": "p", "root": "/a", "indexed": 3, "skipped": 0, "failed": 0, "last_indexed": "t1",
+                     "outdated": False},
+                    {"project": "p", "root": "/b", "indexed": 0, "skipped": 0, "failed": 1, "last_indexed": None,
+                     "outdated": False}]
+    # a root parsed by an older parser says so (asked only of roots holding documents)
+    asked: list[tuple[str, str]] = []
+    rows = coverage_summary([("p", "/a"), ("p", "/b")], [("p", "/a", 3, "t1")], [],
+                            lambda project, root: asked.append((project, root)) is None)
+    assert [r["outdated"] for r in rows] == [True, False] and asked == [("p", "/a")]
 
 
 def test_tfidf_model_updated_scores_as_a_model_built_from_scratch() -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
 from sleuth.errors import DocumentNotFound, IndexNotFound
 from sleuth.indexer import Indexer, Record, content_hash_of, doc_id_for, now_rfc3339, project_id_for
+from sleuth.ingest import PARSER_VERSION
 from sleuth.ingest.tabular import TabularRule
 from sleuth.lanes import registry
 from sleuth.lanes.base import LaneContext, LaneStatus
@@ -439,7 +440,8 @@ class Engine:
             skipped_files=[SkippedFileInfo(**s, state=skip_state(s["reason"])) for s in listed],
             problems=[ProblemInfo(**p) for p in self.catalog.problems()],
             coverage=[RootCoverage.model_validate(c) for c in coverage_summary(
-                [(p.project_id, r) for p in projects for r in p.roots], self.catalog.indexed_counts(), skipped)],
+                [(p.project_id, r) for p in projects for r in p.roots], self.catalog.indexed_counts(), skipped,
+                lambda project, root: self.catalog.parser_version(project, root) < PARSER_VERSION)],
             files=[FileInfo.model_validate(f) for f in file_coverage(self.catalog.indexed_files(), skipped)]
             if files else None,
             catalog=catalog_backend(self), milvus=milvus_report(self),

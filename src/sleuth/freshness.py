@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -120,25 +121,29 @@ def skip_state(reason: str) -> Literal["skipped", "failed"]:
 
 
 def coverage_summary(roots: list[tuple[str, str]], indexed: list[tuple[str, str, int, str]],
-                     skipped: list[dict[str, str]]) -> list[dict[str, object]]:
-    """Per project root: ``{project, root, indexed, skipped, failed, last_indexed}``.
+                     skipped: list[dict[str, str]],
+                     outdated: Callable[[str, str], bool] = lambda project, root: False) -> list[dict[str, object]]:
+    """Per project root: ``{project, root, indexed, skipped, failed, last_indexed, outdated}``.
 
     Args:
         roots: ``(project, root)`` of every project's roots (listed even when empty).
         indexed: ``(project, root, documents, last indexed_at)`` per root holding documents.
         skipped: the catalog's skipped-file rows (``project``, ``root``, ``reason``, ...).
+        outdated: whether a root holding documents was parsed by an older parser (asked only for those).
     """
     table: dict[tuple[str, str], dict[str, object]] = {}
 
     def row(project: str, root: str) -> dict[str, object]:
         return table.setdefault((project, root), {"project": project, "root": root, "indexed": 0, "skipped": 0,
-                                                  "failed": 0, "last_indexed": None})
+                                                  "failed": 0, "last_indexed": None, "outdated": False})
 
     for project, root in roots:
         row(project, root)
     for project, root, n, last in indexed:
         entry = row(project, root)
         entry["indexed"], entry["last_indexed"] = n, last
+        if n:
+            entry["outdated"] = outdated(project, root)
     for s in skipped:
         entry = row(s["project"], s["root"])
         entry[skip_state(s["reason"])] += 1  # type: ignore[operator]

@@ -84,6 +84,9 @@ class RootCoverage(Model):
     skipped: int = Field(description="Files left out by a rule")
     failed: int = Field(description="Files that could not be read or parsed")
     last_indexed: str | None = Field(description="RFC 3339 UTC time of its last indexing run (None: never)")
+    outdated: bool = Field(default=False, description=(
+        "Its documents were parsed and analysed by an older sleuth (sleuth.ingest.PARSER_VERSION): the "
+        "next `sleuth index` parses them again; until then some words may not match as they should"))
 
 
 class FileInfo(Model):

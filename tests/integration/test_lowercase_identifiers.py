@@ -95,3 +95,22 @@ def test_records_of_an_older_parser_are_parsed_again(tmp_path: Path) -> None:
         assert _stored_version(index) == [str(PARSER_VERSION)]
         assert eng.index_records("p", records).unchanged == 2
         assert found(eng, "pagerduty") == ["a"]
+
+
+def test_status_says_a_root_was_parsed_by_an_older_sleuth(tmp_path: Path) -> None:
+    from sleuth.commands.health import render_status
+
+    src = tmp_path / "notes"
+    src.mkdir()
+    (src / "a.md").write_text("# A\n\nPagerDuty\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    with Engine(index, Config(model="none")) as eng:
+        eng.index([src], project="notes")
+        assert [c.outdated for c in eng.status().coverage] == [False]
+    _mark_old_parser(index)
+    with Engine(index, Config(model="none")) as eng:
+        st = eng.status()
+        assert [c.outdated for c in st.coverage] == [True]
+        assert "parsed by an older sleuth: run `sleuth index` to parse it again" in render_status(st)
+        eng.index([src], project="notes")
+        assert [c.outdated for c in eng.status().coverage] == [False]

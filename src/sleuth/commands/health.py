@@ -58,7 +58,8 @@ def render_skip_summary(groups: list[SkippedReason], indent: str, hint: str) -> 
 def _coverage_line(c: RootCoverage) -> str:
     """One root's coverage line of ``sleuth status``."""
     return (f"    {c.root or '(records)'}: {c.indexed:,} indexed, {c.skipped:,} skipped, "
-            f"{c.failed:,} failed, last indexed {when(c.last_indexed)}")
+            f"{c.failed:,} failed, last indexed {when(c.last_indexed)}"
+            + ("; parsed by an older sleuth: run `sleuth index` to parse it again" if c.outdated else ""))
 
 
 def render_backends(catalog: CatalogBackend, milvus: MilvusReport | None) -> list[str]:
