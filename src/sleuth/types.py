@@ -122,7 +122,9 @@ class Hit(Model):
                             "project has several roots (en/publish.css, ja/publish.css)")
     role: str = Field(default="other", description="Role of the document (seed 004's roles)")
     family: str = Field(default="document", description="Source family: document, code or graph")
-    recorded_ns: int = Field(default=0, description="Recorded time, nanoseconds since the epoch (0: unknown)")
+    recorded_ns: int = Field(default=0, description="Recorded time, nanoseconds since the epoch: the document's "
+                             "date, else its file's modification time (0: the epoch for a file, no time for a "
+                             "record given as text)")
     revision: str = Field(default="", description="Changes whenever the document's content changes")
     passages: list[Passage] = Field(default_factory=list, description="Best passages, best first")
     freshness: str | None = Field(default=None, description="current or stale (the file changed since it was "
