@@ -65,6 +65,9 @@ class LaneContribution(Model):
         description="What the lane adds: weight x z-score (zscore), weight x min-max score (convex) or "
                     "weight / (k + rank) (rrf); the contributions sum to the score")
     lane_score: float = Field(description="The lane's own score of the document's best block")
+    repeats: str | None = Field(default=None, description="The lane whose list of documents this lane's repeated "
+                                "exactly: not counted (weight 0, contribution 0, its weight given to the other "
+                                "lanes of its family); None for a lane that counts")
 
 
 class Passage(Model):

@@ -126,7 +126,7 @@
     const height = Math.max(rows.length, 1) * ROW_H + 4;
     const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", class: "lane-chart" });
     const summary = rows.map((c) => `${c.lane}: rank ${c.rank}, weight ${c.weight}, contribution ${c.contribution.toFixed(3)}`
-      + (c.weight === 0 ? " (not counted: it repeated another lane's list)" : "")).join("; ");
+      + (c.repeats ? ` (not counted: it repeats ${c.repeats})` : "")).join("; ");
     const title = svg("title", {});
     title.textContent = rows.length ? `Why it ranked: ${summary}` : "No lane trace";
     chart.append(title);
