@@ -261,7 +261,8 @@
     }
     for (const [lane, why] of Object.entries(body.unavailable_lanes || {})) notes.push(`lane ${lane} unavailable: ${why}`);
     if (body.notice) notes.push(body.notice);
-    if (body.word_notice) notes.push(body.word_notice);
+    // The notice begins with the word notice when there is one (sleuth.pipeline): said once.
+    if (body.word_notice && !(body.notice || "").split("; ").includes(body.word_notice)) notes.push(body.word_notice);
     const count = body.hits.length;
     const head = body.query.trim()
       ? `${count} result${count === 1 ? "" : "s"} for “${body.query}”${body.took_ms ? ` in ${body.took_ms.toFixed(0)} ms` : ""}`
