@@ -82,8 +82,7 @@ def test_a_search_says_which_documents_the_vector_lane_does_not_see_yet(engine: 
     (tmp_path / "notes" / "bats.md").write_text("# Bats\n\nBats hunt at dusk.\n", encoding="utf-8")
     engine.index([tmp_path / "notes"], project="notes", embed=False)  # the keyword lanes first
     resp = engine.search("hunt at night")
-    assert resp.notice == ("2 document(s) have no vector yet, so the vector lane does not see them"
-                           " (`sleuth embed` embeds them)")
+    assert resp.notice == "the vector lane does not see 2 document(s) yet: `sleuth embed` embeds them"
     assert [h.path for h in resp.hits[:2]] == ["owls.md", "bats.md"]  # the lexical lanes do
     from sleuth.cli import render_text
 
@@ -91,6 +90,51 @@ def test_a_search_says_which_documents_the_vector_lane_does_not_see_yet(engine: 
     assert engine.search(SearchRequest(query="hunt at night", lanes=["bm25"])).notice is None
     assert engine.embed_pending() == 2
     assert engine.search("hunt at night").notice is None
+
+
+def test_the_no_vector_notice_is_short_once_and_only_where_it_helps(engine: Engine, tmp_path: Path) -> None:
+    """A trial: while documents waited for their vectors every search said "N document(s) have no
+    vector yet, so the vector lane does not see them ..." (135 characters), also where it could not
+    help: after "no document matches the filters" (the vector lane searches the same documents), for
+    filters allowing only embedded documents (it counted the whole scope), and beside "an indexing
+    run is in progress ... (the tfidf and vector lanes see them already)", which said the opposite.
+    It is one short sentence, counting the documents the filters allow; `sleuth status` keeps the
+    embedding's progress."""
+    import os
+
+    from sleuth.cli import render_text
+    from sleuth.locks import lock_exclusive
+    from sleuth.types import SearchFilters
+
+    for name, text in (("owls.md", "# Owls\n\nOwls hunt at night.\n"), ("bats.md", "# Bats\n\nBats hunt at dusk.\n")):
+        (tmp_path / "notes" / name).write_text(text, encoding="utf-8")
+    engine.index([tmp_path / "notes"], project="notes", embed=False)
+
+    def notice(**filters: object) -> str | None:
+        req = SearchRequest(query="hunt at night", filters=SearchFilters.model_validate(filters))
+        return engine.search(req).notice
+
+    resp = engine.search("hunt at night")
+    assert resp.notice == "the vector lane does not see 2 document(s) yet: `sleuth embed` embeds them"
+    assert [line for line in render_text(resp, explain=False).splitlines() if "vector" in line] == [f"({resp.notice})"]
+    assert notice(paths=["nothing/**"]) == "no document matches the filters"
+    assert notice(paths=["keys.md", "owls.md"]) == (
+        "the vector lane does not see 1 document(s) yet: `sleuth embed` embeds them")
+    # every document the filters allow has its vector: the notice says only what it said before
+    assert notice(paths=["keys.md", "cats.md"]) == "no word of the query occurs in the documents the filters allow"
+
+    held = lock_exclusive(tmp_path / "idx" / "write.lock", 0)  # another process's indexing run
+    try:
+        engine.postings._set_generation(engine.catalog.generation() - 1)  # its postings not committed yet
+        assert engine.search("hunt at night").notice == (
+            "an indexing run is in progress: the bm25, index, rm3 and exact lanes see its documents only when it"
+            " ends (the tfidf lane sees them already); the vector lane does not see 2 document(s) yet:"
+            " `sleuth embed` embeds them")
+    finally:
+        os.close(held)
+    assert engine.embed_pending() == 2
+    assert engine.search("hunt at night").notice is None
+    assert engine.status().model_dump()["vector_lane"]["blocks_with_vectors"] == 5
 
 
 def test_index_records_leaves_unchanged_records_alone(tmp_path: Path) -> None:
@@ -298,10 +342,10 @@ def test_a_search_of_some_projects_counts_only_their_documents_without_a_vector(
     engine.index([secret], project="secret", embed=False)
     assert engine.search(SearchRequest(query="signing keys", projects=["notes"])).notice is None
     assert engine.search(SearchRequest(query="hidden plan", projects=["secret"])).notice == (
-        "3 document(s) have no vector yet, so the vector lane does not see them (`sleuth embed` embeds them)")
+        "the vector lane does not see 3 document(s) yet: `sleuth embed` embeds them")
     (tmp_path / "notes" / "owls.md").write_text("# Owls\n\nOwls hunt at night.\n", encoding="utf-8")
     engine.index([tmp_path / "notes"], project="notes", embed=False)
     assert engine.search(SearchRequest(query="hunt at night", projects=["notes"])).notice == (
-        "1 document(s) have no vector yet, so the vector lane does not see them (`sleuth embed` embeds them)")
+        "the vector lane does not see 1 document(s) yet: `sleuth embed` embeds them")
     assert engine.search("hunt at night").notice == (
-        "4 document(s) have no vector yet, so the vector lane does not see them (`sleuth embed` embeds them)")
+        "the vector lane does not see 4 document(s) yet: `sleuth embed` embeds them")

@@ -218,11 +218,11 @@ def test_status_coverage_and_files(tree: Path, tmp_path: Path) -> None:
         write(tree, "a.md", "# Alpha\n\nchanged since indexed\n")
         st = eng.status(files=True).model_dump()
         root = str(tree.resolve())
-        assert st["coverage"] == [{"project": "notes", "root": root, "indexed": 5, "skipped": 2, "failed": 0,
+        assert st["coverage"] == [{"project": "notes", "root": root, "indexed": 5, "skipped": 1, "failed": 0,
                                    "last_indexed": st["coverage"][0]["last_indexed"], "outdated": False}]
         assert st["coverage"][0]["last_indexed"]
         skipped = [(s["path"], s["state"]) for s in st["skipped_files"]]
-        assert skipped == [(".gitignore", "skipped"), ("pic.png", "skipped")]
+        assert skipped == [("pic.png", "skipped")]  # the .gitignore is a tool's dotfile: left out, not reported
         by_path = {f["path"]: f for f in st["files"]}
         assert by_path["a.md"]["freshness"] == "stale" and by_path["sub/b.md"]["freshness"] == "current"
         assert by_path["bundle.tar.gz/inner/x.md"]["freshness"] == "current"

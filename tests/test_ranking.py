@@ -97,6 +97,7 @@ def test_a_repeating_lane_counts_once():
     a = {t.lane: t for t in fused[0].trace}
     assert a["index"].weight == 0 and a["index"].contribution == 0 and a["index"].rank == 1
     assert a["bm25"].weight == 0.48 + 0.12  # the index lane's weight goes to its family
+    assert fused[0].repeats == {"index": "bm25"}  # what --explain names (not counted: it repeats bm25)
     assert sum(t.contribution for t in fused[0].trace) == fused[0].score
 
 

@@ -18,6 +18,7 @@ from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
 from sleuth.errors import DocumentNotFound, IndexNotFound
 from sleuth.indexer import Indexer, Record, content_hash_of, doc_id_for, now_rfc3339, project_id_for
 from sleuth.ingest import PARSER_VERSION
+from sleuth.ingest.roles import recorded_at_text
 from sleuth.ingest.tabular import TabularRule
 from sleuth.lanes import registry
 from sleuth.lanes.base import LaneContext, LaneStatus
@@ -377,7 +378,7 @@ class Engine:
         return DocumentContent(
             doc_id=doc.doc_id, project=doc.project_id, path=doc.rel_path, root=doc.root,
             root_label=root_label(doc.root), title=doc.title, kind=doc.label, format=doc.kind, role=doc.role,
-            recorded_at=_ns_to_rfc3339(doc.recorded_ns) if doc.recorded_ns > 0 else None,
+            recorded_at=recorded_at_text(doc.recorded_ns, from_file=bool(doc.root)),
             status=decision_status(doc.front_matter), tags=doc.tags, front_matter=doc.front_matter,
             mtime=_ns_to_rfc3339(doc.mtime_ns), revision=doc.revision, content_hash=doc.content_hash,
             text=doc.text,

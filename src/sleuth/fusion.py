@@ -47,6 +47,9 @@ class FusedDocument:
     trace: list[LaneTrace] = field(default_factory=list)
     #: Found by the semantic (vector) lane alone, not by a lexical lane (see sleuth.ranking).
     semantic_only: bool = False
+    #: ``{lane: the lane it repeats}`` of the search (:func:`repeated_lanes`), set on the documents
+    #: whose trace holds such a lane (weight and contribution 0: not counted); None when none does.
+    repeats: Mapping[str, str] | None = None
 
     @property
     def sources(self) -> list[str]:
@@ -395,7 +398,7 @@ def fuse(lists: Sequence[RankedList], doc_of: Callable[[str], str], method: str,
     else:
         fused = zscore(kept, doc_of, weights, depth_docs, limit)
     if repeats:
-        _trace_repeats(fused, [r for r in lists if r.lane in repeats], doc_of)
+        _trace_repeats(fused, [r for r in lists if r.lane in repeats], doc_of, repeats)
     return fused
 
 
@@ -414,8 +417,10 @@ def _family_weights(weights: dict[str, float], lanes: Sequence[str], repeats: Ma
     return out
 
 
-def _trace_repeats(fused: list[FusedDocument], repeated: Sequence[RankedList], doc_of: Callable[[str], str]) -> None:
-    """Add each repeating lane to the traces of the documents it found (weight 0, contribution 0)."""
+def _trace_repeats(fused: list[FusedDocument], repeated: Sequence[RankedList], doc_of: Callable[[str], str],
+                   repeats: Mapping[str, str]) -> None:
+    """Add each repeating lane to the traces of the documents it found (weight 0, contribution 0),
+    and ``repeats`` (``{lane: the lane it repeats}``) to those documents."""
     by_doc = {d.doc_id: d for d in fused}
     traced: dict[str, FusedDocument] = {}
     for ranked in sorted(repeated, key=lambda r: r.lane):
@@ -426,3 +431,4 @@ def _trace_repeats(fused: list[FusedDocument], repeated: Sequence[RankedList], d
                 traced[doc_id] = d
     for d in traced.values():  # the others' traces are in order already (_documents)
         d.trace.sort(key=lambda t: (-t.contribution, t.lane))
+        d.repeats = repeats

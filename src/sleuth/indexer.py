@@ -563,7 +563,7 @@ class Indexer:
         from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
         from sleuth.ingest.confine import Roots
         from sleuth.ingest.guard import ParseJob
-        from sleuth.ingest.walk import max_bytes_for, walk_paths
+        from sleuth.ingest.walk import max_bytes_for, tool_dotfile, walk_paths
 
         index_dir = self.folder.index_dir
         excludes: list[str] = []
@@ -583,6 +583,8 @@ class Indexer:
                     for member in iter_archive(item.path, item.identity, real_roots, max_members):
                         if isinstance(member, SkippedFile):
                             yield SkippedFile(f"{item.rel_path}/{member.path}", member.reason)
+                        elif tool_dotfile(member.name.rpartition("/")[2]):
+                            continue  # left out as the walk leaves out a folder's (.gitignore)
                         else:
                             rel = f"{item.rel_path}/{member.name}"
                             yield FileCandidate(rel, member.mtime_ns, len(member.data),

@@ -65,6 +65,9 @@ class LaneContribution(Model):
         description="What the lane adds: weight x z-score (zscore), weight x min-max score (convex) or "
                     "weight / (k + rank) (rrf); the contributions sum to the score")
     lane_score: float = Field(description="The lane's own score of the document's best block")
+    repeats: str | None = Field(default=None, description="The lane whose list of documents this lane's repeated "
+                                "exactly: not counted (weight 0, contribution 0, its weight given to the other "
+                                "lanes of its family); None for a lane that counts")
 
 
 class Passage(Model):
@@ -122,7 +125,9 @@ class Hit(Model):
                             "project has several roots (en/publish.css, ja/publish.css)")
     role: str = Field(default="other", description="Role of the document (seed 004's roles)")
     family: str = Field(default="document", description="Source family: document, code or graph")
-    recorded_ns: int = Field(default=0, description="Recorded time, nanoseconds since the epoch (0: unknown)")
+    recorded_ns: int = Field(default=0, description="Recorded time, nanoseconds since the epoch: the document's "
+                             "date, else its file's modification time (0: the epoch for a file, no time for a "
+                             "record given as text)")
     revision: str = Field(default="", description="Changes whenever the document's content changes")
     passages: list[Passage] = Field(default_factory=list, description="Best passages, best first")
     freshness: str | None = Field(default=None, description="current or stale (the file changed since it was "

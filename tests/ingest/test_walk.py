@@ -59,11 +59,9 @@ def test_nested_gitignore(tmp_path: Path) -> None:
     write(tmp_path, "sub/deeper/local.md")
     write(tmp_path, "other/local.md")  # the sub/.gitignore does not apply outside sub/
     found, skipped = collect([tmp_path])
-    assert found == [
-        ".gitignore",
+    assert found == [  # the .gitignore files themselves are tools' dotfiles (walk.tool_dotfile): left out
         "keep.md",
         "other/local.md",
-        "sub/.gitignore",
         "sub/deeper/anchored.md",
         "sub/important.log",
     ]
@@ -98,7 +96,7 @@ def test_version_control_and_metadata_excludes_match_any_case(tmp_path: Path) ->
         write(tmp_path, rel)
     write(tmp_path, ".gitignore", "secret.md\n")
     found, skipped = collect([tmp_path])
-    assert found == [".gitignore", ".gitish/notes.md", "Build/out.txt", "NODE_MODULES/x.js", "Secret.md",
+    assert found == [".gitish/notes.md", "Build/out.txt", "NODE_MODULES/x.js", "Secret.md",
                      "src/main.py"]
     assert skipped == {}
     assert [f.rel_path for f in walk_paths(tmp_path, [".GIT/config", ".Git", "sub", "Secret.md"])] == ["Secret.md"]
@@ -317,7 +315,7 @@ def test_a_gitignore_rule_that_backtracks_in_python_re_is_matched_by_re2(tmp_pat
     spec = walk_module._Defaults(["*?" * 30 + "*z"]).spec
     assert type(spec._backend).__module__.startswith("pathspec._backends.re2")
     found, skipped = collect([tmp_path])
-    assert found == [".gitignore", "parse_worker_helpers_and_more_things_" * 4 + ".md", "short.md"]
+    assert found == ["parse_worker_helpers_and_more_things_" * 4 + ".md", "short.md"]
 
 
 def test_an_exclude_with_undecodable_bytes_is_matched_as_a_wildcard_would(tmp_path: Path) -> None:
@@ -327,3 +325,21 @@ def test_an_exclude_with_undecodable_bytes_is_matched_as_a_wildcard_would(tmp_pa
     write(tmp_path, "caf\udce9.md")
     found, _ = collect([tmp_path], ("caf\udcff.md",))
     assert found == ["keep.md"]
+
+
+def test_tools_dotfiles_are_left_out_not_reported(tmp_path: Path) -> None:
+    """A trial: ``sleuth index`` and ``sleuth status`` listed .gitignore, .gitattributes and
+    .editorconfig as skipped files ("unsupported format"). A dotfile in no format sleuth reads is
+    left out silently (as ripgrep hides dotfiles); one it reads is walked, one with a document or
+    binary extension still reported; a file named as a root is always walked."""
+    from sleuth.ingest.walk import tool_dotfile
+
+    for rel in (".gitignore", ".gitattributes", ".editorconfig", "sub/.npmrc", ".env", ".python-version",
+                ".notes.md", ".prettierrc.json", ".env.example", ".draft.docx", ".backup.zip", "a.md"):
+        write(tmp_path, rel)
+    found, skipped = collect([tmp_path])
+    assert found == [".backup.zip", ".env.example", ".notes.md", ".prettierrc.json", "a.md"]
+    assert skipped == {".draft.docx": "binary file type: .docx"}
+    assert collect([tmp_path / ".gitignore"])[0] == [".gitignore"]  # named: the indexer reports it
+    assert [tool_dotfile(n) for n in (".gitignore", ".GITATTRIBUTES", ".foo.DOCX", ".x.tar.gz", "gitignore")] == [
+        True, True, False, False, False]

@@ -58,7 +58,7 @@ def test_a_not_finite_vector_row_is_embedded_again_by_sleuth_embed(tmp_path: Pat
         assert e.catalog.vector_counts(model.name, dim=DIM) == (3, 3)
         resp = e.search(SearchRequest(query="feline naps", lanes=["vector"], limit=1))
         assert [h.path for h in resp.hits] == ["cats.md"]
-        assert "have no vector yet" not in resp.model_dump_json()
+        assert "the vector lane does not see" not in resp.model_dump_json()
 
 
 def test_sleuth_index_embeds_a_not_finite_row_again(tmp_path: Path) -> None:

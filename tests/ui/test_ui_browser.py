@@ -142,6 +142,17 @@ def test_lane_bars_are_drawn_to_scale(page: Any, ui_server: UiServer, tmp_path: 
     assert label.startswith("Why it ranked: ") and "bm25: rank 1" in label
 
 
+def test_the_status_line_says_each_notice_once(page: Any, ui_server: UiServer) -> None:
+    """A trial: the page's status line showed the response's notice and then its word notice, which
+    the notice begins with: "no word of the query occurs ..." twice in one line."""
+    open_page(page, ui_server.url)
+    search_by_keyboard(page, "zanzibar quokkas")
+    status, body = ui_server.get("/api/search?q=zanzibar+quokkas")
+    assert status == 200 and body["word_notice"] and body["notice"].startswith(body["word_notice"])
+    line = page.locator("#search-status").text_content()
+    assert line.count(body["word_notice"]) == 1 and line.endswith(" — " + body["notice"])
+
+
 def test_results_show_locations_and_highlighted_passages(page: Any, ui_server: UiServer) -> None:
     open_page(page, ui_server.url + "#/search?q=okapiwombat")
     page.wait_for_selector(".hit")

@@ -110,10 +110,9 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
                        + ("  (so ranked below it, whatever its fused score)" if explain else ""))
         if explain and h.explain:
             for c in h.explain:
-                out.append(
-                    f"      {c.lane:<6} rank {c.rank:>4}  weight {c.weight:g}  contribution {c.contribution:.6f}"
-                    f"  (lane score {c.lane_score:.4f})"
-                )
+                counted = (f"repeats {c.repeats}, not counted" if c.repeats else
+                           f"weight {c.weight:g}  contribution {c.contribution:.6f}")
+                out.append(f"      {c.lane:<6} rank {c.rank:>4}  {counted}  (lane score {c.lane_score:.4f})")
             out.append(f"      sum = {sum(c.contribution for c in h.explain):.6f}")
     first = resp.hits[0].rank
     shown = f"results {first}-{first + len(resp.hits) - 1}" if first > 1 else f"{resp.result_count} result(s)"

@@ -338,6 +338,23 @@ def clamp_recorded_ns(ns: int) -> int:
     return max(RECORDED_NS_MIN, min(RECORDED_NS_MAX, ns))
 
 
+def recorded_at_text(ns: int, from_file: bool) -> str | None:
+    """The recorded time ``ns`` (nanoseconds since the epoch) as RFC 3339 UTC to the second
+    (``1970-01-01T00:00:00Z``), or None when the document records no time.
+
+    A document read from a file (``from_file``: it has a root) always has one, its date or its
+    modification time, so 0 is the epoch itself (a reproducible build's, the Nix store's or an
+    extracted archive's mtime) and a negative value a date before 1970. A record given as text
+    (no root, ``sleuth eval``'s corpora) has none unless its front matter dates it: 0 stands for
+    that. Never raises for a value the catalog stores (:data:`RECORDED_NS_MIN` to
+    :data:`RECORDED_NS_MAX`).
+    """
+    if ns == 0 and not from_file:
+        return None
+    moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=ns // 1000)
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%SZ")
+
+
 def time_bound_ns(text: str, end_of_day: bool = False) -> int | None:
     """A ``--since`` / ``--until`` bound (the CLI's and the page's): a date (``2024-03-01``) or an
     ISO 8601 / RFC 3339 date-time (``2024-03-01T10:00``, ``2024-03-01 10:00:30Z``,

@@ -91,6 +91,26 @@ PDF_EXTENSION = ".pdf"
 """PDFs are binary: they are not sniffed for text, and their size limit is ``PDF_MAX_BYTES``."""
 
 
+def tool_dotfile(name: str) -> bool:
+    """Whether a file called ``name`` is a tool's dotfile rather than a document: its name starts
+    with a dot and is in no format sleuth reads nor a document format it names when skipping
+    (``.gitignore``, ``.gitattributes``, ``.editorconfig``, ``.npmrc``, ``.python-version``,
+    ``.env``). A walk leaves such files out silently, as it does ignored ones, instead of
+    reporting each as a skipped "unsupported format": a user does not expect their version
+    control's configuration listed among skipped documents (ripgrep hides dotfiles by default). A
+    dotfile in a format sleuth reads (``.notes.md``, ``.prettierrc.json``, ``.env.example``) is
+    indexed as before, and one with a binary or document extension (``.draft.docx``) or an
+    archive's is still walked and reported; a root named on the command line is always reported."""
+    if not name.startswith("."):
+        return False
+    from sleuth.ingest.parsers import kind_for_path  # a dotfile's name is rare: parsers stay unloaded
+
+    lowered = name.lower()
+    suffix = os.path.splitext(lowered)[1]
+    return (kind_for_path(name) is None and suffix not in BINARY_EXTENSIONS and suffix not in UNSUPPORTED_EXTENSIONS
+            and not lowered.endswith(ARCHIVE_SUFFIXES))
+
+
 def max_bytes_for(name: str) -> int:
     """Size limit in bytes of a file (or archive member) named ``name``: PDFs have their own."""
     return PDF_MAX_BYTES if name.lower().endswith(PDF_EXTENSION) else FILE_MAX_BYTES
@@ -284,6 +304,8 @@ def _entry(root: Path, path: Path, rel: str, ignores: _Ignores, roots: Roots,
         return
     if is_link:  # never followed: outside the roots, or another file of them (indexed as itself)
         yield SkippedFile(index_name(rel), link_reason(path, roots))
+        return
+    if path.name.startswith(".") and tool_dotfile(index_name(path.name)):
         return
     yield _check_file(root, path, rel, st)
 

@@ -15,10 +15,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled, shown
+from sleuth.ingest.roles import recorded_at_text
 from sleuth.lanes import registry
 from sleuth.memory.arguments import MemoryRequest
 from sleuth.pipeline import NO_SEARCHABLE_TERMS
@@ -40,12 +40,6 @@ PASSAGE_MAX_CHARS = 900
 #: fourth pass; ``bench/memory_eval.py``). Lanes set in ``config.toml`` or $SLEUTH_LANES are used as
 #: they are, even when they are exactly the registry's defaults.
 MEMORY_SKIPPED_DEFAULT_LANES = ("rm3",)
-
-
-def _rfc3339(ns: int) -> str | None:
-    if ns <= 0:
-        return None
-    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def families_of(lanes: Iterable[str]) -> list[str]:
@@ -71,7 +65,8 @@ def result_fields(hit: Hit, qualified: frozenset[str] = frozenset()) -> dict[str
         "body_handle": f"body:{hit.doc_id}@{hit.revision}", "project_id": hit.project, "title": hit.title,
         "path": hit.path, **({"root": hit.root_label} if hit.project in qualified else {}),
         "location": hit.location, "kind": hit.kind, "role": hit.role, "source_family": hit.family,
-        "recorded_at": _rfc3339(hit.recorded_ns), "score": round(hit.score, 6), "lanes": families_of(hit.sources),
+        "recorded_at": recorded_at_text(hit.recorded_ns, from_file=bool(hit.root)), "score": round(hit.score, 6),
+        "lanes": families_of(hit.sources),
         "source_span": {"start": 0, "end": 0}, "source_length": hit.source_length,
         "index_freshness": hit.freshness or "current",
     }

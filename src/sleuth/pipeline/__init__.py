@@ -382,12 +382,19 @@ class Searcher:
         if inbox_left_out:
             notes.append(f"the {INBOX_PROJECT_ID} project ({inbox_left_out:,} record(s) filed without a project) is"
                          f" left out of a search of every project; name it to search it (--project {INBOX_PROJECT_ID})")
+        vector = self.lanes.get("vector")
+        nothing_allowed = plan.doc_ids is not None and not plan.doc_ids
+        # Documents the vector lane does not see yet, counted among those the search could return: none
+        # to count when the filters allow none (the vector lane would find nothing there either).
+        pending = (self._pending_documents(vector, plan.projects, plan.doc_ids)
+                   if "vector" in retrieval.answers and vector is not None and not nothing_allowed else 0)
         if set(plan.lanes) & POSTINGS_LANES and postings_lag():
             behind = self._postings_behind() if self._postings_behind is not None else None
             notes.append(f"the bm25, index, rm3 and exact lanes answer from the index as it was before the last"
                          f" indexing run(s), whose postings could not be written: {behind}" if behind else
                          "an indexing run is in progress: the bm25, index, rm3 and exact lanes see its documents"
-                         " only when it ends (the tfidf and vector lanes see them already)")
+                         " only when it ends (" + ("the tfidf lane sees them already" if pending else
+                                                   "the tfidf and vector lanes see them already") + ")")
         rewritten = [name for name in plan.lanes if name in retrieval.answers
                      and getattr(self.lanes.get(name), "rows_being_rewritten", lambda: False)()]
         if rewritten:
@@ -400,20 +407,22 @@ class Searcher:
         if synced:
             notes.append(f"Milvus was brought up to the catalog before this search answered (a sync of"
                          f" {max(synced):.1f} s: Milvus had been emptied, replaced or left behind)")
-        vector = self.lanes.get("vector")
-        if "vector" in retrieval.answers and vector is not None and (
-                pending := self._pending_documents(vector, plan.projects)):
+        if pending:
             running = getattr(vector, "embedding_running", lambda: False)()
-            notes.append(f"{pending} document(s) have no vector yet, so the vector lane"
-                         " does not see them" + (": embedding is in progress (`sleuth status` shows how far)"
-                                                 if running else " (`sleuth embed` embeds them)"))
+            notes.append(f"the vector lane does not see {pending} document(s) yet: "
+                         + ("embedding is in progress" if running else "`sleuth embed` embeds them"))
         return "; ".join(notes) or None
 
-    def _pending_documents(self, vector: Any, projects: Sequence[str] | None) -> int:
-        """How many documents of ``projects`` (None: of every project) the vector lane does not
-        see yet. A search limited to some projects counts theirs only: the count of the whole
-        index would tell a caller limited to them how much other projects hold or are indexing.
-        Reads the waiting documents' rows (no text) once per set of waiting documents and projects."""
+    def _pending_documents(self, vector: Any, projects: Sequence[str] | None,
+                           doc_ids: frozenset[str] | None = None) -> int:
+        """How many documents of ``projects`` (None: of every project) that the filters allow
+        (``doc_ids``; None: no document filter) the vector lane does not see yet. A search limited
+        to some projects counts theirs only: the count of the whole index would tell a caller
+        limited to them how much other projects hold or are indexing. Reads the waiting documents'
+        rows (no text) once per set of waiting documents and projects."""
+        if doc_ids is not None:  # the filters' documents are of the searched projects already
+            ids = vector.pending_doc_ids() if vector.pending_documents() else ()
+            return len(doc_ids & (ids if isinstance(ids, (set, frozenset)) else frozenset(ids)))
         if projects is None or not vector.pending_documents():
             return int(vector.pending_documents())
         ids = vector.pending_doc_ids()

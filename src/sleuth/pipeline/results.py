@@ -120,8 +120,10 @@ def location(block: HitBlock) -> str:
 
 
 def _trace(d: FusedDocument) -> list[LaneContribution]:
+    """The document's ``--explain`` trace; a lane that repeated another's list names that lane."""
+    repeats = d.repeats or {}
     return [LaneContribution.of_fields(lane=t.lane, rank=t.rank, weight=t.weight, contribution=t.contribution,
-                                             lane_score=t.lane_score) for t in d.trace]
+                                       lane_score=t.lane_score, repeats=repeats.get(t.lane)) for t in d.trace]
 
 
 def _passages(d: FusedDocument, best: HitBlock, rows: Rows, terms: frozenset[str], count: int,

@@ -126,7 +126,7 @@
     const height = Math.max(rows.length, 1) * ROW_H + 4;
     const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", class: "lane-chart" });
     const summary = rows.map((c) => `${c.lane}: rank ${c.rank}, weight ${c.weight}, contribution ${c.contribution.toFixed(3)}`
-      + (c.weight === 0 ? " (not counted: it repeated another lane's list)" : "")).join("; ");
+      + (c.repeats ? ` (not counted: it repeats ${c.repeats})` : "")).join("; ");
     const title = svg("title", {});
     title.textContent = rows.length ? `Why it ranked: ${summary}` : "No lane trace";
     chart.append(title);
@@ -261,7 +261,8 @@
     }
     for (const [lane, why] of Object.entries(body.unavailable_lanes || {})) notes.push(`lane ${lane} unavailable: ${why}`);
     if (body.notice) notes.push(body.notice);
-    if (body.word_notice) notes.push(body.word_notice);
+    // The notice begins with the word notice when there is one (sleuth.pipeline): said once.
+    if (body.word_notice && !(body.notice || "").split("; ").includes(body.word_notice)) notes.push(body.word_notice);
     const count = body.hits.length;
     const head = body.query.trim()
       ? `${count} result${count === 1 ? "" : "s"} for “${body.query}”${body.took_ms ? ` in ${body.took_ms.toFixed(0)} ms` : ""}`
