@@ -165,7 +165,7 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
             started = time.monotonic()
             waited = background.worker_running(engine.index_dir)
             if waited:
-                click.echo("waiting for the embedding worker to finish (`sleuth status` shows how far it is)", err=True)
+                click.echo("waiting for the embedding worker to finish (its progress follows)", err=True)
             sink = terminal_sink(label="sleuth embed")
             progress = Progress(sink)
             try:
