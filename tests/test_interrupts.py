@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sleuth.interrupts import check_interrupt, stop_on_interrupt
+from sleuth.interrupts import check_interrupt, stop_on_interrupt, stopped_by_signals
 from sleuth.progress import Progress
 
 
@@ -74,3 +74,28 @@ def test_outside_the_main_thread_or_under_another_handler_nothing_is_installed()
         assert signal.getsignal(signal.SIGINT) is own
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_a_foreground_server_with_one_line_after_its_cleanup(
+        sig: int, capsys: pytest.CaptureFixture[str]) -> None:
+    stop, done = threading.Event(), []
+    before = signal.getsignal(signal.SIGTERM)
+    with stopped_by_signals("ui", stop):
+        try:
+            os.kill(os.getpid(), sig)  # the handler runs at the next bytecode boundary
+            for _ in range(1000):
+                pass
+            raise AssertionError("the signal raised no KeyboardInterrupt")
+        finally:
+            done.append("closed")  # the server's own cleanup runs
+    assert stop.is_set() and done == ["closed"]
+    assert capsys.readouterr() == ("", "sleuth ui: stopped\n")
+    assert signal.getsignal(signal.SIGTERM) is before and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    check_interrupt()  # forgotten once the block is over
+
+
+def test_a_server_that_returns_without_a_signal_says_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    with stopped_by_signals("serve"):
+        pass  # e.g. it could not start, and said why
+    assert capsys.readouterr() == ("", "")

@@ -21,7 +21,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +110,15 @@ def embed_lock(index_dir: Path, timeout_s: float, poll_s: float = LOCK_POLL_S) -
             os.close(fd)
 
 
+@contextlib.contextmanager
+def _holding(fd: int) -> Iterator[None]:
+    """Close ``fd`` (releasing the lock it holds) at the end of the block."""
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
 def read_state(index_dir: Path) -> dict[str, Any] | None:
     """The last state a worker wrote (``pid``, ``model``, ``state``, ``started_at``, ``updated_at``,
     ``embedded``, ``to_embed``, ``rate_blocks_per_s``, ``error``), or None; or the record
@@ -138,13 +147,13 @@ def pending_or_reason(engine: Engine) -> tuple[int, str | None]:
     counts = _configured_counts(engine)
     if isinstance(counts, str):
         return 0, counts
-    have, total = counts
+    _model, have, total = counts
     return total - have, None
 
 
-def _configured_counts(engine: Engine) -> tuple[int, int] | str:
-    """``(blocks with a vector of the configured model, blocks)``, or why there is no model;
-    finds the model's files without loading it."""
+def _configured_counts(engine: Engine) -> tuple[str, int, int] | str:
+    """``(the configured model's name, blocks with a vector of it, blocks)``, or why there is no
+    model; finds the model's files without loading it."""
     from sleuth.embed import ModelUnavailable, configured_model, declared_dim
 
     try:
@@ -153,7 +162,61 @@ def _configured_counts(engine: Engine) -> tuple[int, int] | str:
         return str(exc)
     if files is None:
         return "no embedding model configured (model = 'none')"
-    return engine.catalog.vector_counts(files.name, dim=declared_dim(files))
+    return files.name, *engine.catalog.vector_counts(files.name, dim=declared_dim(files))
+
+
+def worker_progress(engine: Engine) -> dict[str, Any] | None:
+    """Where the embedding under way stands, as ``sleuth status`` says it (:func:`embedding_progress`
+    with the configured model's counts from the catalog): ``state``, ``embedded`` / ``total`` blocks
+    and, while a process embeds, its ``pid``, ``rate_blocks_per_s`` and ``eta_s``. None without a
+    model. Loads no model."""
+    counts = _configured_counts(engine)
+    if isinstance(counts, str):
+        return None
+    return embedding_progress(engine, *counts)
+
+
+#: While this process waits for the embed lock, the holder's progress is read this often, in
+#: seconds (a worker writes its state every ``STATE_WRITE_INTERVAL_S``).
+WAIT_REPORT_INTERVAL_S = 1.0
+
+
+def wait_for_embed_lock(index_dir: Path, timeout_s: float, progress: Progress | None,
+                        read: Callable[[], dict[str, Any] | None], clock: Callable[[], float] = time.monotonic,
+                        sleep: Callable[[float], None] = time.sleep, poll_s: float = LOCK_POLL_S) -> int | None:
+    """Take the embed lock, waiting at most ``timeout_s`` seconds (``inf``: until free) while another
+    process holds it, and meanwhile show that process's progress as the ``embedding`` phase of
+    ``progress`` (:meth:`~sleuth.progress.Progress.elsewhere`): what ``read`` returns (the shape of
+    :func:`worker_progress`, read every ``WAIT_REPORT_INTERVAL_S``: the first time at once; shown
+    while its ``state`` is ``running``). Tries the lock every ``poll_s`` seconds.
+
+    Args:
+        clock, sleep: seconds, monotonic, and a pause (injected in tests).
+    Returns:
+        The open descriptor holding the lock (closing it releases the lock), or None when another
+        process held it for ``timeout_s``.
+    Raises:
+        KeyboardInterrupt: Ctrl-C (within :func:`sleuth.interrupts.stop_on_interrupt`, also one lost
+            in a finalizer: :meth:`~sleuth.progress.Progress.elsewhere` checks).
+        NotALockFile, OSError: as :func:`sleuth.locks.lock_exclusive`.
+    """
+    deadline = clock() + timeout_s
+    next_report = clock()
+    while True:
+        fd = lock_exclusive(index_dir / EMBED_LOCK_FILE, 0)
+        if fd is not None:
+            return fd
+        now = clock()
+        if now >= deadline:
+            return None
+        if progress is not None and now >= next_report:
+            next_report = now + WAIT_REPORT_INTERVAL_S
+            shown = read()
+            if shown is not None and shown.get("state") == "running":
+                pid = shown.get("pid")
+                progress.elsewhere("embedding", shown["embedded"], shown["total"], shown.get("rate_blocks_per_s"),
+                                   shown.get("eta_s"), f"process {pid}" if isinstance(pid, int) else "another process")
+        sleep(min(poll_s, deadline - now))
 
 
 def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = float("inf")) -> int | None:
@@ -175,10 +238,13 @@ def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = 
     asked = progress.clock() if progress is not None else 0.0
     busy = progress is not None and worker_running(index_dir)
     counts = _configured_counts(engine) if busy else None
-    before = counts[0] if isinstance(counts, tuple) else None
-    with embed_lock(index_dir, wait_s) as got:
-        if not got:
-            return None
+    before = counts[1] if isinstance(counts, tuple) else None
+    # While another process holds the lock, its progress is shown as this run's (a new user's
+    # trial: `sleuth embed` printed nothing for minutes while `sleuth status` showed the worker's).
+    fd = wait_for_embed_lock(index_dir, wait_s, progress, lambda: worker_progress(engine))
+    if fd is None:
+        return None
+    with _holding(fd):
         embedder = engine.embedder()
         if embedder is None:
             return 0

@@ -1,4 +1,5 @@
-"""Ctrl-C that always stops a long command (``sleuth index``, ``sleuth embed``).
+"""Ctrl-C that always stops a long command (``sleuth index``, ``sleuth embed``), and that stops a
+foreground server (``sleuth watch``, ``sleuth ui``, ``sleuth serve --http``) quietly.
 
 Python turns SIGINT into ``KeyboardInterrupt`` wherever the main thread happens to be. When that is
 inside a finalizer (a generator closed by the garbage collector, an object's ``__del__``) the
@@ -8,12 +9,19 @@ them running to the end and exiting 0). Within :func:`stop_on_interrupt` a SIGIN
 and :func:`check_interrupt` -- called by every progress count (each file scanned or parsed, each
 batch of postings or vectors) -- raises ``KeyboardInterrupt`` again, so the run stops at its next
 unit of work even when the first one was swallowed.
+
+For a foreground server Ctrl-C or SIGTERM is the normal way to stop, not a failure:
+:func:`stopped_by_signals` ends it with one line, ``sleuth <command>: stopped``, and exit status 0
+(``sleuth ui`` and ``sleuth serve --http`` ended with click's "Aborted!" and status 1 on Ctrl-C, and
+``sleuth ui`` was killed by SIGTERM; ``sleuth watch`` let watchfiles log "KeyboardInterrupt caught,
+stopping watch").
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
@@ -70,6 +78,34 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
         for sig, handler in before.items():
             signal.signal(sig, handler)
         _received.clear()
+
+
+@contextlib.contextmanager
+def stopped_by_signals(command: str, stop: threading.Event | None = None) -> Iterator[None]:
+    """Run a foreground server (``sleuth watch``, ``sleuth ui``, ``sleuth serve --http``) until Ctrl-C
+    or SIGTERM, its normal way to stop: within the block they set ``stop`` and raise
+    ``KeyboardInterrupt`` where the main thread is (:func:`stop_on_signals`; a server that takes the
+    signals over while it serves, as uvicorn does, stops gracefully and raises the signal again
+    once it has put these handlers back). The block's own cleanup (``finally``, ``with``) runs; the
+    ``KeyboardInterrupt`` ends here, and one line ``sleuth <command>: stopped`` is written on
+    stderr, so the command exits 0. A block that returns without a signal (a server that could
+    not start and said why) writes nothing.
+
+    Args:
+        command: the command's name in the line (``watch``, ``ui``, ``serve``).
+        stop: the event the signals set (a loop's own way out, e.g. a watch's); default a new one.
+    """
+    stop = stop or threading.Event()
+    try:
+        with stop_on_signals(stop):
+            yield
+    except KeyboardInterrupt:
+        stop.set()  # raised where no handler of ours ran: a signal all the same
+    if stop.is_set():
+        try:
+            print(f"sleuth {command}: stopped", file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # stderr closed: nothing to tell
+            pass
 
 
 def check_interrupt() -> None:

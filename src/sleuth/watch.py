@@ -214,12 +214,17 @@ class _Watcher:
 
     def _watch(self, folders: list[str], folders_set: set[str], roots: list[WatchedRoot],
                presence: dict[WatchedRoot, tuple[int, int] | None]) -> bool:
-        """Watch ``folders`` until the set of roots changes (False) or the stop event is set (True)."""
+        """Watch ``folders`` until the set of roots changes (False) or the stop event is set (True).
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C (watchfiles raises it again, where it logged "KeyboardInterrupt
+                caught, stopping watch" and returned; ``sleuth watch`` says "stopped" itself).
+        """
         import watchfiles
 
         for changes in watchfiles.watch(
             *folders, watch_filter=None, debounce=self.max_batch_ms, step=self.debounce_ms,
-            stop_event=self.stop, rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False,
+            stop_event=self.stop, rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=True,
             ignore_permission_denied=True,
         ):
             # The first wake-up (changes or time-out) comes once the watch is in place: only then

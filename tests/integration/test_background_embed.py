@@ -241,6 +241,44 @@ def test_sleuth_embed_says_what_the_worker_it_waited_for_embedded(tmp_path: Path
     assert again.stdout == "embedded 0 block(s) here; 5 of 5 blocks have a vector\n"
 
 
+def test_sleuth_embed_shows_the_workers_progress_while_it_waits_and_ctrl_c_stops_the_wait(tmp_path: Path) -> None:
+    """A new user's trial: `sleuth embed` (`make demo-wait`) printed nothing for minutes while it
+    waited, though `sleuth status` showed the worker's count, rate and ETA. The worker is held by
+    fault injection after its first batch; `sleuth embed` shows the worker's figures, those of
+    `sleuth status`, until Ctrl-C stops it."""
+    from sleuth.progress import format_duration
+
+    notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
+    worker = json.loads(run_cli("index", str(notes), "--project", "notes", "--index", str(index), "--format", "json",
+                                "--no-wait", env={HOLD_AFTER_ENV: str(EMBED_COMMIT_BLOCKS)}).stdout)["embedding"]["pid"]
+    proc = None
+    try:
+        rate = held_worker_state(index)["rate_blocks_per_s"]
+        st = status(index)["vector_lane"]["embedding"]
+        assert (st["embedded"], st["total"], st["rate_blocks_per_s"]) == (EMBED_COMMIT_BLOCKS, DOCS, rate)
+        # SIGINT as a terminal has it (a suite run in the background ignores it, and so would this process)
+        proc = subprocess.Popen([*SLEUTH, "embed", "--index", str(index)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "SLEUTH_PROGRESS_INTERVAL_S": "0"},
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        assert proc.stderr is not None
+        assert proc.stderr.readline() == "waiting for the embedding worker to finish (its progress follows)\n"
+        assert proc.stderr.readline() == (f"sleuth embed: embedding {EMBED_COMMIT_BLOCKS}/{DOCS} blocks by process "
+                                          f"{worker}, {rate:,.1f} blocks/s, ETA {format_duration(st['eta_s'])}\n")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        assert (proc.returncode, out) == (130, "")
+        assert err.rstrip().splitlines()[-1] == ("sleuth embed: interrupted; the vectors made so far are kept: run "
+                                                 "`sleuth embed` again to go on")
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.kill(worker, signal.SIGKILL)
+    wait_gone(worker)
+    assert vectors_in(index) == EMBED_COMMIT_BLOCKS
+
+
 def test_sleuth_index_leaves_new_blocks_to_the_worker_already_running(tmp_path: Path) -> None:
     """A new user's trial: `sleuth index` run again while the first run's worker embedded named a
     new worker process that only waited 10 s for the lock and left, while the first one embedded.

@@ -1,16 +1,29 @@
 """Ctrl-C stops `sleuth index` and `sleuth embed` with a word on what stays, exit status 130 (click
 said only "Aborted!", a new user's trial found). Real processes; the run is held on a file by fault
-injection, so the signal lands while it works (no guessed delay)."""
+injection, so the signal lands while it works (no guessed delay).
+
+The foreground servers (`sleuth watch`, `sleuth ui`, `sleuth serve --http`) are stopped by Ctrl-C or
+SIGTERM as their normal way out: one line "sleuth <command>: stopped" on stderr and exit status 0
+(a new user's trial: watch let watchfiles log "KeyboardInterrupt caught, stopping watch", ui and
+serve --http ended with click's "Aborted!" and status 1 on Ctrl-C, and ui was killed by SIGTERM).
+Each is signalled once it answers (the watch: once it says it watches)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.integration.conftest import SLEUTH
+import httpx2
+import pytest
+
+from tests.integration.conftest import SLEUTH, run_cli
+
+#: A generous safety net for a server to start answering (the machine is shared), in seconds.
+START_WAIT_S = 180.0
 
 
 def _default_sigint() -> None:
@@ -18,19 +31,31 @@ def _default_sigint() -> None:
 
 
 def _interrupted(command: list[str], env: dict[str, str], ready: Callable[[str], bool],
-                 skip_lines: bool = False) -> tuple[int, str, str]:
-    """Run ``command``, send it SIGINT once a line of its stderr is ``ready`` (the first line must be,
-    unless ``skip_lines``); (exit status, stdout, the rest of stderr). A safety net of two minutes for
-    it to stop (its hold would last ten)."""
+                 skip_lines: bool = False, sig: int = signal.SIGINT, on_stdout: bool = False,
+                 answers: Callable[[str], str | None] | None = None) -> tuple[int, str, str]:
+    """Run ``command``, send it ``sig`` once a line of its stderr (``on_stdout``: stdout) is ``ready``
+    (the first line must be, unless ``skip_lines``) and, with ``answers`` (the URL to try from that
+    line), once that URL answers; (exit status, stdout, stderr: both whole but for the lines read
+    from one of them before). A safety net of two minutes for it to stop (its hold would last ten)."""
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=_default_sigint)
     try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
+        watched = proc.stdout if on_stdout else proc.stderr
+        assert watched is not None
+        line = watched.readline()
         while skip_lines and line and not ready(line):
-            line = proc.stderr.readline()
+            line = watched.readline()
         assert ready(line), line
-        proc.send_signal(signal.SIGINT)
+        url = answers(line) if answers is not None else None
+        deadline = time.monotonic() + START_WAIT_S
+        while url is not None:
+            try:
+                httpx2.get(url, timeout=5)
+                break
+            except httpx2.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, f"{url} never answered"
+                time.sleep(0.2)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -71,3 +96,54 @@ def test_ctrl_c_during_sleuth_embed_says_the_vectors_stay_and_exits_130(tmp_path
     assert (code, out) == (130, "")
     assert err.rstrip().splitlines()[-1] == ("sleuth embed: interrupted; the vectors made so far are kept: run "
                                              "`sleuth embed` again to go on")
+
+
+def _notes_index(tmp_path: Path) -> Path:
+    """An index of one small project, "notes" (keyword lanes only)."""
+    root, index = tmp_path / "notes", tmp_path / "idx"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\n\nwombats\n", encoding="utf-8")
+    run_cli("index", str(root), "--project", "notes", "--index", str(index), env={"SLEUTH_MODEL": "none"})
+    return index
+
+
+STOPPING = pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+
+
+@STOPPING
+def test_a_signal_stops_sleuth_watch_with_one_line_and_status_0(tmp_path: Path, sig: int) -> None:
+    index = _notes_index(tmp_path)
+    env = {**os.environ, "SLEUTH_MODEL": "none"}
+    code, out, err = _interrupted([*SLEUTH, "watch", "--index", str(index)], env,
+                                  lambda line: line == "watching 1 root(s) of 1 project(s): notes\n", sig=sig)
+    assert (code, out, err) == (0, "", "sleuth watch: stopped\n")
+
+
+@STOPPING
+def test_a_signal_stops_sleuth_ui_with_one_line_and_status_0(tmp_path: Path, sig: int) -> None:
+    index = _notes_index(tmp_path)
+    env = {**os.environ, "SLEUTH_MODEL": "none"}
+    code, out, err = _interrupted([*SLEUTH, "ui", "--port", "0", "--index", str(index)], env,
+                                  lambda line: line.startswith("sleuth ui: serving http://127.0.0.1:"), sig=sig,
+                                  on_stdout=True, answers=lambda line: line.split()[3])
+    assert (code, out, err) == (0, "", "sleuth ui: stopped\n")
+
+
+@STOPPING
+def test_a_signal_stops_sleuth_serve_http_with_one_line_and_status_0(tmp_path: Path, sig: int) -> None:
+    from tests.integration.http_server import free_port
+
+    index = _notes_index(tmp_path)
+    run_cli("users", "add", "alice", "--project", "notes", "--index", str(index))
+    port = free_port()
+    env = {**os.environ, "SLEUTH_MODEL": "none"}
+    metadata = f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
+    code, out, err = _interrupted([*SLEUTH, "serve", "--http", f"127.0.0.1:{port}", "--index", str(index)], env,
+                                  lambda line: f" sleuth.http INFO serving MCP at http://127.0.0.1:{port}/mcp " in line,
+                                  sig=sig, answers=lambda _line: metadata)
+    # the rest of its log: the search page's address, then the one line
+    lines = err.splitlines()
+    assert code == 0 and out == ""
+    assert len(lines) == 2 and lines[0].endswith(f" sleuth.http INFO the search page: http://127.0.0.1:{port}/ui/ "
+                                                 "(asks for a token once)"), err
+    assert lines[1] == "sleuth serve: stopped"

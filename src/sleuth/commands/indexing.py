@@ -165,7 +165,7 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
             started = time.monotonic()
             waited = background.worker_running(engine.index_dir)
             if waited:
-                click.echo("waiting for the embedding worker to finish (`sleuth status` shows how far it is)", err=True)
+                click.echo("waiting for the embedding worker to finish (its progress follows)", err=True)
             sink = terminal_sink(label="sleuth embed")
             progress = Progress(sink)
             try:
@@ -216,7 +216,7 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
     import threading
 
     from sleuth.engine import Engine
-    from sleuth.interrupts import stop_on_signals
+    from sleuth.interrupts import stopped_by_signals
     from sleuth.watch import DEBOUNCE_MS, WatchBatch, WatchedRoot, watch_index
 
     stop = threading.Event()
@@ -252,10 +252,7 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
         return Progress(PlainLines(sys.stderr, interval, "sleuth watch", end_line=False))
 
     # Ctrl-C or SIGTERM stops the watch at once, a batch under way too (what it committed stays; the
-    # rest is found again by the next watch's first scan).
-    try:
-        with stop_on_signals(stop), Engine.open(index_dir) as engine:
-            watch_index(engine, list(projects) or None, stop, debounce_ms or DEBOUNCE_MS, on_batch=show, ready=ready,
-                        progress=progress)
-    except KeyboardInterrupt:
-        click.echo("sleuth watch: stopped", err=True)
+    # rest is found again by the next watch's first scan): "sleuth watch: stopped", exit 0.
+    with stopped_by_signals("watch", stop), Engine.open(index_dir) as engine:
+        watch_index(engine, list(projects) or None, stop, debounce_ms or DEBOUNCE_MS, on_batch=show, ready=ready,
+                    progress=progress)

@@ -75,8 +75,12 @@ def serve_cmd(projects: tuple[str, ...], tools: str | None, guides_file: Path | 
                  "--max-request-bytes": max_request_bytes, "--rate-limit": rate_limit,
                  "--audit-queries": audit_queries, "--issuer-url": issuer_url, "--jwks-url": jwks_url}
     if http_bind is not None:
-        _serve_http(http_bind, projects, tools, guides_file, events_file, public_url, allow_hosts, allow_origins,
-                    max_request_bytes, rate_limit, audit_queries, index_dir, issuer_url, jwks_url)
+        from sleuth.interrupts import stopped_by_signals
+
+        # Ctrl-C or SIGTERM stops the server: "sleuth serve: stopped", exit 0 (not click's "Aborted!", 1)
+        with stopped_by_signals("serve"):
+            _serve_http(http_bind, projects, tools, guides_file, events_file, public_url, allow_hosts,
+                        allow_origins, max_request_bytes, rate_limit, audit_queries, index_dir, issuer_url, jwks_url)
         return
     given = [name for name, value in http_only.items() if value]
     if given:

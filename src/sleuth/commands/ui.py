@@ -25,12 +25,14 @@ def ui_cmd(port: int, host: str, projects: tuple[str, ...], index_dir: Path | No
     from sleuth.commands.reading import project_ids
     from sleuth.engine import Engine
     from sleuth.errors import ProjectNotFound, shown
+    from sleuth.interrupts import stopped_by_signals
     from sleuth.types import project_id_for
     from sleuth.ui.app import serve_ui
 
     # a name is read as `sleuth index --project` and `sleuth search --project` read it
     chosen = project_ids(projects)
-    with Engine.open(index_dir, serving=True) as engine:
+    # Ctrl-C or SIGTERM stops the page: "sleuth ui: stopped", exit 0 (not click's "Aborted!", 1)
+    with stopped_by_signals("ui"), Engine.open(index_dir, serving=True) as engine:
         known = set(engine.project_ids())
         for given in projects:
             if project_id_for(given) not in known:

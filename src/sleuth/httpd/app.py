@@ -119,8 +119,12 @@ async def build_app(server: MCPServer[Any], engine: Engine, settings: HttpSettin
 def _sigterm_returns() -> Iterator[None]:
     """While serving: uvicorn stops gracefully on SIGTERM, restores the handler it found and raises
     the signal again; with the default handler that would kill the process before the audit log
-    is flushed and the index closed. A no-op handler in its place lets ``run_http`` return."""
-    if threading.current_thread() is not threading.main_thread():
+    is flushed and the index closed. A no-op handler in its place lets ``run_http`` return. A
+    handler the caller set is kept (``sleuth serve --http``'s,
+    :func:`sleuth.interrupts.stopped_by_signals`: its ``KeyboardInterrupt`` unwinds through the
+    closing of the audit log and the index)."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
         yield
         return
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
