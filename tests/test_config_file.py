@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.config import load_config
+from sleuth.config import ServeSettings, load_config, load_default_project, load_serve_settings
 from sleuth.errors import ConfigError
 
 
@@ -46,3 +46,47 @@ def test_something_other_than_a_regular_file_is_refused_unread(tmp_path: Path) -
     assert refusal(tmp_path) == f"cannot read {config}: not a regular file"
     config.rmdir()
     assert load_config(tmp_path).lanes  # no file: the defaults
+
+
+KNOWN_KEYS = ("lanes, fusion, rrf_k, score_weights, lane_weights, model, model_int8, tabular, tabular_json_min_bytes,"
+              " archive_max_members, milvus_uri, milvus_collection, milvus_dense_index, milvus_consistency,"
+              " milvus_partitions, milvus_sync_part_blocks, tools, guides, default_project")
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ('lanse = ["bm25"]', "unknown key `lanse` in {}: did you mean `lanes`?"),
+    ('Lanes = ["bm25"]', "unknown key `Lanes` in {}: did you mean `lanes`?"),
+    ("[scoreweights]\nbm25 = 1", "unknown key `scoreweights` in {}: did you mean `score_weights`?"),
+    ("[score_weights]\nbmm25 = 1", "unknown key `score_weights.bmm25` in {}: did you mean `score_weights.bm25`?"),
+    ("foo = 1", "unknown key in {}: `foo`; known keys: " + KNOWN_KEYS),
+    ('"\\u001b]0;x\\u0007" = 1', "unknown key in {}: `\\u001b]0;x\\u0007`; known keys: " + KNOWN_KEYS),
+    ("lanse = 1\n[lane_weights]\nBM25 = 1\nmagic = 2",
+     "unknown keys in {}: `lanse` (did you mean `lanes`?), `lane_weights.magic`;"
+     " lane names: bm25, tfidf, index, rm3, exact, vector, graph"),
+])
+def test_an_unknown_key_is_refused_with_the_closest_known_one(tmp_path: Path, text: str, said: str) -> None:
+    """A new user's trial: ``lanse = ["bm25"]`` was silently ignored and every search ran with the
+    default lanes (bad values and broken TOML were reported). Every loader of the file refuses it."""
+    (tmp_path / "config.toml").write_text(text + "\n", encoding="utf-8")
+    expected = said.format(tmp_path / "config.toml")
+    assert refusal(tmp_path) == expected
+    for loader in (load_serve_settings, load_default_project):
+        with pytest.raises(ConfigError) as info:
+            loader(tmp_path, env={})
+        assert str(info.value) == expected
+
+
+def test_every_key_the_settings_read_is_known(tmp_path: Path) -> None:
+    """A file with every key (and a lane table's key in any case) loads; ``BM25 = 2`` weighs bm25
+    (before, it was stored under ``BM25`` and the bm25 lane kept its default weight)."""
+    (tmp_path / "config.toml").write_text(
+        'lanes = ["bm25", "index"]\nfusion = "zscore"\nrrf_k = 50\nmodel = "none"\nmodel_int8 = "auto"\n'
+        'tabular = "skip"\ntabular_json_min_bytes = 10\narchive_max_members = 5\nmilvus_uri = "m.db"\n'
+        'milvus_collection = "c"\nmilvus_dense_index = "FLAT"\nmilvus_consistency = "Strong"\n'
+        'milvus_partitions = 2\nmilvus_sync_part_blocks = 100\ntools = ["project"]\nguides = "g.json"\n'
+        'default_project = "p"\n[score_weights]\nBM25 = 2\n[lane_weights]\nrm3 = 3\n', encoding="utf-8")
+    config = load_config(tmp_path)
+    assert (config.lanes, config.score_weights["bm25"], config.lane_weights["rm3"], "BM25" in config.score_weights) == (
+        ("bm25", "index"), 2.0, 3.0, False)
+    assert load_serve_settings(tmp_path, env={}) == ServeSettings(tools=("project",), guides=tmp_path / "g.json")
+    assert load_default_project(tmp_path, env={}) == "p"

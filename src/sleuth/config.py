@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.embed import DEFAULT_MODEL, check_model_spec
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, shown
 from sleuth.fusion import FUSION_METHODS, RRF_K
 from sleuth.ingest.limits import ARCHIVE_MAX_MEMBERS, ARCHIVE_MAX_MEMBERS_CEILING
 from sleuth.ingest.tabular import TABULAR_JSON_MIN_BYTES, TABULAR_MODES
@@ -104,11 +105,73 @@ def read_config_file(index_dir: Path | None) -> dict[str, object]:
             data = handle.read(CONFIG_MAX_BYTES + 1)
         if len(data) > CONFIG_MAX_BYTES:
             raise ConfigError(f"cannot read {path}: larger than {CONFIG_MAX_BYTES:,} bytes")
-        return tomllib.loads(data.decode("utf-8"))
+        values = tomllib.loads(data.decode("utf-8"))
     except RecursionError:
         raise ConfigError(f"cannot read {path}: arrays or tables nested too deeply") from None
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
+    check_config_keys(values, path)
+    return values
+
+
+#: The keys ``config.toml`` may hold (:func:`load_config`, :func:`load_serve_settings`,
+#: :func:`load_default_project`); any other key is refused (:func:`check_config_keys`).
+CONFIG_KEYS = ("lanes", "fusion", "rrf_k", "score_weights", "lane_weights", "model", "model_int8", "tabular",
+               "tabular_json_min_bytes", "archive_max_members", "milvus_uri", "milvus_collection",
+               "milvus_dense_index", "milvus_consistency", "milvus_partitions", "milvus_sync_part_blocks",
+               "tools", "guides", "default_project")
+#: The tables of ``config.toml`` whose keys are lane names (:func:`sleuth.lanes.registry.lane_names`).
+CONFIG_LANE_TABLES = ("score_weights", "lane_weights")
+
+
+def check_config_keys(values: Mapping[str, object], path: Path | str) -> None:
+    """Refuse a key of ``config.toml`` (read from ``path``) that no setting reads: a misspelt key
+    (``lanse = ["bm25"]``) was silently ignored, and every search ran with the defaults. Top-level
+    keys are checked against :data:`CONFIG_KEYS`; the keys of the tables :data:`CONFIG_LANE_TABLES`
+    against the lane names (ignoring case, as ``lanes`` does), shown dotted (``score_weights.bmm25``).
+    A table's value of another type is left for its setting to refuse.
+
+    Raises:
+        ConfigError: one unknown key with a close known one: ``unknown key `lanse` in PATH: did you
+            mean `lanes`?``; otherwise ``unknown key(s) in PATH: `a` (did you mean `b`?), `c``
+            followed by the known keys (``; known keys: ...``, ``; lane names: ...``) of every key
+            without a close one. Close: a difflib ratio of at least 0.6, ignoring case.
+    """
+    problems: list[tuple[str, str | None, str]] = []  # (dotted key, closest known dotted key, the known list)
+    known_keys = "known keys: " + ", ".join(CONFIG_KEYS)
+    for key in values:
+        if key not in CONFIG_KEYS:
+            problems.append((_shown_key(key), _closest(key, CONFIG_KEYS), known_keys))
+    lanes = registry.lane_names()
+    folded = {lane.casefold() for lane in lanes}
+    for table in CONFIG_LANE_TABLES:
+        entries = values.get(table)
+        if isinstance(entries, dict):
+            for key in entries:
+                if str(key).strip().casefold() not in folded:
+                    near = _closest(str(key).strip(), lanes)
+                    problems.append((f"{table}.{_shown_key(key)}", near and f"{table}.{near}",
+                                     "lane names: " + ", ".join(lanes)))
+    if not problems:
+        return
+    if len(problems) == 1 and problems[0][1] is not None:
+        raise ConfigError(f"unknown key `{problems[0][0]}` in {path}: did you mean `{problems[0][1]}`?")
+    listed = ", ".join(f"`{key}`" + (f" (did you mean `{near}`?)" if near else "") for key, near, _ in problems)
+    known = dict.fromkeys(known for _, near, known in problems if near is None)
+    raise ConfigError(f"unknown key{'s' if len(problems) > 1 else ''} in {path}: {listed}"
+                      + "".join(f"; {k}" for k in known))
+
+
+def _shown_key(key: object) -> str:
+    """A key of the file as shown in a message (non-printable characters escaped, cut at 60)."""
+    return shown(str(key))
+
+
+def _closest(key: object, known: tuple[str, ...]) -> str | None:
+    """The known key closest to ``key`` (ignoring case), or None when none is close."""
+    by_folded = {name.casefold(): name for name in known}
+    near = difflib.get_close_matches(str(key).casefold(), list(by_folded), n=1, cutoff=0.6)
+    return by_folded[near[0]] if near else None
 
 
 @dataclass(frozen=True)
@@ -320,8 +383,8 @@ def _weights(key: str, weights: dict[str, float], raw_weights: object) -> dict[s
     """``weights`` overlaid with the table ``raw_weights`` (config key ``key``). Raises ConfigError."""
     if not isinstance(raw_weights, dict):
         raise ConfigError(f"{key} must be a table of lane = weight, got {raw_weights!r}")
-    for lane, w in raw_weights.items():
-        validate_lanes([str(lane)])
+    for raw_lane, w in raw_weights.items():
+        (lane,) = validate_lanes([str(raw_lane)])  # the registered name: ``BM25 = 2`` weighs bm25
         try:
             weight = float(w)
         except (TypeError, ValueError):

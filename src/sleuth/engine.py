@@ -55,6 +55,36 @@ def _ns_to_rfc3339(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _ambiguity_hint(found: list[tuple[str, str, str, str]]) -> str:
+    """What tells apart the documents ``found`` (``(doc_id, project_id, root, rel_path)``, two or
+    more) that one path named, for the error of :meth:`Engine.resolve`: ``--project P`` for a
+    document alone in its project, else its root-qualified path when no other document has it
+    (two roots of one project), else that path with ``--project P``; the id always does.
+
+    A new user's trial: the same folder indexed as two projects gave two documents both shown as
+    ``p2/a/x.md``, and the hint "pass the root-qualified path" named a path refused the same way.
+    """
+    from collections import Counter
+
+    from sleuth.pathglob import qualified_path
+
+    in_project = Counter(pid for _, pid, _, _ in found)
+    paths = Counter(qualified_path(root, rel) for _, _, root, rel in found)
+    paths_in_project = Counter((pid, qualified_path(root, rel)) for _, pid, root, rel in found)
+    ways: list[str] = []
+    for _doc_id, pid, root, rel in found:
+        path = qualified_path(root, rel)
+        if in_project[pid] == 1:
+            ways.append(f"--project {pid}")
+        elif paths[path] == 1:
+            ways.append(f"the path {path}")
+        elif paths_in_project[(pid, path)] == 1:
+            ways.append(f"the path {path} with --project {pid}")
+    if not ways:
+        return "pass the id of the one to read"
+    return f"choose one with {' or '.join(dict.fromkeys(ways))}, or pass its id"
+
+
 def _resolved_under(ref: str, root: Path) -> Path | None:
     """The absolute path ``ref`` with its symlinks resolved, when both its lexical form (``..``
     folded) and its resolved form lie strictly under ``root``; else None. A path outside ``root``
@@ -324,8 +354,7 @@ class Engine:
         if found:
             listed = ", ".join(f"{qualified_path(root, rel_path)} (project {pid}, id {doc_id})"
                                for doc_id, pid, root, rel_path in found[:10])
-            raise QueryError(f"{ref!r} names {len(found)} documents: {listed}; pass the root-qualified path, "
-                             "the id or --project")
+            raise QueryError(f"{ref!r} names {len(found)} documents: {listed}; {_ambiguity_hint(found[:10])}")
         skipped = self._files_at(ref, forms, allowed, self.catalog.skipped_at)
         if skipped:  # a file indexing passed over: say so, and why, rather than "not found"
             listed = "; ".join(f"{qualified_path(root, rel_path)} (project {pid}): {reason}"

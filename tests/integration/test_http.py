@@ -19,6 +19,7 @@ import httpx2
 import pytest
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from sleuth.auth.keys import KeyRing
 from sleuth.auth.tokens import mint_token
@@ -33,6 +34,10 @@ FILES = {
 }
 #: Words of beta that must never reach alice.
 BETA_WORDS = ("beta", "quasar", "covert")
+#: What a client is told when its token lacks sleuth:write for the write tool {}.
+WRITE_REFUSED = ("this token may only read: the tool {} needs the scope sleuth:write; ask for a token with it:"
+                 " `sleuth users token NAME` without --read-only, for a user added with"
+                 " `sleuth users add NAME --project P --write`")
 #: Polls of the audit file (written by a thread, off the request path): a safety net, in seconds.
 AUDIT_WAIT_S = 60.0
 
@@ -208,8 +213,13 @@ def test_a_write_tool_without_the_write_scope_gets_403(server: HttpServer, index
         assert _challenge(response) == (
             'Bearer realm="sleuth", error="insufficient_scope", error_description="this call needs the scope(s) '
             f'sleuth:read sleuth:write", scope="sleuth:read sleuth:write", resource_metadata="{server.metadata_url}"')
+        assert response.json() == {"jsonrpc": "2.0", "id": 7, "error": {
+            "code": -32003, "message": WRITE_REFUSED.format("project_memory_record"),
+            "data": {"error": "insufficient_scope", "error_description": "this call needs the scope(s) sleuth:read "
+                     "sleuth:write", "scope": "sleuth:read sleuth:write"}}}
     forget = {**record, "params": {"name": "project_memory_forget", "arguments": {"record_id": "x"}}}
-    assert server.post([forget], tokens["alice"]).status_code == 403  # inside a batch too
+    batch = server.post([forget], tokens["alice"])  # inside a batch too
+    assert (batch.status_code, batch.json()["error"]) == (403, "insufficient_scope")
     written, found, denied = session(server, tokens["carol"], [
         ("project_memory_record", {"kind": "note", "title": "Carol note", "body": "The heliograph of alpha.",
                                    "project_id": "alpha"}),
@@ -220,6 +230,31 @@ def test_a_write_tool_without_the_write_scope_gets_403(server: HttpServer, index
     assert [r["title"] for r in found.structured_content["results"]][:1] == ["Carol note"]
     assert denied.is_error and denied.structured_content["error"]["message"] == \
         "project not found or access denied: beta"
+
+
+def test_the_sdk_client_shows_why_a_write_tool_is_refused(server: HttpServer, tokens: dict[str, str]) -> None:
+    """A new user's trial: a read-only token calling a write tool got, in the SDK client, JSON-RPC
+    -32603 "Server returned an error response" (the reason only in the server's audit log). The
+    403 now carries a JSON-RPC error, which the SDK client raises as it is; the session goes on."""
+
+    async def main(mode: str) -> tuple[list[tuple[int, str]], Any]:
+        refusals = []
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['alice']}"}, timeout=120) as http, \
+                Client(streamable_http_client(server.url, http_client=http), mode=mode) as client:
+            for name, arguments in (("project_memory_record", {"kind": "note", "title": "t", "body": "b"}),
+                                    ("project_memory_forget", {"record_id": "x"})):
+                try:
+                    await client.call_tool(name, arguments)
+                except MCPError as exc:
+                    refusals.append((exc.error.code, exc.error.message))
+            return refusals, await client.call_tool("project_memory_search", {"project_id": "alpha",
+                                                                              "query": "lighthouse"})
+
+    for mode in ("legacy", "auto"):
+        refusals, found = anyio.run(main, mode)
+        assert refusals == [(-32003, WRITE_REFUSED.format("project_memory_record")),
+                            (-32003, WRITE_REFUSED.format("project_memory_forget"))], mode
+        assert not found.is_error and found.structured_content["results"][0]["title"].startswith("Alpha"), mode
 
 
 def test_the_protected_resource_metadata(server: HttpServer) -> None:

@@ -28,6 +28,7 @@ from sleuth.auth.users import SCOPE_WRITE, UserStore
 from sleuth.broker.gate import CONTROL, READ, WRITE, ReadWriteGate
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.httpd.audit import AuditLog
+from sleuth.httpd.guards import write_scope_message
 from sleuth.locks import WRITE_LOCK_TIMEOUT_S
 from sleuth.mcp.access import CURRENT_CALLER, Caller, caller_key
 from sleuth.mcp.errors import structured_error, text_result
@@ -167,8 +168,7 @@ class CallerMiddleware:
         if caller is None:  # the HTTP layer refused such requests already: never served unverified
             return text_result("not authenticated: send a valid bearer token", is_error=True)
         if kind == WRITE and SCOPE_WRITE not in caller.scopes:
-            return text_result(f"insufficient scope: {name} needs a token with the {SCOPE_WRITE} scope",
-                               is_error=True)
+            return text_result(write_scope_message(name), is_error=True)  # the HTTP layer answers 403 first
         started = time.perf_counter()
         token = CURRENT_CALLER.set(caller)
         calls = CALLER_CALLS.set(self._calls_of(caller.user))

@@ -9,10 +9,10 @@
    when a token was sent), a token without the read scope **403** ``insufficient_scope``; then the
    per-token rate limit (**429** with ``Retry-After``); then the body, read up to the size limit
    (**413** beyond), and a ``tools/call`` of a write tool without the write scope gets **403**
-   ``insufficient_scope``; a request opening an MCP session when the user holds
-   ``sessions_per_user_max`` busy ones gets **429** (:mod:`sleuth.httpd.sessions`). What passes
-   goes on to the SDK with the body replayed. The page at ``/ui`` passes the same checks
-   (:func:`bearer_refusal`) on each of its API calls.
+   ``insufficient_scope`` (its body a JSON-RPC error saying why: :func:`write_scope_error`); a
+   request opening an MCP session when the user holds ``sessions_per_user_max`` busy ones gets
+   **429** (:mod:`sleuth.httpd.sessions`). What passes goes on to the SDK with the body replayed.
+   The page at ``/ui`` passes the same checks (:func:`bearer_refusal`) on each of its API calls.
 
 Reasons for a refusal go to the server's log and, coalesced, to the audit log (``AuditLog.refusal``:
 status, reason, the verified user or null, the client's address, never the token); the client
@@ -42,6 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sleuth.auth.tokens import AUDIENCE_MISMATCH, JwtVerifier
 from sleuth.auth.users import SCOPE_READ, SCOPE_WRITE
+from sleuth.errors import shown
 from sleuth.httpd.audit import AuditLog
 from sleuth.httpd.sessions import SessionQuota
 from sleuth.httpd.settings import HttpSettings
@@ -180,6 +181,46 @@ def tool_calls(body: bytes) -> list[str]:
             name = params.get("name") if isinstance(params, dict) else None
             names.append(name if isinstance(name, str) else "")
     return names
+
+
+def single_request_id(body: bytes) -> str | int | None:
+    """The ``id`` of the one JSON-RPC request ``body`` holds; None for a batch, a notification, an
+    id that is neither a string nor an integer, or a body that is not JSON."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    request_id = data.get("id") if isinstance(data, dict) else None
+    return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
+
+
+#: The JSON-RPC error code of a tool call the token's scope does not allow (-32000 to -32099 are
+#: left to implementations by JSON-RPC 2.0).
+INSUFFICIENT_SCOPE_CODE = -32003
+
+
+def write_scope_message(tool: str) -> str:
+    """Why a token without :data:`SCOPE_WRITE` may not call the write tool ``tool``, and how to get
+    a token that may (it names no user: the client is never told the token's user)."""
+    return (f"this token may only read: the tool {shown(tool)} needs the scope {SCOPE_WRITE}; ask for a token"
+            f" with it: `sleuth users token NAME` without --read-only, for a user added with"
+            f" `sleuth users add NAME --project P --write`")
+
+
+def write_scope_error(request_id: str | int, tool: str) -> dict[str, Any]:
+    """The body of the 403 ``insufficient_scope`` answering a ``tools/call`` of the write tool
+    ``tool`` with a token lacking :data:`SCOPE_WRITE`: a JSON-RPC error response to the request
+    ``request_id`` (``error.message``: :func:`write_scope_message`; ``error.data``: the OAuth
+    ``error``, ``error_description`` and ``scope``). The status and the ``WWW-Authenticate``
+    challenge are the spec's (MCP authorization, insufficient scope: 403, ``error="insufficient_scope"``,
+    ``scope``); the body is a JSON-RPC error because the MCP SDK clients show a JSON-RPC error found in
+    a non-2xx JSON body, where an OAuth body became -32603 "Server returned an error response"
+    (python SDK 2.3.0), the reason only in the server's audit log."""
+    needed = f"{SCOPE_READ} {SCOPE_WRITE}"
+    return {"jsonrpc": "2.0", "id": request_id, "error": {
+        "code": INSUFFICIENT_SCOPE_CODE, "message": write_scope_message(tool),
+        "data": {"error": "insufficient_scope", "error_description": f"this call needs the scope(s) {needed}",
+                 "scope": needed}}}
 
 
 #: The 401 description of a token that is not (or no longer) good, whatever the reason.
@@ -323,9 +364,13 @@ class RequireBearer:
             if rest is None:  # answered 413
                 audit_refusal(self.audit, scope, 413, "request body too large", name)
             return
-        if SCOPE_WRITE not in scopes and any(tool in self.write_tools for tool in tool_calls(body)):
+        writes = [tool for tool in tool_calls(body) if tool in self.write_tools]
+        if SCOPE_WRITE not in scopes and writes:
             audit_refusal(self.audit, scope, 403, f"insufficient scope: {SCOPE_WRITE}", name)
-            await self._insufficient(send, f"{SCOPE_READ} {SCOPE_WRITE}")
+            refused = insufficient_scope(self.settings, f"{SCOPE_READ} {SCOPE_WRITE}")
+            request_id = single_request_id(body)
+            answer: dict[str, Any] = refused.body if request_id is None else write_scope_error(request_id, writes[0])
+            await send_json(send, refused.status, answer, refused.headers)
             return
         if self.sessions is not None and name and Headers(scope=scope).get("mcp-session-id") is None \
                 and not await self.sessions.admit(name):
@@ -341,10 +386,6 @@ class RequireBearer:
             return replay.popleft() if replay else await receive()
 
         await self.app(scope, replayed, send)
-
-    async def _insufficient(self, send: Send, needed: str) -> None:
-        refused = insufficient_scope(self.settings, needed)
-        await send_json(send, refused.status, refused.body, refused.headers)
 
     async def _read_body(self, scope: Scope, receive: Receive,
                          send: Send) -> tuple[bytes | None, list[Message] | None]:
