@@ -9,8 +9,9 @@ indexes it once per checkout (model ``none``), then times ``--runs`` re-indexes 
 folder, each in a fresh process (as ``sleuth index``): wall seconds, and CPU seconds of the process
 and of the parse workers it started (their start-up included). With ``--base-src``, the base
 checkout gets its own index and its runs interleave with this checkout's (base, new, base, new ...).
-One more run per checkout counts the files opened under the folder (an audit hook on ``open``: an
-unchanged file should cost a stat, not an open). Prints one JSON line per run, then one per
+One more run per checkout counts the opens under the folder (an audit hook on ``open``: an unchanged
+file should cost a stat, not an open; ``gitignore_opens``: of them, each folder's ``.gitignore``
+looked for, which the walk reads in every run, as git does). Prints one JSON line per run, then one per
 checkout with the medians and, with a base, one with the median per-round ratios base / new (above
 1: this checkout is faster); each line carries ``/proc/loadavg``. ``--profile FILE``: one more
 no-op run of this checkout under cProfile, its 25 most expensive calls (cumulative) printed to
@@ -40,7 +41,7 @@ if mode == "opens":
     prefix = str(corpus) + os.sep
     def hook(event, args):
         if event == "open" and isinstance(args[0], str) and args[0].startswith(prefix):
-            opens.append(args[0])
+            opens.append(args[0])  # an attempt: a .gitignore probe of a folder without one counts
     sys.addaudithook(hook)
 from sleuth.config import Config
 from sleuth.engine import Engine
@@ -66,7 +67,8 @@ pool._IDLE.close_all()  # the parse workers are kept for a next run: end them, s
 print(json.dumps({"wall_s": round(took, 4), "cpu_s": round(own + children_cpu() - child_cpu, 4),
                   "own_cpu_s": round(own, 4), "scanned": report.scanned, "added": report.added,
                   "updated": report.updated, "unchanged": report.unchanged, "removed": report.removed,
-                  "opens": len(opens) if mode == "opens" else None}))
+                  "opens": len(opens) if mode == "opens" else None,
+                  "gitignore_opens": sum(p.endswith("/.gitignore") for p in opens) if mode == "opens" else None}))
 """
 
 
