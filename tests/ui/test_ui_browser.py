@@ -215,3 +215,18 @@ def test_a_project_with_two_roots_shows_which_root(page: Any, ui_server: UiServe
     open_page(page, ui_server.url + "#/search?q=marmosetword")
     page.wait_for_selector(".hit >> nth=1")
     assert sorted(page.locator(".hit .path").all_text_contents()) == ["en/guide.md", "ja/guide.md"]
+
+
+def test_a_query_no_word_of_which_occurs_says_so_once(page: Any, ui_server: UiServer) -> None:
+    """A new user's screenshot: the status line said "no word of the query occurs in the searched
+    documents ..." twice, from the answer's notice and its word_notice (which the notice holds)."""
+    status, body = ui_server.get("/api/search?q=xyzzyplugh")
+    assert status == 200 and body["hits"] == []
+    assert body["word_notice"].startswith("no word of the query occurs in the searched documents")
+    assert body["word_notice"] in body["notice"]
+    open_page(page, ui_server.url)
+    search_by_keyboard(page, "xyzzyplugh")
+    shown = page.locator("#search-status").text_content()
+    assert shown.startswith("0 results for “xyzzyplugh” in ")
+    assert shown.endswith(f" ms — {body['notice']}")
+    assert shown.count("no word of the query occurs") == 1

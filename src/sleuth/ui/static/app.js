@@ -260,8 +260,10 @@
       notes.push(`not applied yet: ${body.ignored_filters.join(", ")}`);
     }
     for (const [lane, why] of Object.entries(body.unavailable_lanes || {})) notes.push(`lane ${lane} unavailable: ${why}`);
+    // The engine's notice already holds word_notice, first of its notes (Pipeline._notice): the
+    // status line showed it twice. word_notice is added only if the notice does not hold it.
     if (body.notice) notes.push(body.notice);
-    if (body.word_notice) notes.push(body.word_notice);
+    if (body.word_notice && !(body.notice || "").includes(body.word_notice)) notes.push(body.word_notice);
     const count = body.hits.length;
     const head = body.query.trim()
       ? `${count} result${count === 1 ? "" : "s"} for “${body.query}”${body.took_ms ? ` in ${body.took_ms.toFixed(0)} ms` : ""}`
