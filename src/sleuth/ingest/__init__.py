@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 #: :meth:`sleuth.store.catalog.Catalog.parser_version`). 1: before the catalog recorded it.
 #: 2: notebook blocks end their heading path with their cells (``cell 4``, ``cells 4-6``); decision
 #: records in adr-tools and MADR layouts get their ``Date:`` / ``## Status`` / supersession.
-PARSER_VERSION = 2
+#: 3: a notebook or config in a notes folder gets its format's kind (``notebook``, ``config``), not
+#: ``note`` (:mod:`sleuth.ingest.roles`).
+PARSER_VERSION = 3
 
 if TYPE_CHECKING:
     from sleuth.ingest.chunk import (
