@@ -93,6 +93,29 @@ def test_decision_records_order_and_status(site: tuple[Engine, Path]) -> None:
     assert old.recorded_ns == 1_551_398_400 * 10**9  # Date: 2019-03-01, not the file's mtime
     doc = engine.get("doc/adr/0001-use-files.md")
     assert (doc.status, doc.recorded_at) == ("superseded", "2019-03-01T00:00:00Z")
+    # 0002 was moved above 0001: it carries 0001's score, and its explanation says why (a new user saw
+    # it at #1 with score 0.0000 and every lane +0.000).
+    explained = engine.search(SearchRequest(query="quokka storage files", limit=5, lanes=[*LEXICAL, "graph"],
+                                            explain=True, filters=SearchFilters(kinds=["decision"])))
+    new, old = explained.hits
+    assert [h.path for h in explained.hits] == order
+    assert (new.score, new.moved_above, old.moved_above) == (old.score, [old.doc_id], [])
+    assert new.sources == [h.sources for h in resp.hits][0] and "supersedes" not in new.sources
+    moved = [c for c in new.explain or [] if c.lane == "supersedes"]
+    assert [(c.rank, c.weight, c.lane_score, c.moved_above) for c in moved] == [(1, 1.0, old.score, old.doc_id)]
+    assert sum(c.contribution for c in new.explain or []) == pytest.approx(new.score, abs=1e-12)
+    assert moved[0].contribution == pytest.approx(old.score - sum(
+        c.contribution for c in new.explain or [] if c.lane != "supersedes"), abs=1e-12)
+    assert not any(c.lane == "supersedes" for c in old.explain or [])
+    # MCP's results say it too.
+    from sleuth.memory.arguments import parse_memory_request
+    from sleuth.memory.search import MemorySearch
+
+    memory = MemorySearch(engine).search(parse_memory_request(
+        {"query": "quokka storage files", "project_id": "site", "filters": {"kinds": ["decision"]}}))
+    results = [(r["path"], r["score"], r.get("moved_above"), r.get("superseded_by")) for r in memory["results"]]
+    assert results == [("doc/adr/0002-use-sqlite.md", round(old.score, 6), [old.doc_id], None),
+                       ("doc/adr/0001-use-files.md", round(old.score, 6), None, [new.doc_id])]
 
 
 def test_pages_neither_repeat_nor_skip(tmp_path: Path) -> None:
