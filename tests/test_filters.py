@@ -93,6 +93,29 @@ def test_decision_records_order_and_status(site: tuple[Engine, Path]) -> None:
     assert old.recorded_ns == 1_551_398_400 * 10**9  # Date: 2019-03-01, not the file's mtime
     doc = engine.get("doc/adr/0001-use-files.md")
     assert (doc.status, doc.recorded_at) == ("superseded", "2019-03-01T00:00:00Z")
+    # 0002 was moved above 0001: it carries 0001's score, and its explanation says why (a new user saw
+    # it at #1 with score 0.0000 and every lane +0.000).
+    explained = engine.search(SearchRequest(query="quokka storage files", limit=5, lanes=[*LEXICAL, "graph"],
+                                            explain=True, filters=SearchFilters(kinds=["decision"])))
+    new, old = explained.hits
+    assert [h.path for h in explained.hits] == order
+    assert (new.score, new.moved_above, old.moved_above) == (old.score, [old.doc_id], [])
+    assert new.sources == [h.sources for h in resp.hits][0] and "supersedes" not in new.sources
+    moved = [c for c in new.explain or [] if c.lane == "supersedes"]
+    assert [(c.rank, c.weight, c.lane_score, c.moved_above) for c in moved] == [(1, 1.0, old.score, old.doc_id)]
+    assert sum(c.contribution for c in new.explain or []) == pytest.approx(new.score, abs=1e-12)
+    assert moved[0].contribution == pytest.approx(old.score - sum(
+        c.contribution for c in new.explain or [] if c.lane != "supersedes"), abs=1e-12)
+    assert not any(c.lane == "supersedes" for c in old.explain or [])
+    # MCP's results say it too.
+    from sleuth.memory.arguments import parse_memory_request
+    from sleuth.memory.search import MemorySearch
+
+    memory = MemorySearch(engine).search(parse_memory_request(
+        {"query": "quokka storage files", "project_id": "site", "filters": {"kinds": ["decision"]}}))
+    results = [(r["path"], r["score"], r.get("moved_above"), r.get("superseded_by")) for r in memory["results"]]
+    assert results == [("doc/adr/0002-use-sqlite.md", round(old.score, 6), [old.doc_id], None),
+                       ("doc/adr/0001-use-files.md", round(old.score, 6), None, [new.doc_id])]
 
 
 def test_pages_neither_repeat_nor_skip(tmp_path: Path) -> None:
@@ -142,3 +165,51 @@ def test_locations_are_cells_and_pages(site: tuple[Engine, Path]) -> None:
     assert (pdf.path, pdf.kind, pdf.format, pdf.location) == ("papers/p.pdf", "paper", "pdf", "page 2")
     md = engine.search(SearchRequest(query="quokka", limit=1)).hits[0]
     assert md.location == "lines 1-3"
+
+
+def test_a_notebook_in_a_notes_folder_is_a_notebook(tmp_path: Path) -> None:
+    """A new user's trial: ``mine/notes/churn.ipynb`` got kind ``note`` (its folder's), so
+    ``sleuth search churn --kind notebook`` found nothing while the same file under ``analysis/``
+    was a ``notebook``. The notes folder names prose: a notebook or config there keeps its format's
+    kind (and role); a markdown note stays a ``note``, a PDF a ``paper``."""
+    from click.testing import CliRunner
+
+    from sleuth.cli import cli
+    from sleuth.memory.arguments import parse_memory_request
+    from sleuth.memory.search import MemorySearch
+
+    root = tmp_path / "kb"
+    cells = [{"cell_type": "markdown", "source": "# Churn analysis\n\nWe model customer churn."},
+             {"cell_type": "code", "source": "model = fit(churn)\n"}]
+    notebook = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4})
+    write(root, "mine/notes/churn.ipynb", notebook)
+    write(root, "mine/analysis/churn2.ipynb", notebook)
+    write(root, "mine/notes/meeting.md", "# Meeting\n\nChurn went up in March.\n")
+    write(root, "mine/notes/settings.yaml", "churn_threshold: 0.3\n")
+    (root / "mine" / "notes" / "review.pdf").write_bytes(make_pdf(["Churn review.", "Churn by month."]))
+    config = Config(lanes=LEXICAL, model="none")
+    with Engine(tmp_path / "idx", config=config) as engine:
+        engine.index([root], project="kb")
+
+        def kinds(**filters: object) -> list[tuple[str, str, str, str]]:
+            resp = engine.search(SearchRequest(query="churn", limit=10, filters=SearchFilters(**filters)))
+            return sorted((h.path, h.kind, h.format, h.role) for h in resp.hits)
+
+        assert kinds() == [("mine/analysis/churn2.ipynb", "notebook", "notebook", "other"),
+                           ("mine/notes/churn.ipynb", "notebook", "notebook", "other"),
+                           ("mine/notes/meeting.md", "note", "markdown", "other"),
+                           ("mine/notes/review.pdf", "paper", "pdf", "paper"),
+                           ("mine/notes/settings.yaml", "config", "config", "config")]
+        assert [p for p, *_ in kinds(kinds=["notebook"])] == ["mine/analysis/churn2.ipynb", "mine/notes/churn.ipynb"]
+        assert [p for p, *_ in kinds(kinds=["note"])] == ["mine/notes/meeting.md"]
+        assert [p for p, *_ in kinds(kinds=["paper"])] == ["mine/notes/review.pdf"]
+        # MCP's filters.kinds match the same kinds.
+        memory = MemorySearch(engine).search(parse_memory_request(
+            {"query": "churn", "project_id": "kb", "filters": {"kinds": ["notebook"]}}))
+        assert sorted((r["path"], r["kind"]) for r in memory["results"]) == [
+            ("mine/analysis/churn2.ipynb", "notebook"), ("mine/notes/churn.ipynb", "notebook")]
+    out = CliRunner().invoke(cli, ["search", "churn", "--kind", "notebook", "--index", str(tmp_path / "idx"),
+                                   "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert sorted((h["path"], h["kind"], h["format"]) for h in json.loads(out.output)["hits"]) == [
+        ("mine/analysis/churn2.ipynb", "notebook", "notebook"), ("mine/notes/churn.ipynb", "notebook", "notebook")]

@@ -17,11 +17,13 @@ HIT_FIELDS: dict[str, Any] = dict(
     rank=1, doc_id="d", project="p", path="a.md", title="A", kind="document", format="markdown", tags=["t"],
     score=1.5, sources=["bm25"], semantic_only=False, block_ids=["d:1"], best_block_id="d:1", heading_path=["H"],
     lines=(1, 3), location="lines 1-3", snippet="s", highlights=[(0, 1)],
-    explain=[LaneContribution.of_fields(lane="bm25", rank=1, weight=1.0, contribution=1.5, lane_score=7.25,
-                                            repeats=None)],
+    explain=[LaneContribution.of_fields(lane="bm25", rank=1, weight=1.0, contribution=1.0, lane_score=7.25,
+                                        repeats=None, moved_above=None),
+             LaneContribution.of_fields(lane="supersedes", rank=1, weight=1.0, contribution=0.5, lane_score=1.5,
+                                        repeats=None, moved_above="c")],
     root="/r", root_label="r", role="other", family="document", recorded_ns=5, revision="v",
     passages=[Passage.of_fields(text="s", start=0, end=1, highlights=[(0, 1)], heading_path=["H"])],
-    freshness=None, source_length=0, body_chars=0, superseded_by=[], mentioned_by=[],
+    freshness=None, source_length=0, body_chars=0, superseded_by=[], moved_above=["c"], mentioned_by=[],
 )
 
 

@@ -25,6 +25,12 @@ if TYPE_CHECKING:  # annotations only: pure, and free of pydantic (sleuth.types)
 RRF_K = 60
 
 
+#: The ``lane`` of a trace entry that is no lane's: a document moved above one it supersedes
+#: (:func:`sleuth.pipeline.fuse.order_superseded`); its contribution is what raised the document's
+#: score to that one's.
+SUPERSEDES_TRACE = "supersedes"
+
+
 class LaneTrace(NamedTuple):
     """One lane's part in a document's fused score (a named tuple: built for every fused
     document of every search)."""
@@ -50,11 +56,14 @@ class FusedDocument:
     #: ``{lane: the lane it repeats}`` of the search (:func:`repeated_lanes`), set on the documents
     #: whose trace holds such a lane (weight and contribution 0: not counted); None when none does.
     repeats: Mapping[str, str] | None = None
+    #: Ids of the documents it supersedes that it was moved above (sleuth.pipeline.fuse.order_superseded),
+    #: in the order of the trace's :data:`SUPERSEDES_TRACE` entries, one each.
+    moved_above: list[str] = field(default_factory=list)
 
     @property
     def sources(self) -> list[str]:
         """Lanes that returned at least one block of this document, in trace order."""
-        return [t.lane for t in self.trace]
+        return [t.lane for t in self.trace if t.lane != SUPERSEDES_TRACE]
 
 
 def group_by_document(ranked: RankedList, doc_of: Callable[[str], str]) -> list[tuple[str, list[str], float]]:

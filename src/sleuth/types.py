@@ -63,11 +63,17 @@ class LaneContribution(Model):
     weight: float = Field(description="The lane's fusion weight (0: the lane repeated another lane's list)")
     contribution: float = Field(
         description="What the lane adds: weight x z-score (zscore), weight x min-max score (convex) or "
-                    "weight / (k + rank) (rrf); the contributions sum to the score")
+                    "weight / (k + rank) (rrf); the contributions sum to the score (with the 'supersedes' "
+                    "entry's, see moved_above)")
     lane_score: float = Field(description="The lane's own score of the document's best block")
     repeats: str | None = Field(default=None, description="The lane whose list of documents this lane's repeated "
                                 "exactly: not counted (weight 0, contribution 0, its weight given to the other "
                                 "lanes of its family); None for a lane that counts")
+    moved_above: str | None = Field(default=None, description=(
+        "Set on the entry of lane 'supersedes' only, which is no lane's: the id of a document this one "
+        "supersedes, which it was moved just above. That entry's rank is the place it took, its weight 1, "
+        "its contribution what raised its score to the superseded document's (0 when it was not lower), "
+        "its lane_score that document's score"))
 
 
 class Passage(Model):
@@ -137,6 +143,9 @@ class Hit(Model):
                             "(when asked for)")
     superseded_by: list[str] = Field(default_factory=list, description="Documents in the results' index that "
                                      "replace this one")
+    moved_above: list[str] = Field(default_factory=list, description="Documents this one supersedes that "
+                                   "ranked above it: it was moved to just above each, its score raised to at "
+                                   "least theirs (explain has a 'supersedes' entry for each)")
     mentioned_by: list[str] = Field(default_factory=list, description="Documents mentioning this entity")
 
 

@@ -58,6 +58,13 @@ PATH_RULES = [
     ("methods/sampling.md", "markdown", "method", "document"),
     ("papers/attention-notes.md", "markdown", "paper", "paper"),
     ("notes/meeting.md", "markdown", "other", "note"),
+    ("notes/todo.txt", "text", "other", "note"),
+    # a notes folder names prose: a notebook or config there keeps its format's kind and role
+    ("mine/notes/churn.ipynb", "notebook", "other", "notebook"),
+    ("note/settings.yaml", "config", "config", "config"),
+    ("notes/incident-review.pdf", "pdf", "paper", "paper"),
+    ("notes/exp-3.ipynb", "notebook", "experiment_record", "experiment"),  # a file name rule still wins
+    ("notes/plans/q3.ipynb", "notebook", "plan", "plan"),  # as a deeper folder that is not notes/
     ("plans/experiments/x.md", "markdown", "experiment_record", "experiment"),  # deepest folder wins
     ("config/README.md", "markdown", "config", "document"),
     ("configs/train.yaml", "config", "config", "config"),

@@ -636,3 +636,15 @@ def test_text_output_says_what_supersedes_a_hit(tmp_path: Path) -> None:
     assert "    superseded by #1 0003-use-sqlite.md" in text
     explained = run_cli("search", "catalog database", "--lanes", "bm25", "--explain", "--index", str(index)).stdout
     assert "    superseded by #1 0003-use-sqlite.md  (so ranked below it, whatever its fused score)" in explained
+    # The replacement says why it ranks first: it was moved above what it supersedes, with that one's score
+    # (a new user saw it at #1 with score 0.0000 and every lane's contribution 0).
+    assert hits[0]["score"] == hits[1]["score"] > 0 and hits[0]["moved_above"] == [hits[1]["doc_id"]]
+    assert "    supersedes #2 0002-use-postgresql.md  (so moved above it; its score is at least that one's)" in text
+    lines = explained.splitlines()
+    assert lines[0] == f" 1. 0003-use-sqlite.md  [adr]  decision  score {hits[1]['score']:.4f}  lines 11-13"
+    bm25 = next(c for c in search_json(index, "catalog database", "--lanes", "bm25", "--explain")["hits"][0]["explain"]
+                if c["lane"] == "bm25")
+    raise_ = hits[1]["score"] - bm25["contribution"]
+    assert lines[6] == (f"      moved above #2 0002-use-postgresql.md, which it supersedes: contribution {raise_:.6f}"
+                        f"  (its score {hits[1]['score']:.4f})")
+    assert lines[7] == f"      sum = {hits[1]['score']:.6f}"

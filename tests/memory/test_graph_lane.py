@@ -67,6 +67,36 @@ def test_a_superseded_record_hands_its_place_to_its_replacements_in_chains() -> 
     assert sorted(order(["a", "b"], cycle)) == ["a", "b"]  # a cycle terminates
 
 
+def test_a_replacement_moved_up_takes_the_score_of_what_it_replaces_and_says_so() -> None:
+    """A new user's trial: ADR 0002 (superseding 0001) showed at #1 with score 0.0000 and every lane
+    +0.000, above 0001 at 2.3920, with nothing saying why. Moved above a record it supersedes, a
+    replacement's score is raised to that record's, and a ``supersedes`` trace entry holds the raise
+    (the contributions still sum to the score); nothing else changes."""
+    from sleuth.fusion import FusedDocument, LaneTrace
+    from sleuth.pipeline.fuse import order_superseded
+
+    def doc(doc_id: str, score: float) -> FusedDocument:
+        return FusedDocument(doc_id, score, [f"{doc_id}:1"], f"{doc_id}:1", [LaneTrace("bm25", 1, 1.0, score, 9.0)])
+
+    ranked = [doc("x", 3.0), doc("v1", 2.5), doc("y", 1.0), doc("v3", 0.5), doc("v2", 0.0)]
+    before = [(d.doc_id, d.score, list(d.trace)) for d in ranked]
+    out = order_superseded(ranked, {"v1": {"v2"}, "v2": {"v3"}})
+    assert [(d.doc_id, d.score) for d in out] == [("x", 3.0), ("v3", 2.5), ("v2", 2.5), ("v1", 2.5), ("y", 1.0)]
+    assert [(d.doc_id, d.moved_above, d.trace[1:], d.sources) for d in out] == [
+        ("x", [], [], ["bm25"]),
+        ("v3", ["v2"], [LaneTrace("supersedes", 2, 1.0, 2.0, 2.5)], ["bm25"]),
+        ("v2", ["v1"], [LaneTrace("supersedes", 2, 1.0, 2.5, 2.5)], ["bm25"]),
+        ("v1", [], [], ["bm25"]),
+        ("y", [], [], ["bm25"]),
+    ]
+    assert all(sum(t.contribution for t in d.trace) == d.score for d in out)
+    assert [(d.doc_id, d.score, list(d.trace)) for d in ranked] == before  # the input is not changed
+    # A replacement that scored higher already is moved with its score (an entry of +0.0).
+    moved = order_superseded([doc("old", 1.0), doc("other", 0.9), doc("new", 1.2)], {"old": {"new"}})
+    assert [(d.doc_id, d.score, d.trace[1:]) for d in moved] == [
+        ("new", 1.2, [LaneTrace("supersedes", 1, 1.0, 0.0, 1.0)]), ("old", 1.0, []), ("other", 0.9, [])]
+
+
 def test_dead_file_links_are_not_entities() -> None:
     docs = [GraphDocument("A", "p", "a.md", "A", (("gone.md", "link", ""), ("old/b", "supersedes", ""),
                                                   ("Kafka", "wikilink", "")))]

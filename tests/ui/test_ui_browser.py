@@ -12,7 +12,7 @@ import pytest
 
 from sleuth.locks import WriteLock
 from sleuth.store.folder import WRITE_LOCK_FILE
-from tests.ui.conftest import UiServer, open_page, screenshot_image
+from tests.ui.conftest import UiServer, open_page, run_cli, screenshot_image
 
 #: Colours of the page (static/app.js LANE_COLOURS, static/style.css).
 LANE_RGB = {"bm25": (0x1F, 0x6F, 0xEB), "index": (0xE3, 0x62, 0x09), "vector": (0x1A, 0x7F, 0x37),
@@ -226,3 +226,60 @@ def test_a_project_with_two_roots_shows_which_root(page: Any, ui_server: UiServe
     open_page(page, ui_server.url + "#/search?q=marmosetword")
     page.wait_for_selector(".hit >> nth=1")
     assert sorted(page.locator(".hit .path").all_text_contents()) == ["en/guide.md", "ja/guide.md"]
+
+
+def test_a_query_no_word_of_which_occurs_says_so_once(page: Any, ui_server: UiServer) -> None:
+    """A new user's screenshot: the status line said "no word of the query occurs in the searched
+    documents ..." twice, from the answer's notice and its word_notice (which the notice holds)."""
+    status, body = ui_server.get("/api/search?q=xyzzyplugh")
+    assert status == 200 and body["hits"] == []
+    assert body["word_notice"].startswith("no word of the query occurs in the searched documents")
+    assert body["word_notice"] in body["notice"]
+    open_page(page, ui_server.url)
+    search_by_keyboard(page, "xyzzyplugh")
+    shown = page.locator("#search-status").text_content()
+    assert shown.startswith("0 results for “xyzzyplugh” in ")
+    assert shown.endswith(f" ms — {body['notice']}")
+    assert shown.count("no word of the query occurs") == 1
+
+
+def test_a_replacement_moved_above_what_it_supersedes_says_so_in_its_chart(page: Any, tmp_path: Path) -> None:
+    """A new user's trial: ADR 0002 (superseding 0001) was #1 with "score 0.000" and every lane bar
+    +0.000, nothing saying why. Its chart now has a "moved" row (the raise of its score to 0001's)
+    and a line naming the record it was moved above."""
+    adr = tmp_path / "adr"
+    adr.mkdir()
+    (adr / "0002-use-postgresql.md").write_text(
+        "# 2. Use PostgreSQL\n\nDate: 2020-01-01\n\n## Status\n\nSuperseded by [3. Use SQLite](0003-use-sqlite.md)\n\n"
+        "## Context\n\nThe catalog database: PostgreSQL for the catalog database, a catalog server.\n",
+        encoding="utf-8")
+    (adr / "0003-use-sqlite.md").write_text(
+        "# 3. Use SQLite\n\nDate: 2021-06-15\n\n## Status\n\nAccepted\n\nSupersedes [2. Use PostgreSQL]"
+        "(0002-use-postgresql.md)\n\n## Context\n\nThe catalog database is one file.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    run_cli("index", str(adr), "--project", "adr", "--index", str(index))
+    server = UiServer(index)
+    try:
+        status, body = server.get("/api/search?q=catalog+database")
+        assert status == 200
+        new, old = body["hits"]
+        assert (new["path"], old["path"]) == ("0003-use-sqlite.md", "0002-use-postgresql.md")
+        assert new["score"] == old["score"] > 0 and new["moved_above"] == [old["doc_id"]]
+        (moved,) = [c for c in new["explain"] if c["lane"] == "supersedes"]
+        assert moved["moved_above"] == old["doc_id"] and moved["contribution"] > 0
+        open_page(page, server.url)
+        search_by_keyboard(page, "catalog database")
+        first = page.locator(".hit").first
+        assert first.locator(".why h4").text_content() == f"Why it ranked · score {new['score']:.3f}"
+        assert first.locator(".why .moved").text_content() == (
+            f"Moved above #2 “2. Use PostgreSQL”, which it supersedes: score raised by {moved['contribution']:.3f}"
+            f" to that one's {old['score']:.3f}")
+        bar = first.locator("rect.lane-bar[data-lane='supersedes']")
+        assert bar.count() == 1 and float(bar.get_attribute("data-contribution")) == moved["contribution"]
+        assert "moved" in first.locator("svg.lane-chart text").all_text_contents()
+        assert f"above #2 · +{moved['contribution']:.3f}" in first.locator("svg.lane-chart text").all_text_contents()
+        label = first.locator("svg.lane-chart").get_attribute("aria-label")
+        assert "moved above #2 “2. Use PostgreSQL”, which it supersedes" in label
+        assert page.locator(".hit").nth(1).locator(".why .moved").count() == 0
+    finally:
+        server.stop()

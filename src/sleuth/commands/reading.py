@@ -73,11 +73,15 @@ def shown_path(h: Hit, qualified: set[str]) -> str:
     return f"{h.root_label}/{h.path}" if h.project in qualified and h.root_label else h.path
 
 
+def shown_ref(doc_id: str, shown: dict[str, Hit], qualified: set[str]) -> str:
+    """A document as ``#rank path`` when it is among the ``shown`` hits (by doc id), else ``id <doc_id>``."""
+    return f"#{shown[doc_id].rank} {shown_path(shown[doc_id], qualified)}" if doc_id in shown else f"id {doc_id}"
+
+
 def superseded_note(h: Hit, shown: dict[str, Hit], qualified: set[str]) -> str:
     """What supersedes hit ``h``: each replacing document as ``#rank path`` when it is among the
     ``shown`` hits (by doc id), else by its id."""
-    return ", ".join(f"#{shown[d].rank} {shown_path(shown[d], qualified)}" if d in shown else f"id {d}"
-                     for d in h.superseded_by)
+    return ", ".join(shown_ref(d, shown, qualified) for d in h.superseded_by)
 
 
 def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None = None,
@@ -86,6 +90,7 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
     supersedes it (and the trace). A hit whose ``freshness`` is ``stale`` is marked so after its
     path (``gone``: the doc ids of those whose file is gone rather than changed)."""
     from sleuth.freshness import stale_note
+    from sleuth.fusion import SUPERSEDES_TRACE
 
     out: list[str] = [f"(lane {lane} unavailable: {why})" for lane, why in resp.unavailable_lanes.items()]
     out += [f"(lane {lane} failed: {why})" for lane, why in resp.failed_lanes.items()]
@@ -108,8 +113,15 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
         if h.superseded_by:
             out.append(f"    superseded by {superseded_note(h, by_id, qualified or set())}"
                        + ("  (so ranked below it, whatever its fused score)" if explain else ""))
+        if h.moved_above:
+            out.append(f"    supersedes {', '.join(shown_ref(d, by_id, qualified or set()) for d in h.moved_above)}"
+                       "  (so moved above it; its score is at least that one's)")
         if explain and h.explain:
             for c in h.explain:
+                if c.lane == SUPERSEDES_TRACE:
+                    out.append(f"      moved above {shown_ref(c.moved_above or '', by_id, qualified or set())}, which"
+                               f" it supersedes: contribution {c.contribution:.6f}  (its score {c.lane_score:.4f})")
+                    continue
                 counted = (f"repeats {c.repeats}, not counted" if c.repeats else
                            f"weight {c.weight:g}  contribution {c.contribution:.6f}")
                 out.append(f"      {c.lane:<6} rank {c.rank:>4}  {counted}  (lane score {c.lane_score:.4f})")

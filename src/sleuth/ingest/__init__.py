@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 #: records in adr-tools and MADR layouts get their ``Date:`` / ``## Status`` / supersession.
 #: 3: a camelCase identifier of letters (``PagerDuty``) is indexed under its lowercase word's stem,
 #: not the unstemmed word (:func:`sleuth.text.analyze._whole_terms`): the blocks' terms change.
+#: Also 3: a notebook or config in a notes folder gets its format's kind (``notebook``, ``config``), not
+#: ``note`` (:mod:`sleuth.ingest.roles`).
 PARSER_VERSION = 3
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ Inference, first hit wins (role: :func:`infer_role`; kind: :func:`kind_label`)::
     folder: reports/ report/                                     | report            | document
     folder: methods/ method/ protocols/                          | method            | document
     folder: papers/ paper/ literature/                           | paper             | paper
-    folder: notes/ note/                                         | other             | note
+    folder: notes/ note/ (prose: markdown, text, ...)            | other             | note
     folder: configs/ config/ conf/                               | config            | (by format)
     format: config (json, yaml, toml, ini, ...)                  | config            | config
     format: notebook                                             | other             | notebook
@@ -32,7 +32,12 @@ Inference, first hit wins (role: :func:`infer_role`; kind: :func:`kind_label`)::
 
 File names are matched on the lowercased name without its last extension; folders on each folder
 name of the path, lowercased. Format beats path for PDFs, code and logs (``experiments/train.py`` is
-``source``), path beats format for notebooks and configs (``results/metrics.json`` is a ``result``).
+``source``), path beats format for notebooks and configs (``results/metrics.json`` is a ``result``),
+except in a notes folder: ``note`` is a kind of prose, and ``notes/`` is a common name for any folder
+of one's own files, so a notebook or config there keeps its format's kind and role
+(``notes/churn.ipynb`` is a ``notebook``, as ``analysis/churn.ipynb`` is, and ``--kind notebook``
+finds both; ``notes/settings.yaml`` is a ``config``). A folder that says what the document records
+(``experiments/``, ``results/``, ``plans/``, ...) still beats a notebook's or config's format.
 
 Decisions get role ``report``: the seed's role enum has no decision, and a decision record (ADR:
 context, decision, consequences) is a written account of a conclusion reached, which is what a
@@ -167,6 +172,9 @@ _FORMAT_FIRST: tuple[tuple[str, str, str], ...] = (
     ("suffix", ".log", "log"),
 )
 _FORMAT_LABELS: dict[str, str] = {"pdf": "paper", "code": "code", "notebook": "notebook", "config": "config"}
+#: Path categories that name prose only: a document of a format with a kind of its own (notebook,
+#: config; PDFs and code beat every path already) gets its format's kind and role there instead.
+_PROSE_CATEGORIES = frozenset({"note"})
 
 
 def _normalize(value: str) -> str:
@@ -201,7 +209,17 @@ def _format_first(rel_path: str, kind: str) -> str | None:
     return None
 
 
-def _path_category(rel_path: str) -> str | None:
+def _path_category(rel_path: str, kind: str | None = None) -> str | None:
+    """The category a path's file name, else its deepest matching folder, names; None if none does,
+    or if it names prose (:data:`_PROSE_CATEGORIES`) and ``kind`` (the document's format) has a kind
+    label of its own (notebook, config)."""
+    category = _named_category(rel_path)
+    if category in _PROSE_CATEGORIES and kind in _FORMAT_LABELS:
+        return None
+    return category
+
+
+def _named_category(rel_path: str) -> str | None:
     """The category a path's file name, else its deepest matching folder, names; None if none does."""
     name, suffix, folders = split_rel_path(rel_path.lower())
     stem = name[: -len(suffix)] if suffix else name
@@ -235,7 +253,7 @@ def infer_role(rel_path: str, kind: str, front_matter: Mapping[str, object]) -> 
     role = _format_first(rel_path, kind)
     if role is not None:
         return role
-    category = _path_category(rel_path)
+    category = _path_category(rel_path, kind)
     if category is not None:
         return _CATEGORIES[category][0]
     return "config" if kind == "config" else "other"
@@ -259,7 +277,7 @@ def kind_label(rel_path: str, kind: str, front_matter: Mapping[str, object]) -> 
     role = _format_first(rel_path, kind)
     if role is not None:
         return {"paper": "paper", "source": "code", "log": "log"}[role]
-    category = _path_category(rel_path)
+    category = _path_category(rel_path, kind)
     if category is not None and _CATEGORIES[category][1] is not None:
         return str(_CATEGORIES[category][1])
     return _FORMAT_LABELS.get(kind, "document")

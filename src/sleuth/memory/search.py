@@ -74,6 +74,8 @@ def result_fields(hit: Hit, qualified: frozenset[str] = frozenset()) -> dict[str
         fields["semantic_only"] = True
     if hit.superseded_by:
         fields["superseded_by"] = hit.superseded_by
+    if hit.moved_above:  # it ranks above them because it supersedes them (its score raised to theirs)
+        fields["moved_above"] = hit.moved_above
     return fields
 
 

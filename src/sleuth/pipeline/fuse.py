@@ -11,14 +11,16 @@
    re-scored by RRF over two rankings, the fusion of every variant and the primary query's own
    fusion; a document only a meaning lane found is marked semantic-only (and dropped when weak and
    no word of the query occurs: :mod:`sleuth.ranking`); then a document superseded by another one
-   in the ranking hands its place to it (the replacement moves up to just above it).
+   in the ranking hands its place to it (the replacement moves up to just above it, its score
+   raised to at least the superseded one's, with a ``supersedes`` trace entry saying so).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
-from sleuth.fusion import ZSCORE_DEPTH_DOCS, FusedDocument, fuse
+from sleuth.fusion import SUPERSEDES_TRACE, ZSCORE_DEPTH_DOCS, FusedDocument, LaneTrace, fuse
 from sleuth.lanes import registry
 from sleuth.lanes.graph import is_entity_node
 from sleuth.pipeline.plan import PlannedQuestion
@@ -136,11 +138,26 @@ def rerank_by_primary(fused: list[FusedDocument], primary: list[FusedDocument], 
     return [d for _, _, d in scored] + fused[depth:]
 
 
+def moved_above(doc: FusedDocument, superseded: FusedDocument, place: int) -> FusedDocument:
+    """``doc`` moved to ``place`` (1-based position in the ranking), just above ``superseded``, a
+    document it supersedes: its score raised to ``superseded``'s when lower (so the scores of the
+    list still read in its order), and a trace entry saying so -- lane :data:`SUPERSEDES_TRACE`,
+    rank ``place``, weight 1, contribution the raise (0.0 when none was needed; the contributions
+    still sum to the score), lane score ``superseded``'s score -- with ``superseded``'s id in
+    ``moved_above``. A new document: ``doc`` is not changed."""
+    score = max(doc.score, superseded.score)
+    entry = LaneTrace(SUPERSEDES_TRACE, place, 1.0, score - doc.score, superseded.score)
+    return dataclasses.replace(doc, score=score, trace=[*doc.trace, entry],
+                               moved_above=[*doc.moved_above, superseded.doc_id])
+
+
 def order_superseded(ranked: list[FusedDocument], superseded_by: Mapping[str, set[str]]) -> list[FusedDocument]:
     """``ranked`` with each document's replacements (``superseded_by``: doc_id → ids of the documents
     replacing it) that rank below it moved up to just above it, in their own order, chains included;
     otherwise the order is kept. A superseded record that matched well thus hands its place to what
-    replaced it and follows right after. Cycles cannot make it loop: at most ``len(ranked)`` passes."""
+    replaced it and follows right after. Each replacement moved is :func:`moved_above` it (its score
+    raised to the superseded one's, a trace entry saying so); no other document changes. Cycles
+    cannot make it loop: at most ``len(ranked)`` passes."""
     ranked = list(ranked)
     for _ in range(len(ranked)):
         moved = False
@@ -148,7 +165,7 @@ def order_superseded(ranked: list[FusedDocument], superseded_by: Mapping[str, se
         for i, d in enumerate(ranked):
             later = sorted(position[n] for n in superseded_by.get(d.doc_id, ()) if position.get(n, -1) > i)
             if later:
-                newer = [ranked[j] for j in later]
+                newer = [moved_above(ranked[j], d, i + 1 + k) for k, j in enumerate(later)]
                 rest = [x for j, x in enumerate(ranked) if j not in set(later)]
                 ranked = rest[:i] + newer + rest[i:]
                 moved = True

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from sleuth.freshness import document_freshness
-from sleuth.fusion import FusedDocument
+from sleuth.fusion import SUPERSEDES_TRACE, FusedDocument
 from sleuth.lanes.graph import is_entity_node
 from sleuth.locations import block_location
 from sleuth.pathglob import root_label
@@ -120,10 +120,15 @@ def location(block: HitBlock) -> str:
 
 
 def _trace(d: FusedDocument) -> list[LaneContribution]:
-    """The document's ``--explain`` trace; a lane that repeated another's list names that lane."""
+    """The document's ``--explain`` trace: a lane that repeated another's list names that lane; a
+    :data:`SUPERSEDES_TRACE` entry names the document it was moved above (``moved_above``, the k-th such
+    entry the k-th of ``d.moved_above``)."""
     repeats = d.repeats or {}
+    above = iter(d.moved_above)
     return [LaneContribution.of_fields(lane=t.lane, rank=t.rank, weight=t.weight, contribution=t.contribution,
-                                       lane_score=t.lane_score, repeats=repeats.get(t.lane)) for t in d.trace]
+                                       lane_score=t.lane_score, repeats=repeats.get(t.lane),
+                                       moved_above=next(above, None) if t.lane == SUPERSEDES_TRACE else None)
+            for t in d.trace]
 
 
 def _passages(d: FusedDocument, best: HitBlock, rows: Rows, terms: frozenset[str], count: int,
@@ -192,7 +197,7 @@ def document_hit(rank: int, d: FusedDocument, block: HitBlock, rows: Rows, terms
     return Hit.of_fields(
         rank=rank, doc_id=d.doc_id, project=block.project_id, path=block.rel_path, title=block.title,
         kind=block.label, format=block.kind, tags=block.tags, score=d.score,
-        sources=list(dict.fromkeys(lane_of(t.lane) for t in d.trace)),
+        sources=list(dict.fromkeys(lane_of(t.lane) for t in d.trace if t.lane != SUPERSEDES_TRACE)),
         semantic_only=d.semantic_only,
         block_ids=d.block_ids, best_block_id=d.best_block_id, heading_path=list(block.heading_path),
         lines=(block.start_line, block.end_line), location=location(block), snippet=first.text if first else "",
@@ -200,7 +205,7 @@ def document_hit(rank: int, d: FusedDocument, block: HitBlock, rows: Rows, terms
         root=block.root, root_label=root_label(block.root), role=block.role, family=block.family,
         recorded_ns=block.recorded_ns,
         revision=block.revision, passages=shown, freshness=None, source_length=0, body_chars=0,
-        superseded_by=sorted(superseded_by.get(d.doc_id, ())), mentioned_by=[],
+        superseded_by=sorted(superseded_by.get(d.doc_id, ())), moved_above=list(d.moved_above), mentioned_by=[],
     )
 
 
@@ -216,7 +221,7 @@ def entity_hit(rank: int, d: FusedDocument, graph: LinkGraph, titles: Mapping[st
         lines=(0, 0), location="",
         snippet=text, highlights=[], explain=_trace(d) if explain else None, root="", root_label="", role="other",
         family="graph", recorded_ns=0, revision="", passages=[passage], freshness="current",
-        source_length=len(text), body_chars=len(text), superseded_by=[],
+        source_length=len(text), body_chars=len(text), superseded_by=[], moved_above=[],
         mentioned_by=node.mentioned_by[:ENTITY_MENTIONS_SHOWN],
     )
 

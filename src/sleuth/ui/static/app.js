@@ -11,6 +11,9 @@
     rm3: "#bf8700", feedback: "#bf8700",
   };
   const OTHER_LANE_COLOUR = "#6e7781";
+  // The explain entry that is no lane's: the result was moved above a document it supersedes, its
+  // score raised to that one's (the entry's contribution). Its row is labelled SUPERSEDES_LABEL.
+  const SUPERSEDES_TRACE = "supersedes", SUPERSEDES_LABEL = "moved";
   const SEARCH_DEBOUNCE_MS = 200;
   const STATUS_POLL_MS = 2000;
 
@@ -112,8 +115,21 @@
 
   const BAR_LABEL_W = 58, BAR_W = 200, ROW_H = 18, TEXT_W = 118;
 
+  // How a document of the page is named: "#rank “title”", or its id when it is not on the page.
+  function docRef(docId, scale) {
+    const hit = (scale.hits || []).find((h) => h.doc_id === docId);
+    return hit ? `#${hit.rank} “${hit.title || hit.path}”` : docId;
+  }
+
+  // What a "supersedes" entry says: which document the result was moved above.
+  function movedNote(c, scale) {
+    return `moved above ${docRef(c.moved_above, scale)}, which it supersedes: score raised by ${c.contribution.toFixed(3)}`
+      + ` to that one's ${c.lane_score.toFixed(3)}`;
+  }
+
   // An SVG of each lane's contribution (bar length against the largest of the page, from a zero
-  // axis: a negative z-score contribution goes left) and its rank in that lane.
+  // axis: a negative z-score contribution goes left) and its rank in that lane; a result moved above
+  // a document it supersedes has a last row for it ("moved": the raise of its score).
   function laneChart(explain, scale) {
     // The lanes in one order on every result (the order they ran in), so charts compare at a glance.
     const order = scale.lanes || [];
@@ -125,7 +141,8 @@
     const width = BAR_LABEL_W + BAR_W + TEXT_W;
     const height = Math.max(rows.length, 1) * ROW_H + 4;
     const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", class: "lane-chart" });
-    const summary = rows.map((c) => `${c.lane}: rank ${c.rank}, weight ${c.weight}, contribution ${c.contribution.toFixed(3)}`
+    const summary = rows.map((c) => c.lane === SUPERSEDES_TRACE ? movedNote(c, scale)
+      : `${c.lane}: rank ${c.rank}, weight ${c.weight}, contribution ${c.contribution.toFixed(3)}`
       + (c.repeats ? ` (not counted: it repeats ${c.repeats})` : "")).join("; ");
     const title = svg("title", {});
     title.textContent = rows.length ? `Why it ranked: ${summary}` : "No lane trace";
@@ -134,7 +151,8 @@
     rows.forEach((c, i) => {
       const y = i * ROW_H + 2;
       const label = svg("text", { x: 0, y: y + 12 });
-      label.textContent = c.lane;
+      const moved = c.lane === SUPERSEDES_TRACE;
+      label.textContent = moved ? SUPERSEDES_LABEL : c.lane;
       const length = scale.max > 0 ? Math.max(1, (Math.abs(c.contribution) / scale.max) * span) : 1;
       const x = c.contribution >= 0 ? zero : zero - length;
       const bar = svg("rect", {
@@ -142,7 +160,9 @@
         "data-lane": c.lane, "data-rank": c.rank, "data-contribution": c.contribution, class: "lane-bar",
       });
       const note = svg("text", { x: BAR_LABEL_W + BAR_W + 6, y: y + 12 });
-      note.textContent = `#${c.rank} · ${c.contribution >= 0 ? "+" : ""}${c.contribution.toFixed(3)}`;
+      const above = moved ? (scale.hits || []).find((h) => h.doc_id === c.moved_above) : null;
+      note.textContent = `${moved ? (above ? `above #${above.rank}` : "up") : `#${c.rank}`} · `
+        + `${c.contribution >= 0 ? "+" : ""}${c.contribution.toFixed(3)}`;
       chart.append(label, bar, note);
     });
     chart.append(svg("line", { x1: zero, x2: zero, y1: 0, y2: height, stroke: "#8c959f", "stroke-width": 1 }));
@@ -198,8 +218,10 @@
       passages.append(el("blockquote", { class: "passage" },
         p.location ? el("span", { class: "ploc", text: p.location }) : null, highlighted(p.text, p.highlights)));
     }
+    const moves = (hit.explain || []).filter((c) => c.lane === SUPERSEDES_TRACE);
     const why = el("figure", { class: "why" }, el("h4", { text: `Why it ranked · score ${hit.score.toFixed(3)}` }),
       laneChart(hit.explain, scale),
+      ...moves.map((c) => el("p", { class: "moved", text: movedNote(c, scale).replace(/^m/, "M") })),
       el("figcaption", { text: "Bar: the lane's share of the score · #: its rank in that lane" }));
     const item = el("li", {
       class: "hit", tabindex: "0", "data-doc": hit.doc_id, "data-rank": hit.rank, "data-position": position,
@@ -253,15 +275,16 @@
     const list = $("results");
     list.replaceChildren();
     state.last = body;
-    const scale = { ...chartScale(body.hits), lanes: body.lanes || [] };
+    const scale = { ...chartScale(body.hits), lanes: body.lanes || [], hits: body.hits };
     body.hits.forEach((hit, i) => list.append(renderHit(hit, scale, i)));
     const notes = [];
     if (body.ignored_filters && body.ignored_filters.length) {
       notes.push(`not applied yet: ${body.ignored_filters.join(", ")}`);
     }
     for (const [lane, why] of Object.entries(body.unavailable_lanes || {})) notes.push(`lane ${lane} unavailable: ${why}`);
+    // The engine's notice already holds word_notice, first of its notes (Pipeline._notice): the
+    // status line showed it twice. word_notice is added only if the notice does not hold it.
     if (body.notice) notes.push(body.notice);
-    // The notice begins with the word notice when there is one (sleuth.pipeline): said once.
     if (body.word_notice && !(body.notice || "").split("; ").includes(body.word_notice)) notes.push(body.word_notice);
     const count = body.hits.length;
     const head = body.query.trim()
