@@ -6,7 +6,11 @@ makes a random token (:func:`new_token`) and prints the page's URL with it
 (``http://127.0.0.1:PORT/?token=...``, :func:`tokened_url`). The first request that carries the
 right token in its query is answered with a redirect to the same URL without it (it does not stay
 in the browser's history) that sets an ``HttpOnly``, ``SameSite=Strict`` cookie for ``/``
-(:func:`cookie_name`: one per port, as cookies are not told apart by port). From then on every
+(:func:`cookie_name`: one per port, as cookies are not told apart by port). A browser that came
+from another site's link (``Sec-Fetch-Site: cross-site``) would not send a ``SameSite=Strict``
+cookie anywhere along that redirect, nor on a reload of it; so it gets a short page instead that
+sets the cookie and moves on to the same URL by itself (``<meta http-equiv="refresh">``, a
+navigation of the page's own site). From then on every
 request -- the page, its files and every ``/api/`` call -- needs that cookie or an
 ``Authorization: Bearer <token>`` header (for scripts); otherwise it is refused with 403 and a
 sentence saying to open the URL ``sleuth ui`` printed. Tokens are compared with
@@ -18,6 +22,7 @@ instead (:mod:`sleuth.httpd.ui`), without this guard.
 from __future__ import annotations
 
 import hmac
+import html
 import json
 import secrets
 import urllib.parse
@@ -158,10 +163,15 @@ class TokenGuard:
             await self.app(scope, receive, send)
             return
         headers: list[tuple[bytes, bytes]] = [(b"cache-control", b"no-store")]
-        if verdict.status == 303:
+        status = verdict.status
+        if status == 303:
             body = b""
-            headers += [(b"location", verdict.location.encode("latin-1")),
-                        (b"set-cookie", f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict".encode())]
+            headers.append((b"set-cookie", f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict".encode()))
+            if _cross_site(scope):  # see the module docstring
+                status, body = 200, _moving_on(verdict.location)
+                headers.append((b"content-type", b"text/html; charset=utf-8"))
+            else:
+                headers.append((b"location", verdict.location.encode("latin-1")))
         elif scope.get("path", "").startswith("/api/"):
             body = json.dumps({"error": verdict.message}).encode()
             headers.append((b"content-type", b"application/json"))
@@ -169,5 +179,16 @@ class TokenGuard:
             body = verdict.message.encode()
             headers.append((b"content-type", b"text/plain; charset=utf-8"))
         headers.append((b"content-length", str(len(body)).encode()))
-        await send({"type": "http.response.start", "status": verdict.status, "headers": headers})
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+def _cross_site(scope: Scope) -> bool:
+    return any(value.strip().lower() == "cross-site" for value in _headers(scope, b"sec-fetch-site"))
+
+
+def _moving_on(location: str) -> bytes:
+    """The page that sends a browser on to ``location`` (the page's own path, the token left out)."""
+    where = html.escape(location, quote=True)
+    return (f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url={where}">'
+            f'<title>sleuth</title><p><a href="{where}">Open the page</a></p>\n').encode()
