@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,7 +112,8 @@ def ui_index(ui_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class UiServer:
-    """A running `sleuth ui` process and its URL."""
+    """A running `sleuth ui` process: ``url`` as it printed it (with its token, what a user opens),
+    ``base`` (the same without the token), ``token`` and ``port``."""
 
     def __init__(self, index: Path, *extra: str) -> None:
         self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # read only when it failed
@@ -131,11 +133,20 @@ class UiServer:
             why = self.log.read()
             raise AssertionError(f"sleuth ui did not start: {line!r} {why}")
         self.url = line.split("serving ", 1)[1].split(" ", 1)[0]
-        self.port = int(self.url.rstrip("/").rsplit(":", 1)[1])
+        parts = urllib.parse.urlsplit(self.url)
+        assert (parts.path, parts.fragment) == ("/", ""), self.url
+        (self.token,) = urllib.parse.parse_qs(parts.query, strict_parsing=True)["token"]
+        self.base = f"{parts.scheme}://{parts.netloc}/"
+        assert parts.port is not None
+        self.port = parts.port
 
-    def get(self, path: str, headers: dict[str, str] | None = None, method: str = "GET") -> tuple[int, Any]:
-        """``(status, JSON body)`` of a request to the server."""
-        request = urllib.request.Request(self.url.rstrip("/") + path, headers=headers or {}, method=method)
+    def get(self, path: str, headers: dict[str, str] | None = None, method: str = "GET",
+            token: bool = True) -> tuple[int, Any]:
+        """``(status, JSON body)`` of a request to the server, sent with its token as a bearer
+        header unless ``token`` is False (or ``headers`` give their own ``Authorization``)."""
+        sent = {"Authorization": f"Bearer {self.token}"} if token else {}
+        request = urllib.request.Request(self.base.rstrip("/") + path, headers={**sent, **(headers or {})},
+                                         method=method)
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
                 return response.status, json.loads(response.read())

@@ -230,7 +230,8 @@ def test_host_and_origin_are_checked(ui_server: UiServer) -> None:
 def test_answers_carry_a_strict_content_security_policy(ui_server: UiServer) -> None:
     import urllib.request
 
-    with urllib.request.urlopen(ui_server.url, timeout=60) as response:
+    request = urllib.request.Request(ui_server.base, headers={"Authorization": f"Bearer {ui_server.token}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
         headers = response.headers
         page = response.read().decode()
     assert "script-src 'self'" in headers["content-security-policy"]

@@ -81,10 +81,10 @@ def test_a_call_answers_three_lines_per_match(agent_page: Any, ui_server: UiServ
     assert text.split("\n") == [
         '2 documents matched "zebrafinch".',
         "1. Other project (other: secret.md, § Other project · lines 1-3)",
-        f"{ui_server.url}#/doc/{first['doc_id']}",
+        f"{ui_server.base}#/doc/{first['doc_id']}",
         "# Other project The zebrafinch of the other project.",
         "2. Lanes (notes: notes/lanes.md, § Lanes > Zebrafinch notes · lines 5-7)",
-        f"{ui_server.url}#/doc/{second['doc_id']}",
+        f"{ui_server.base}#/doc/{second['doc_id']}",
         "## Zebrafinch notes The zebrafinch lane notes say fusion happens after every lane answered.",
     ]
     one = text_of(agent_page.evaluate(EXECUTE, json.dumps({"query": "okapiwombat"})))

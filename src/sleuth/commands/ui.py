@@ -21,7 +21,8 @@ from sleuth.ui import UI_DEFAULT_PORT
 @handle_errors
 def ui_cmd(port: int, host: str, projects: tuple[str, ...], index_dir: Path | None) -> None:
     """Serve a local web page to search the index, see why each result ranked, read documents and
-    check what the index holds. Open the printed URL in a browser; Ctrl-C stops it."""
+    check what the index holds. Open the printed URL in a browser: it holds a token made for this
+    run, which every request needs (other accounts of this machine cannot use the page); Ctrl-C stops it."""
     from sleuth.commands.reading import project_ids
     from sleuth.engine import Engine
     from sleuth.errors import ProjectNotFound, shown

@@ -3,7 +3,9 @@
 Routes (:func:`page_routes`): ``/`` (the page), ``/static/*`` (its files, shipped in the package),
 and the JSON API the page uses -- ``/api/search``, ``/api/document``, ``/api/status``,
 ``/api/facets`` (see :mod:`sleuth.ui.api`). Every request passes
-:class:`sleuth.ui.guard.HostOriginGuard` first. ``sleuth serve --http`` mounts the same routes at
+:class:`sleuth.ui.guard.HostOriginGuard` first, then, under ``sleuth ui``,
+:class:`sleuth.ui.secret.TokenGuard` (the run's token, from the printed URL, as a cookie or a
+bearer header). ``sleuth serve --http`` mounts the same routes at
 ``/ui`` behind its bearer tokens (:mod:`sleuth.httpd.ui`).
 Engine calls run in worker threads, at most ``UI_CONCURRENT_CALLS`` at a time, never on the event
 loop. A SleuthError answers ``{"error": message}`` with a status that fits it; anything else answers
@@ -29,6 +31,7 @@ from sleuth.engine import Engine
 from sleuth.scaleout import hide_locations, remote_message
 from sleuth.ui import UI_DEFAULT_PORT, api
 from sleuth.ui.guard import HostOriginGuard, Scope
+from sleuth.ui.secret import TokenGuard, new_token, tokened_url
 
 logger = logging.getLogger(__name__)
 
@@ -154,27 +157,33 @@ def page_routes(engine: Engine, access: AccessOf, remote: bool = False,
     ]
 
 
-def create_app(engine: Engine, port: int, allowed_projects: Sequence[str] | None = None,
+def create_app(engine: Engine, port: int, token: str, allowed_projects: Sequence[str] | None = None,
                authorize: Callable[[Scope], str | None] | None = None) -> HostOriginGuard:
     """The page's ASGI application over ``engine``, for a server listening on loopback ``port``.
 
     Args:
+        token: the run's secret (:func:`sleuth.ui.secret.new_token`); every request must hold it
+            (:class:`sleuth.ui.secret.TokenGuard`), after the ``Host``/``Origin`` checks.
         allowed_projects: the projects the page may show (None: every project of the index).
         authorize: see :class:`sleuth.ui.guard.HostOriginGuard`.
+    Raises:
+        ValueError: ``token`` is empty.
     """
     allowed = list(allowed_projects) if allowed_projects is not None else None
     app = Starlette(routes=page_routes(engine, lambda request: allowed))
-    return HostOriginGuard(app, port, authorize)
+    return HostOriginGuard(TokenGuard(app, token, port), port, authorize)
 
 
 def serve_ui(engine: Engine, port: int = UI_DEFAULT_PORT, host: str = "127.0.0.1",
              allowed_projects: Sequence[str] | None = None,
-             ready: Callable[[str], None] | None = None) -> None:
+             ready: Callable[[str], None] | None = None, token: str | None = None) -> None:
     """Serve the page on ``host:port`` (a loopback address) until interrupted.
 
     Args:
         port: the TCP port; 0 picks a free one (``ready`` is told the URL once listening).
-        ready: called with the page's URL once the server listens.
+        ready: called with the page's URL, token included (``http://127.0.0.1:PORT/?token=...``),
+            once the server listens; the only way the token is made known.
+        token: the secret requests must hold (None: a new random one, :func:`sleuth.ui.secret.new_token`).
     Raises:
         ConfigError: ``host`` is not a loopback address; the port is in use.
     """
@@ -184,6 +193,7 @@ def serve_ui(engine: Engine, port: int = UI_DEFAULT_PORT, host: str = "127.0.0.1
 
     if host not in ("127.0.0.1", "::1", "localhost"):
         raise errors.ConfigError(f"the page is served on loopback only (127.0.0.1, ::1 or localhost), not {host!r}")
+    secret = token or new_token()
     family = socket.AF_INET6 if host == "::1" else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -196,11 +206,11 @@ def serve_ui(engine: Engine, port: int = UI_DEFAULT_PORT, host: str = "127.0.0.1
     sock.listen(128)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if host == "::1" else host
-    config = uvicorn.Config(create_app(engine, bound, allowed_projects), log_level="warning", access_log=False,
-                            lifespan="off", server_header=False, date_header=False)
+    config = uvicorn.Config(create_app(engine, bound, secret, allowed_projects), log_level="warning",
+                            access_log=False, lifespan="off", server_header=False, date_header=False)
     server = uvicorn.Server(config)
     if ready is not None:
-        ready(f"http://{shown}:{bound}/")
+        ready(tokened_url(f"http://{shown}:{bound}/", secret))
     try:
         server.run(sockets=[sock])
     finally:

@@ -70,7 +70,9 @@
     }
     const headers = { accept: "application/json" };
     if (state.token) headers.authorization = `Bearer ${state.token}`;
-    const response = await fetch(url, { signal, headers, credentials: "omit" });
+    // same-origin credentials: `sleuth ui` admits the page's calls by the HttpOnly cookie its printed
+    // URL set (the run's token); `sleuth serve --http` reads no cookie, only the bearer header.
+    const response = await fetch(url, { signal, headers, credentials: "same-origin" });
     let body;
     try {
       body = await response.json();
