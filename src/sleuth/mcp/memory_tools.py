@@ -124,7 +124,8 @@ SEARCH_INPUT_SCHEMA: dict[str, Any] = {
                                 "description": "Additional read-only projects searched with the primary project."},
         "response_deadline_ms": {"description": "Answer within this many milliseconds (1,000 to 300,000; "
                                  "default 30,000): with the lanes that answered in time, or error QUERY_TIMEOUT "
-                                 "when none did.",
+                                 "when none did. When ranking or summaries pass it, the answer so far comes back "
+                                 "with meta.partial true and meta.cut_short saying what was left out.",
                                  "maximum": DEADLINE_MAX_MS, "minimum": DEADLINE_MIN_MS, "type": "integer"},
         "response_budget_bytes": {"description": "Bytes the results may take (summaries shrink to fit; meta "
                                   "is extra). Default: sized to the number of results and questions.",
