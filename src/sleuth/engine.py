@@ -267,10 +267,12 @@ class Engine:
     def index(self, roots: Sequence[str | Path], project: str | None = None,
               progress: Callable[[str], None] | None = None,
               embed_progress: Callable[[int, int], None] | None = None,
-              embed: bool = True, phases: Progress | None = None) -> IndexReport:
+              embed: bool = True, phases: Progress | None = None, retry_failed: bool = False) -> IndexReport:
         """See :meth:`sleuth.indexer.Indexer.index`: embeds before returning unless not ``embed``
-        (then :meth:`embed_pending` or :mod:`sleuth.background` embed later)."""
-        return self.indexer.index(roots, project, progress, embed_progress, embed=embed, phases=phases)
+        (then :meth:`embed_pending` or :mod:`sleuth.background` embed later); ``retry_failed``:
+        parse again the unchanged files whose parse failed before."""
+        return self.indexer.index(roots, project, progress, embed_progress, embed=embed, phases=phases,
+                                  retry_failed=retry_failed)
 
     def update_paths(self, project: str, root: str | Path, rel_paths: Iterable[str],
                      embed_progress: Callable[[int, int], None] | None = None, embed: bool = True,

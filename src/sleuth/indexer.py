@@ -26,6 +26,7 @@ from sleuth.errors import ConfigError, ProjectNotFound, shown
 from sleuth.ingest import PARSER_VERSION
 from sleuth.progress import counting
 from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
+from sleuth.store.rows import FailedFile
 from sleuth.text.analyze import block_fields, title_terms_of
 from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, SkippedFile, project_id_for
 
@@ -37,6 +38,15 @@ if TYPE_CHECKING:
     from sleuth.progress import Progress
     from sleuth.store.folder import IndexFolder
 
+#: The skip reasons (their beginnings) of a parse that failed on the file's bytes: its time or
+#: memory budget, an error of the parser, a parse process that died, too large a result. The catalog
+#: remembers such a file with its time and size, and later runs skip it while both (and
+#: PARSER_VERSION) are unchanged, instead of spending its whole budget on it again; unreadable files
+#: (permissions, I/O) and files over the size limit are not remembered: those are cheap to try again.
+REMEMBERED_FAILURES = ("took too long", "needs more memory than", "cannot parse", "parser failed",
+                       "the parse process died", "its parsed form holds more than")
+#: What the skip reason of a remembered failure says besides it.
+NOT_RETRIED = "not parsed again: unchanged since it failed; `sleuth index --retry-failed` tries it again"
 #: Documents written to the catalog (and committed to the lanes) per transaction while indexing.
 FLUSH_DOCUMENTS = 500
 #: Blocks embedded (and their vectors committed) per batch while indexing.
@@ -168,6 +178,7 @@ class _Run:
     progress: Callable[[str], None] | None
     phases: Progress | None = None
     batch: Batch = field(default_factory=list)
+    retry_failed: bool = False  # parse files whose parse failed before even when unchanged
 
 
 @dataclass
@@ -186,6 +197,8 @@ class _RootPass:
     skips: list[tuple[str, str]] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
     reparse: bool = False  # indexed by an older parser (sleuth.ingest.PARSER_VERSION): parse every file
+    failed_before: dict[str, FailedFile] = field(default_factory=dict)  # as the catalog remembers them
+    failed: dict[str, FailedFile] = field(default_factory=dict)  # what this pass leaves remembered
 
 
 def _new_report(project: str, roots: list[str]) -> IndexReport:
@@ -225,7 +238,7 @@ class Indexer:
     def index(self, roots: Sequence[str | Path], project: str | None = None,
               progress: Callable[[str], None] | None = None,
               embed_progress: Callable[[int, int], None] | None = None,
-              embed: bool = True, phases: Progress | None = None) -> IndexReport:
+              embed: bool = True, phases: Progress | None = None, retry_failed: bool = False) -> IndexReport:
         """Index (or re-index incrementally) files under ``roots`` into ``project``.
 
         Only changed files are re-read; files gone from the roots are removed. Every skipped or
@@ -240,6 +253,9 @@ class Indexer:
             embed: embed the blocks without a vector before returning (False: leave them to
                 :mod:`sleuth.background`; the keyword lanes answer as soon as this returns).
             phases: counts the ``scan``, ``parse``, ``postings`` (and ``embedding``) phases.
+            retry_failed: parse again the files whose parse failed (:data:`REMEMBERED_FAILURES`)
+                and that are unchanged since; without it they are skipped, reported with their
+                reason (a file that changed, or any file after a PARSER_VERSION bump, is tried again).
         Raises:
             FileNotFoundError: a root does not exist.
             ConfigError: a root's own name is not valid UTF-8.
@@ -262,6 +278,7 @@ class Indexer:
         pid = project_id_for(name)
         with self._run(pid, [str(p) for p in paths], embed_progress, progress, name=name, embed=embed,
                        phases=phases) as run:
+            run.retry_failed = retry_failed
             with self.postings.bulk():
                 for i, root in enumerate(paths):
                     self._index_root(run, root, last=i == len(paths) - 1)
@@ -303,6 +320,7 @@ class Indexer:
                 self._index_items(rp, self._candidates(root_path, rp.confine, rels, _unchanged_test(rp)), last=True)
                 self._finish_root(rp)
                 self.catalog.replace_skips(project, root_key, rels, rp.skips, run.now)
+                self.catalog.record_failed_files(project, root_key, rp.failed, rels)
         return run.report
 
     def remove_project(self, project: str) -> int:
@@ -472,7 +490,9 @@ class Indexer:
         roots = self.catalog.roots().get(run.pid, [root_key])
         known = self.catalog.file_states(run.pid, [root_key], rel_paths)
         reparse = bool(known) and self.catalog.parser_version(run.pid, root_key) < PARSER_VERSION
-        return _RootPass(run, root_key, id_label(root, roots), known, [Path(r) for r in roots], reparse=reparse)
+        failed_before = {} if run.retry_failed else self.catalog.failed_files(run.pid, root_key)
+        return _RootPass(run, root_key, id_label(root, roots), known, [Path(r) for r in roots], reparse=reparse,
+                         failed_before=failed_before)
 
     def _index_root(self, run: _Run, root: Path, last: bool = True) -> None:
         """Index every file under ``root``; documents of files gone from it are removed (all of
@@ -487,6 +507,7 @@ class Indexer:
             self._index_items(rp, self._candidates(root, rp.confine, unchanged=_unchanged_test(rp)), last)
         self._finish_root(rp)
         self.catalog.record_skips(run.pid, rp.root_key, rp.skips, run.now)
+        self.catalog.record_failed_files(run.pid, rp.root_key, rp.failed)
         if root.exists() and self.catalog.parser_version(run.pid, rp.root_key) != PARSER_VERSION:
             self.catalog.set_parser_version(run.pid, rp.root_key, PARSER_VERSION)  # every file of it parsed now
 
@@ -523,6 +544,11 @@ class Indexer:
             return
         rp.seen.add(rel)
         state = rp.known.get((rp.root_key, rel))
+        before = _failed_unchanged(rp, item)
+        if outcome is None and before is not None:  # failed before, unchanged since: not parsed again
+            rp.failed[rel] = before
+            rp.skips.append((rel, f"{before.reason} ({NOT_RETRIED})"))
+            return
         if outcome is None:  # unchanged: the same time and size as indexed
             report.unchanged += 1
             if item.in_archive and state is not None:  # the archive was read again: its members are as current
@@ -530,6 +556,8 @@ class Indexer:
             return
         if isinstance(outcome, Failed):
             rp.skips.append((rel, outcome.reason))
+            if outcome.reason.startswith(REMEMBERED_FAILURES):
+                rp.failed[rel] = FailedFile(outcome.reason, item.mtime_ns, item.size_bytes, PARSER_VERSION)
             return
         if state and state.content_hash == outcome.content_hash and not rp.reparse:
             rp.touched.append((state.doc_id, item.mtime_ns, item.size_bytes))
@@ -655,12 +683,25 @@ def _parse_job(rp: _RootPass, item: FileCandidate | SkippedFile) -> ParseJob | N
 
     if isinstance(item, SkippedFile) or kind_for_path(item.rel_path) is None:
         return None
+    if _failed_unchanged(rp, item) is not None:
+        return None
     state = rp.known.get((rp.root_key, item.rel_path))
     if rp.reparse:  # indexed by an older parser: parsed again, whatever its time, size and hash
         return item.job
     if state and state.mtime_ns == item.mtime_ns and state.size_bytes == item.size_bytes:
         return None
     return dataclasses.replace(item.job, known_hash=state.content_hash) if state else item.job
+
+
+def _failed_unchanged(rp: _RootPass, item: FileCandidate) -> FailedFile | None:
+    """How ``item``'s parse failed before, when it did and the file is unchanged since (the same
+    time and size) and the parser too (the same :data:`PARSER_VERSION`); else None (it is parsed,
+    as it is on a run with ``retry_failed``)."""
+    before = rp.failed_before.get(item.rel_path)
+    if before is None or (before.mtime_ns, before.size_bytes, before.parser_version) != (
+            item.mtime_ns, item.size_bytes, PARSER_VERSION):
+        return None
+    return before
 
 
 def id_label(root: Path, roots: Sequence[str]) -> str:

@@ -288,6 +288,10 @@ class SearchResponse(Model):
     degraded_lanes: list[str] = Field(default_factory=list, description="Lanes that missed the deadline")
     failed_lanes: dict[str, str] = Field(default_factory=dict, description="Lanes that failed, with the error")
     skipped_lanes: dict[str, str] = Field(default_factory=dict, description="Lanes with nothing to look for")
+    cut_short: dict[str, str] = Field(default_factory=dict, description=(
+        "Phases after retrieval the deadline cut short, with what was left out: 'fusion' (questions ranked "
+        "from their primary query's lanes alone), 'summaries' (results without passages or snippets); "
+        "empty: a complete answer"))
     word_notice: str | None = Field(default=None, description="That no word of the query occurs in the "
                                     "searched documents, when none does (results are then meaning matches); "
                                     "else the query words no indexed document holds, when some matched")

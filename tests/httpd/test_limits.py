@@ -396,3 +396,53 @@ def test_a_kept_alive_connection_refused_by_the_cap_is_told_so() -> None:
     assert b"retry-after: 3600" in head_lines.split(b"\r\n")
     assert json.loads(body) == {"error": "too_many_connections",
                                 "error_description": "more than 1 unfinished requests from this address"}
+
+
+def _head_of(port: int, total_bytes: int) -> bytes:
+    """A complete POST /mcp request head of exactly ``total_bytes`` bytes (through its blank line),
+    padded by its bearer token (a wrong one), then a 2-byte body."""
+    start = f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAuthorization: Bearer "
+    end = "\r\nContent-Length: 2\r\n\r\n"
+    pad = total_bytes - len(start) - len(end)
+    head = (start + "a" * pad + end).encode("ascii")
+    assert len(head) == total_bytes
+    return head + b"{}"
+
+
+def test_a_request_head_over_the_documented_bound_gets_400(index: Path, tmp_path: Path,
+                                                          sockets: list[socket.socket]) -> None:
+    """HTTP_HEAD_MAX_BYTES (16 KiB, README) holds for a head sent at once: one byte over gets 400,
+    as do heads of 17 kB and 100 kB (they got 401: h11's bound only held for a head still incomplete
+    after a read, and a read takes up to 256 KiB); a head of exactly the bound is read (401: its
+    token is wrong)."""
+    limit = 16 * 1024
+    with http_server(index, log_dir=tmp_path) as server:
+        answers = {}
+        for size in (limit, limit + 1, 17_000, 100_000):
+            sock = connect(server.port, "127.0.0.1", _head_of(server.port, size))
+            sockets.append(sock)
+            answers[size] = read_to_close(sock) if size > limit else sock.recv(65536)
+        assert answers[limit].startswith(b"HTTP/1.1 401 "), answers[limit][:200]
+        for size in (limit + 1, 17_000, 100_000):
+            status, _, rest = answers[size].partition(b"\r\n")
+            assert status == b"HTTP/1.1 400 Bad Request", (size, answers[size][:200])
+            assert json.loads(rest.split(b"\r\n\r\n", 1)[1]) == {
+                "error": "request_head_too_large", "error_description": "request head too large: the server "
+                "reads request heads (request line and headers) of at most 16384 bytes"}
+        gina = token(index, "gina", server.url)
+        assert server.post(INIT, gina).status_code == 200  # an ordinary request is served as ever
+    lines = [ln for ln in audit_lines(index, lambda ls: sum(ln["count"] for ln in ls if ln.get("status") == 400) >= 3)
+             if ln.get("status") == 400]
+    assert sum(ln["count"] for ln in lines if ln["reason"] == "request head too large") == 3
+
+
+def test_a_pipelined_request_head_over_the_bound_gets_400() -> None:
+    """A complete request and, in the same packet, a second whose head is one byte over the bound:
+    the first is answered, the second refused with 400 (h11 held it whole in its buffer)."""
+    big = _head_of(80, 16 * 1024 + 1)
+    received, lost, state = _served(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n" + big)
+    assert received is not None, "the connection was never closed"
+    first, _, rest = received.partition(b"HTTP/1.1 400 Bad Request\r\n")
+    assert first == b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+    assert json.loads(rest.split(b"\r\n\r\n", 1)[1])["error"] == "request_head_too_large"
+    assert (len(lost), len(state.connections), dict(type(lost[0]).pending.counts)) == (1, 0, {})

@@ -135,4 +135,6 @@ def test_two_projects_need_a_project_id_unless_one_is_configured(tmp_path: Path)
     assert [r["path"] for r in structured(out["results"][0])["results"]] == ["a.md"]
     assert structured(out["results"][0])["meta"]["projects"] == ["bravo"]
     out = session(["--index", str(index), "--no-broker", "--project", "alpha"], calls, env=LEXICAL)
-    assert out["results"][0].is_error  # the configured default is hidden from this server: not found
+    # the configured default is hidden from this server: passed over (never named), its only project searched
+    hidden = structured(out["results"][0])
+    assert hidden["meta"]["projects"] == ["alpha"] and "bravo" not in json.dumps(hidden)

@@ -27,10 +27,13 @@ INTERRUPTED_EXIT = 130
               help="Embed before returning (default: return once keyword search works, embed in a background "
                    "worker; $SLEUTH_INDEX_WAIT=1 makes --wait the default).")
 @click.option("--verbose", "-v", is_flag=True, help="List every skipped file (default: a summary by reason).")
+@click.option("--retry-failed", is_flag=True,
+              help="Parse again the files whose parse failed (too long, too much memory, a parser error) "
+                   "although unchanged since (default: skipped until they change, reported with their reason).")
 @index_option
 @format_option
 @handle_errors
-def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, verbose: bool,
+def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, verbose: bool, retry_failed: bool,
               index_dir: Path | None, fmt: str) -> None:
     """Index PATHS (folders or files) incrementally: only changed files are re-read, deleted ones removed.
 
@@ -58,7 +61,8 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     embedding: dict[str, Any] = {}
     try:
         with stop_on_interrupt(), Engine(target) as engine:
-            report = engine.index(list(paths), project=project, embed=False, phases=phases)
+            report = engine.index(list(paths), project=project, embed=False, phases=phases,
+                                  retry_failed=retry_failed)
             if wait:
                 started = time.perf_counter()
                 report.embedded = background.embed_now(engine, phases) or 0

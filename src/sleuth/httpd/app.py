@@ -186,7 +186,8 @@ def run_http(settings: HttpSettings, profiles: Sequence[str], index: str | Path 
             log.info("the search page: %s%s/ (asks for a token once)", settings.issuer, UI_PATH)
         refused = audit.refusal
         protocol = guarded_protocol(settings.head_timeout_s, settings.body_timeout_s, settings.pending_per_client_max,
-                                    lambda status, reason, client: refused(status, reason, None, client))
+                                    lambda status, reason, client: refused(status, reason, None, client),
+                                    HTTP_HEAD_MAX_BYTES)
         config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", lifespan="on",
                                 http=protocol, h11_max_incomplete_event_size=HTTP_HEAD_MAX_BYTES,
                                 timeout_keep_alive=HTTP_KEEP_ALIVE_S, limit_concurrency=HTTP_CONNECTIONS_MAX,

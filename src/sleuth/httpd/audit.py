@@ -4,7 +4,7 @@ off the request path.
 A call's line: ``{"time", "user", "tool", "project", "result_count", "ms", "ok"}`` (and ``"error"``,
 the error code, when the call failed; ``"query"`` only with ``--audit-queries``).
 
-A refusal's line (401, 403, 408, 413, 421, 429, 503 answered before any tool runs):
+A refusal's line (400, 401, 403, 408, 413, 421, 429, 503 answered before any tool runs):
 ``{"time", "event": "refused", "status", "reason", "user", "client", "count"}`` -- ``user`` only when
 the token was verified (else null), ``client`` the peer's address, never any token text. Refusals
 are coalesced (:class:`RefusalCoalescer`) so that a flood cannot fill the disk: in each window of

@@ -16,7 +16,11 @@ class (passed as uvicorn's ``http=``) that adds, per connection:
   ``pending_per_client_max`` pending connections gets **503** with ``Retry-After`` for the next one,
   which is closed at once, so one address's half-sent requests can take at most that many of the
   server's connections, and only until their deadline;
-- a connection refused here (408, 503) whose client reads nothing, so that what the server sent
+- **a bound on the request head**: a head (request line and headers, through the blank line)
+  longer than ``head_max_bytes`` gets **400** and is closed. h11's own bound
+  (``max_incomplete_event_size``) holds only while a head is still incomplete: a longer head that
+  arrives in one read (asyncio reads up to 256 KiB at a time) passed it whole;
+- a connection refused here (400, 408, 503) whose client reads nothing, so that what the server sent
   cannot all leave, is cut ``head_timeout_s`` after the refusal (it no longer counts against
   uvicorn's ``limit_concurrency``: it must not stay open either).
 
@@ -30,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 from collections.abc import Callable
 
 import h11
@@ -37,6 +42,21 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 #: ``(status, reason, client address)`` of a refusal made here, for the audit log.
 RefusalHook = Callable[[int, str, str], None]
+#: The end of a request head as h11 finds it: a blank line (CRLF or bare LF line ends).
+_HEAD_END = re.compile(rb"\n\r?\n")
+#: The default ``head_max_bytes`` (:data:`sleuth.httpd.settings.HTTP_HEAD_MAX_BYTES`), in bytes.
+HEAD_MAX_BYTES_DEFAULT = 16 * 1024
+
+
+def head_length(buffered: bytes, limit_bytes: int) -> int | None:
+    """The length in bytes of the request head at the start of ``buffered`` (through its blank
+    line), when it ends within ``limit_bytes`` (+2 for the blank line's end); else None when more
+    than ``limit_bytes`` are buffered without a head's end (too long already); else -1 (the head is
+    not complete yet, and not too long so far). Reads at most ``limit_bytes + 2`` bytes."""
+    found = _HEAD_END.search(buffered, 0, limit_bytes + 2)
+    if found is not None:
+        return found.end()
+    return None if len(buffered) > limit_bytes else -1
 
 
 def raw_response(status: int, phrase: str, error: str, description: str,
@@ -75,6 +95,7 @@ class GuardedH11Protocol(H11Protocol):
     head_timeout_s = 10.0
     body_timeout_s = 60.0
     pending_per_client_max = 32
+    head_max_bytes = HEAD_MAX_BYTES_DEFAULT
     pending = PendingCounts()
     on_refusal: RefusalHook | None = None
 
@@ -153,10 +174,31 @@ class GuardedH11Protocol(H11Protocol):
         self._stop_pending()
         super().connection_lost(exc)
 
+    def _head_too_long(self, data: bytes = b"") -> bool:
+        """Whether the request head being received (h11's buffer, then ``data``) is longer than
+        ``head_max_bytes``; if so it is refused with 400 (and True returned). Only while no request
+        head has been parsed on the connection since its last request (h11 ``IDLE``)."""
+        if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
+            return False
+        buffered = self.conn.trailing_data[0]
+        if data:
+            buffered = buffered[: self.head_max_bytes + 2] + data[: self.head_max_bytes + 2]
+        length = head_length(buffered, self.head_max_bytes)
+        if length is None or length > self.head_max_bytes:
+            reason = "request head too large"
+            self._refuse(400, reason, raw_response(
+                400, "Bad Request", "request_head_too_large",
+                f"{reason}: the server reads request heads (request line and headers) of at most "
+                f"{self.head_max_bytes} bytes"), new_request=True)
+            return True
+        return False
+
     def data_received(self, data: bytes) -> None:
         if self._pending_address is None and self.conn.their_state is h11.IDLE and not self.transport.is_closing():
             if not self._start_pending():  # the first byte of another request on a kept-alive connection
                 return
+        if self._head_too_long(data):
+            return
         super().data_received(data)
 
     def shutdown(self) -> None:
@@ -178,6 +220,8 @@ class GuardedH11Protocol(H11Protocol):
             # pending from now, else its head and body would have no deadline and no cap
             if not self._start_pending():
                 return
+        if self.conn.trailing_data[0] and self._head_too_long():  # a pipelined request's head, already read
+            return
         super().handle_events()
         if self._pending_address is None or self.transport.is_closing():
             return
@@ -190,16 +234,19 @@ class GuardedH11Protocol(H11Protocol):
 
 
 def guarded_protocol(head_timeout_s: float, body_timeout_s: float, pending_per_client_max: int,
-                     on_refusal: RefusalHook | None = None) -> type[GuardedH11Protocol]:
+                     on_refusal: RefusalHook | None = None,
+                     head_max_bytes: int = HEAD_MAX_BYTES_DEFAULT) -> type[GuardedH11Protocol]:
     """A :class:`GuardedH11Protocol` class for uvicorn's ``Config(http=...)``, with its own counts.
 
     Args:
         head_timeout_s: seconds a connection has to send a whole request head.
         body_timeout_s: seconds a request has to send its whole body after the head.
         pending_per_client_max: pending connections one client address may hold (503 beyond).
-        on_refusal: called with ``(status, reason, client address)`` for each 408 and 503 sent here.
+        on_refusal: called with ``(status, reason, client address)`` for each 400, 408 and 503 sent here.
+        head_max_bytes: the longest request head served, in bytes (400 beyond).
     """
     attributes = {"head_timeout_s": head_timeout_s, "body_timeout_s": body_timeout_s,
+                  "head_max_bytes": head_max_bytes,
                   "pending_per_client_max": pending_per_client_max, "pending": PendingCounts(),
                   "on_refusal": staticmethod(on_refusal) if on_refusal is not None else None}
     return type("SleuthH11Protocol", (GuardedH11Protocol,), attributes)

@@ -124,7 +124,8 @@ SEARCH_INPUT_SCHEMA: dict[str, Any] = {
                                 "description": "Additional read-only projects searched with the primary project."},
         "response_deadline_ms": {"description": "Answer within this many milliseconds (1,000 to 300,000; "
                                  "default 30,000): with the lanes that answered in time, or error QUERY_TIMEOUT "
-                                 "when none did.",
+                                 "when none did. When ranking or summaries pass it, the answer so far comes back "
+                                 "with meta.partial true and meta.cut_short saying what was left out.",
                                  "maximum": DEADLINE_MAX_MS, "minimum": DEADLINE_MIN_MS, "type": "integer"},
         "response_budget_bytes": {"description": "Bytes the results may take (summaries shrink to fit; meta "
                                   "is extra). Default: sized to the number of results and questions.",
@@ -351,21 +352,30 @@ class MemoryTools:
 
     def default_project(self) -> str:
         """The project searched when a call names none: ``default_project`` of the index's
-        config.toml, else the only project the caller may see (the Inbox aside).
+        config.toml (or $SLEUTH_DEFAULT_PROJECT) when the caller may see it, else the only project
+        the caller may see (the Inbox aside). A default the caller may not see is never named to
+        them: it is passed over as if none were set.
 
         Raises:
-            QueryError: no default and several (or no) projects to choose from; the visible ones are named.
-            ProjectNotFound: the configured default does not exist or is not visible.
+            QueryError: no usable default and several (or no) projects to choose from; only the
+                caller's own projects are named.
+            ProjectNotFound: the configured default is visible to the caller but does not exist.
         """
         configured = load_default_project(self.engine.index_dir)
-        if configured is not None:
+        hidden_default = configured is not None and not self.access.visible(configured)
+        if configured is not None and not hidden_default:
             return self.access.project(configured)
         visible = [p for p in self.engine.project_ids() if p != INBOX_PROJECT_ID and self.access.visible(p)]
         if len(visible) == 1:
             return visible[0]
+        why = "no project_id given and the default project is not available to you" if hidden_default else ""
         if not visible:
-            raise QueryError("project_id is required: the index holds no project yet (index a folder first)")
+            raise QueryError(f"project_id is required: {why or 'the index holds no project yet'}"
+                             f"{'; you may search no project' if hidden_default else ' (index a folder first)'}")
         shown = ", ".join(visible[:20]) + (", ..." if len(visible) > 20 else "")
+        if hidden_default:
+            raise QueryError(f"project_id is required: {why}; your projects: {shown}; pass one, "
+                             "or all_projects: true")
         raise QueryError(f"project_id is required: the index holds {len(visible)} projects ({shown}); pass one, "
                          "or all_projects: true")
 

@@ -182,7 +182,7 @@ class MemorySearch:
             raise
         qualified = frozenset(self.engine.multi_root_projects())
         payload = self.render(req, resp, qualified)
-        self.registry.finish(state, DEGRADED if resp.degraded_lanes else COMPLETED)
+        self.registry.finish(state, DEGRADED if resp.degraded_lanes or resp.cut_short else COMPLETED)
         payload["elapsed_ms"] = state.elapsed_ms()
         return payload
 
@@ -214,6 +214,9 @@ class MemorySearch:
             "summary_passage_max_chars": report.passage_max_chars,
             "omitted_results": report.omitted_results,
         }
+        if resp.cut_short:  # the deadline passed after retrieval: a partial answer, said so
+            meta["partial"] = True
+            meta["cut_short"] = dict(resp.cut_short)
         if resp.word_notice:
             meta["notice"] = resp.word_notice
         elif not any(rendered) and resp.notice:

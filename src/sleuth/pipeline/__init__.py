@@ -215,8 +215,9 @@ class Searcher:
         superseded_by = graph.superseded_by if graph is not None else {}
         if state is not None:
             state.set_phase("fusion")
-        fused_dropped = [self._fuse(plan, qi, q, retrieval, superseded_by, state)
-                         for qi, q in enumerate(plan.questions)]
+        past_deadline = functools.partial(_past_deadline, state, plan.deadline_s)
+        cut_short: dict[str, str] = {}
+        fused_dropped = self._fuse_all(plan, retrieval, superseded_by, state, past_deadline, cut_short)
         ranked = [fused for fused, _ in fused_dropped]
         if plan.graph_only:
             ranked = [[d for d in fused if is_entity_node(d.doc_id)] for fused in ranked]
@@ -226,9 +227,12 @@ class Searcher:
                                "retrieval" if set(late) - set(plan.expansion_lanes) else "graph", late)
         if state is not None:
             state.set_phase("summaries")
+        bare = [0]  # document hits built past the deadline, without passages
         answers = [QuestionAnswer.of_fields(id=q.id, query=q.query, variants=[v.text for v in q.variants],
-                                                  hits=self._hits(q, fused, rows, req, plan, graph, superseded_by))
+                                            hits=self._hits(q, fused, rows, req, plan, graph, superseded_by,
+                                                            past_deadline, bare))
                    for q, fused in zip(plan.questions, ranked, strict=True)]
+        cut_short.update(_summaries_cut_short(bare[0]))
         first = plan.questions[0].variants[0].parsed
         ran = [n for n in plan.all_lanes if n not in retrieval.degraded and n not in retrieval.unavailable
                and n not in retrieval.failed and n not in retrieval.skipped]
@@ -247,10 +251,13 @@ class Searcher:
             terms=list(first.terms), phrases=[" ".join(p) for p in first.phrases],
             result_count=len(answers[0].hits), hits=answers[0].hits, lanes=ran,
             took_ms=round((time.perf_counter() - started) * 1000, 3),
-            notice=self._notice(plan, retrieval, answers, word_notice, postings_lag, inbox_left_out, started),
+            notice=_with_cut_short(
+                self._notice(plan, retrieval, answers, word_notice, postings_lag, inbox_left_out, started),
+                req.deadline_ms, cut_short),
             unavailable_lanes=retrieval.unavailable, degraded_lanes=sorted(retrieval.degraded),
             failed_lanes=retrieval.failed, skipped_lanes=retrieval.skipped, questions=answers,
             projects=list(plan.projects) if plan.projects is not None else [], request_id=req.request_id,
+            cut_short=cut_short,
         )
 
     # ------------------------------------------------------------------ 3-5. fuse, expand, rerank
@@ -273,6 +280,36 @@ class Searcher:
             expand[name] = run
         return fuse_question(q, retrieval.lists(qi), self.config.fusion, self.config.fusion_weights(),
                              self.config.rrf_k, expand, plan.depth, superseded_by, plan.all_lanes, plan.window)
+
+    def _fuse_all(self, plan: Plan, retrieval: Retrieval, superseded_by: Mapping[str, set[str]],
+                  state: RequestState | None, past_deadline: Callable[[], bool],
+                  cut_short: dict[str, str]) -> list[tuple[list[Any], int]]:
+        """Every question's :meth:`_fuse`, in order, while ``past_deadline()`` is false; the questions
+        after it get :meth:`_fuse_primary` (their retrieved lists still rank them, without the
+        slow steps), named in ``cut_short["fusion"]``."""
+        fused_dropped: list[tuple[list[Any], int]] = []
+        late: list[str] = []
+        for qi, q in enumerate(plan.questions):
+            if past_deadline():
+                late.append(q.id or q.query[:40])
+                fused_dropped.append(self._fuse_primary(plan, qi, q, retrieval, superseded_by))
+            else:
+                fused_dropped.append(self._fuse(plan, qi, q, retrieval, superseded_by, state))
+        if late:
+            cut_short["fusion"] = (f"{len(late)} of {len(plan.questions)} question(s) ranked from their primary"
+                                   f" query's lanes alone, without variants, graph expansion or rerank:"
+                                   f" {', '.join(late[:10])}{', ...' if len(late) > 10 else ''}")
+        return fused_dropped
+
+    def _fuse_primary(self, plan: Plan, qi: int, q: PlannedQuestion, retrieval: Retrieval,
+                      superseded_by: Mapping[str, set[str]]) -> tuple[list[Any], int]:
+        """Question ``q``'s ranking once the deadline has passed: the fusion of its primary query's
+        retrieved lists only (no variant, no expansion lane, no rerank), so that it costs one
+        question's plain fusion; returns what :meth:`_fuse` returns."""
+        primary = dataclasses.replace(q, variants=q.variants[:1])
+        lists = [(vi, ranked) for vi, ranked in retrieval.lists(qi) if vi == 0]
+        return fuse_question(primary, lists, self.config.fusion, self.config.fusion_weights(), self.config.rrf_k,
+                             {}, plan.depth, superseded_by, plan.all_lanes, plan.window)
 
     def _expand(self, lane: Any, name: str, seeds: Sequence[tuple[str, float]], k: int, allowed: frozenset[str] | None,
                 plan: Plan, terms: frozenset[str], retrieval: Retrieval, state: RequestState | None) -> RankedList:
@@ -316,7 +353,12 @@ class Searcher:
     # ------------------------------------------------------------------ 6. results
 
     def _hits(self, q: PlannedQuestion, fused: list[Any], rows: Rows, req: SearchRequest, plan: Plan,
-              graph: LinkGraph | None, superseded_by: Mapping[str, set[str]]) -> list[Hit]:
+              graph: LinkGraph | None, superseded_by: Mapping[str, set[str]],
+              past_deadline: Callable[[], bool] = lambda: False, bare: list[int] | None = None) -> list[Hit]:
+        """Question ``q``'s hits from its ranking ``fused``: the documents of its page that exist now,
+        with passages and snippets (``req.snippets``) while ``past_deadline()`` is false; those built
+        after it have none (reading and cutting passages is the slow part) and are counted in
+        ``bare[0]``."""
         known = graph.entities if graph is not None and plan.entities else {}
         keep = {d.doc_id: False for d in fused if is_entity_node(d.doc_id) and d.doc_id not in known}
         window = existing(fused, q.window, rows, keep)[q.offset:]
@@ -331,8 +373,13 @@ class Searcher:
                 assert graph is not None
                 hits.append(entity_hit(rank, d, graph, titles, req.explain))
             else:
+                snippets = req.snippets
+                if snippets and past_deadline():
+                    snippets = False
+                    if bare is not None:
+                        bare[0] += 1
                 hits.append(document_hit(rank, d, block, rows, q.highlight_terms, req.passages, req.passage_max_chars,
-                                         req.snippets, req.explain, superseded_by))
+                                         snippets, req.explain, superseded_by))
         if req.details:
             add_details(hits, rows)
         return hits
@@ -453,6 +500,28 @@ class Searcher:
         if plan.graph_only:
             return "no graph entity is linked from the documents that match the query"
         return "no document matches the query in the searched projects"
+
+
+def _past_deadline(state: RequestState | None, deadline_s: float | None) -> bool:
+    """Whether the followed request ``state`` with a deadline (``deadline_s``, None: none) is past it."""
+    return state is not None and deadline_s is not None and state.remaining_s() <= 0
+
+
+def _summaries_cut_short(bare: int) -> dict[str, str]:
+    """``{"summaries": what was left out}`` when ``bare`` document hits were built without passages
+    past the deadline; else empty."""
+    if not bare:
+        return {}
+    return {"summaries": f"{bare} result(s) returned without passages or snippets"
+                         " (the deadline passed before they were read)"}
+
+
+def _with_cut_short(notice: str | None, deadline_ms: int | None, cut_short: Mapping[str, str]) -> str | None:
+    """``notice`` followed by a sentence per phase the deadline (``deadline_ms``) cut short
+    (``cut_short``: phase → what was left out); None when both are empty."""
+    notes = [notice] if notice else []
+    notes += [f"the deadline of {deadline_ms} ms cut the {phase} short: {what}" for phase, what in cut_short.items()]
+    return "; ".join(notes) or None
 
 
 def _with_exact_for_stop_word_phrases(req: SearchRequest, primary: ParsedQuery | None,

@@ -13,7 +13,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from sleuth.store import doc_text
 from sleuth.store.reads import DocumentReads
 from sleuth.store.rows import (
     DocumentRow,
+    FailedFile,
     FileState,
     HitBlock,
     IndexedBlock,
@@ -432,11 +433,12 @@ class Catalog(DocumentReads, VectorTable):
         """Remove the project's row, its skipped files, problems and parser versions (its documents
         must be deleted first: :meth:`delete_documents`). No new generation: nothing a lane holds
         changes here."""
-        prefix = self._parser_key(project_id, "")
+        prefixes = (self._parser_key(project_id, ""), self._failed_key(project_id, ""))
         with self.write() as conn:
             for table in ("skipped", "problems"):
                 conn.execute(f"DELETE FROM {table} WHERE project_id=?", (project_id,))
-            conn.execute("DELETE FROM meta WHERE substr(key, 1, ?)=?", (len(prefix), prefix))
+            for prefix in prefixes:
+                conn.execute("DELETE FROM meta WHERE substr(key, 1, ?)=?", (len(prefix), prefix))
             conn.execute("DELETE FROM projects WHERE project_id=?", (project_id,))
 
     def mark_indexed(self, project_id: str, now: str) -> None:
@@ -616,6 +618,43 @@ class Catalog(DocumentReads, VectorTable):
                 "INSERT OR REPLACE INTO skipped VALUES (?,?,?,?,?)",
                 [(project_id, root, p, r, now) for p, r in skips],
             )
+
+    @staticmethod
+    def _failed_key(project_id: str, root: str) -> str:
+        return f"failed_files\x1f{project_id}\x1f{root}"
+
+    def failed_files(self, project_id: str, root: str) -> dict[str, FailedFile]:
+        """The files of ``root`` of ``project_id`` whose parse failed (an error, its time or memory
+        budget), by path relative to the root, as the last pass that tried them recorded them
+        (:meth:`record_failed_files`); kept in the meta table (no schema change)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (self._failed_key(project_id, root),)).fetchone()
+        if row is None:
+            return {}
+        try:
+            rows = json.loads(row[0])
+            return {str(path): FailedFile(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for path, r in rows.items()}
+        except (ValueError, TypeError, IndexError, AttributeError):  # unreadable: every file is tried again
+            return {}
+
+    def record_failed_files(self, project_id: str, root: str, failed: Mapping[str, FailedFile],
+                            rel_paths: Sequence[str] | None = None) -> None:
+        """Replace the failed files of ``root`` (only those at or under ``rel_paths`` when given:
+        the others are kept) with ``failed`` (path → :class:`FailedFile`). Derived bookkeeping:
+        no new generation."""
+        with self.write() as conn:
+            key = self._failed_key(project_id, root)
+            kept: dict[str, FailedFile] = {}
+            if rel_paths is not None:
+                kept = {p: f for p, f in self.failed_files(project_id, root).items()
+                        if not any(r == "" or p == r or p.startswith(r + "/") for r in rel_paths)}
+            merged = {**kept, **failed}
+            if not merged:
+                conn.execute("DELETE FROM meta WHERE key=?", (key,))
+                return
+            value = json.dumps({p: [f.reason, f.mtime_ns, f.size_bytes, f.parser_version]
+                                for p, f in sorted(merged.items())})
+            conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                         (key, value))
 
     def record_problems(self, project_id: str, root: str, problems: Sequence[tuple[str, str]], now: str) -> None:
         """Record ``[(path, problem)]`` of files indexed with a warning in this run of ``root``.

@@ -135,6 +135,18 @@ class FileState:
     content_hash: str
 
 
+@dataclass(frozen=True)
+class FailedFile:
+    """A file whose parse failed, as the catalog remembers it so that an unchanged one is not
+    parsed again on every run: the skip reason, the file's time (ns) and size (bytes) when it
+    failed, and the parser version (:data:`sleuth.ingest.PARSER_VERSION`) that failed on it."""
+
+    reason: str
+    mtime_ns: int
+    size_bytes: int
+    parser_version: int
+
+
 DOCUMENT_COLUMNS = (
     "doc_id", "project_id", "root", "rel_path", "title", "tags", "kind", "front_matter", "mtime_ns",
     "size_bytes", "content_hash", "revision", "text", "generation", "indexed_at", "role", "label", "family",

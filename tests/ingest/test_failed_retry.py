@@ -1,0 +1,112 @@
+"""A file whose parse failed (here: over its time budget, by the SLEUTH_FAULT_SLOW_FILE fault) is
+remembered with its time and size, and not parsed again while it is unchanged -- still reported
+skipped, with its reason and why it was not tried -- until it changes, ``retry_failed`` asks, or
+the parser version changes. Found by an attack round: a 13 KB PDF of 400k text operators used its
+whole 60 s budget on every ``sleuth index`` although unchanged. Counts the parse jobs sent to the
+workers, not time."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sleuth.indexer as indexer
+from sleuth.config import Config
+from sleuth.engine import Engine
+from sleuth.ingest import pool
+
+#: The per-file budget of these runs, in seconds: a small Markdown file parses far within it even
+#: with both cores busy; the slow file's injected delay is far beyond it.
+BUDGET_S = "2"
+REASON = "took too long: more than the 2 s per-file time budget"
+
+
+@pytest.fixture()
+def jobs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The relative paths of the parse jobs sent to workers, in order (one per parse attempt)."""
+    sent: list[str] = []
+    submit = pool._Run.submit
+
+    def counted(self: Any, entry: Any) -> None:
+        sent.append(entry.job.rel_path)
+        submit(self, entry)
+
+    monkeypatch.setattr(pool._Run, "submit", counted)
+    monkeypatch.setenv("SLEUTH_FILE_BUDGET_S", BUDGET_S)
+    monkeypatch.setenv("SLEUTH_FAULT_SLOW_FILE", "slow.md=600000")
+    yield sent
+
+
+def test_a_failed_file_is_not_parsed_again_until_it_changes(tmp_path: Path, jobs: list[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "ok.md").write_text("# Fine\n\nA lighthouse.\n", encoding="utf-8")
+    slow = root / "slow.md"
+    slow.write_text("# Slow\n\nA harbour.\n", encoding="utf-8")
+    engine = Engine(tmp_path / "idx", Config(model="none"))
+    try:
+        def run(**kwargs: Any) -> list[dict[str, str]]:
+            jobs.clear()
+            return engine.index([root], project="p", embed=False, **kwargs).skipped
+
+        assert run() == [{"path": "slow.md", "reason": REASON}]
+        assert sorted(jobs) == ["ok.md", "slow.md"]
+        # unchanged: not parsed again, still reported with its reason
+        not_retried = [{"path": "slow.md", "reason": f"{REASON} ({indexer.NOT_RETRIED})"}]
+        assert run() == not_retried and jobs == []
+        assert run() == not_retried and jobs == []
+        assert [s["reason"] for s in engine.catalog.skipped()] == [f"{REASON} ({indexer.NOT_RETRIED})"]
+        # asked to
+        assert run(retry_failed=True) == [{"path": "slow.md", "reason": REASON}] and jobs == ["slow.md"]
+        assert run() == not_retried and jobs == []
+        # changed: its time
+        st = slow.stat()
+        os.utime(slow, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        assert run() == [{"path": "slow.md", "reason": REASON}] and jobs == ["slow.md"]
+        assert run() == not_retried and jobs == []
+        # changed: its size (and so its time, most likely) -- and now it parses
+        monkeypatch.delenv("SLEUTH_FAULT_SLOW_FILE")
+        slow.write_text("# Slow\n\nA harbour, and a pilot.\n", encoding="utf-8")
+        assert run() == [] and jobs == ["slow.md"]
+        assert engine.catalog.failed_files("p", str(root.resolve())) == {}
+        assert [h.path for h in engine.search("pilot").hits] == ["slow.md"]
+    finally:
+        engine.close()
+
+
+def test_a_new_parser_version_tries_failed_files_again(tmp_path: Path, jobs: list[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "slow.md").write_text("# Slow\n\nA harbour.\n", encoding="utf-8")
+    engine = Engine(tmp_path / "idx", Config(model="none"))
+    try:
+        assert engine.index([root], project="p", embed=False).skipped == [{"path": "slow.md", "reason": REASON}]
+        jobs.clear()
+        engine.index([root], project="p", embed=False)
+        assert jobs == []
+        monkeypatch.setattr(indexer, "PARSER_VERSION", indexer.PARSER_VERSION + 1)
+        assert engine.index([root], project="p", embed=False).skipped == [{"path": "slow.md", "reason": REASON}]
+        assert jobs == ["slow.md"]
+    finally:
+        engine.close()
+
+
+def test_a_failure_is_forgotten_with_its_project(tmp_path: Path, jobs: list[str]) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "slow.md").write_text("# Slow\n\nA harbour.\n", encoding="utf-8")
+    engine = Engine(tmp_path / "idx", Config(model="none"))
+    try:
+        engine.index([root], project="p", embed=False)
+        key = str(root.resolve())
+        assert list(engine.catalog.failed_files("p", key)) == ["slow.md"]
+        engine.remove_project("p")
+        assert engine.catalog.failed_files("p", key) == {}
+    finally:
+        engine.close()
