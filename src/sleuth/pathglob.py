@@ -6,10 +6,10 @@ every way to split a path among its stars, for hours, holding the GIL (attack se
 request froze ``sleuth ui`` and the HTTP server's page; a 30-byte ``.gitignore`` did the same to
 ``sleuth index``). The walk's ``.gitignore`` rules use pathspec's RE2 backend (``GLOB_BACKEND``).
 
-A ``.gitignore`` line pathspec cannot compile (``\\``, ``[z-a]``, ``[[:foo:]]``) is left out, as
-git leaves it out (:func:`gitignore_specs`). Python's ``re`` warnings on pathspec's regexes
-(``[[:alpha:]]``: "Possible nested set") are not shown: RE2, which matches, reads ``[:alpha:]`` as
-the class git means.
+A glob pathspec cannot compile (``\\``, ``[z-a]``, ``[[:foo:]]``) is refused with a
+:class:`QueryError` saying why; in a ``.gitignore`` such a line is left out, as git leaves it out
+(:func:`gitignore_specs`). Python's ``re`` warnings on pathspec's regexes (``[[:alpha:]]``: "Possible
+nested set") are not shown: RE2, which matches, reads ``[:alpha:]`` as the class git means.
 
 A project may have several roots (``site/en`` and ``site/ja``); two documents may then share a path
 relative to their roots (``publish.css``). The *root label* -- the root folder's name -- tells them
@@ -173,17 +173,20 @@ class PathFilter:
             if len(glob) > PATH_GLOB_MAX_CHARS:
                 raise QueryError(f"path glob {i + 1} is {len(glob)} characters long; at most "
                                  f"{PATH_GLOB_MAX_CHARS} are allowed")
+            readable = re2_readable(body)
             try:
-                (pattern,) = pathspec.GitIgnoreSpec.from_lines([re2_readable(body)], backend=GLOB_BACKEND).patterns
-            except (ValueError, TypeError) as exc:  # pathspec's GitWildMatchPatternError is a ValueError
-                raise QueryError(f"path glob {glob!r} is not a valid glob: {exc}") from None
+                (pattern,) = gitignore_spec([readable]).patterns
+            except GLOB_ERRORS as exc:
+                raise QueryError(f"path glob {glob!r} is not a valid glob: {glob_error_reason(readable, exc)}"
+                                 ) from None
             regex = getattr(pattern, "regex", None)
             if not isinstance(regex, re.Pattern):
                 raise QueryError(f"path glob {glob!r} is not a valid glob")
             try:  # pathspec's regex, run by RE2 (as its own RE2 backend does): ~10x faster than match_file
-                compiled = re2.compile(regex.pattern)
+                compiled = re2.compile(regex.pattern, options=_RE2_QUIET)
             except re2.error as exc:
-                raise QueryError(f"path glob {glob!r} is not a valid glob: {exc}") from None
+                raise QueryError(f"path glob {glob!r} is not a valid glob: {glob_error_reason(readable, exc)}"
+                                 ) from None
             self.rules.append((not negated, compiled))
         self.select_all_first = bool(self.rules) and not any(include for include, _ in self.rules)
 
