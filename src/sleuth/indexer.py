@@ -568,11 +568,13 @@ class Indexer:
         from sleuth.ingest.confine import Roots
         from sleuth.ingest.guard import ParseJob
         from sleuth.ingest.walk import max_bytes_for, walk_paths
+        from sleuth.pathglob import gitignore_literal
 
         index_dir = self.folder.index_dir
         excludes: list[str] = []
         if root.is_dir() and index_dir.is_relative_to(root) and index_dir != root:
-            excludes.append(f"/{index_dir.relative_to(root).as_posix()}/")
+            # as written: an index folder named i[x] or i[z-a] is not a glob (it was walked, or stopped the walk)
+            excludes.append(f"/{gitignore_literal(index_dir.relative_to(root).as_posix())}/")
         items = (walk_roots([root], excludes, confine, on_ignore_file) if rel_paths is None
                  else walk_paths(root, rel_paths, excludes, confine, on_ignore_file))
         real_roots = Roots(confine)

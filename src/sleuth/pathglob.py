@@ -134,6 +134,15 @@ def _split_specs(lines: list[str]) -> list[pathspec.GitIgnoreSpec]:
     return _split_specs(lines[:middle]) + _split_specs(lines[middle:])
 
 
+_GLOB_SPECIAL_RE = re.compile(r"([\\*?\[])")
+
+
+def gitignore_literal(path: str) -> str:
+    """``path`` as a gitignore pattern that matches it as written: each ``\\``, ``*``, ``?`` and ``[``
+    escaped with a backslash (``i[x]`` -> ``i\\[x]``, which matches the folder ``i[x]``, not ``ix``)."""
+    return _GLOB_SPECIAL_RE.sub(r"\\\1", path)
+
+
 @lru_cache(maxsize=1024)
 def root_label(root: str) -> str:
     """The label of a project root: its folder's name (``/work/site/en`` → ``en``); ``""`` for ``/``.
@@ -204,5 +213,5 @@ class PathFilter:
         return selected
 
 
-__all__ = ["GLOB_BACKEND", "GLOB_ERRORS", "PATH_GLOB_MAX_CHARS", "PathFilter", "gitignore_spec",
+__all__ = ["GLOB_BACKEND", "GLOB_ERRORS", "PATH_GLOB_MAX_CHARS", "PathFilter", "gitignore_literal", "gitignore_spec",
            "gitignore_specs", "glob_error_reason", "qualified_path", "re2_readable", "root_label"]

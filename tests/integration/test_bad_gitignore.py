@@ -195,3 +195,19 @@ def test_the_broker_s_watcher_outlives_an_unexpected_error(tmp_path: Path, monke
             thread.join(WAIT_S)
         assert not thread.is_alive()
 
+
+@pytest.mark.parametrize("name", ["i[z-a]", "i[x]", "i*"])
+def test_an_index_folder_named_like_a_glob_inside_its_root_is_left_out(tmp_path: Path, name: str) -> None:
+    """The index folder, when inside the root, is left out by an exclude made of its path, which was
+    read as a glob: ``i[z-a]`` stopped ``sleuth index`` (re.error) and ``i[x]`` (which matches ``ix``)
+    had the index's own files walked and reported as skipped. It is matched as written now."""
+    root = tmp_path / "root"
+    write(root, "a.md", "# A\n\nwombats\n")
+    write(root, "ix/b.md", "# B\n\nnumbats\n")  # what i[x] matched; i* matches it too
+    index = root / name
+    for _ in range(2):  # the second run walks the index folder made by the first
+        proc = run_cli("index", str(root), "--project", "p", "--index", str(index), "--format", "json", env=LEXICAL)
+        report = json.loads(proc.stdout)
+        assert (report["scanned"], report["skipped"], report["problems"]) == (2, [], [])
+    with Engine(index, Config(model="none")) as engine:
+        assert found(engine, "numbats") == ["ix/b.md"]
