@@ -52,3 +52,26 @@ def test_undecodable_bytes_of_a_name_are_matched_by_wildcards() -> None:
     assert PathFilter(["caf?.md"]).matches("/srv/r", "caf\udce9.md")
     assert not PathFilter(["caf??.md"]).matches("/srv/r", "caf\udce9.md")
     assert PathFilter(["caf\udce9/**"]).matches("/srv/r\udcff", "caf\udce9/x.md")  # a glob given with one too
+
+
+@pytest.mark.parametrize(("glob", "message"), [
+    ("[", "path glob '[' is not a valid glob"),
+    ("\\", "path glob '\\\\' is not a valid glob: Escape character found with no next character to escape: '\\\\'"),
+    ("[z-a]", "path glob '[z-a]' is not a valid glob: bad character range z-a"),
+    ("!docs/[\\d-a]", "path glob '!docs/[\\\\d-a]' is not a valid glob: bad character range d-a"),
+    ("[[:foo:]]", "path glob '[[:foo:]]' is not a valid glob: invalid character class range: [:foo:]"),
+])
+def test_a_glob_pathspec_cannot_compile_is_a_query_error(glob: str, message: str) -> None:
+    """Attack session 34: the errors of pathspec's Python regex (``re.error``) and of its RE2 backend
+    escaped as tracebacks on the CLI and 500s on the page; only ValueError and TypeError were caught."""
+    with pytest.raises(QueryError) as caught:
+        PathFilter(["*.md", glob])
+    assert str(caught.value) == message
+
+
+def test_a_posix_class_is_read_by_re2_without_a_python_warning() -> None:
+    """``[[:alpha:]]`` made Python's ``re`` print "FutureWarning: Possible nested set" on stderr (an
+    error under this suite's warning filter); RE2, which matches, reads the class as git does."""
+    f = PathFilter(["[[:alpha:]]*.md"])
+    assert f.matches("/srv/r", "notes.md") and not f.matches("/srv/r", "1notes.md")
+    assert not f.matches("/srv/r", ":x.md")  # not a set of the characters '[', ':', 'a', 'l', ...

@@ -33,7 +33,7 @@ from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, Skipped
 if TYPE_CHECKING:
     from sleuth.ingest.guard import Outcome, ParseJob
     from sleuth.ingest.tabular import TabularRule
-    from sleuth.ingest.walk import Unchanged
+    from sleuth.ingest.walk import IgnoreFileHook, Unchanged
     from sleuth.lanes.model import SharedModel
     from sleuth.progress import Progress
     from sleuth.store.folder import IndexFolder
@@ -184,7 +184,9 @@ class _Run:
 @dataclass
 class _RootPass:
     """A pass over one root: what the catalog knew, what was seen, what waits to be written
-    (``touched``, ``verified``), what was skipped and what was indexed with a warning (``problems``)."""
+    (``touched``, ``verified``), what was skipped and what was indexed with a warning (``problems``);
+    the ``.gitignore`` files read and the problems of their lines left out (``ignore_files``); the
+    paths looked at (``scope``; None: the whole root)."""
 
     run: _Run
     root_key: str
@@ -196,6 +198,8 @@ class _RootPass:
     verified: list[str] = field(default_factory=list)
     skips: list[tuple[str, str]] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    ignore_files: dict[str, list[str]] = field(default_factory=dict)
+    scope: list[str] | None = None
     reparse: bool = False  # indexed by an older parser (sleuth.ingest.PARSER_VERSION): parse every file
     failed_before: dict[str, FailedFile] = field(default_factory=dict)  # as the catalog remembers them
     failed: dict[str, FailedFile] = field(default_factory=dict)  # what this pass leaves remembered
@@ -317,7 +321,8 @@ class Indexer:
                 self._index_root(run, root_path)
             else:
                 rp = self._root_pass(run, root_path, rels)
-                self._index_items(rp, self._candidates(root_path, rp.confine, rels, _unchanged_test(rp)), last=True)
+                self._index_items(rp, self._candidates(root_path, rp.confine, rels, _unchanged_test(rp),
+                                                       rp.ignore_files.__setitem__), last=True)
                 self._finish_root(rp)
                 self.catalog.replace_skips(project, root_key, rels, rp.skips, run.now)
                 self.catalog.record_failed_files(project, root_key, rp.failed, rels)
@@ -492,7 +497,7 @@ class Indexer:
         reparse = bool(known) and self.catalog.parser_version(run.pid, root_key) < PARSER_VERSION
         failed_before = {} if run.retry_failed else self.catalog.failed_files(run.pid, root_key)
         return _RootPass(run, root_key, id_label(root, roots), known, [Path(r) for r in roots], reparse=reparse,
-                         failed_before=failed_before)
+                         failed_before=failed_before, scope=None if rel_paths is None else list(rel_paths))
 
     def _index_root(self, run: _Run, root: Path, last: bool = True) -> None:
         """Index every file under ``root``; documents of files gone from it are removed (all of
@@ -504,7 +509,8 @@ class Indexer:
             # files to be found unchanged by the next one, not parsed again and counted as updated.
             self.catalog.set_parser_version(run.pid, rp.root_key, PARSER_VERSION)
         if root.exists():
-            self._index_items(rp, self._candidates(root, rp.confine, unchanged=_unchanged_test(rp)), last)
+            self._index_items(rp, self._candidates(root, rp.confine, unchanged=_unchanged_test(rp),
+                                                   on_ignore_file=rp.ignore_files.__setitem__), last)
         self._finish_root(rp)
         self.catalog.record_skips(run.pid, rp.root_key, rp.skips, run.now)
         self.catalog.record_failed_files(run.pid, rp.root_key, rp.failed)
@@ -583,28 +589,36 @@ class Indexer:
             gen = self.catalog.delete_documents(gone)
             self.postings.apply([], gone, [], gen)
             run.report.removed += len(gone)
-        self.catalog.record_problems(run.pid, rp.root_key, rp.problems, run.now)
+        for path, problems in sorted(rp.ignore_files.items()):  # once each, however often it was read
+            run.report.problems.extend({"path": path, "problem": problem} for problem in problems)
+            rp.problems.extend((path, problem) for problem in problems)
+        self.catalog.record_problems(run.pid, rp.root_key, rp.problems, run.now, read=list(rp.ignore_files),
+                                     scope=rp.scope)
         run.report.skipped.extend({"path": p, "reason": r} for p, r in rp.skips)
 
     def _candidates(self, root: Path, confine: Sequence[Path], rel_paths: Sequence[str] | None = None,
-                    unchanged: Unchanged | None = None) -> Iterator[FileCandidate | SkippedFile]:
+                    unchanged: Unchanged | None = None, on_ignore_file: IgnoreFileHook | None = None,
+                    ) -> Iterator[FileCandidate | SkippedFile]:
         """Files under ``root`` (only ``rel_paths`` under it when given), archives expanded to their
         members (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason. The index
         folder, when inside ``root``, is left out; nothing outside ``confine`` (the project's roots)
         is read (see sleuth.ingest.confine); a file ``unchanged`` says is as indexed is not opened
-        (:func:`sleuth.ingest.walk.walk_roots`)."""
+        (:func:`sleuth.ingest.walk.walk_roots`). ``on_ignore_file``: told of each ``.gitignore`` read
+        (:data:`sleuth.ingest.walk.IgnoreFileHook`)."""
         from sleuth.ingest import walk_roots
         from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
         from sleuth.ingest.confine import Roots
         from sleuth.ingest.guard import ParseJob
         from sleuth.ingest.walk import max_bytes_for, tool_dotfile, walk_paths
+        from sleuth.pathglob import gitignore_literal
 
         index_dir = self.folder.index_dir
         excludes: list[str] = []
         if root.is_dir() and index_dir.is_relative_to(root) and index_dir != root:
-            excludes.append(f"/{index_dir.relative_to(root).as_posix()}/")
-        items = (walk_roots([root], excludes, confine, unchanged) if rel_paths is None
-                 else walk_paths(root, rel_paths, excludes, confine, unchanged))
+            # as written: an index folder named i[x] or i[z-a] is not a glob (it was walked, or stopped the walk)
+            excludes.append(f"/{gitignore_literal(index_dir.relative_to(root).as_posix())}/")
+        items = (walk_roots([root], excludes, confine, unchanged, on_ignore_file) if rel_paths is None
+                 else walk_paths(root, rel_paths, excludes, confine, unchanged, on_ignore_file))
         real_roots = Roots(confine)
         from sleuth.ingest.limits import ARCHIVE_MAX_MEMBERS
 

@@ -148,7 +148,9 @@ class _Watcher:
         self._rescanning = False  # the watch could not be set up: rescans instead (RESCAN_EVERY_S)
 
     def apply_pending(self) -> None:
-        """Re-index the pending paths, root by root; a busy index keeps them pending for the next try.
+        """Re-index the pending paths, root by root; a busy index keeps them pending for the next try,
+        and any other failure of a root (an unexpected exception too: logged with its traceback) is
+        the error of its batch, not the end of the watch.
         The blocks' vectors are left to the background embedding worker (started unless one runs,
         :func:`sleuth.background.embed_in_background`): a batch holds the write lock only for the
         keyword lanes, and the watch goes back to watching (and stops when asked) at once."""
@@ -167,6 +169,10 @@ class _Watcher:
                 batch.error = f"{exc} (will retry)"
             except (SleuthError, OSError) as exc:
                 batch.error = str(exc)
+            except Exception as exc:  # a bug met by one batch: logged, and the watch goes on
+                logger.exception("watch: re-indexing %s of project %s failed", printable(str(root.path)),
+                                 root.project)
+                batch.error = f"unexpected error: {type(exc).__name__}: {exc}"
             batch.took_s = round(time.perf_counter() - started, 3)
             batches.append(batch)
         if batches:

@@ -12,7 +12,7 @@ import pytest
 
 from sleuth.auth.tokens import JwtVerifier, canonical_resource, mint_token, parse_ttl, signing_key
 from sleuth.auth.users import SCOPE_READ, SCOPE_WRITE, UserStore
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, QueryError
 from sleuth.httpd.guards import RateLimiter, tool_calls
 from sleuth.httpd.settings import http_settings, parse_bind, parse_rate
 
@@ -198,3 +198,53 @@ def test_users_and_key_files_nested_too_deeply_are_readable_errors(tmp_path: Pat
     with pytest.raises(ConfigError) as key:
         signing_key(tmp_path)
     assert str(key.value) == f"{tmp_path / 'token-signing.key'} is not a sleuth token-signing key file"
+
+
+def test_names_ids_and_times_with_a_final_newline_are_refused(tmp_path: Path) -> None:
+    """Attack session 34 (low): the validators matched ``^...$`` with ``re.match``, and ``$`` also
+    matches before a final newline: ``sleuth users add $'alice\\n'`` made a second "alice"; a key id
+    or an RFC 3339 time ending in a newline passed too."""
+    import json
+    import subprocess
+    import sys
+
+    from sleuth.auth.keys import KEY_FILE, new_key, parse_keys
+    from sleuth.memory.arguments import parse_rfc3339_ns
+
+    def sleuth(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sleuth.cli", *args, "--index", str(index)], capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "SLEUTH_MODEL": "none", "SLEUTH_BROKER": "0"})
+
+    (tmp_path / "alpha").mkdir()
+    (tmp_path / "alpha/a.md").write_text("# A\n")
+    index = tmp_path / "idx"
+    assert sleuth("index", str(tmp_path / "alpha"), "--project", "alpha").returncode == 0
+    store = UserStore(index)
+    store.add("alice", ["alpha"])
+    with pytest.raises(ConfigError) as bad:
+        store.add("alice\n", ["alpha"])
+    assert str(bad.value) == ("invalid user name 'alice\\n': use letters, digits, '.', '_', '@' and '-' (at most 64, "
+                              "starting with a letter or digit)")
+    assert list(store.users()) == ["alice"]
+    proc = sleuth("users", "add", "alice\n", "--project", "alpha")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.startswith("error: invalid user name 'alice\\n': ")
+    assert list(store.users()) == ["alice"]
+
+    data = json.loads((index / "users.json").read_text(encoding="utf-8"))
+    data["users"]["bob\n"] = data["users"]["alice"]
+    (index / "users.json").write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"malformed user entry 'bob\\n'"):
+        UserStore(index).users()
+
+    entry = new_key(now=1_000_000.0).as_json()
+    good = json.dumps({"version": 1, "keys": [entry]})
+    assert [k.kid for k in parse_keys(good, tmp_path / KEY_FILE)] == [entry["kid"]]
+    with pytest.raises(ConfigError, match="a malformed key entry"):
+        parse_keys(json.dumps({"version": 1, "keys": [{**entry, "kid": entry["kid"] + "\n"}]}), tmp_path / KEY_FILE)
+
+    assert parse_rfc3339_ns("2026-09-01T00:00:00Z", "since") == 1_788_220_800 * 10**9
+    with pytest.raises(QueryError) as late:
+        parse_rfc3339_ns("2026-09-01T00:00:00Z\n", "since")
+    assert str(late.value) == ("since must be an RFC 3339 date-time with a time zone, e.g. 2026-09-01T00:00:00Z; "
+                               "got '2026-09-01T00:00:00Z\\n'")

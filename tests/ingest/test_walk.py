@@ -405,3 +405,58 @@ def test_walk_paths_passes_the_unchanged_test_on(tmp_path: Path, monkeypatch: py
     opened = _counting_opens(monkeypatch)
     items = list(walk_module.walk_paths(tmp_path, ["sub"], unchanged=lambda rel, st: rel == "sub/a.md"))
     assert [i.rel_path for i in items] == ["sub/a.md"] and opened == []
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    ("\\", "Escape character found with no next character to escape: '\\\\'"),
+    ("a\\", "Escape character found with no next character to escape: 'a\\\\'"),
+    ("[z-a]", "bad character range z-a"),
+    ("[\\d-a]", "bad character range d-a"),
+    ("[[:foo:]]", "invalid character class range: [:foo:]"),
+    ("!", "Pattern normalized to nothing."),
+])
+def test_a_gitignore_line_that_is_not_a_pattern_is_left_out_and_told(tmp_path: Path, line: str,
+                                                                      reason: str) -> None:
+    """Attack session 34: one such line in a .gitignore made the walk raise (GitIgnorePatternError,
+    re.error or re2's error), so ``sleuth index`` stopped with a traceback. Git leaves the line out
+    and applies the others; so does the walk, and it tells its caller which line, once per read."""
+    from sleuth.ingest.walk import walk_paths
+
+    write(tmp_path, "sub/.gitignore", f"*.log\n{line}\n!keep.log\n")
+    write(tmp_path, "sub/a.md")
+    write(tmp_path, "sub/x.log")
+    write(tmp_path, "sub/keep.log")
+    told: list[tuple[str, list[str]]] = []
+    found = [item.rel_path for item in walk_roots([tmp_path], on_ignore_file=lambda p, probs: told.append((p, probs)))
+             if isinstance(item, SourceFile)]
+    assert found == ["sub/a.md", "sub/keep.log"]  # lines 1 and 3 apply (the .gitignore itself: a tool's dotfile)
+    problem = f"line 2 ignored, not a valid pattern: {line!r} ({reason})"
+    assert told == [("sub/.gitignore", [problem])]
+    told.clear()
+    found = [item.rel_path for item in walk_paths(tmp_path, ["sub/x.log", "sub/keep.log"],
+                                                  on_ignore_file=lambda p, probs: told.append((p, probs)))
+             if isinstance(item, SourceFile)]
+    assert found == ["sub/keep.log"]
+    assert ("sub/.gitignore", [problem]) in told and {p for p, _ in told} == {"sub/.gitignore"}
+
+
+def test_a_gitignore_too_large_for_one_re2_set_is_split(tmp_path: Path) -> None:
+    """2,000 rules such as ``dir7/**/*x7?[a-z]*.md`` are too many for one RE2 set ("failed to compile
+    Set": the walk stopped); they are matched as several sets, the last matching rule deciding."""
+    rules = [f"dir{i}/**/*x{i}?[a-z]*.md" for i in range(2000)]
+    write(tmp_path, ".gitignore", "\n".join([*rules, "!dir5/keep/**"]) + "\n")
+    write(tmp_path, "dir5/q/zx5ab.md")  # ignored by rule 6
+    write(tmp_path, "dir1999/zx1999ab.md")  # by the last rule
+    write(tmp_path, "dir5/keep/zx5ab.md")  # brought back by the negation after them
+    write(tmp_path, "dir5/q/zx6ab.md")
+    told: list[tuple[str, list[str]]] = []
+    found = [item.rel_path for item in walk_roots([tmp_path], on_ignore_file=lambda p, probs: told.append((p, probs)))
+             if isinstance(item, SourceFile)]
+    assert found == ["dir5/keep/zx5ab.md", "dir5/q/zx6ab.md"]
+    assert told == [(".gitignore", [])]
+
+
+def test_an_extra_exclude_that_is_not_a_pattern_is_refused_at_once(tmp_path: Path) -> None:
+    write(tmp_path, "a.md")
+    with pytest.raises(ValueError, match=r"exclude '\[z-a\]' is not a valid pattern: bad character range z-a"):
+        walk_roots([tmp_path], ["[z-a]"])

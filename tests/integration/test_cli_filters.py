@@ -93,3 +93,26 @@ def test_shell_completion_is_clicks_own() -> None:
     script = subprocess.run([str(sleuth)], capture_output=True, text=True, timeout=60, check=True,
                             env={**os.environ, "_SLEUTH_COMPLETE": "bash_source"}).stdout
     assert "complete -o nosort -F _sleuth_completion sleuth" in script
+
+
+@pytest.mark.parametrize(("glob", "reason"), [
+    ("[z-a]", "bad character range z-a"),
+    ("[\\d-a]", "bad character range d-a"),
+    ("[[:foo:]]", "invalid character class range: [:foo:]"),
+])
+def test_a_path_glob_pathspec_cannot_compile_is_a_readable_error(site: tuple[Path, Path], glob: str,
+                                                                 reason: str) -> None:
+    """Attack session 34: these globs ended ``sleuth search`` with a traceback (re.error, re2 error)."""
+    index, _ = site
+    bad = run_cli("search", "quokka", "--path", glob, "--index", str(index), check=False, env=LEXICAL)
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert bad.stderr == f"error: path glob {glob!r} is not a valid glob: {reason}\n"
+
+
+def test_a_posix_class_in_a_path_glob_prints_no_library_warning(site: tuple[Path, Path]) -> None:
+    index, _ = site
+    out = run_cli("search", "quokka", "--path", "[[:alpha:]]*/*.css", "--index", str(index), "--format", "json",
+                  "--lanes", "bm25", env=LEXICAL)
+    assert [(h["root_label"], h["path"]) for h in json.loads(out.stdout)["hits"]] == [("en", "publish.css"),
+                                                                                   ("ja", "publish.css")]
+    assert "Warning" not in out.stderr, out.stderr

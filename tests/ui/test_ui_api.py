@@ -112,6 +112,10 @@ def test_filters_the_pipeline_lacks_are_reported_not_applied_after_top_k(ui_serv
     ({"q": "x" * 4001}, 400, "the query is longer than 4000 characters"),
     ({"q": "zebra\x00fish"}, 400, "the query holds a NUL character (U+0000) at character 5"),  # attack session 31
     ({"q": "x", "kind": "k" * 201}, 400, "kind values must be at most 200 characters, without NUL"),
+    # attack session 34: pathspec's re.error and re2 error were 500s
+    ({"q": "x", "path": "[z-a]"}, 400, "path glob '[z-a]' is not a valid glob: bad character range z-a"),
+    ({"q": "x", "path": "[[:foo:]]"}, 400,
+     "path glob '[[:foo:]]' is not a valid glob: invalid character class range: [:foo:]"),
 ])
 def test_bad_parameters_get_one_readable_error(ui_server: UiServer, params: dict, status: int, error: str) -> None:
     assert ui_server.get(q(**params)) == (status, {"error": error})

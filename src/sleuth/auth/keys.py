@@ -97,7 +97,7 @@ def parse_keys(text: str, path: Path) -> list[SigningKey]:
         try:
             kid, secret, created = entry["kid"], bytes.fromhex(entry["secret"]), int(entry["created_at"])
             expires = entry.get("expires_at")
-            if not isinstance(kid, str) or not (_KID_RE.match(kid) or kid == "legacy0") or len(secret) < KEY_BYTES \
+            if not isinstance(kid, str) or not (_KID_RE.fullmatch(kid) or kid == "legacy0") or len(secret) < KEY_BYTES \
                     or not (expires is None or isinstance(expires, int)):
                 raise ValueError(kid)
         except (KeyError, TypeError, ValueError):

@@ -49,7 +49,8 @@ SCOPE_READ = "sleuth:read"
 SCOPE_WRITE = "sleuth:write"
 SCOPES = (SCOPE_READ, SCOPE_WRITE)
 
-#: A user name: a letter or digit, then letters, digits, ``.``, ``_``, ``@``, ``-`` (at most 64).
+#: A user name: a letter or digit, then letters, digits, ``.``, ``_``, ``@``, ``-`` (at most 64). Matched
+#: with ``fullmatch``: ``$`` alone also matches before a final newline (``alice\n`` was a second alice).
 USER_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 
 
@@ -71,7 +72,7 @@ class User:
     @classmethod
     def from_json(cls, name: str, data: Any) -> User:
         """Raises ConfigError for a malformed entry."""
-        if not isinstance(data, dict) or not USER_NAME_RE.match(name):
+        if not isinstance(data, dict) or not USER_NAME_RE.fullmatch(name):
             raise ConfigError(f"malformed user entry {name!r} in {USERS_FILE}")
         projects, scopes = data.get("projects"), data.get("scopes", [SCOPE_READ])
         if not isinstance(projects, list) or not all(isinstance(p, str) and p for p in projects) \
@@ -85,7 +86,7 @@ class User:
 
 def check_user_name(name: str) -> str:
     """``name`` when it is a valid user name; ConfigError otherwise."""
-    if not USER_NAME_RE.match(name):
+    if not USER_NAME_RE.fullmatch(name):
         raise ConfigError(f"invalid user name {name!r}: use letters, digits, '.', '_', '@' and '-' "
                           "(at most 64, starting with a letter or digit)")
     return name

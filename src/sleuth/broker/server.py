@@ -477,6 +477,8 @@ def _hold_run_lock(path: Path, wait_s: float) -> int:
 WATCH_ENV = "SLEUTH_BROKER_WATCH"
 #: How long a stopping broker waits for its watcher's current batch, in seconds.
 WATCHER_STOP_WAIT_S = 10.0
+#: How long the broker's watcher waits before watching again after an unexpected exception, in seconds.
+WATCHER_RETRY_WAIT_S = 5.0
 
 
 def watch_from_env(env: Mapping[str, str] | None = None) -> bool:
@@ -488,7 +490,9 @@ def watch_from_env(env: Mapping[str, str] | None = None) -> bool:
 def start_watcher(engine: Engine) -> tuple[threading.Event, threading.Thread]:
     """Watch every project's roots of ``engine`` in a daemon thread; returns (stop event, thread).
     Each batch re-indexes only the changed paths (``Engine.update_paths``), under the index's write
-    lock, so sessions see the index before or after a batch."""
+    lock, so sessions see the index before or after a batch. A batch that fails is logged and the
+    watch goes on (:func:`sleuth.watch.watch_index`); an unexpected exception out of the watch itself
+    is logged with its traceback, and the thread watches again after ``WATCHER_RETRY_WAIT_S``."""
     from sleuth.watch import watch_index
 
     stop = threading.Event()
@@ -503,9 +507,15 @@ def start_watcher(engine: Engine) -> tuple[threading.Event, threading.Thread]:
     def progress() -> Progress:  # a batch that lasts (a first scan) says how far it is, on stderr
         return Progress(PlainLines(sys.stderr, interval, "sleuth broker watch", end_line=False))
 
-    thread = threading.Thread(target=watch_index, args=(engine, None, stop),
-                              kwargs={"on_batch": report, "progress": progress},
-                              name="sleuth-broker-watch", daemon=True)
+    def watch() -> None:
+        while not stop.is_set():
+            try:
+                watch_index(engine, None, stop, on_batch=report, progress=progress)
+            except Exception:  # logged: a bug must not end the watching for the broker's lifetime
+                log.exception("watch: the file watcher failed; watching again in %g s", WATCHER_RETRY_WAIT_S)
+                stop.wait(WATCHER_RETRY_WAIT_S)
+
+    thread = threading.Thread(target=watch, name="sleuth-broker-watch", daemon=True)
     thread.start()
     return stop, thread
 

@@ -3,7 +3,10 @@ size limit, binary detection. Yields candidates and reasons for files that canno
 
 Symlinks are never followed (see :mod:`sleuth.ingest.confine`): nothing outside a project's roots
 is read, and each real file is indexed once. Paths come out in index form
-(:mod:`sleuth.ingest.names`): a name that is not valid UTF-8 is kept, losslessly escaped."""
+(:mod:`sleuth.ingest.names`): a name that is not valid UTF-8 is kept, losslessly escaped.
+
+A ``.gitignore`` line that is not a valid pattern (``\\``, ``[z-a]``, ``[[:foo:]]``) is left out and
+its other lines apply, as git does; the walk's caller hears of it (``on_ignore_file``)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,12 @@ from sleuth.ingest.confine import ConfinementError, Roots, link_reason, open_fil
 from sleuth.ingest.decode import SNIFF_BYTES, looks_binary
 from sleuth.ingest.names import fs_name, index_name, printable
 from sleuth.ingest.pdf import PDF_MAX_BYTES
-from sleuth.pathglob import GLOB_BACKEND, re2_readable
+from sleuth.pathglob import GLOB_ERRORS, gitignore_spec, gitignore_specs, glob_error_reason, re2_readable
+
+IgnoreFileHook = Callable[[str, list[str]], None]
+"""Told of each ``.gitignore`` a walk reads: its path relative to the root (index form,
+``sub/.gitignore``) and the problems of the lines left out (:func:`sleuth.pathglob.gitignore_specs`;
+empty when every line applies). A file may be told of more than once (:func:`walk_paths`)."""
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git/", ".git", ".hg/", ".svn/", ".jj/",
@@ -130,25 +138,32 @@ class _Defaults:
 
     def __init__(self, lines: Sequence[str]) -> None:
         lines = [re2_readable(line) for line in lines]  # an --exclude given with undecodable bytes
-        self.spec = pathspec.GitIgnoreSpec.from_lines(lines, backend=GLOB_BACKEND)
+        for line in lines:
+            try:
+                gitignore_spec([line])
+            except GLOB_ERRORS as exc:
+                raise ValueError(f"exclude {line!r} is not a valid pattern: {glob_error_reason(line, exc)}") from None
+        self.spec = gitignore_spec(lines)
         if any(line.lstrip().startswith("!") for line in lines):
             self.files = self.spec
         else:
-            self.files = pathspec.GitIgnoreSpec.from_lines([line for line in lines if not line.rstrip().endswith("/")],
-                                                           backend=GLOB_BACKEND)
+            self.files = gitignore_spec([line for line in lines if not line.rstrip().endswith("/")])
 
     def match(self, probe: str, is_dir: bool) -> bool:
         return (self.spec if is_dir else self.files).match_file(probe)
 
 
 class _Ignores:
-    """The ignore rules in force in one directory: defaults plus the chain of .gitignore files."""
+    """The ignore rules in force in one directory: defaults plus the chain of .gitignore files
+    (``on_ignore_file``: told of each .gitignore read, :data:`IgnoreFileHook`)."""
 
     def __init__(
-        self, defaults: _Defaults, chain: tuple[tuple[str, pathspec.GitIgnoreSpec], ...]
+        self, defaults: _Defaults, chain: tuple[tuple[str, pathspec.GitIgnoreSpec], ...],
+        on_ignore_file: IgnoreFileHook | None = None,
     ) -> None:
         self.defaults = defaults
         self.chain = chain  # (directory rel path with trailing "/" or "", spec), outermost first
+        self.on_ignore_file = on_ignore_file
 
     def excluded(self, rel: str, is_dir: bool) -> bool:
         probe = re2_readable(rel + "/" if is_dir else rel)
@@ -168,8 +183,12 @@ class _Ignores:
             return self
         lines = data.decode("utf-8", errors="replace").splitlines()
         base = rel_dir + "/" if rel_dir else ""
-        spec = pathspec.GitIgnoreSpec.from_lines(lines, backend=GLOB_BACKEND)
-        return _Ignores(self.defaults, self.chain + ((base, spec),))
+        specs, problems = gitignore_specs(lines)  # a line git would not read is left out, and told
+        if self.on_ignore_file is not None:
+            self.on_ignore_file(index_name(base + ".gitignore"), problems)
+        # Several specs of one file (rules too many for one RE2 set) are tried last first, as
+        # the files of the chain are: a path's last matching rule decides.
+        return _Ignores(self.defaults, self.chain + tuple((base, spec) for spec in specs), self.on_ignore_file)
 
 
 #: File name endings of archives, read member by member (sleuth.ingest.archive).
@@ -328,10 +347,11 @@ def _entry(root: Path, path: Path, rel: str, ignores: _Ignores, scope: _Scope,
     yield _check_file(root, path, rel, st, scope.unchanged)
 
 
-def _walk(roots: list[Path], defaults: _Defaults, scope: _Scope) -> Iterator[SourceFile | SkippedFile]:
+def _walk(roots: list[Path], defaults: _Defaults, scope: _Scope,
+          on_ignore_file: IgnoreFileHook | None = None) -> Iterator[SourceFile | SkippedFile]:
     for root in roots:
         if root.is_dir():
-            yield from _walk_dir(root, root, "", _Ignores(defaults, ()), scope)
+            yield from _walk_dir(root, root, "", _Ignores(defaults, (), on_ignore_file), scope)
         elif root.is_symlink():  # a root named through a symlink is read as what it names
             real = Path(os.path.realpath(root))
             yield _check_file(real.parent, real, real.name, real.stat(), scope.unchanged)
@@ -341,7 +361,7 @@ def _walk(roots: list[Path], defaults: _Defaults, scope: _Scope) -> Iterator[Sou
 
 def walk_roots(
     roots: Sequence[Path], extra_excludes: Sequence[str] = (), confine: Sequence[Path] | None = None,
-    unchanged: Unchanged | None = None,
+    unchanged: Unchanged | None = None, on_ignore_file: IgnoreFileHook | None = None,
 ) -> Iterator[SourceFile | SkippedFile]:
     """Find candidate files under each root, in a deterministic (name-sorted, depth-first) order.
 
@@ -368,9 +388,14 @@ def walk_roots(
     modification time and size: a file rewritten with the same size and time (a text file turned
     binary included) is taken as indexed until one of them changes.
 
+    A ``.gitignore`` line that is not a valid pattern is left out (its file's other lines apply);
+    ``on_ignore_file`` is told of each ``.gitignore`` read, with such lines' problems
+    (:data:`IgnoreFileHook`).
+
     Raises (at call time, before anything is yielded):
         FileNotFoundError: a root does not exist.
         NotADirectoryError: a root exists but is neither a directory nor a regular file.
+        ValueError: one of ``extra_excludes`` is not a valid pattern.
     """
     checked: list[Path] = []
     for root in map(Path, roots):
@@ -380,7 +405,7 @@ def walk_roots(
             raise NotADirectoryError(f"root is neither a directory nor a regular file: {root}")
         checked.append(root)
     defaults = _Defaults(default_exclude_lines(extra_excludes))
-    return _walk(checked, defaults, _Scope(Roots(checked if confine is None else confine), unchanged))
+    return _walk(checked, defaults, _Scope(Roots(checked if confine is None else confine), unchanged), on_ignore_file)
 
 
 def normalize_rel_paths(rel_paths: Iterable[str]) -> list[str]:
@@ -399,7 +424,7 @@ def normalize_rel_paths(rel_paths: Iterable[str]) -> list[str]:
 
 def walk_paths(
     root: Path, rel_paths: Iterable[str], extra_excludes: Sequence[str] = (), confine: Sequence[Path] | None = None,
-    unchanged: Unchanged | None = None,
+    unchanged: Unchanged | None = None, on_ignore_file: IgnoreFileHook | None = None,
 ) -> Iterator[SourceFile | SkippedFile]:
     """What :func:`walk_roots` would yield for ``root`` (a folder), restricted to ``rel_paths``.
 
@@ -407,14 +432,18 @@ def walk_paths(
     (walked recursively); the same rules apply as in a walk of the whole root, including every
     ``.gitignore`` between ``root`` and the path. Paths that do not exist (any more) or that are
     ignored yield nothing; ``..`` is not allowed. Used to re-index only what changed.
-    ``unchanged``: as for :func:`walk_roots`.
+    ``unchanged``: as for :func:`walk_roots`. ``on_ignore_file``: as for :func:`walk_roots` (told of
+    every ``.gitignore`` read, those of the folders above each path included).
+
+    Raises:
+        ValueError: a path with ``..``, or one of ``extra_excludes`` is not a valid pattern.
     """
     defaults = _Defaults(default_exclude_lines(extra_excludes))
     scope = _Scope(Roots([root] if confine is None else confine), unchanged)
-    top = _Ignores(defaults, ()).entering("", root)
+    top = _Ignores(defaults, (), on_ignore_file).entering("", root)
     for rel in normalize_rel_paths(rel_paths):
         if not rel:
-            yield from _walk_dir(root, root, "", _Ignores(defaults, ()), scope)
+            yield from _walk_dir(root, root, "", _Ignores(defaults, (), on_ignore_file), scope)
             continue
         parts = rel.split("/")
         if ".." in parts:

@@ -170,7 +170,7 @@ def parse_rfc3339_ns(value: Any, name: str) -> int | None:
     """
     if value is None:
         return None
-    if not isinstance(value, str) or not _RFC3339.match(value):
+    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
         raise QueryError(f"{name} must be an RFC 3339 date-time with a time zone, "
                          f"e.g. 2026-09-01T00:00:00Z; got {shown_value(value)}")
     try:

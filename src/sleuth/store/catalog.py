@@ -656,23 +656,34 @@ class Catalog(DocumentReads, VectorTable):
             conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
                          (key, value))
 
-    def record_problems(self, project_id: str, root: str, problems: Sequence[tuple[str, str]], now: str) -> None:
+    def record_problems(self, project_id: str, root: str, problems: Sequence[tuple[str, str]], now: str,
+                        read: Sequence[str] = (), scope: Sequence[str] | None = None) -> None:
         """Record ``[(path, problem)]`` of files indexed with a warning in this run of ``root``.
 
         A file re-read in this run loses its earlier problems; files not re-read keep theirs.
+        ``read``: files read in this run that are no documents (the ``.gitignore`` files: a line left
+        out is their problem); they lose their earlier problems too, and keep those given. Any other
+        problem of a path that is no document is dropped (a deleted file), within ``scope``, the
+        paths the run looked at (None: the whole root).
         """
+        kept = set(read)
         with self.write() as conn:
             conn.executemany(
                 "DELETE FROM problems WHERE project_id=? AND root=? AND path=?",
-                [(project_id, root, p) for p in dict.fromkeys(p for p, _ in problems)],
+                [(project_id, root, p) for p in dict.fromkeys([*read, *(p for p, _ in problems)])],
             )
             conn.executemany(
                 "INSERT INTO problems VALUES (?,?,?,?,?)", [(project_id, root, p, m, now) for p, m in problems]
             )
-            conn.execute(
-                "DELETE FROM problems WHERE project_id=? AND root=? AND path NOT IN"
+            orphans = [str(r[0]) for r in conn.execute(
+                "SELECT DISTINCT path FROM problems WHERE project_id=? AND root=? AND path NOT IN"
                 " (SELECT rel_path FROM documents WHERE project_id=? AND root=?)",
                 (project_id, root, project_id, root),
+            )]
+            conn.executemany(
+                "DELETE FROM problems WHERE project_id=? AND root=? AND path=?",
+                [(project_id, root, p) for p in orphans if p not in kept and (scope is None or any(
+                    not s or p == s or p.startswith(s + "/") for s in scope))],
             )
 
     def problems(self) -> list[dict[str, str]]:
