@@ -10,8 +10,8 @@ import pytest
 
 from sleuth.config import Config
 from sleuth.engine import Engine
-from sleuth.ingest import walk as walk_module
 from sleuth.lanes import graph as graph_module
+from tests.ingest.test_walk import _counting_opens
 
 T1_NS = 1_000_000_000
 T2_NS = 2_000_000_000
@@ -36,16 +36,8 @@ def src(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The files the walk opens (its binary sniff), as paths relative to nothing (absolute)."""
-    seen: list[str] = []
-    real = walk_module.open_file
-
-    def counting(path, *args, **kwargs):
-        seen.append(os.fspath(path))
-        return real(path, *args, **kwargs)
-
-    monkeypatch.setattr(walk_module, "open_file", counting)
-    return seen
+    """The files the walk opens (its binary sniff), as absolute paths."""
+    return _counting_opens(monkeypatch)
 
 
 @pytest.fixture

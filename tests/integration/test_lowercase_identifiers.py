@@ -8,6 +8,7 @@ older parser is analysed again by the next `sleuth index`, of a folder or of rec
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from sleuth.config import Config
 from sleuth.engine import Engine, Record
 from sleuth.ingest import PARSER_VERSION
 from sleuth.types import SearchRequest
+from tests.lanes.test_joined_phrases import engine_over
 
 PAGES = {
     "oncall.md": "# On-call\n\nSilence the alert in PagerDuty, then call ParseDuration.\n",
@@ -29,15 +31,8 @@ def found(engine: Engine, query: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("camel")
-    src = root / "notes"
-    src.mkdir()
-    for name, text in PAGES.items():
-        (src / name).write_text(text, encoding="utf-8")
-    with Engine(root / "idx", Config(model="none")) as eng:
-        eng.index([src], project="notes")
-        yield eng
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    yield from engine_over(tmp_path_factory.mktemp("camel"), PAGES)
 
 
 @pytest.mark.parametrize(("query", "pages"), [

@@ -8,6 +8,7 @@ an identifier quoted as written still matches only itself, and a word written wh
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,16 +30,20 @@ PAGES = {
 }
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("joined")
+def engine_over(root: Path, pages: dict[str, str]) -> Iterator[Engine]:
+    """An engine (no model) over a folder ``root/notes`` of ``pages`` (name -> text), project "notes"."""
     src = root / "notes"
     src.mkdir()
-    for name, text in PAGES.items():
+    for name, text in pages.items():
         (src / name).write_text(text, encoding="utf-8")
     with Engine(root / "idx", Config(model="none")) as eng:
         eng.index([src], project="notes")
         yield eng
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    yield from engine_over(tmp_path_factory.mktemp("joined"), PAGES)
 
 
 def found(engine: Engine, query: str) -> list[str]:
