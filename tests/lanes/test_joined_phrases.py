@@ -141,3 +141,16 @@ def test_a_long_phrase_is_searched_as_written(engine: Engine) -> None:
     short = ["lists", "files", "directories"] * (PHRASE_JOIN_MAX_TOKENS // 3)
     assert len(short) <= PHRASE_JOIN_MAX_TOKENS
     assert engine.postings._joined_spellings(tuple(short)) != []
+
+
+def test_a_phrase_of_stop_words_is_not_its_word_written_whole(tmp_path: Path) -> None:
+    """Attack round (this stop): '"log in to" server' made every word lane fail ("words must not be
+    empty"): the camelCase witness of "inTo" is empty (stop words), and an empty phrase query was
+    built; and "can not" found "cannot" (its witness, the one term "cannot", is the word's own)."""
+    pages = {"into.md": "# Into\n\nLog into the server.\n", "spaced.md": "# Spaced\n\nLog in to the server.\n",
+             "cannot.md": "# Cannot\n\nYou cannot log in.\n"}
+    for eng in engine_over(tmp_path, pages):
+        resp = eng.search(SearchRequest(query='"log in to" server'))
+        assert set(resp.unavailable_lanes) <= {"vector"} and sorted(h.path for h in resp.hits) == ["spaced.md"]
+        assert found(eng, '"can not"') == []
+        assert eng.postings._joined_spellings(("in", "to")) == []

@@ -507,7 +507,12 @@ class Postings:
                         break
                     match = joined_pattern(words).fullmatch(term)
                     if match is not None:
-                        runs[i].append((j, term, joined_witness(match, words)))
+                        witness = joined_witness(match, words)
+                        # A camelCase chunk is told from the word written whole by its parts' terms
+                        # after its whole's; without any ("inTo", "canNot": stop words) it cannot be,
+                        # and the joined spelling is not searched ("in to" does not find "into").
+                        if witness is None or len(witness) > 1:
+                            runs[i].append((j, term, witness))
                         break
         spellings = _spell(tokens, runs) if any(runs) else []
         with self._memo_lock:
