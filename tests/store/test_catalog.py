@@ -217,3 +217,25 @@ def test_skips_recorded(catalog):
     assert [(s["path"], s["reason"]) for s in catalog.skipped("proj")] == [("x.bin", "binary content")]
     catalog.record_skips("proj", "/r", [], NOW)
     assert catalog.skipped("proj") == []
+
+
+@pytest.mark.parametrize("value", [
+    '{"bad.ipynb": {"0": 1}}', '{"bad.ipynb": ["x", 1e999, 11, 3]}', '{"bad.ipynb": ["x", 1.5, 11, 3]}',
+    '{"bad.ipynb": ["x", true, 11, 3]}', '{"bad.ipynb": ["x", 1, 11]}', "[1, 2]", "not json",
+    "[" * 100_000 + "]" * 100_000,
+])
+def test_hostile_failed_file_rows_are_read_as_absent(catalog: Catalog, value: str) -> None:
+    """Attack round (this stop): a planted ``failed_files`` meta value made every `sleuth index` fail
+    (KeyError, OverflowError, RecursionError). An entry not of the shape written is left out (its file
+    is tried again); the good entries beside it are kept."""
+    from sleuth.store.rows import FailedFile
+
+    key = catalog._failed_key("p", "/r")
+    with catalog.write() as conn:
+        conn.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
+    assert catalog.failed_files("p", "/r") == {}
+    good = '{"ok.md": ["took too long", 5, 7, 3], ' + value[1:] if value.startswith('{"bad') else None
+    if good is not None:
+        with catalog.write() as conn:
+            conn.execute("UPDATE meta SET value=? WHERE key=?", (good, key))
+        assert catalog.failed_files("p", "/r") == {"ok.md": FailedFile("took too long", 5, 7, 3)}

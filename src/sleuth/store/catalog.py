@@ -632,9 +632,15 @@ class Catalog(DocumentReads, VectorTable):
             return {}
         try:
             rows = json.loads(row[0])
-            return {str(path): FailedFile(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for path, r in rows.items()}
-        except (ValueError, TypeError, IndexError, AttributeError):  # unreadable: every file is tried again
+        except (ValueError, TypeError, RecursionError):  # unreadable: every file is tried again
             return {}
+        if not isinstance(rows, dict):
+            return {}
+        # Read as hostile input: an entry not of the shape written (reason, then three integers) is
+        # left out, so its file is tried again (a float, 1e999, a nested object made indexing fail).
+        return {path: FailedFile(r[0], r[1], r[2], r[3]) for path, r in rows.items()
+                if isinstance(r, list) and len(r) == 4 and isinstance(r[0], str)
+                and all(type(x) is int for x in r[1:])}
 
     def record_failed_files(self, project_id: str, root: str, failed: Mapping[str, FailedFile],
                             rel_paths: Sequence[str] | None = None) -> None:
