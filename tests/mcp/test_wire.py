@@ -176,3 +176,16 @@ def test_no_answer_is_waited_for_once_the_output_is_gone(monkeypatch: pytest.Mon
     monkeypatch.setattr(wire, "ANSWERS_AFTER_EOF_MAX_S", 1e9)  # only the failed write can end the wait
     hang = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "hang", "arguments": {}}}
     assert served([INITIALIZE, INITIALIZED, hang], fail_sends=True) == []
+
+
+@pytest.mark.parametrize(("request_id", "cancelled_as"), [(1, "1"), (10, "1_0"), (7, " 7 "), ("7", 7), ("a", "a")])
+def test_a_cancellation_naming_the_request_in_another_form_settles_it(request_id: object, cancelled_as: object) -> None:
+    """Attack round (this stop): ``notifications/cancelled`` with ``requestId: "1"`` cancels request 1
+    in the SDK (which correlates ids as ``coerce_request_id`` does) and no answer is written; the server
+    waited for it after stdin's end for ANSWERS_AFTER_EOF_MAX_S (361 s)."""
+    pending = wire.Unanswered()
+    pending.read(types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/list"))  # type: ignore[arg-type]
+    assert len(pending) == 1
+    pending.read(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled",
+                                           params={"requestId": cancelled_as}))
+    assert len(pending) == 0

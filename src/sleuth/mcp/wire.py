@@ -300,7 +300,12 @@ class Unanswered:
 
     @staticmethod
     def _key(request_id: object) -> str:
-        return json.dumps(request_id)
+        """The id as the SDK correlates it (``coerce_request_id``: ``"7"``, ``" 7 "`` and ``"7_0"``... are
+        the int they parse as), so a cancellation naming a request in another form settles it as the
+        SDK's does (before, ``requestId: "1"`` cancelled request 1 and left it waited for 360 s)."""
+        from mcp.shared.dispatcher import coerce_request_id
+
+        return json.dumps(coerce_request_id(request_id) if isinstance(request_id, str | int) else request_id)
 
     def read(self, message: types.JSONRPCMessage) -> None:
         """Note ``message``, read from the client: a request now waits for its answer; a
