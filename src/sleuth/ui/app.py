@@ -4,8 +4,8 @@ Routes (:func:`page_routes`): ``/`` (the page), ``/static/*`` (its files, shippe
 and the JSON API the page uses -- ``/api/search``, ``/api/document``, ``/api/status``,
 ``/api/facets`` (see :mod:`sleuth.ui.api`). Every request passes
 :class:`sleuth.ui.guard.HostOriginGuard` first, then, under ``sleuth ui``,
-:class:`sleuth.ui.secret.TokenGuard` (the run's token, from the printed URL, as a cookie or a
-bearer header). ``sleuth serve --http`` mounts the same routes at
+:class:`sleuth.ui.secret.TokenGuard` (the run's token, from the printed URL, as a bearer header
+on every ``/api/`` call). ``sleuth serve --http`` mounts the same routes at
 ``/ui`` behind its bearer tokens (:mod:`sleuth.httpd.ui`).
 Engine calls run in worker threads, at most ``UI_CONCURRENT_CALLS`` at a time, never on the event
 loop. A SleuthError answers ``{"error": message}`` with a status that fits it; anything else answers
@@ -171,7 +171,7 @@ def create_app(engine: Engine, port: int, token: str, allowed_projects: Sequence
     """
     allowed = list(allowed_projects) if allowed_projects is not None else None
     app = Starlette(routes=page_routes(engine, lambda request: allowed))
-    return HostOriginGuard(TokenGuard(app, token, port), port, authorize)
+    return HostOriginGuard(TokenGuard(app, token), port, authorize)
 
 
 def serve_ui(engine: Engine, port: int = UI_DEFAULT_PORT, host: str = "127.0.0.1",

@@ -70,9 +70,8 @@
     }
     const headers = { accept: "application/json" };
     if (state.token) headers.authorization = `Bearer ${state.token}`;
-    // same-origin credentials: `sleuth ui` admits the page's calls by the HttpOnly cookie its printed
-    // URL set (the run's token); `sleuth serve --http` reads no cookie, only the bearer header.
-    const response = await fetch(url, { signal, headers, credentials: "same-origin" });
+    // No cookie is sent: both servers read the bearer header only.
+    const response = await fetch(url, { signal, headers, credentials: "omit" });
     let body;
     try {
       body = await response.json();
@@ -572,7 +571,18 @@
   // What webmcp.js uses: the same API and the same rendering of a location.
   window.sleuthPage = { getJSON };
 
+  // `sleuth ui` prints the page's URL with its token (?token=...): kept in this tab's sessionStorage
+  // (per origin: never sent to another port, as a cookie would be) and taken out of the address bar.
+  function tokenFromAddress() {
+    const url = new URL(window.location.href);
+    const given = url.searchParams.get("token");
+    if (given === null) return "";
+    url.searchParams.delete("token");
+    window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
+    return given;
+  }
+
   wire();
-  storeToken(storedToken());
+  storeToken(tokenFromAddress() || storedToken());
   start();
 })();
