@@ -37,7 +37,7 @@ def test_text_profile_answers_the_seeds_examples(tmp_path: Path) -> None:
     payloads = [envelope_of(r) for r in out["results"]]
     assert payloads[0] == {"status": "ok", "query": "rate limiting API", "results": [
         {"doc_id": "2", "score": 1.0, "snippet": "API rate limits", "highlights": ["API rate limits"]},
-        {"doc_id": "0", "score": 0.3863, "snippet": "Rate limiting protects APIs",
+        {"doc_id": "0", "score": 0.6816, "snippet": "Rate limiting protects APIs",
          "highlights": ["Rate limiting protects APIs"]},
     ]}
     assert payloads[1] == {"status": "ok", "query": "deployment guide", "index_size": 3, "results": [
