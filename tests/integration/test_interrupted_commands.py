@@ -141,9 +141,10 @@ def test_a_signal_stops_sleuth_serve_http_with_one_line_and_status_0(tmp_path: P
     code, out, err = _interrupted([*SLEUTH, "serve", "--http", f"127.0.0.1:{port}", "--index", str(index)], env,
                                   lambda line: f" sleuth.http INFO serving MCP at http://127.0.0.1:{port}/mcp " in line,
                                   sig=sig, answers=lambda _line: metadata)
-    # the rest of its log: the search page's address, then the one line
+    # the rest of its log: the search page's address (unless it came in one read with the line waited
+    # for: communicate() reads the pipe itself, past the line buffer readline() filled), then the one line
     lines = err.splitlines()
     assert code == 0 and out == ""
-    assert len(lines) == 2 and lines[0].endswith(f" sleuth.http INFO the search page: http://127.0.0.1:{port}/ui/ "
-                                                 "(asks for a token once)"), err
-    assert lines[1] == "sleuth serve: stopped"
+    assert len(lines) <= 2 and all(line.endswith(f" sleuth.http INFO the search page: http://127.0.0.1:{port}/ui/ "
+                                                 "(asks for a token once)") for line in lines[:-1]), err
+    assert lines[-1] == "sleuth serve: stopped"
