@@ -93,8 +93,14 @@ def test_every_request_read_before_eof_is_answered(notes_index: Path, env: dict[
     assert sorted(got, key=str) == [1, 2, "s"]
     assert "project_memory_search" in [t["name"] for t in got[2]["result"]["tools"]]
     found = got["s"]["result"]
-    assert found.get("isError") is not True, found
-    assert [r["title"] for r in found["structuredContent"]["results"]] == ["Walrus migration"]
+    if found.get("isError") and env["SLEUTH_BROKER"] == "1":
+        # Through a broker, a search still running when the input ends is cancelled (the broker frees
+        # the session's threads at once), and its answer says so: on a busy machine the search can
+        # still be running then (a full run under two busy loops saw it). It is answered all the same.
+        assert "the session that sent it ended" in json.dumps(found), found
+    else:
+        assert found.get("isError") is not True, found
+        assert [r["title"] for r in found["structuredContent"]["results"]] == ["Walrus migration"]
 
 
 def test_no_input_exits_at_once_with_nothing_on_stdout(notes_index: Path, env: dict[str, str]) -> None:
