@@ -200,23 +200,21 @@ def wait_for_embed_lock(index_dir: Path, timeout_s: float, progress: Progress | 
             in a finalizer: :meth:`~sleuth.progress.Progress.elsewhere` checks).
         NotALockFile, OSError: as :func:`sleuth.locks.lock_exclusive`.
     """
-    deadline = clock() + timeout_s
     next_report = clock()
-    while True:
-        fd = lock_exclusive(index_dir / EMBED_LOCK_FILE, 0)
-        if fd is not None:
-            return fd
+
+    def report() -> None:  # between two tries of the lock
+        nonlocal next_report
         now = clock()
-        if now >= deadline:
-            return None
-        if progress is not None and now >= next_report:
-            next_report = now + WAIT_REPORT_INTERVAL_S
-            shown = read()
-            if shown is not None and shown.get("state") == "running":
-                pid = shown.get("pid")
-                progress.elsewhere("embedding", shown["embedded"], shown["total"], shown.get("rate_blocks_per_s"),
-                                   shown.get("eta_s"), f"process {pid}" if isinstance(pid, int) else "another process")
-        sleep(min(poll_s, deadline - now))
+        if progress is None or now < next_report:
+            return
+        next_report = now + WAIT_REPORT_INTERVAL_S
+        shown = read()
+        if shown is not None and shown.get("state") == "running":
+            pid = shown.get("pid")
+            progress.elsewhere("embedding", shown["embedded"], shown["total"], shown.get("rate_blocks_per_s"),
+                               shown.get("eta_s"), f"process {pid}" if isinstance(pid, int) else "another process")
+
+    return lock_exclusive(index_dir / EMBED_LOCK_FILE, timeout_s, poll_s, report, clock, sleep)
 
 
 def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = float("inf")) -> int | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from sleuth.config import INDEX_DIR_NAME, Config, find_index_dir, load_config
 from sleuth.errors import DocumentNotFound, IndexNotFound
 from sleuth.indexer import Indexer, Record, content_hash_of, doc_id_for, now_rfc3339, project_id_for
 from sleuth.ingest import PARSER_VERSION
-from sleuth.ingest.roles import recorded_at_text
+from sleuth.ingest.roles import ns_to_rfc3339, recorded_at_text
 from sleuth.ingest.tabular import TabularRule
 from sleuth.lanes import registry
 from sleuth.lanes.base import LaneContext, LaneStatus
@@ -54,10 +53,6 @@ __all__ = ["Engine", "Record", "content_hash_of", "doc_id_for", "now_rfc3339", "
 #: query first needs it: an indexing run that wrote no document does not warm them (see
 #: :meth:`Engine.warm_lanes`).
 MEMORY_ONLY_LANES = frozenset({"graph"})
-
-
-def _ns_to_rfc3339(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _ambiguity_hint(found: list[tuple[str, str, str, str]]) -> str:
@@ -419,7 +414,7 @@ class Engine:
             root_label=root_label(doc.root), title=doc.title, kind=doc.label, format=doc.kind, role=doc.role,
             recorded_at=recorded_at_text(doc.recorded_ns, from_file=bool(doc.root)),
             status=decision_status(doc.front_matter), tags=doc.tags, front_matter=doc.front_matter,
-            mtime=_ns_to_rfc3339(doc.mtime_ns), revision=doc.revision, content_hash=doc.content_hash,
+            mtime=ns_to_rfc3339(doc.mtime_ns), revision=doc.revision, content_hash=doc.content_hash,
             text=doc.text,
             blocks=[
                 {"block_id": b.block_id, "heading_path": list(b.heading_path), "lines": [b.start_line, b.end_line],

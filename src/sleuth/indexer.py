@@ -685,7 +685,7 @@ def _unchanged_test(rp: _RootPass) -> Unchanged | None:
 
     def unchanged(rel: str, st: os.stat_result) -> bool:
         state = known.get((root_key, rel))
-        return state is not None and state.mtime_ns == st.st_mtime_ns and state.size_bytes == st.st_size
+        return state is not None and state.same_stat(st.st_mtime_ns, st.st_size)
 
     return unchanged
 
@@ -702,7 +702,7 @@ def _parse_job(rp: _RootPass, item: FileCandidate | SkippedFile) -> ParseJob | N
     state = rp.known.get((rp.root_key, item.rel_path))
     if rp.reparse:  # indexed by an older parser: parsed again, whatever its time, size and hash
         return item.job
-    if state and state.mtime_ns == item.mtime_ns and state.size_bytes == item.size_bytes:
+    if state and state.same_stat(item.mtime_ns, item.size_bytes):
         return None
     return dataclasses.replace(item.job, known_hash=state.content_hash) if state else item.job
 

@@ -17,23 +17,36 @@ from pathlib import Path
 LOCK_POLL_S = 0.05
 
 
-def retry_until(attempt: Callable[[], bool], timeout_s: float, poll_s: float = LOCK_POLL_S) -> bool:
+def retry_until(attempt: Callable[[], bool], timeout_s: float, poll_s: float = LOCK_POLL_S,
+                waiting: Callable[[], None] | None = None, clock: Callable[[], float] = time.monotonic,
+                sleep: Callable[[float], None] = time.sleep) -> bool:
     """Call ``attempt`` until it returns True, for at most ``timeout_s`` seconds (0: once), sleeping
-    ``poll_s`` seconds between tries; whether it did. What ``attempt`` raises is raised. The wait of
-    every lock of sleuth: a file's ``flock`` (:func:`lock_exclusive`), PostgreSQL's advisory lock
-    (:class:`sleuth.store.pg.PgWriteLock`)."""
-    deadline = time.monotonic() + timeout_s
+    ``poll_s`` seconds between tries (the last pause no longer than the time left); whether it did.
+    What ``attempt`` (or ``waiting``) raises is raised. The wait of every lock of sleuth: a file's
+    ``flock`` (:func:`lock_exclusive`), PostgreSQL's advisory lock (:class:`sleuth.store.pg.PgWriteLock`).
+
+    Args:
+        waiting: called before each pause (e.g. to show what the holder is doing).
+        clock, sleep: seconds, monotonic, and a pause (injected in tests).
+    """
+    deadline = clock() + timeout_s
     while True:
         if attempt():
             return True
-        if time.monotonic() >= deadline:
+        now = clock()
+        if now >= deadline:
             return False
-        time.sleep(poll_s)
+        if waiting is not None:
+            waiting()
+        sleep(min(poll_s, deadline - now))
 
 
-def lock_exclusive(path: Path, timeout_s: float, poll_s: float = LOCK_POLL_S) -> int | None:
+def lock_exclusive(path: Path, timeout_s: float, poll_s: float = LOCK_POLL_S,
+                   waiting: Callable[[], None] | None = None, clock: Callable[[], float] = time.monotonic,
+                   sleep: Callable[[float], None] = time.sleep) -> int | None:
     """Open ``path`` (created with mode 0600 when missing) and take an exclusive ``flock`` on it,
-    trying for at most ``timeout_s`` seconds (0: once).
+    trying for at most ``timeout_s`` seconds (0: once); ``waiting``, ``clock``, ``sleep``: as
+    :func:`retry_until`.
 
     Returns:
         The open descriptor holding the lock (closing it, or the process ending, releases it), or
@@ -54,7 +67,7 @@ def lock_exclusive(path: Path, timeout_s: float, poll_s: float = LOCK_POLL_S) ->
         return True
 
     try:
-        if retry_until(take, timeout_s, poll_s):
+        if retry_until(take, timeout_s, poll_s, waiting, clock, sleep):
             return fd
     except BaseException:
         os.close(fd)

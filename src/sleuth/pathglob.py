@@ -61,6 +61,14 @@ def re2_readable(path: str) -> str:
     return path
 
 
+def _gitignore_spec(lines: Sequence[str], backend: str) -> pathspec.GitIgnoreSpec:
+    """pathspec's rules of ``lines`` with ``backend``, without the ``FutureWarning`` Python's ``re``
+    prints for some of its regexes (``[[:alpha:]]``)."""
+    with warnings.catch_warnings():  # only this warning: a filter left by another thread is harmless
+        warnings.filterwarnings("ignore", message="Possible nested set", category=FutureWarning)
+        return pathspec.GitIgnoreSpec.from_lines(lines, backend=backend)
+
+
 def gitignore_spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
     """pathspec's rules of the gitignore ``lines``, matched by RE2 (``GLOB_BACKEND``), made without
     the ``FutureWarning`` Python's ``re`` prints for some of its regexes (``[[:alpha:]]``).
@@ -68,9 +76,7 @@ def gitignore_spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
     Raises:
         any of GLOB_ERRORS: a line pathspec cannot compile, or rules too many for one RE2 set.
     """
-    with warnings.catch_warnings():  # only this warning: a filter left by another thread is harmless
-        warnings.filterwarnings("ignore", message="Possible nested set", category=FutureWarning)
-        return pathspec.GitIgnoreSpec.from_lines(lines, backend=GLOB_BACKEND)
+    return _gitignore_spec(lines, GLOB_BACKEND)
 
 
 def glob_error_reason(line: str, exc: BaseException) -> str:
@@ -81,9 +87,7 @@ def glob_error_reason(line: str, exc: BaseException) -> str:
         return exc.msg  # without the position, which is one in pathspec's regex, not in the glob
     if isinstance(exc, re2.error):  # pathspec's message names its regex set; RE2's own names the fault
         try:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="Possible nested set", category=FutureWarning)
-                regex = pathspec.GitIgnoreSpec.from_lines([line], backend="simple").patterns[0].regex
+            regex = _gitignore_spec([line], "simple").patterns[0].regex
             if isinstance(regex, re.Pattern):
                 re2.compile(regex.pattern, options=_RE2_QUIET)
         except re2.error as own:

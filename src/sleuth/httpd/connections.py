@@ -40,12 +40,12 @@ from collections.abc import Callable
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from sleuth.httpd.settings import HTTP_HEAD_MAX_BYTES
+
 #: ``(status, reason, client address)`` of a refusal made here, for the audit log.
 RefusalHook = Callable[[int, str, str], None]
 #: The end of a request head as h11 finds it: a blank line (CRLF or bare LF line ends).
 _HEAD_END = re.compile(rb"\n\r?\n")
-#: The default ``head_max_bytes`` (:data:`sleuth.httpd.settings.HTTP_HEAD_MAX_BYTES`), in bytes.
-HEAD_MAX_BYTES_DEFAULT = 16 * 1024
 
 
 def head_length(buffered: bytes, limit_bytes: int) -> int | None:
@@ -95,7 +95,7 @@ class GuardedH11Protocol(H11Protocol):
     head_timeout_s = 10.0
     body_timeout_s = 60.0
     pending_per_client_max = 32
-    head_max_bytes = HEAD_MAX_BYTES_DEFAULT
+    head_max_bytes = HTTP_HEAD_MAX_BYTES
     pending = PendingCounts()
     on_refusal: RefusalHook | None = None
 
@@ -235,7 +235,7 @@ class GuardedH11Protocol(H11Protocol):
 
 def guarded_protocol(head_timeout_s: float, body_timeout_s: float, pending_per_client_max: int,
                      on_refusal: RefusalHook | None = None,
-                     head_max_bytes: int = HEAD_MAX_BYTES_DEFAULT) -> type[GuardedH11Protocol]:
+                     head_max_bytes: int = HTTP_HEAD_MAX_BYTES) -> type[GuardedH11Protocol]:
     """A :class:`GuardedH11Protocol` class for uvicorn's ``Config(http=...)``, with its own counts.
 
     Args:

@@ -369,6 +369,12 @@ def recorded_at_text(ns: int, from_file: bool) -> str | None:
     """
     if ns == 0 and not from_file:
         return None
+    return ns_to_rfc3339(ns)
+
+
+def ns_to_rfc3339(ns: int) -> str:
+    """``ns`` (nanoseconds since the epoch, negative before 1970) as RFC 3339 UTC to the second,
+    ``2026-12-06T21:27:42Z``, the year in four digits; the fraction of a second dropped."""
     moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=ns // 1000)
     return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%SZ")
 

@@ -138,12 +138,16 @@ class _Defaults:
 
     def __init__(self, lines: Sequence[str]) -> None:
         lines = [re2_readable(line) for line in lines]  # an --exclude given with undecodable bytes
-        for line in lines:
-            try:
-                gitignore_spec([line])
-            except GLOB_ERRORS as exc:
-                raise ValueError(f"exclude {line!r} is not a valid pattern: {glob_error_reason(line, exc)}") from None
-        self.spec = gitignore_spec(lines)
+        try:
+            self.spec = gitignore_spec(lines)
+        except GLOB_ERRORS:  # which line: each alone (only now: a walk compiles its defaults once)
+            for line in lines:
+                try:
+                    gitignore_spec([line])
+                except GLOB_ERRORS as exc:
+                    raise ValueError(f"exclude {line!r} is not a valid pattern: {glob_error_reason(line, exc)}"
+                                     ) from None
+            raise
         if any(line.lstrip().startswith("!") for line in lines):
             self.files = self.spec
         else:

@@ -449,27 +449,27 @@ class Postings:
         query it always was (same blocks, same scores). Each spelling is scored by BM25 as a phrase,
         and a block matching several gets their sum."""
         tokens = tuple(tokens)
+        written = self._consecutive("exact", tokens)
         if len(tokens) == 1:
-            return self.term("exact", tokens[0])
-        written = tantivy.Query.phrase_query(self.schema, "exact", list(tokens))
+            return written
         spellings = self._joined_spellings(tokens)
         if not spellings:
             return written
         clauses = [(tantivy.Occur.Should, written)]
         for terms, witnesses in spellings:
-            query = self.term("exact", terms[0]) if len(terms) == 1 else \
-                tantivy.Query.phrase_query(self.schema, "exact", list(terms))
+            query = self._consecutive("exact", terms)
             if witnesses:
                 query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query)] + [
-                    (tantivy.Occur.Must, tantivy.Query.const_score_query(self._body_run(w), 0.0)) for w in witnesses])
+                    (tantivy.Occur.Must, tantivy.Query.const_score_query(self._consecutive("body", w), 0.0))
+                    for w in witnesses])
             clauses.append((tantivy.Occur.Should, query))
         return tantivy.Query.boolean_query(clauses)
 
-    def _body_run(self, terms: Sequence[str]) -> tantivy.Query:
-        """Blocks whose ``body`` field holds ``terms`` consecutively."""
+    def _consecutive(self, field: str, terms: Sequence[str]) -> tantivy.Query:
+        """Blocks whose ``field`` holds ``terms`` (one or more) consecutively: a term query for one."""
         if len(terms) == 1:
-            return self.term("body", terms[0])
-        return tantivy.Query.phrase_query(self.schema, "body", list(terms))
+            return self.term(field, terms[0])
+        return tantivy.Query.phrase_query(self.schema, field, list(terms))
 
     def _joined_spellings(self, tokens: tuple[str, ...]) -> list[_Spelling]:
         """The ways the postings write ``tokens`` with some consecutive tokens joined into one surface

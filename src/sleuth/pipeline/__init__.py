@@ -468,8 +468,7 @@ class Searcher:
         limited to them how much other projects hold or are indexing. Reads the waiting documents'
         rows (no text) once per set of waiting documents and projects."""
         if doc_ids is not None:  # the filters' documents are of the searched projects already
-            ids = vector.pending_doc_ids() if vector.pending_documents() else ()
-            return len(doc_ids & (ids if isinstance(ids, (set, frozenset)) else frozenset(ids)))
+            return len(doc_ids.intersection(vector.pending_doc_ids()))
         if projects is None or not vector.pending_documents():
             return int(vector.pending_documents())
         ids = vector.pending_doc_ids()

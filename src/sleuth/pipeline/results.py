@@ -197,7 +197,7 @@ def document_hit(rank: int, d: FusedDocument, block: HitBlock, rows: Rows, terms
     return Hit.of_fields(
         rank=rank, doc_id=d.doc_id, project=block.project_id, path=block.rel_path, title=block.title,
         kind=block.label, format=block.kind, tags=block.tags, score=d.score,
-        sources=list(dict.fromkeys(lane_of(t.lane) for t in d.trace if t.lane != SUPERSEDES_TRACE)),
+        sources=list(dict.fromkeys(map(lane_of, d.sources))),
         semantic_only=d.semantic_only,
         block_ids=d.block_ids, best_block_id=d.best_block_id, heading_path=list(block.heading_path),
         lines=(block.start_line, block.end_line), location=location(block), snippet=first.text if first else "",

@@ -163,6 +163,12 @@ def _vectors_table_sql() -> str:
     return table[: table.index(";") + 1]
 
 
+
+def _within(path: str, rel_paths: Sequence[str]) -> bool:
+    """Whether ``path`` (relative to its root) is one of ``rel_paths`` or under one ("": the whole root)."""
+    return any(not r or path == r or path.startswith(r + "/") for r in rel_paths)
+
+
 class Catalog(DocumentReads, VectorTable):
     """Thread-safe access to one catalog database (one connection per thread).
 
@@ -651,8 +657,7 @@ class Catalog(DocumentReads, VectorTable):
             key = self._failed_key(project_id, root)
             kept: dict[str, FailedFile] = {}
             if rel_paths is not None:
-                kept = {p: f for p, f in self.failed_files(project_id, root).items()
-                        if not any(r == "" or p == r or p.startswith(r + "/") for r in rel_paths)}
+                kept = {p: f for p, f in self.failed_files(project_id, root).items() if not _within(p, rel_paths)}
             merged = {**kept, **failed}
             if not merged:
                 conn.execute("DELETE FROM meta WHERE key=?", (key,))
@@ -688,8 +693,7 @@ class Catalog(DocumentReads, VectorTable):
             )]
             conn.executemany(
                 "DELETE FROM problems WHERE project_id=? AND root=? AND path=?",
-                [(project_id, root, p) for p in orphans if p not in kept and (scope is None or any(
-                    not s or p == s or p.startswith(s + "/") for s in scope))],
+                [(project_id, root, p) for p in orphans if p not in kept and (scope is None or _within(p, scope))],
             )
 
     def problems(self) -> list[dict[str, str]]:

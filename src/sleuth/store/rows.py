@@ -134,6 +134,11 @@ class FileState:
     size_bytes: int
     content_hash: str
 
+    def same_stat(self, mtime_ns: int, size_bytes: int) -> bool:
+        """Whether a file of this modification time (ns) and size (bytes) is taken as the one indexed
+        (as git's index does: neither is read; a rewrite keeping both is not seen)."""
+        return self.mtime_ns == mtime_ns and self.size_bytes == size_bytes
+
 
 @dataclass(frozen=True)
 class FailedFile:

@@ -162,7 +162,7 @@ def create_app(engine: Engine, port: int, token: str, allowed_projects: Sequence
     """The page's ASGI application over ``engine``, for a server listening on loopback ``port``.
 
     Args:
-        token: the run's secret (:func:`sleuth.ui.secret.new_token`); every request must hold it
+        token: the run's secret (:func:`sleuth.ui.secret.new_token`); every ``/api/`` request must hold it
             (:class:`sleuth.ui.secret.TokenGuard`), after the ``Host``/``Origin`` checks.
         allowed_projects: the projects the page may show (None: every project of the index).
         authorize: see :class:`sleuth.ui.guard.HostOriginGuard`.
@@ -183,7 +183,7 @@ def serve_ui(engine: Engine, port: int = UI_DEFAULT_PORT, host: str = "127.0.0.1
         port: the TCP port; 0 picks a free one (``ready`` is told the URL once listening).
         ready: called with the page's URL, token included (``http://127.0.0.1:PORT/?token=...``),
             once the server listens; the only way the token is made known.
-        token: the secret requests must hold (None: a new random one, :func:`sleuth.ui.secret.new_token`).
+        token: the secret ``/api/`` requests must hold (None: a new random one, :func:`sleuth.ui.secret.new_token`).
     Raises:
         ConfigError: ``host`` is not a loopback address; the port is in use.
     """

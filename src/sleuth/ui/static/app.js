@@ -46,8 +46,9 @@
     return node;
   }
 
-  // The bearer token of a server that asks for one (sleuth serve --http): entered once, kept in this
-  // tab's sessionStorage, sent as an Authorization header -- never in a URL, never in a cookie.
+  // The bearer token of a server that asks for one (sleuth serve --http: entered once; sleuth ui: from
+  // the printed URL, taken out of the address bar at once), kept in this tab's sessionStorage and sent
+  // as an Authorization header -- never in a cookie.
   const TOKEN_KEY = "sleuth.token";
 
   function storedToken() {
