@@ -170,7 +170,7 @@ def test_token_verdicts() -> None:
     assert token_verdict(scope("/api/status", authorization="Bearer bad"), token) == TokenVerdict(
         401, message=WRONG_TOKEN_MESSAGE)
     assert token_verdict(scope("/api/status", cookie=f"sleuth-ui-1={token}"), token).status == 401
-    assert [guarded(p) for p in ("/api/x", "//api/x", "/API/x", "/apix", "/", "/static/a.js")] == [
-        True, True, True, False, False, False]
+    assert [guarded(p) for p in ("/api/x", "//api/x", "/API/x", "/apix", "/", "/static/a.js",
+                                 "http://127.0.0.1:1/api/x", "")] == [True, True, True, False, False, False, True, True]
     assert same_token(token, token) and not same_token(token + "x", token) and not same_token("é", token)
     assert not same_token(token * 100, token)

@@ -76,8 +76,10 @@ def _headers(scope: Scope, name: bytes) -> list[str]:
 
 def guarded(path: str) -> bool:
     """Whether a request for ``path`` (decoded, as the router sees it) needs the token: under ``/api/``,
-    however written (``//api/``, ``/API/`` are not routes, but are refused alike rather than trusted)."""
-    return ("/" + path.lstrip("/")).lower().startswith(GUARDED_PREFIX)
+    however written (``//api/``, ``/API/`` are not routes, but are refused alike rather than trusted),
+    and any path not starting with ``/`` (an absolute-form target, ``http://host/api/status``: the
+    router answers it 404 today; the guard does not rely on that)."""
+    return not path.startswith("/") or ("/" + path.lstrip("/")).lower().startswith(GUARDED_PREFIX)
 
 
 def token_verdict(scope: Scope, token: str) -> TokenVerdict:
