@@ -76,6 +76,15 @@ def test_an_unknown_key_is_refused_with_the_closest_known_one(tmp_path: Path, te
         assert str(info.value) == expected
 
 
+def test_thousands_of_unknown_keys_get_a_short_message(tmp_path: Path) -> None:
+    """An attack round's finding (low): 40,000 stray keys made a 1 MB error. Ten are named (none of
+    them close to a known key here), the rest counted."""
+    (tmp_path / "config.toml").write_text("".join(f"zz{i:05d} = 1\n" for i in range(40_000)), encoding="utf-8")
+    named = ", ".join(f"`zz{i:05d}`" for i in range(10))
+    assert refusal(tmp_path) == (f"unknown keys in {tmp_path / 'config.toml'}: {named} and 39,990 more;"
+                                 f" known keys: {KNOWN_KEYS}")
+
+
 def test_every_key_the_settings_read_is_known(tmp_path: Path) -> None:
     """A file with every key (and a lane table's key in any case) loads; ``BM25 = 2`` weighs bm25
     (before, it was stored under ``BM25`` and the bm25 lane kept its default weight)."""

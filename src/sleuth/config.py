@@ -124,6 +124,11 @@ CONFIG_KEYS = ("lanes", "fusion", "rrf_k", "score_weights", "lane_weights", "mod
 CONFIG_LANE_TABLES = ("score_weights", "lane_weights")
 
 
+#: Unknown keys of a config file named in its error (the rest are counted): a file of thousands of
+#: stray keys gets a message of a few lines.
+CONFIG_UNKNOWN_KEYS_SHOWN = 10
+
+
 def check_config_keys(values: Mapping[str, object], path: Path | str) -> None:
     """Refuse a key of ``config.toml`` (read from ``path``) that no setting reads: a misspelt key
     (``lanse = ["bm25"]``) was silently ignored, and every search ran with the defaults. Top-level
@@ -135,30 +140,33 @@ def check_config_keys(values: Mapping[str, object], path: Path | str) -> None:
         ConfigError: one unknown key with a close known one: ``unknown key `lanse` in PATH: did you
             mean `lanes`?``; otherwise ``unknown key(s) in PATH: `a` (did you mean `b`?), `c``
             followed by the known keys (``; known keys: ...``, ``; lane names: ...``) of every key
-            without a close one. Close: a difflib ratio of at least 0.6, ignoring case.
+            without a close one. Close: a difflib ratio of at least 0.6, ignoring case. At most
+            ``CONFIG_UNKNOWN_KEYS_SHOWN`` keys are named, then ``and N more``.
     """
-    problems: list[tuple[str, str | None, str]] = []  # (dotted key, closest known dotted key, the known list)
+    unknown: list[tuple[str, object, tuple[str, ...], str]] = []  # (prefix, key, known names, the known list)
     known_keys = "known keys: " + ", ".join(CONFIG_KEYS)
-    for key in values:
-        if key not in CONFIG_KEYS:
-            problems.append((_shown_key(key), _closest(key, CONFIG_KEYS), known_keys))
+    unknown += [("", key, CONFIG_KEYS, known_keys) for key in values if key not in CONFIG_KEYS]
     lanes = registry.lane_names()
     folded = {lane.casefold() for lane in lanes}
     for table in CONFIG_LANE_TABLES:
         entries = values.get(table)
         if isinstance(entries, dict):
-            for key in entries:
-                if str(key).strip().casefold() not in folded:
-                    near = _closest(str(key).strip(), lanes)
-                    problems.append((f"{table}.{_shown_key(key)}", near and f"{table}.{near}",
-                                     "lane names: " + ", ".join(lanes)))
-    if not problems:
+            unknown += [(f"{table}.", key, lanes, "lane names: " + ", ".join(lanes)) for key in entries
+                        if str(key).strip().casefold() not in folded]
+    if not unknown:
         return
-    if len(problems) == 1 and problems[0][1] is not None:
+    # (dotted key, closest known dotted key, the known list), for the keys named in the message only
+    problems: list[tuple[str, str | None, str]] = []
+    for prefix, key, names, known_list in unknown[:CONFIG_UNKNOWN_KEYS_SHOWN]:
+        near = _closest(str(key).strip(), names)
+        problems.append((prefix + _shown_key(key), near and prefix + near, known_list))
+    if len(unknown) == 1 and problems[0][1] is not None:
         raise ConfigError(f"unknown key `{problems[0][0]}` in {path}: did you mean `{problems[0][1]}`?")
     listed = ", ".join(f"`{key}`" + (f" (did you mean `{near}`?)" if near else "") for key, near, _ in problems)
+    if len(unknown) > len(problems):
+        listed += f" and {len(unknown) - len(problems):,} more"
     known = dict.fromkeys(known for _, near, known in problems if near is None)
-    raise ConfigError(f"unknown key{'s' if len(problems) > 1 else ''} in {path}: {listed}"
+    raise ConfigError(f"unknown key{'s' if len(unknown) > 1 else ''} in {path}: {listed}"
                       + "".join(f"; {k}" for k in known))
 
 

@@ -58,6 +58,10 @@ def open_catalog(index_dir: Path) -> tuple[Catalog, WriteLock]:
     return PgCatalog(url, index_dir), PgWriteLock(url, write_lock_timeout_s())  # type: ignore[return-value]
 
 
+#: Mode of an index folder sleuth creates (a folder that exists is left as it is).
+NEW_INDEX_DIR_MODE = 0o700
+
+
 class IndexFolder:
     """The stored parts of one index, opened (the folder is created when missing).
 
@@ -77,7 +81,9 @@ class IndexFolder:
             raise ConfigError(f"{self.index_dir} cannot be an index folder: it is not a folder (a file, a symlink to "
                               "a file, or a symlink loop)")
         with storage_errors(self.index_dir, "the index folder"):
-            self.index_dir.mkdir(parents=True, exist_ok=True)
+            # A new index folder is this user's alone (it holds the text of every indexed file), as
+            # ssh and gpg make theirs; an existing one keeps the mode its owner gave it.
+            self.index_dir.mkdir(mode=NEW_INDEX_DIR_MODE, parents=True, exist_ok=True)
         self.catalog, self.write_lock = open_catalog(self.index_dir)
         #: The lock of this folder's postings: the write lock itself with a local catalog (one
         #: folder, one lock), a ``flock`` of its own when the catalog is shared (see ``POSTINGS_LOCK_FILE``).
