@@ -4,6 +4,7 @@
     python bench/hybrid_parts.py parts INDEX QUERIES.json       # embedding, HNSW, rescoring p50 ms
     python bench/hybrid_parts.py rm3-terms INDEX QUERIES.json   # bm25 + rm3 p50 ms per RM3 term count
     python bench/hybrid_parts.py factor INDEX QUERIES.json      # default hybrid p50 ms, HNSW x2 / x1
+    python bench/hybrid_parts.py rerank INDEX QUERIES.json      # p50 ms, rm3 reranking / every block
     python bench/hybrid_parts.py recall                         # HNSW recall on the eval caches' real vectors
     python bench/hybrid_parts.py forced [--sets scifact ...]    # nDCG@10 with the HNSW path forced
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import tempfile
@@ -117,6 +119,34 @@ def factor(index: Path, queries: list[str]) -> None:
                           _interleaved(e, queries, [2, 1], apply, None, True)}))
 
 
+def rerank(index: Path, queries: list[str]) -> None:
+    """p50 ms of three lane sets with the rm3 lane reranking the first round (the default since
+    docs/BENCH.md, "rm3 reranks the first round") and searching every block holding a word of the
+    query (before), interleaved; and how many top-10 document lists are the same."""
+    with Engine(index) as e:
+        lane = e.lanes["rm3"]
+        if "vector" in e.lanes:
+            e.lanes["vector"].matrix()  # type: ignore[attr-defined]
+        for lanes in (["bm25", "rm3"], ["bm25", "index", "rm3"], None):
+
+            def apply(mode: object) -> None:
+                lane.rerank_first_round = mode == "rerank"  # type: ignore[attr-defined]
+
+            same = 0
+            for q in queries:
+                tops = []
+                for mode in ("rerank", "every block"):
+                    apply(mode)
+                    e.postings.forget_searches()
+                    tops.append([h.doc_id for h in e.search(SearchRequest(query=q, limit=10, lanes=lanes)).hits])
+                same += tops[0] == tops[1]
+            row = _interleaved(e, queries, ["rerank", "every block"], apply, lanes, lanes is None)
+            print(json.dumps({"lanes": lanes or "default", "p50 ms": row,
+                              "ratio": round(row["every block"] / row["rerank"], 3),
+                              "same top 10": f"{same} of {len(queries)}", "load": os.getloadavg()[0]}), flush=True)
+        lane.rerank_first_round = True  # type: ignore[attr-defined]
+
+
 def recall() -> None:
     vectors, texts, embedder = [], [], None
     vector_module.VECTOR_EXACT_MAX_BLOCKS = 10**9  # the matrix only: no HNSW index built here
@@ -165,7 +195,7 @@ def forced(sets: list[str]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("what", choices=["parts", "rm3-terms", "factor", "recall", "forced"])
+    ap.add_argument("what", choices=["parts", "rm3-terms", "factor", "rerank", "recall", "forced"])
     ap.add_argument("index", type=Path, nargs="?")
     ap.add_argument("queries", type=Path, nargs="?")
     ap.add_argument("--sets", nargs="+", default=list(JUDGED_SETS))
@@ -178,7 +208,7 @@ def main() -> None:
         if args.index is None or args.queries is None:
             ap.error(f"{args.what} needs INDEX and QUERIES.json")
         queries: list[str] = json.loads(args.queries.read_text(encoding="utf-8"))
-        {"parts": parts, "rm3-terms": rm3_terms, "factor": factor}[args.what](args.index, queries)
+        {"parts": parts, "rm3-terms": rm3_terms, "factor": factor, "rerank": rerank}[args.what](args.index, queries)
 
 
 if __name__ == "__main__":

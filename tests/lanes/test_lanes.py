@@ -286,3 +286,35 @@ def test_rm3_lane_finds_a_block_through_a_feedback_term(tmp_path):
         assert list(found.scores) == pytest.approx(list(res.scores[:2]), rel=1e-6)
     finally:
         eng.close()
+
+
+def test_rm3_lane_reranks_the_first_round_by_default(tmp_path):
+    """By default the rm3 lane scores again the bm25 lane's ``k`` best blocks (its first round, as
+    deep as its answer) by the expanded query: a block the first round did not reach is not
+    returned, though the expansion would have raised it (``rerank_first_round=False``)."""
+    from sleuth.lanes.lexical import FeedbackLane
+
+    src = tmp_path / "notes"
+    write(src, "a.md", "# Wing\n\nThe wing lift grows with the angle of attack at low speed and at high altitude.\n")
+    write(src, "b.md", "# Lift\n\nWing lift of an airfoil in a tunnel.\n")
+    write(src, "c.md", "# Tunnel\n\nAirfoil tunnel lift: airfoil tunnel, airfoil tunnel.\n")
+    write(src, "d.md", "# Cats\n\nCats sleep all day in the sun.\n")
+    eng = Engine(tmp_path / "idx")
+    try:
+        eng.index([src], project="notes")
+        doc = {b: b.partition(":")[0] for b in stored_terms(eng)}
+        path_of = {d: eng.catalog.documents([d])[d].rel_path for d in set(doc.values())}
+
+        def ranked(lane, k):
+            return [path_of[doc[b]] for b in lane.search(lane_query("wing lift", k)).block_ids]
+
+        assert ranked(eng.lanes["bm25"], 2) == ["b.md", "a.md"]
+        settings = {"fb_blocks": 1, "fb_terms": 5, "original_weight": 0.1}
+        reranking = FeedbackLane(eng.postings, eng.catalog, **settings)
+        everywhere = FeedbackLane(eng.postings, eng.catalog, rerank_first_round=False, **settings)
+        assert ranked(reranking, 2) == ["b.md", "a.md"]
+        assert ranked(everywhere, 2) == ["b.md", "c.md"]
+        # deep enough to hold it, the first round is reordered as the whole search orders it
+        assert ranked(reranking, 3) == ranked(everywhere, 3) == ["b.md", "c.md", "a.md"]
+    finally:
+        eng.close()

@@ -418,6 +418,13 @@ class Postings:
         with self._memo_lock:
             self._memo.clear()
 
+    def blocks_among(self, block_ids: Sequence[str]) -> tantivy.Query:
+        """The blocks ``block_ids``, as a filter: one term query each in the block id field (a
+        term-set query walks the whole term dictionary of the field: 3.7 ms for 200 blocks among
+        1,000,000, against 0.7 ms for 200 term queries)."""
+        clauses = [(tantivy.Occur.Should, self.term("block_id", b)) for b in block_ids]
+        return clauses[0][1] if len(clauses) == 1 else tantivy.Query.boolean_query(clauses)
+
     def term(self, field: str, term: str) -> tantivy.Query:
         return tantivy.Query.term_query(self.schema, field, term)
 

@@ -207,7 +207,8 @@ def describe_lanes() -> str:
 # The rm3 lane (pseudo-relevance feedback, among the blocks holding a word of the query) is a default
 # lane: with score weight 0.096 and the vector lane's at 0.5 (0.4 before) it was higher on all four
 # sets, by 0.0007 to 0.0034 nDCG@10 against bm25 + index + vector at 0.4 (docs/EVAL.md, "Issue 14,
-# third pass"); it adds two postings searches and the analysis of ten blocks to every query (the warm
+# third pass"); it adds two postings searches (the second among the bm25 lane's blocks only, since stop 35:
+# docs/BENCH.md, "rm3 reranks the first round") and the analysis of ten blocks to every query (the warm
 # hybrid at 200k blocks took 1.24-1.29x its time without rm3 in the same runs: about 10.4-10.8 ms
 # against 8.4 ms quiet; docs/EVAL.md, fourth pass). Its RRF weight (a fifth of the bm25 lane's) is not tuned; seed
 # 004's memory tool leaves it out (it lowered that tool on SciFact: sleuth.memory.search).
