@@ -31,7 +31,7 @@ def test_a_file_over_the_limit_is_refused_unparsed(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text("#" * (1024 * 1024) + "\nlanes = 5\n", encoding="utf-8")
     assert refusal(tmp_path) == f"cannot read {tmp_path / 'config.toml'}: larger than 1,048,576 bytes"
     (tmp_path / "config.toml").write_text("#" * (1024 * 1024 - 14) + "\nlanes = 5\n", encoding="utf-8")
-    assert refusal(tmp_path).startswith("bad configuration value: ")  # at the limit: read and parsed
+    assert refusal(tmp_path).startswith("lanes must be a list of lane names, got 5")  # at the limit: read and parsed
 
 
 def test_something_other_than_a_regular_file_is_refused_unread(tmp_path: Path) -> None:
@@ -83,6 +83,27 @@ def test_thousands_of_unknown_keys_get_a_short_message(tmp_path: Path) -> None:
     named = ", ".join(f"`zz{i:05d}`" for i in range(10))
     assert refusal(tmp_path) == (f"unknown keys in {tmp_path / 'config.toml'}: {named} and 39,990 more;"
                                  f" known keys: {KNOWN_KEYS}")
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("lanes = [1]", "a lane is named by a string, got 1; choose from "),
+    ("lanes = [true]", "a lane is named by a string, got True; choose from "),
+    ('lanes = [["bm25"], {a = 1}]', "a lane is named by a string, got ['bm25']; choose from "),
+    ("lanes = 5", "lanes must be a list of lane names, got 5"),
+    ('lanes = "' + "q" * 200_000 + '"', "unknown lane(s) " + "q" * 60 + "...; choose from "),
+    ("lanes = [" + ", ".join(f'"l{i}"' for i in range(20_000)) + "]",
+     "unknown lane(s) l0, l1, l2, l3, l4, l5, l6, l7, l8, l9 and 19,990 more; choose from "),
+    ('fusion = "' + "f" * 300_000 + '"', "fusion must be one of rrf, convex, zscore, got '" + "f" * 59 + "..."),
+    ('model = "' + "m" * 300_000 + '"', "model must be a model name, a folder or 'none' of at most 4,096 characters,"
+     " got 300,000 characters ('" + "m" * 59 + "...)"),
+])
+def test_a_hostile_value_gets_a_short_readable_error(tmp_path: Path, text: str, said: str) -> None:
+    """An attack round's findings: ``lanes = [1]`` ended every command with an AttributeError
+    traceback, and a long value (a 300,000-character ``fusion`` or ``model``, 20,000 lane names) was
+    printed whole in the error."""
+    (tmp_path / "config.toml").write_text(text + "\n", encoding="utf-8")
+    message = refusal(tmp_path)
+    assert message.startswith(said) and len(message) < 400
 
 
 def test_every_key_the_settings_read_is_known(tmp_path: Path) -> None:

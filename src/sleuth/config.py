@@ -170,6 +170,11 @@ def check_config_keys(values: Mapping[str, object], path: Path | str) -> None:
                       + "".join(f"; {k}" for k in known))
 
 
+def _shown_repr(value: object) -> str:
+    """A value of the file as shown in a message: its ``repr``, escaped and cut as :func:`shown` does."""
+    return shown(repr(value))
+
+
 def _shown_key(key: object) -> str:
     """A key of the file as shown in a message (non-printable characters escaped, cut at 60)."""
     return shown(str(key))
@@ -209,13 +214,13 @@ def load_serve_settings(index_dir: Path | None, env: Mapping[str, str] | None = 
     if isinstance(tools, str):
         tools = tools.split(",")
     if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
-        raise ConfigError(f"tools must be a list of tool profile names, got {tools!r}")
+        raise ConfigError(f"tools must be a list of tool profile names, got {_shown_repr(tools)}")
     guides: Path | None = None
     if env.get("SLEUTH_GUIDES"):
         guides = Path(env["SLEUTH_GUIDES"]).expanduser()
     elif "guides" in values:
         if not isinstance(values["guides"], str) or not values["guides"].strip():
-            raise ConfigError(f"guides must be the path of a guides.json file, got {values['guides']!r}")
+            raise ConfigError(f"guides must be the path of a guides.json file, got {_shown_repr(values['guides'])}")
         guides = Path(values["guides"]).expanduser()
         if index_dir is not None and not guides.is_absolute():
             guides = index_dir / guides
@@ -234,7 +239,7 @@ def load_default_project(index_dir: Path | None, env: Mapping[str, str] | None =
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"default_project must be a project id, got {value!r}")
+        raise ConfigError(f"default_project must be a project id, got {_shown_repr(value)}")
     return value.strip()
 
 
@@ -331,7 +336,7 @@ def _model_settings(cfg: Config, values: dict[str, Any]) -> Config:
     if "model_int8" in values:
         raw_int8 = values["model_int8"]
         if raw_int8 != "auto" and not isinstance(raw_int8, bool):
-            raise ConfigError(f"model_int8 must be true, false or \"auto\", got {raw_int8!r}")
+            raise ConfigError(f"model_int8 must be true, false or \"auto\", got {_shown_repr(raw_int8)}")
         cfg = replace(cfg, model_int8=None if raw_int8 == "auto" else raw_int8)
     return cfg
 
@@ -341,12 +346,13 @@ def _tabular_settings(cfg: Config, values: dict[str, Any]) -> Config:
     ``cfg``. Raises ConfigError."""
     if "tabular" in values:
         if values["tabular"] not in TABULAR_MODES:
-            raise ConfigError(f"tabular must be one of {', '.join(TABULAR_MODES)}, got {values['tabular']!r}")
+            raise ConfigError(f"tabular must be one of {', '.join(TABULAR_MODES)},"
+                              f" got {_shown_repr(values['tabular'])}")
         cfg = replace(cfg, tabular=str(values["tabular"]))
     if "tabular_json_min_bytes" in values:
         raw_min = values["tabular_json_min_bytes"]
         if not isinstance(raw_min, int) or isinstance(raw_min, bool) or raw_min < 0:
-            raise ConfigError(f"tabular_json_min_bytes must be a number of bytes >= 0, got {raw_min!r}")
+            raise ConfigError(f"tabular_json_min_bytes must be a number of bytes >= 0, got {_shown_repr(raw_min)}")
         cfg = replace(cfg, tabular_json_min_bytes=raw_min)
     if "archive_max_members" in values:
         raw_members = values["archive_max_members"]
@@ -356,7 +362,7 @@ def _tabular_settings(cfg: Config, values: dict[str, Any]) -> Config:
             members = 0
         if not 1 <= members <= ARCHIVE_MAX_MEMBERS_CEILING:
             raise ConfigError(f"archive_max_members must be a whole number of members from 1 to"
-                              f" {ARCHIVE_MAX_MEMBERS_CEILING:,}, got {raw_members!r}")
+                              f" {ARCHIVE_MAX_MEMBERS_CEILING:,}, got {_shown_repr(raw_members)}")
         cfg = replace(cfg, archive_max_members=members)
     return cfg
 
@@ -365,6 +371,8 @@ def _fusion_settings(cfg: Config, values: dict[str, Any]) -> Config:
     """``lanes``, ``rrf_k`` and ``fusion`` of ``values`` applied to ``cfg``. Raises ConfigError."""
     if "lanes" in values:
         lanes = values["lanes"]
+        if not isinstance(lanes, str | list):
+            raise ConfigError(f"lanes must be a list of lane names, got {_shown_repr(lanes)}")
         cfg = replace(cfg.with_lanes(lanes.split(",") if isinstance(lanes, str) else list(lanes)), lanes_set=True)
     if "rrf_k" in values:
         raw = values["rrf_k"]
@@ -373,11 +381,11 @@ def _fusion_settings(cfg: Config, values: dict[str, Any]) -> Config:
         except ValueError:
             k = 0
         if k <= 0 or isinstance(raw, float | bool):
-            raise ConfigError(f"rrf_k must be a positive integer, got {raw!r}")
+            raise ConfigError(f"rrf_k must be a positive integer, got {_shown_repr(raw)}")
         cfg = replace(cfg, rrf_k=k)
     if "fusion" in values:
         if values["fusion"] not in FUSION_METHODS:
-            raise ConfigError(f"fusion must be one of {', '.join(FUSION_METHODS)}, got {values['fusion']!r}")
+            raise ConfigError(f"fusion must be one of {', '.join(FUSION_METHODS)}, got {_shown_repr(values['fusion'])}")
         cfg = replace(cfg, fusion=str(values["fusion"]))
     return cfg
 
@@ -390,16 +398,16 @@ LANE_WEIGHT_MAX = 1_000_000.0
 def _weights(key: str, weights: dict[str, float], raw_weights: object) -> dict[str, float]:
     """``weights`` overlaid with the table ``raw_weights`` (config key ``key``). Raises ConfigError."""
     if not isinstance(raw_weights, dict):
-        raise ConfigError(f"{key} must be a table of lane = weight, got {raw_weights!r}")
+        raise ConfigError(f"{key} must be a table of lane = weight, got {_shown_repr(raw_weights)}")
     for raw_lane, w in raw_weights.items():
         (lane,) = validate_lanes([str(raw_lane)])  # the registered name: ``BM25 = 2`` weighs bm25
         try:
             weight = float(w)
         except (TypeError, ValueError):
-            raise ConfigError(f"{key}.{lane} must be a number, got {w!r}") from None
+            raise ConfigError(f"{key}.{lane} must be a number, got {_shown_repr(w)}") from None
         # nan, inf or a huge weight made every fused score nan or inf (and the JSON output invalid)
         if isinstance(w, bool) or not 0.0 <= weight <= LANE_WEIGHT_MAX:
-            raise ConfigError(f"{key}.{lane} must be a number from 0 to {LANE_WEIGHT_MAX:,.0f}, got {w!r}")
+            raise ConfigError(f"{key}.{lane} must be a number from 0 to {LANE_WEIGHT_MAX:,.0f}, got {_shown_repr(w)}")
         weights[lane] = weight
     return weights
 
@@ -412,7 +420,7 @@ def _milvus_settings(cfg: Config, values: dict[str, object], index_dir: Path | N
         if key in values:
             raw = values[key]
             if not isinstance(raw, str) or not raw.strip():
-                raise ConfigError(f"{key} must be a non-empty string, got {raw!r}")
+                raise ConfigError(f"{key} must be a non-empty string, got {_shown_repr(raw)}")
             changes[key] = raw.strip()
     uri = changes.get("milvus_uri")
     if isinstance(uri, str) and "://" not in uri and index_dir is not None:
@@ -420,11 +428,11 @@ def _milvus_settings(cfg: Config, values: dict[str, object], index_dir: Path | N
     if "milvus_partitions" in values:
         raw = values["milvus_partitions"]
         if not isinstance(raw, int) or isinstance(raw, bool) or not 1 <= raw <= 4096:
-            raise ConfigError(f"milvus_partitions must be an integer from 1 to 4096, got {raw!r}")
+            raise ConfigError(f"milvus_partitions must be an integer from 1 to 4096, got {_shown_repr(raw)}")
         changes["milvus_partitions"] = raw
     if "milvus_sync_part_blocks" in values:
         raw = values["milvus_sync_part_blocks"]
         if not isinstance(raw, int) or isinstance(raw, bool) or not 1 <= raw <= 1_000_000:
-            raise ConfigError(f"milvus_sync_part_blocks must be an integer from 1 to 1000000, got {raw!r}")
+            raise ConfigError(f"milvus_sync_part_blocks must be an integer from 1 to 1000000, got {_shown_repr(raw)}")
         changes["milvus_sync_part_blocks"] = raw
     return replace(cfg, **changes) if changes else cfg  # type: ignore[arg-type]

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
-import json
 import logging
 import os
 import sys
@@ -36,7 +35,7 @@ import numpy as np
 
 from sleuth.bert_graph import INT8_OUTLIER_CHANNELS, SINGLE_TEXT_METADATA
 from sleuth.cpu_features import Int8Support, int8_support
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, shown_value
 from sleuth.model_json import read_model_json
 from sleuth.store import scratch
 
@@ -508,15 +507,22 @@ def load_embedder_now(spec: str | None, quantized: bool | None = None) -> Embedd
     return None if files is None else Embedder(files)
 
 
+#: Longest model spec (a name or a folder): a path longer than Linux's PATH_MAX names no folder.
+MODEL_SPEC_MAX_CHARS = 4096
+
+
 def check_model_spec(spec: object) -> str:
     """Validate a configured model spec (a string; a folder starting with ``~`` must expand to a
     home folder), raising ConfigError otherwise."""
     if not isinstance(spec, str) or not spec.strip():
-        raise ConfigError(f"model must be a model name, a folder or 'none', got {json.dumps(spec)}")
+        raise ConfigError(f"model must be a model name, a folder or 'none', got {shown_value(spec)}")
+    if len(spec) > MODEL_SPEC_MAX_CHARS:
+        raise ConfigError(f"model must be a model name, a folder or 'none' of at most {MODEL_SPEC_MAX_CHARS:,}"
+                          f" characters, got {len(spec):,} characters ({shown_value(spec)})")
     if spec.strip().startswith("~"):
         try:
             Path(spec.strip()).expanduser()
         except RuntimeError:  # ~user of no such user, or ~ with neither $HOME nor a password entry
-            raise ConfigError(f"model {json.dumps(spec.strip())} starts with '~' but names no home folder"
+            raise ConfigError(f"model {shown_value(spec.strip())} starts with '~' but names no home folder"
                               " (no such user, or $HOME unset): give the folder's full path") from None
     return spec.strip()

@@ -38,7 +38,7 @@ import errno
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,17 @@ def shown(text: str, max_chars: int = SHOWN_MAX_CHARS) -> str:
     cut = text[:max_chars]
     out = "".join(c if c.isprintable() and not "\ud800" <= c <= "\udfff" else f"\\u{ord(c):04x}" for c in cut)
     return out + ("..." if len(text) > max_chars else "")
+
+
+#: Names of a caller's list shown in an error message before the rest are counted.
+SHOWN_MAX_ITEMS = 10
+
+
+def shown_names(names: Sequence[str], max_items: int = SHOWN_MAX_ITEMS) -> str:
+    """``names`` comma-separated for an error message: each as :func:`shown` makes it, at most
+    ``max_items`` of them, then ``and N more``."""
+    listed = ", ".join(shown(n) for n in names[:max_items])
+    return listed + (f" and {len(names) - max_items:,} more" if len(names) > max_items else "")
 
 
 def shown_value(value: Any, max_chars: int = SHOWN_MAX_CHARS) -> str:

@@ -138,7 +138,7 @@ def test_unknown_project_and_lane(hugo_index: Path) -> None:
     proc = run_cli("search", "x", "--lanes", "", "--index", str(hugo_index), check=False)
     assert proc.returncode == 2 and "unknown lane(s) (none given)" in proc.stderr
     proc = run_cli("search", "x", "--lanes", "bm25,\x1b]0;owned\x07", "--index", str(hugo_index), check=False)
-    assert proc.returncode == 2 and "unknown lane(s) '\\x1b]0;owned\\x07'" in proc.stderr and "\x1b" not in proc.stderr
+    assert proc.returncode == 2 and "unknown lane(s) \\u001b]0;owned\\u0007;" in proc.stderr and "\x1b" not in proc.stderr
 
 
 def test_missing_index_is_reported(tmp_path: Path) -> None:
@@ -595,7 +595,7 @@ def test_a_model_folder_starting_with_a_tilde_of_no_home_is_a_configuration_erro
     (notes / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
     run_cli("index", str(notes), "--index", str(index), env={"SLEUTH_MODEL": "none"})
     spec = "~sleuth-no-such-user/model"
-    said = (f'error: model "{spec}" starts with \'~\' but names no home folder (no such user, or $HOME unset): '
+    said = (f"error: model '{spec}' starts with \'~\' but names no home folder (no such user, or $HOME unset): "
             "give the folder's full path (settings from {})")
     for command in (["status"], ["doctor"], ["index", str(notes)]):
         proc = run_cli(*command, "--index", str(index), env={"SLEUTH_MODEL": spec}, check=False)

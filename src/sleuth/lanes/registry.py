@@ -124,16 +124,20 @@ def validate_lanes(lanes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
     In this module, not :mod:`sleuth.config`, so that ``sleuth search --lanes`` answered by the broker
     checks its lanes without importing the settings (and with them the embedder and numpy)."""
-    from sleuth.errors import ConfigError
+    from sleuth.errors import ConfigError, shown_names, shown_value
 
     known = lane_names()
+    not_names = [lane for lane in lanes if not isinstance(lane, str)]
+    if not_names:
+        raise ConfigError(f"a lane is named by a string, got {shown_value(not_names[0])};"
+                          f" choose from {', '.join(known)}")
     by_folded = {name.casefold(): name for name in known}
     lanes = tuple(dict.fromkeys(by_folded.get(lane.strip().casefold(), lane.strip()) for lane in lanes
                                 if lane.strip()))
     unknown = [lane for lane in lanes if lane not in known]
     if unknown or not lanes:
-        shown = [lane if lane.isprintable() else repr(lane) for lane in unknown]  # no terminal escapes
-        raise ConfigError(f"unknown lane(s) {', '.join(shown) or '(none given)'}; choose from {', '.join(known)}")
+        # no terminal escapes, at most a few names of a long list
+        raise ConfigError(f"unknown lane(s) {shown_names(unknown) or '(none given)'}; choose from {', '.join(known)}")
     return lanes
 
 

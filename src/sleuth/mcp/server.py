@@ -20,7 +20,7 @@ from mcp.server.mcpserver import MCPServer
 
 from sleuth import __version__
 from sleuth.engine import Engine
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, shown_names, shown_value
 from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
 from sleuth.mcp.guides_tools import GUIDES_INSTRUCTIONS, register_guides_tools
 from sleuth.mcp.limits import ARGUMENT_CAPS, arguments_middleware
@@ -100,11 +100,11 @@ def parse_profiles(names: str | Sequence[str] | None) -> tuple[str, ...]:
         raise ConfigError(f"no tool profile given; choose from {valid}")
     for name in wanted:
         if name in UNAVAILABLE_PROFILES and name not in PROFILES:
-            raise ConfigError(f"tool profile {name!r} is not available in this build "
+            raise ConfigError(f"tool profile {shown_value(name)} is not available in this build "
                               f"({UNAVAILABLE_PROFILES[name]}); choose from {valid}")
     unknown = [n for n in wanted if n not in PROFILES]
     if unknown:
-        raise ConfigError(f"unknown tool profile(s) {', '.join(unknown)}; choose from {valid}")
+        raise ConfigError(f"unknown tool profile(s) {shown_names(unknown)}; choose from {valid}")
     return tuple(n for n in PROFILES if n in wanted)
 
 
