@@ -87,3 +87,34 @@ def test_bad_serve_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tom
     (tmp_path / "config.toml").write_text(toml, encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
         load_serve_settings(tmp_path)
+
+
+def test_the_end_of_a_session_waits_for_the_model_warm_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An attack round's finding: ``sleuth serve </dev/null`` under load died of SIGABRT
+    ("terminate called without an active exception"): the process ended while the warm-up thread
+    was building onnxruntime's session. The session's end now waits for that thread (a model load
+    slowed here by a delay injected into it)."""
+    import threading
+    import time
+
+    from sleuth.config import Config
+    from sleuth.engine import Engine
+
+    started, finished = threading.Event(), threading.Event()
+
+    def slow_embedder(self: Engine) -> None:
+        started.set()
+        time.sleep(1.0)
+        finished.set()
+
+    monkeypatch.setattr(Engine, "embedder", slow_embedder)
+    engine = Engine(tmp_path / "idx", Config(model="none"))
+    try:
+        context = ServeContext(engine=engine)
+        build_server(context, ("memory",))
+        assert started.wait(30)
+        context.close()
+        assert finished.is_set()
+        assert not any(t.name == "sleuth-warm-up" and t.is_alive() for t in threading.enumerate())
+    finally:
+        engine.close()

@@ -44,14 +44,21 @@ INSTRUCTIONS = """get_projects lists the projects; search_project finds items in
 item page by page."""
 
 
+#: Longest wait, at the end of a session, for the warm-up thread (the model's load) to finish.
+WARM_UP_JOIN_S = 120.0
+
+
 def register_memory_tools(server: MCPServer[Any], context: ServeContext) -> None:
     """The ``memory`` profile (seed 004): ``project_memory_search`` and its companions."""
     if context.engine is None:
         raise ConfigError("the memory tool profile needs an index")
     tools = MemoryTools(context.engine, context.allowed_projects, registry=context.registry,
                         per_caller=context.per_caller)
-    tools.warm_up()
+    warming = tools.warm_up()
     context.cleanups.append(tools.searcher.close)
+    # Run first (newest first): a process ending while onnxruntime builds its session in the warm-up
+    # thread (a client that disconnects at once) died of SIGABRT in onnxruntime's thread pool.
+    context.cleanups.append(lambda: warming.join(WARM_UP_JOIN_S))
     add_tools(server, tools.tools())
 
 
