@@ -248,22 +248,29 @@ def test_bm25_matches_independent_bm25(bm25_corpus, query):
     assert [b for b in their_rank if b in strict] == strict
 
 
+def wing_notes(tmp_path: Path, wing: str, lift: str, tunnel: str) -> tuple[Engine, dict[str, str], dict[str, str]]:
+    """An engine over four notes (a.md ``# Wing``, b.md ``# Lift``, c.md ``# Tunnel`` with the texts given,
+    d.md about cats), each block's document and each document's path."""
+    src = tmp_path / "notes"
+    for name, title, text in (("a.md", "Wing", wing), ("b.md", "Lift", lift), ("c.md", "Tunnel", tunnel),
+                              ("d.md", "Cats", "Cats sleep all day in the sun.")):
+        write(src, name, f"# {title}\n\n{text}\n")
+    eng = Engine(tmp_path / "idx")
+    eng.index([src], project="notes")
+    doc = {b: b.partition(":")[0] for b in stored_terms(eng)}
+    return eng, doc, {d: eng.catalog.documents([d])[d].rel_path for d in set(doc.values())}
+
+
 def test_rm3_lane_finds_a_block_through_a_feedback_term(tmp_path):
     """The rm3 lane expands the query with the likeliest terms of the bm25 lane's best blocks: without
     ``query_word_required``, a block sharing no word with the query but one with the feedback blocks is
     found, below them; by default only blocks holding a word of the query are returned."""
     from sleuth.lanes.lexical import FeedbackLane
 
-    src = tmp_path / "notes"
-    write(src, "a.md", "# Wing\n\nThe airfoil wing lift grows with the angle of attack.\n")
-    write(src, "b.md", "# Lift\n\nWing lift and airfoil drag in a wind tunnel.\n")
-    write(src, "c.md", "# Tunnel\n\nThe wind tunnel measures airfoil drag.\n")
-    write(src, "d.md", "# Cats\n\nCats sleep all day in the sun.\n")
-    eng = Engine(tmp_path / "idx")
+    eng, doc, path_of = wing_notes(tmp_path, "The airfoil wing lift grows with the angle of attack.",
+                                   "Wing lift and airfoil drag in a wind tunnel.",
+                                   "The wind tunnel measures airfoil drag.")
     try:
-        eng.index([src], project="notes")
-        doc = {b: b.partition(":")[0] for b in stored_terms(eng)}
-        path_of = {d: eng.catalog.documents([d])[d].rel_path for d in set(doc.values())}
         q = lane_query("wing lift")
         bm25 = eng.lanes["bm25"].search(q)
         assert [path_of[doc[b]] for b in bm25.block_ids] == ["a.md", "b.md"]
@@ -294,16 +301,11 @@ def test_rm3_lane_reranks_the_first_round_by_default(tmp_path):
     returned, though the expansion would have raised it (``rerank_first_round=False``)."""
     from sleuth.lanes.lexical import FeedbackLane
 
-    src = tmp_path / "notes"
-    write(src, "a.md", "# Wing\n\nThe wing lift grows with the angle of attack at low speed and at high altitude.\n")
-    write(src, "b.md", "# Lift\n\nWing lift of an airfoil in a tunnel.\n")
-    write(src, "c.md", "# Tunnel\n\nAirfoil tunnel lift: airfoil tunnel, airfoil tunnel.\n")
-    write(src, "d.md", "# Cats\n\nCats sleep all day in the sun.\n")
-    eng = Engine(tmp_path / "idx")
+    eng, doc, path_of = wing_notes(tmp_path,
+                                   "The wing lift grows with the angle of attack at low speed and at high altitude.",
+                                   "Wing lift of an airfoil in a tunnel.",
+                                   "Airfoil tunnel lift: airfoil tunnel, airfoil tunnel.")
     try:
-        eng.index([src], project="notes")
-        doc = {b: b.partition(":")[0] for b in stored_terms(eng)}
-        path_of = {d: eng.catalog.documents([d])[d].rel_path for d in set(doc.values())}
 
         def ranked(lane, k):
             return [path_of[doc[b]] for b in lane.search(lane_query("wing lift", k)).block_ids]
