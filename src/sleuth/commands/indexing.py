@@ -61,6 +61,8 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     embedding: dict[str, Any] = {}
     try:
         with stop_on_interrupt(), Engine(target) as engine:
+            if engine.folder.foreign_owner:
+                click.echo(f"warning: {engine.folder.foreign_owner}", err=True)
             report = engine.index(list(paths), project=project, embed=False, phases=phases,
                                   retry_failed=retry_failed)
             if wait:

@@ -62,6 +62,21 @@ def open_catalog(index_dir: Path) -> tuple[Catalog, WriteLock]:
 NEW_INDEX_DIR_MODE = 0o700
 
 
+def foreign_owner(index_dir: Path) -> str | None:
+    """What to tell the user when ``index_dir`` belongs to another user than this process's (as git
+    warns of a repository another user owns): that user can read the text of what is indexed into it
+    and change what searches of it return. None when it is this user's, or cannot be looked at."""
+    try:
+        owner = os.stat(index_dir).st_uid
+    except OSError:
+        return None
+    if owner == os.geteuid():
+        return None
+    return (f"the index folder {index_dir} belongs to another user (uid {owner}), who can read the text of "
+            "what is indexed into it and change what searches of it return; index into a folder of your own "
+            "(--index DIR) unless you trust that user")
+
+
 class IndexFolder:
     """The stored parts of one index, opened (the folder is created when missing).
 
@@ -84,6 +99,8 @@ class IndexFolder:
             # A new index folder is this user's alone (it holds the text of every indexed file), as
             # ssh and gpg make theirs; an existing one keeps the mode its owner gave it.
             self.index_dir.mkdir(mode=NEW_INDEX_DIR_MODE, parents=True, exist_ok=True)
+        #: Why the folder is another user's to read and change (it belongs to another user), else None.
+        self.foreign_owner = foreign_owner(self.index_dir)
         self.catalog, self.write_lock = open_catalog(self.index_dir)
         #: The lock of this folder's postings: the write lock itself with a local catalog (one
         #: folder, one lock), a ``flock`` of its own when the catalog is shared (see ``POSTINGS_LOCK_FILE``).
