@@ -252,7 +252,8 @@ class Searcher:
             result_count=len(answers[0].hits), hits=answers[0].hits, lanes=ran,
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             notice=_with_cut_short(
-                self._notice(plan, retrieval, answers, word_notice, postings_lag, inbox_left_out, started),
+                self._notice(plan, retrieval, answers, word_notice, postings_lag, inbox_left_out, started,
+                             ranked_documents=len(ranked[0]) if ranked else 0),
                 req.deadline_ms, cut_short),
             unavailable_lanes=retrieval.unavailable, degraded_lanes=sorted(retrieval.degraded),
             failed_lanes=retrieval.failed, skipped_lanes=retrieval.skipped, questions=answers,
@@ -416,8 +417,9 @@ class Searcher:
 
     def _notice(self, plan: Plan, retrieval: Retrieval, answers: list[QuestionAnswer],
                 word_notice: str | None, postings_lag: Callable[[], bool], inbox_left_out: int = 0,
-                started: float | None = None) -> str | None:
-        """What the reader should know: why the answer is empty, the Inbox left out (its
+                started: float | None = None, ranked_documents: int = 0) -> str | None:
+        """What the reader should know: why the answer is empty (a page past the last of the first
+        question's ``ranked_documents`` results says so), the Inbox left out (its
         ``inbox_left_out`` documents), an indexing run in progress (``postings_lag()``), documents
         the vector lane does not see yet, a Milvus sync this search waited for (one that ended after
         ``started``, a ``time.perf_counter()``)."""
@@ -425,7 +427,11 @@ class Searcher:
         if word_notice:
             notes.append(word_notice)
         elif not any(a.hits for a in answers):
-            notes.append(self._why_empty(plan, retrieval))
+            first = plan.questions[0]
+            notes.append(f"this page is past the last result: the query has {ranked_documents:,} result(s),"
+                         f" and the page starts after {first.offset:,}"
+                         if first.offset and 0 < ranked_documents <= first.offset
+                         else self._why_empty(plan, retrieval))
         if inbox_left_out:
             notes.append(f"the {INBOX_PROJECT_ID} project ({inbox_left_out:,} record(s) filed without a project) is"
                          f" left out of a search of every project; name it to search it (--project {INBOX_PROJECT_ID})")
