@@ -251,20 +251,23 @@ def hide_locations(value: Any, engine: Engine) -> Any:
 INDEX_BUSY_SHOWN = "another process is writing to the index: try again when it has finished"
 
 
-def remote_message(error: BaseException | str, engine: Engine) -> str:
+def remote_message(error: BaseException | str, engine: Engine, projects: Collection[str] | None = None) -> str:
     """An error (an exception or its message) as a remote caller (``sleuth serve --http``) reads it:
     an IndexBusy as ``INDEX_BUSY_SHOWN``; else its message without where Milvus or the catalog is
     (:func:`hide_locations`), with the index folder as ``<index>`` (a storage error names it) and
-    a project's root as its folder's name (as :func:`sleuth.remote.hide_server_paths` shows it:
-    a QueryError's "... is the file a.md under /srv/notes/en" names it; the roots come from the
-    catalog, not asked for other errors: the catalog may be what failed)."""
+    a root of the caller's ``projects`` (None: every project) as its folder's name (as
+    :func:`sleuth.remote.hide_server_paths` shows it: a QueryError's "... is the file a.md under
+    /srv/notes/en" names it; the roots come from the catalog, not asked for other errors: the catalog
+    may be what failed). Another project's root is left as written: shortened, it would tell a caller
+    guessing paths that it is one."""
     if isinstance(error, IndexBusy):
         return INDEX_BUSY_SHOWN
     message = hide_locations(str(error), engine)
     roots: list[str] = []
     if isinstance(error, QueryError):  # only then: the catalog may be what failed (a connect may take seconds)
         try:
-            roots = [str(r) for rs in engine.catalog.roots().values() for r in rs]
+            roots = [str(r) for project, rs in engine.catalog.roots().items()
+                     if projects is None or project in projects for r in rs]
         except Exception:  # noqa: BLE001 - the catalog is down (a driver's error too): its error is hidden above
             roots = []
     return hide_paths_in(message, str(engine.index_dir), roots)

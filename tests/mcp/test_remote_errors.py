@@ -77,6 +77,30 @@ def test_a_remote_caller_is_not_told_where_a_projects_folder_is(tmp_path: Path) 
     assert remote == f"{doc_id} is the file a.md under notes, {words}"
 
 
+def test_another_projects_root_is_not_shortened_for_a_remote_caller(tmp_path: Path) -> None:
+    """An attack round's finding: an error shortened every root of the index to its folder's name, so
+    a caller of project alpha guessing paths learned which were project beta's roots. Only the
+    caller's own projects' roots are shortened; another's stays as the caller wrote it."""
+    from sleuth.errors import QueryError
+
+    alpha, beta = tmp_path / "srv" / "alpha", tmp_path / "srv" / "beta"
+    for root in (alpha, beta):
+        root.mkdir(parents=True)
+        (root / "a.md").write_text("# Note\n\nA note.\n")
+    engine = Engine(tmp_path / "idx", Config(model="none"))
+    try:
+        engine.index([alpha], project="alpha")
+        engine.index([beta], project="beta")
+        for guessed in (beta, tmp_path / "srv" / "nowhere"):
+            error = QueryError(f"got 'body:{guessed}/a.md'")
+            assert remote_message(error, engine, frozenset({"alpha"})) == f"got 'body:{guessed}/a.md'"
+        assert remote_message(QueryError(f"got 'body:{alpha}/a.md'"), engine, frozenset({"alpha"})) == \
+            "got 'body:alpha/a.md'"
+        assert remote_message(QueryError(f"got 'body:{beta}/a.md'"), engine) == "got 'body:beta/a.md'"
+    finally:
+        engine.close()
+
+
 def test_a_remote_caller_is_not_told_where_a_skipped_file_is(tmp_path: Path) -> None:
     """Attack session 31: a file skipped as unreadable is reported with its absolute path inside
     the reason (``unreadable: /srv/notes/broken.pdf: corrupt PDF: ...``), and project_memory_doctor

@@ -91,7 +91,7 @@ class Access:
         message = str(exc)
         if not self.per_caller:
             return message
-        shown = remote_message(exc, self.engine)
+        shown = remote_message(exc, self.engine, self.allowed)
         if shown != message:
             log.warning("a remote caller's call failed: %s", message)
         return shown
@@ -101,7 +101,9 @@ class Access:
         absolute server path (:func:`sleuth.remote.hide_server_paths`); else unchanged."""
         if not self.per_caller:
             return payload
-        roots = [r for rs in self.engine.catalog.roots().values() for r in rs]
+        allowed = self.allowed
+        roots = [r for project, rs in self.engine.catalog.roots().items()
+                 if allowed is None or project in allowed for r in rs]
         return hide_server_paths(payload, str(self.engine.index_dir), roots)
 
     def visible(self, project_id: str) -> bool:

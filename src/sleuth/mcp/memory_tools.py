@@ -395,7 +395,7 @@ class MemoryTools:
         caller's (``per_caller``) ``error``, the failed search's own message, as
         :func:`sleuth.scaleout.remote_message` shows it (the search's answer already did)."""
         if self.access.per_caller and isinstance(status.get("error"), str):
-            status["error"] = remote_message(status["error"], self.engine)
+            status["error"] = remote_message(status["error"], self.engine, self.access.allowed)
         return status
 
     async def query_cancel(self, request_id: Any = None, reason: Any = None) -> CallToolResult:
