@@ -295,10 +295,11 @@ def test_rm3_lane_finds_a_block_through_a_feedback_term(tmp_path):
         eng.close()
 
 
-def test_rm3_lane_reranks_the_first_round_by_default(tmp_path):
+def test_rm3_lane_reranks_the_first_round_by_default(tmp_path, monkeypatch):
     """By default the rm3 lane scores again the bm25 lane's ``k`` best blocks (its first round, as
     deep as its answer) by the expanded query: a block the first round did not reach is not
     returned, though the expansion would have raised it (``rerank_first_round=False``)."""
+    from sleuth.lanes import lexical
     from sleuth.lanes.lexical import FeedbackLane
 
     eng, doc, path_of = wing_notes(tmp_path,
@@ -318,5 +319,8 @@ def test_rm3_lane_reranks_the_first_round_by_default(tmp_path):
         assert ranked(everywhere, 2) == ["b.md", "c.md"]
         # deep enough to hold it, the first round is reordered as the whole search orders it
         assert ranked(reranking, 3) == ranked(everywhere, 3) == ["b.md", "c.md", "a.md"]
+        # a first round deeper than RM3_RERANK_MAX_BLOCKS is not reranked: the lane searches every block
+        monkeypatch.setattr(lexical, "RM3_RERANK_MAX_BLOCKS", 1)
+        assert ranked(reranking, 2) == ["b.md", "c.md"]
     finally:
         eng.close()
