@@ -36,6 +36,16 @@ def test_lines_that_are_not_json_rpc_are_answered_and_notifications_never() -> N
     assert arguments["threshold"] == float("inf") and arguments["top_k"] != arguments["top_k"]  # inf, NaN
 
 
+@pytest.mark.parametrize("line", [b"[]", b'[{"jsonrpc":"2.0","id":10,"method":"tools/list"}]', b"[1, 2]"])
+def test_a_batch_is_answered_with_one_error(line: bytes) -> None:
+    """An attack round's finding: a JSON-RPC batch got no answer at all, and a client waiting for id 10
+    waited for ever. MCP takes no batches (2025-06-18): one Invalid Request error, its id null."""
+    assert json.loads(decode_line(line)) == {  # type: ignore[arg-type]
+        "jsonrpc": "2.0", "id": None,
+        "error": {"code": -32600, "message": "Invalid Request: a batch (a JSON array) is not taken: send one "
+                                             "JSON-RPC message per line"}}
+
+
 def lines_of(chunks: list[bytes], max_bytes: int) -> list[bytes | Oversized]:
     async def main() -> list[bytes | Oversized]:
         queue = list(chunks)

@@ -68,6 +68,9 @@ OVERSIZED_KEPT_BYTES = 4096
 ANSWERS_AFTER_EOF_MAX_S = 360.0
 
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+#: The answer to a JSON-RPC batch (an array of messages), which MCP does not take since its 2025-06-18
+#: revision: a client waiting for the answers of its requests would otherwise wait for ever.
+BATCH_REFUSED = "Invalid Request: a batch (a JSON array) is not taken: send one JSON-RPC message per line"
 
 #: Bits of the largest integer id echoed back (an integer of INT_MAX_DIGITS decimal digits).
 _ID_MAX_BITS = int(INT_MAX_DIGITS * 3.33)
@@ -123,6 +126,8 @@ def decode_line(line: bytes) -> SessionMessage | bytes | None:
         if isinstance(lenient, types.JSONRPCNotification) and isinstance(data, dict) and data.get("id") is not None:
             return _bad_id_reply()  # an id it dropped (a float, or an integer read as infinite)
         return SessionMessage(lenient)
+    if isinstance(data, list):  # one error for the whole batch, its id null (JSON-RPC 2.0, "Batch")
+        return _reply_error(None, INVALID_REQUEST, BATCH_REFUSED)
     request_id = data.get("id") if isinstance(data, dict) else None
     if isinstance(data, dict) and "method" in data and isinstance(request_id, int | str) \
             and not isinstance(request_id, bool):
