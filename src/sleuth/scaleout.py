@@ -251,6 +251,13 @@ def hide_locations(value: Any, engine: Engine) -> Any:
 INDEX_BUSY_SHOWN = "another process is writing to the index: try again when it has finished"
 
 
+def project_roots(engine: Engine, projects: Collection[str] | None) -> list[str]:
+    """The roots of ``projects`` (None: of every project), from the catalog: the folders a caller
+    limited to those projects may read shortened to their names."""
+    return [r for project, rs in engine.catalog.roots().items() if projects is None or project in projects
+            for r in rs]
+
+
 def remote_message(error: BaseException | str, engine: Engine, projects: Collection[str] | None = None) -> str:
     """An error (an exception or its message) as a remote caller (``sleuth serve --http``) reads it:
     an IndexBusy as ``INDEX_BUSY_SHOWN``; else its message without where Milvus or the catalog is
@@ -266,8 +273,7 @@ def remote_message(error: BaseException | str, engine: Engine, projects: Collect
     roots: list[str] = []
     if isinstance(error, QueryError):  # only then: the catalog may be what failed (a connect may take seconds)
         try:
-            roots = [str(r) for project, rs in engine.catalog.roots().items()
-                     if projects is None or project in projects for r in rs]
+            roots = project_roots(engine, projects)
         except Exception:  # noqa: BLE001 - the catalog is down (a driver's error too): its error is hidden above
             roots = []
     return hide_paths_in(message, str(engine.index_dir), roots)

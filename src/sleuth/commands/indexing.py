@@ -45,6 +45,7 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     from sleuth.interrupts import stop_on_interrupt
     from sleuth.progress import Progress, terminal_sink
     from sleuth.reports import skip_summary
+    from sleuth.store.folder import foreign_owner
 
     for p in paths:
         if not p.exists():
@@ -61,8 +62,8 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     embedding: dict[str, Any] = {}
     try:
         with stop_on_interrupt(), Engine(target) as engine:
-            if engine.folder.foreign_owner:
-                click.echo(f"warning: {engine.folder.foreign_owner}", err=True)
+            if (owner := foreign_owner(engine.index_dir)) is not None:
+                click.echo(f"warning: {owner}", err=True)
             report = engine.index(list(paths), project=project, embed=False, phases=phases,
                                   retry_failed=retry_failed)
             if wait:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import DocumentNotFound, ProjectNotFound, not_found
 from sleuth.remote import hide_server_paths
-from sleuth.scaleout import remote_message
+from sleuth.scaleout import project_roots, remote_message
 
 if TYPE_CHECKING:
     from sleuth.engine import Engine
@@ -101,10 +101,7 @@ class Access:
         absolute server path (:func:`sleuth.remote.hide_server_paths`); else unchanged."""
         if not self.per_caller:
             return payload
-        allowed = self.allowed
-        roots = [r for project, rs in self.engine.catalog.roots().items()
-                 if allowed is None or project in allowed for r in rs]
-        return hide_server_paths(payload, str(self.engine.index_dir), roots)
+        return hide_server_paths(payload, str(self.engine.index_dir), project_roots(self.engine, self.allowed))
 
     def visible(self, project_id: str) -> bool:
         """True when the session may see project ``project_id`` (whether or not it exists)."""

@@ -99,8 +99,6 @@ class IndexFolder:
             # A new index folder is this user's alone (it holds the text of every indexed file), as
             # ssh and gpg make theirs; an existing one keeps the mode its owner gave it.
             self.index_dir.mkdir(mode=NEW_INDEX_DIR_MODE, parents=True, exist_ok=True)
-        #: Why the folder is another user's to read and change (it belongs to another user), else None.
-        self.foreign_owner = foreign_owner(self.index_dir)
         self.catalog, self.write_lock = open_catalog(self.index_dir)
         #: The lock of this folder's postings: the write lock itself with a local catalog (one
         #: folder, one lock), a ``flock`` of its own when the catalog is shared (see ``POSTINGS_LOCK_FILE``).
