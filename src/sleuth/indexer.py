@@ -249,9 +249,11 @@ class Indexer:
         failing file is reported with its reason, and none aborts the run.
 
         Args:
-            roots: folders (or single files) to walk.
-            project: project name; default: the project that already has the first root among its
-                roots, else the first root's folder name.
+            roots: folders (or single files) to walk; one inside a folder root of the project that
+                the root's walk reaches is refreshed within that root instead of becoming a root
+                (:mod:`sleuth.ingest.placement`).
+            project: project name; default: :func:`sleuth.ingest.placement.default_project` (the
+                project that has the first root among its roots or holds it, else its folder's name).
             progress: called with each indexed file's path (for a progress display).
             embed_progress: called with (blocks embedded, blocks to embed) after each batch.
             embed: embed the blocks without a vector before returning (False: leave them to
@@ -266,7 +268,9 @@ class Indexer:
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
         """
         from sleuth.ingest.names import index_name, is_valid_text
+        from sleuth.ingest.placement import default_project, place
         from sleuth.ingest.pool import prestart
+        from sleuth.ingest.walk import normalize_rel_paths
 
         prestart()  # a parse worker starts while the index is opened and the roots walked
         paths = [Path(r).expanduser().resolve() for r in roots]
@@ -277,15 +281,22 @@ class Indexer:
                 raise ConfigError(f"the root {index_name(str(p))} has a name that is not valid UTF-8: index a folder"
                                   " above it (names below a root may be anything) or rename it")
         # Without a name, a root indexed before keeps its project (a second project over the same
-        # files would return every page twice), else the root's folder name.
-        name = project or self.catalog.project_with_root(str(paths[0])) or paths[0].name or "default"
+        # files would return every page twice), and a path inside a project's folder root is
+        # refreshed there (sleuth.ingest.placement).
+        roots_by_project = self.catalog.roots()
+        name = project or default_project(paths[0], roots_by_project)
         pid = project_id_for(name)
-        with self._run(pid, [str(p) for p in paths], embed_progress, progress, name=name, embed=embed,
-                       phases=phases) as run:
+        placement = place(paths, roots_by_project.get(pid, []))
+        new_roots = [str(p) for p in placement.roots]
+        with self._run(pid, new_roots, embed_progress, progress, name=name, embed=embed, phases=phases,
+                       shown_roots=[*new_roots, *(r for r in placement.refresh if r not in new_roots)]) as run:
             run.retry_failed = retry_failed
+            steps = len(placement.roots) + len(placement.refresh)
             with self.postings.bulk():
-                for i, root in enumerate(paths):
-                    self._index_root(run, root, last=i == len(paths) - 1)
+                for i, root in enumerate(placement.roots):
+                    self._index_root(run, root, last=i == steps - 1)
+                for j, (outer, rels) in enumerate(placement.refresh.items(), start=len(placement.roots)):
+                    self._index_under(run, Path(outer), normalize_rel_paths(rels), last=j == steps - 1)
         return run.report
 
     def update_paths(self, project: str, root: str | Path, rel_paths: Iterable[str],
@@ -320,13 +331,19 @@ class Indexer:
             if rels == [""] or not root_path.is_dir():
                 self._index_root(run, root_path)
             else:
-                rp = self._root_pass(run, root_path, rels)
-                self._index_items(rp, self._candidates(root_path, rp.confine, rels, _unchanged_test(rp),
-                                                       rp.ignore_files.__setitem__), last=True)
-                self._finish_root(rp)
-                self.catalog.replace_skips(project, root_key, rels, rp.skips, run.now)
-                self.catalog.record_failed_files(project, root_key, rp.failed, rels)
+                self._index_under(run, root_path, rels)
         return run.report
+
+    def _index_under(self, run: _Run, root: Path, rels: list[str], last: bool = True) -> None:
+        """Index the files at or under ``rels`` (normalised, ``/``-separated) of the folder root
+        ``root``; documents of files gone from there are removed. ``last``: as for :meth:`_index_root`."""
+        root_key = str(root)
+        rp = self._root_pass(run, root, rels)
+        self._index_items(rp, self._candidates(root, rp.confine, rels, _unchanged_test(rp),
+                                               rp.ignore_files.__setitem__), last=last)
+        self._finish_root(rp)
+        self.catalog.replace_skips(run.pid, root_key, rels, rp.skips, run.now)
+        self.catalog.record_failed_files(run.pid, root_key, rp.failed, rels)
 
     def remove_project(self, project: str) -> int:
         """Remove ``project`` from the index: its documents from the catalog and every lane (as
@@ -391,13 +408,15 @@ class Indexer:
     @contextlib.contextmanager
     def _run(self, pid: str, roots: list[str], embed_progress: Callable[[int, int], None] | None,
              progress: Callable[[str], None] | None = None, name: str | None = None, embed: bool = True,
-             phases: Progress | None = None) -> Iterator[_Run]:
-        """One indexing run: the lock, the catch-up, (the project's row when ``name`` is given),
-        the body, the last batch, the project marked indexed, the embedding (unless not ``embed``)
-        and the lanes' warm-up (told whether the run changed a document: a no-op run rebuilds
-        nothing that only a query needs)."""
+             phases: Progress | None = None, shown_roots: list[str] | None = None) -> Iterator[_Run]:
+        """One indexing run: the lock, the catch-up, (the project's row with ``roots`` added when
+        ``name`` is given), the body, the last batch, the project marked indexed, the embedding
+        (unless not ``embed``) and the lanes' warm-up (told whether the run changed a document: a
+        no-op run rebuilds nothing that only a query needs). ``shown_roots``: the roots the report
+        names (default ``roots``)."""
         started = time.perf_counter()
-        run = _Run(pid, _new_report(pid, roots), now_rfc3339(), progress, phases)
+        run = _Run(pid, _new_report(pid, roots if shown_roots is None else shown_roots), now_rfc3339(), progress,
+                   phases)
         with self.folder.write_lock.held(), self.folder.postings_writable(), fewer_collections():
             self.postings.catch_up(self.catalog)
             generation = self.catalog.generation()
@@ -609,6 +628,7 @@ class Indexer:
         from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
         from sleuth.ingest.confine import Roots
         from sleuth.ingest.guard import ParseJob
+        from sleuth.ingest.placement import nested_root_excludes
         from sleuth.ingest.walk import max_bytes_for, tool_dotfile, walk_paths
         from sleuth.pathglob import gitignore_literal
 
@@ -617,6 +637,8 @@ class Indexer:
         if root.is_dir() and index_dir.is_relative_to(root) and index_dir != root:
             # as written: an index folder named i[x] or i[z-a] is not a glob (it was walked, or stopped the walk)
             excludes.append(f"/{gitignore_literal(index_dir.relative_to(root).as_posix())}/")
+        if root.is_dir():  # the project's roots inside this one keep their own files
+            excludes.extend(nested_root_excludes(root, confine, index_dir))
         items = (walk_roots([root], excludes, confine, unchanged, on_ignore_file) if rel_paths is None
                  else walk_paths(root, rel_paths, excludes, confine, unchanged, on_ignore_file))
         real_roots = Roots(confine)

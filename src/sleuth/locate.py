@@ -6,6 +6,7 @@ the index without importing the engine.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -60,4 +61,34 @@ def find_index_dir(explicit: str | Path | None, start: Path | None = None) -> Pa
     for folder in (here, *here.parents):
         if has_catalog(folder / INDEX_DIR_NAME):
             return folder / INDEX_DIR_NAME
+    return None
+
+
+def enclosing_index(path: Path) -> tuple[Path, str] | None:
+    """The index that already covers ``path`` (resolved), for ``sleuth index PATH`` without
+    ``--index``: the nearest ``.sleuth/`` in the parents of ``path``'s folder (a file's folder, or
+    the folder itself) that has ``path`` or a folder above it among its projects' roots, with that
+    root; None when none does (the catalog in PostgreSQL included: no folder to look in). As git
+    finds the repository of a path inside it. Reads each catalog read-only; never raises (an
+    unreadable catalog counts as covering nothing)."""
+    import json
+    import sqlite3
+
+    if catalog_url() is not None:
+        return None
+    folder = path if path.is_dir() else path.parent
+    for above in folder.parents:
+        candidate = above / INDEX_DIR_NAME
+        if not has_catalog(candidate):
+            continue
+        try:
+            with contextlib.closing(sqlite3.connect(f"{(candidate / CATALOG_FILE).as_uri()}?mode=ro", uri=True,
+                                                    timeout=5)) as conn:
+                rows = conn.execute("SELECT roots FROM projects").fetchall()
+            roots = [Path(r) for (text,) in rows for r in json.loads(text) if isinstance(r, str)]
+        except (sqlite3.Error, ValueError, TypeError, RecursionError):
+            continue
+        holding = sorted((r for r in roots if path == r or path.is_relative_to(r)), key=lambda r: -len(r.parts))
+        if holding:
+            return candidate, str(holding[0])
     return None

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option
-from sleuth.locate import INDEX_DIR_NAME, INDEX_ENV, find_index_dir
+from sleuth.locate import INDEX_DIR_NAME, INDEX_ENV, enclosing_index, find_index_dir, has_catalog
 
 #: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
 INTERRUPTED_EXIT = 130
@@ -21,8 +21,8 @@ INTERRUPTED_EXIT = 130
 @click.command("index")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--project", default=None,
-              help="Project name (default: the project that already has the first path as a root, else the "
-                   "first path's folder name).")
+              help="Project name (default: the project that has the first path as a root or holds it in a root, "
+                   "else the first path's folder name).")
 @click.option("--wait/--no-wait", "wait", default=None,
               help="Embed before returning (default: return once keyword search works, embed in a background "
                    "worker; $SLEUTH_INDEX_WAIT=1 makes --wait the default).")
@@ -37,6 +37,9 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
               index_dir: Path | None, fmt: str) -> None:
     """Index PATHS (folders or files) incrementally: only changed files are re-read, deleted ones removed.
 
+    Without --index the index is PATHS[0]/.sleuth (a file's folder), unless an index further up has
+    PATHS[0] under one of its roots: it is indexed there, as git adds a path to its repository.
+
     Keyword search (bm25, index, rm3, exact lanes) works as soon as this returns; the embeddings of new
     blocks are made by a background worker (`sleuth status` shows how far it is, `sleuth embed`
     waits for it), unless --wait."""
@@ -50,11 +53,14 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     for p in paths:
         if not p.exists():
             raise FileNotFoundError(f"path does not exist: {p}")
+    enclosing: tuple[Path, str] | None = None
     if index_dir is not None or os.environ.get(INDEX_ENV):
         target = find_index_dir(index_dir)
     else:
         first = paths[0].resolve()
         target = (first if first.is_dir() else first.parent) / INDEX_DIR_NAME
+        if not has_catalog(target) and (enclosing := enclosing_index(first)) is not None:
+            target = enclosing[0]  # as git adds a path to the repository it is in
     assert target is not None
     wait = background.wait_by_default() if wait is None else wait
     sink = terminal_sink(label="sleuth index")
@@ -93,6 +99,10 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
         f"{len(report.skipped):,} skipped "
         f"({report.took_s:.2f} s)"
     )
+    if enclosing is not None:
+        own = (paths[0].resolve() if paths[0].resolve().is_dir() else paths[0].resolve().parent) / INDEX_DIR_NAME
+        click.echo(f"  {paths[0]} is under {enclosing[1]}, a root of this index: indexed there "
+                   f"(`--index {own}` makes a separate index)")
     if no_model:
         click.echo(f"  vector lane unavailable (searches use the lexical lanes): {no_model}")
     if index_dir is None and not os.environ.get(INDEX_ENV) and not _finds(target):

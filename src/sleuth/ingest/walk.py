@@ -464,3 +464,33 @@ def walk_paths(
         if ok:
             fs_rel = "/".join(parts)
             yield from _visit(root, root / fs_rel, fs_rel, ignores, scope)
+
+
+def reaches(root: Path, rel: str, extra_excludes: Sequence[str] = ()) -> bool:
+    """Whether a walk of ``root`` (a folder) reaches ``rel``, a path under it as the file system
+    names it (``/``-separated): no folder on the way, nor the path itself, is ignored (the default
+    excludes, ``extra_excludes`` and every ``.gitignore`` between them, as :func:`walk_paths`
+    reads them), a symlink or a virtualenv. ``""`` (the root itself) is reached. Reads only the
+    ``.gitignore`` files on the way.
+
+    Raises:
+        ValueError: ``rel`` has a ``..`` part, or one of ``extra_excludes`` is not a valid pattern.
+    """
+    (clean,) = normalize_rel_paths([rel])
+    if not clean:
+        return True
+    parts = clean.split("/")
+    if ".." in parts:
+        raise ValueError(f"path outside the root: {rel!r}")
+    ignores = _Ignores(_Defaults(default_exclude_lines(extra_excludes)), ()).entering("", root)
+    for depth in range(1, len(parts) + 1):
+        sub = "/".join(parts[:depth])
+        path = root / sub
+        if os.path.islink(path):
+            return False
+        is_dir = depth < len(parts) or path.is_dir()  # a part on the way is a folder
+        if ignores.excluded(sub, is_dir=is_dir) or (is_dir and (path / "pyvenv.cfg").is_file()):
+            return False
+        if depth < len(parts):
+            ignores = ignores.entering(sub, path)
+    return True

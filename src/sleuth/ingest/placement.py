@@ -1,0 +1,113 @@
+"""Where the paths given to ``sleuth index`` go: which project, and which of them are new roots.
+
+A project's roots never hold a file twice, and a path inside an indexed folder is not made a
+second home for its files:
+
+- a path under a folder root of the project that the root's walk reaches (not ignored, not behind
+  a symlink) is *refreshed* within that root, as a file watcher refreshes a changed path
+  (:meth:`sleuth.indexer.Indexer.update_paths`); it does not become a root;
+- any other path becomes (or stays) a root; a root's walk leaves out the project's other roots
+  inside it (:func:`nested_root_excludes`), so each file belongs to the deepest root that holds it.
+
+Without ``--project`` the first path chooses the project (:func:`default_project`): the project
+that has it as a root, else the one whose folder root holds it (the deepest), else the one
+project whose roots lie inside it (a file indexed first, its folder later), else a new project
+named after the folder (a file's folder, for a file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from sleuth.ingest.names import is_valid_text
+from sleuth.ingest.walk import reaches
+from sleuth.pathglob import gitignore_literal
+
+
+class Placement(NamedTuple):
+    """The paths of one ``index`` call, placed in their project.
+
+    Attributes:
+        roots: the paths indexed as roots of the project (in the order given).
+        refresh: ``{root: [rel, ...]}``: paths under an existing folder root of the project (as the
+            catalog keeps it), relative to it, ``/``-separated, refreshed within it.
+    """
+
+    roots: list[Path]
+    refresh: dict[str, list[str]]
+
+
+def _holding_root(path: Path, roots: Sequence[str]) -> tuple[str, str] | None:
+    """The deepest of ``roots`` that is a folder holding ``path`` (strictly) and whose walk
+    reaches it, with ``path`` relative to it; None when there is none."""
+    best: tuple[str, str] | None = None
+    for root in roots:
+        root_path = Path(root)
+        if root_path == path or not path.is_relative_to(root_path) or not root_path.is_dir():
+            continue
+        rel = path.relative_to(root_path).as_posix()
+        if not is_valid_text(rel):
+            continue  # a name the index would escape: indexed as its own root, as before
+        try:
+            reached = reaches(root_path, rel)
+        except (OSError, ValueError):
+            reached = False
+        if reached and (best is None or len(root) > len(best[0])):
+            best = (root, rel)
+    return best
+
+
+def default_project(first: Path, roots_by_project: Mapping[str, Sequence[str]]) -> str:
+    """The project a path goes to when no project is named (see the module docstring).
+
+    Args:
+        first: the first path given, resolved.
+        roots_by_project: ``{project_id: roots}`` of the index (roots resolved, as kept).
+    Returns:
+        A project id, or for a new project the folder name to make one from (``"default"`` for
+        the file system's root).
+    """
+    ordered = sorted(roots_by_project.items())
+    for pid, roots in ordered:
+        if str(first) in roots:
+            return pid
+    holding = [(len(hit[0]), pid) for pid, roots in ordered if (hit := _holding_root(first, roots)) is not None]
+    if holding:
+        return min(holding, key=lambda item: (-item[0], item[1]))[1]
+    if first.is_dir():
+        inside = [pid for pid, roots in ordered if any(Path(r) != first and Path(r).is_relative_to(first)
+                                                         for r in roots)]
+        if len(inside) == 1:
+            return inside[0]
+    folder = first if first.is_dir() else first.parent
+    return folder.name or "default"
+
+
+def place(paths: Sequence[Path], own_roots: Sequence[str]) -> Placement:
+    """Split resolved ``paths`` into new (or existing) roots and paths refreshed within one of
+    ``own_roots``, the project's roots as the catalog keeps them (see the module docstring)."""
+    roots: list[Path] = []
+    refresh: dict[str, list[str]] = {}
+    for path in paths:
+        hit = None if str(path) in own_roots else _holding_root(path, own_roots)
+        if hit is None:
+            if path not in roots:
+                roots.append(path)
+        else:
+            refresh.setdefault(hit[0], []).append(hit[1])
+    return Placement(roots, refresh)
+
+
+def nested_root_excludes(root: Path, project_roots: Sequence[Path], index_dir: Path) -> list[str]:
+    """Exclude lines (gitignore syntax, anchored at ``root``) for the project's other roots inside
+    ``root``, so that a walk of ``root`` leaves their files to them; roots inside the index folder
+    (the memory folder) are left out, the walk skips the index folder anyway."""
+    lines: list[str] = []
+    for other in project_roots:
+        if other == root or not other.is_relative_to(root) or other.is_relative_to(index_dir):
+            continue
+        literal = gitignore_literal(other.relative_to(root).as_posix())
+        lines.append(f"/{literal}/" if other.is_dir() else f"/{literal}")
+    return lines

@@ -1,0 +1,130 @@
+"""Paths given to ``index`` inside an indexed folder, and a file indexed before its folder: each
+file is filed once, in the project that holds it, and ``sleuth index SUBFOLDER`` inside an indexed
+tree refreshes the enclosing index instead of making a second one (as git adds a path to the
+repository it is in)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sleuth.config import Config
+from sleuth.engine import Engine
+from sleuth.ingest.placement import default_project, nested_root_excludes, place
+from sleuth.ingest.walk import reaches
+from sleuth.locate import enclosing_index
+from tests.integration.conftest import run_cli
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    write(root, "top.md", "# Top\n\nalpha beta\n")
+    write(root, "sub/p1.md", "# P1\n\nrotate the signing keys\n")
+    write(root, "sub/p2.md", "# P2\n\nsigning ceremony\n")
+    write(root, "build/b.md", "# B\n\nbuilt gamma\n")
+    write(root, ".gitignore", "build/\n")
+    return root
+
+
+def docs(engine: Engine) -> list[tuple[str, str, str]]:
+    """(project, root, path) of every document, sorted."""
+    rows = engine.catalog.conn.execute("SELECT project_id, root, rel_path FROM documents").fetchall()
+    return sorted((str(p), str(r), str(rel)) for p, r, rel in rows)
+
+
+def test_reaches_follows_the_walks_rules(notes: Path) -> None:
+    assert reaches(notes, "") and reaches(notes, "sub") and reaches(notes, "sub/p1.md")
+    assert not reaches(notes, "build") and not reaches(notes, "build/b.md")  # .gitignore
+    assert not reaches(notes, "node_modules/x.md")  # a default exclude
+    assert not reaches(notes, "sub", ["/sub/"])
+    os.symlink(notes / "sub", notes / "link")
+    assert not reaches(notes, "link/p1.md")
+    with pytest.raises(ValueError, match="outside the root"):
+        reaches(notes, "../x")
+
+
+def test_default_project_and_placement(notes: Path) -> None:
+    roots = {"notes": [str(notes)], "zz": [str(notes / "sub")]}
+    assert default_project(notes, roots) == "notes"  # its own root
+    assert default_project(notes / "sub" / "p1.md", roots) == "zz"  # the deepest holding root
+    assert default_project(notes / "top.md", roots) == "notes"
+    assert default_project(notes / "build", roots) == "build"  # ignored by the holding root: its own
+    assert default_project(notes.parent, {"notes": [str(notes / "top.md")]}) == "notes"  # one project inside
+    assert default_project(notes.parent, {"a": [str(notes / "top.md")], "b": [str(notes / "sub")]}) == notes.parent.name
+    assert default_project(notes / "top.md", {}) == "notes"  # a file: its folder's name
+    placed = place([notes / "sub", notes / "top.md", notes / "build", notes], [str(notes)])
+    assert placed.roots == [notes / "build", notes]
+    assert placed.refresh == {str(notes): ["sub", "top.md"]}
+    assert nested_root_excludes(notes, [notes, notes / "top.md", notes / "sub", notes / ".sleuth" / "memory"],
+                                notes / ".sleuth") == ["/top.md", "/sub/"]
+
+
+def test_a_subfolder_is_refreshed_in_its_root(notes: Path, tmp_path: Path) -> None:
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        engine.index([notes], embed=False)
+        write(notes, "sub/p3.md", "# P3\n\nnew page\n")
+        (notes / "sub" / "p1.md").unlink()
+        report = engine.index([notes / "sub"], embed=False)
+        assert (report.project, report.roots) == ("notes", [str(notes)])
+        assert (report.added, report.removed, report.unchanged) == (1, 1, 1)
+        assert docs(engine) == [("notes", str(notes), "sub/p2.md"), ("notes", str(notes), "sub/p3.md"),
+                                ("notes", str(notes), "top.md")]
+        assert engine.catalog.roots() == {"notes": [str(notes)]}
+
+
+def test_a_file_then_its_folder_files_it_once(notes: Path, tmp_path: Path) -> None:
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        assert engine.index([notes / "top.md"], embed=False).project == "notes"
+        report = engine.index([notes], embed=False)
+        assert (report.project, report.added) == ("notes", 2)  # sub/p1.md and sub/p2.md; top.md is its root's
+        assert docs(engine) == [("notes", str(notes), "sub/p1.md"), ("notes", str(notes), "sub/p2.md"),
+                                ("notes", str(notes / "top.md"), "top.md")]
+        hits = engine.search("alpha", lanes=["bm25"]).hits
+        assert len(hits) == 1
+        # An ignored folder of the root is a root of its own (in a project of its own without a name).
+        assert engine.index([notes / "build"], embed=False).project == "build"
+        assert engine.index([notes / "build"], project="notes", embed=False).roots == [str(notes / "build")]
+        assert engine.catalog.roots()["notes"] == [str(notes / "top.md"), str(notes), str(notes / "build")]
+        again = engine.index([notes], embed=False)  # the nested roots keep their files: not walked again
+        assert (again.scanned, again.unchanged, again.removed) == (2, 2, 0)
+        assert [d for d in docs(engine) if d[0] == "notes"] == [
+            ("notes", str(notes), "sub/p1.md"), ("notes", str(notes), "sub/p2.md"),
+            ("notes", str(notes / "build"), "b.md"), ("notes", str(notes / "top.md"), "top.md")]
+
+
+def test_enclosing_index(notes: Path, tmp_path: Path) -> None:
+    assert enclosing_index(notes / "sub") is None
+    with Engine(notes / ".sleuth", Config(model="none")) as engine:
+        engine.index([notes], embed=False)
+    assert enclosing_index(notes / "sub") == (notes / ".sleuth", str(notes))
+    assert enclosing_index(notes / "sub" / "p1.md") == (notes / ".sleuth", str(notes))
+    assert enclosing_index(notes) is None  # its own folder's index is not "above" it
+    assert enclosing_index(tmp_path) is None
+    (notes / ".sleuth" / "catalog.sqlite3").write_bytes(b"not a database" * 100)
+    assert enclosing_index(notes / "sub") is None
+
+
+def test_sleuth_index_of_a_subfolder_uses_the_enclosing_index(notes: Path) -> None:
+    lexical = {"SLEUTH_MODEL": "none"}
+    run_cli("index", str(notes), env=lexical)
+    write(notes, "sub/p3.md", "# P3\n\nnew page about owls\n")
+    out = run_cli("index", str(notes / "sub"), env=lexical).stdout
+    assert f"indexed project 'notes' into {notes / '.sleuth'}: 3 files scanned, 1 added" in out
+    assert (f"  {notes / 'sub'} is under {notes}, a root of this index: indexed there "
+            f"(`--index {notes / 'sub' / '.sleuth'}` makes a separate index)") in out
+    assert not (notes / "sub" / ".sleuth").exists()
+    found = run_cli("search", "owls", "--lanes", "bm25", "--format", "json", cwd=notes / "sub", env=lexical).stdout
+    assert '"path": "sub/p3.md"' in found
+    # --index still makes a separate one on purpose.
+    run_cli("index", str(notes / "sub"), "--index", str(notes / "sub" / ".sleuth"), env=lexical)
+    assert (notes / "sub" / ".sleuth" / "catalog.sqlite3").is_file()
