@@ -279,9 +279,9 @@ class Engine:
         """See :meth:`sleuth.indexer.Indexer.remove_project`: returns the documents removed."""
         return self.indexer.remove_project(project)
 
-    def index_records(self, project: str, records: Iterable[Record]) -> IndexReport:
-        """See :meth:`sleuth.indexer.Indexer.index_records`."""
-        return self.indexer.index_records(project, records)
+    def index_records(self, project: str, records: Iterable[Record], embed: bool = True) -> IndexReport:
+        """See :meth:`sleuth.indexer.Indexer.index_records` (``embed``: as for :meth:`index`)."""
+        return self.indexer.index_records(project, records, embed=embed)
 
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
         """See :meth:`sleuth.indexer.Indexer.embed_pending`."""

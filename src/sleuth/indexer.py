@@ -369,7 +369,7 @@ class Indexer:
             self.warm_lanes(False, True)
         return len(doc_ids)
 
-    def index_records(self, project: str, records: Iterable[Record]) -> IndexReport:
+    def index_records(self, project: str, records: Iterable[Record], embed: bool = True) -> IndexReport:
         """Index documents given as text (replacing same-path records of ``project``).
 
         Used by ``sleuth eval`` for BEIR corpora: each record is parsed as its ``kind`` says
@@ -377,12 +377,14 @@ class Indexer:
         are unchanged is left alone, so re-indexing the same corpus changes nothing, unless the
         project's records were parsed by an older parser (:data:`sleuth.ingest.PARSER_VERSION`, as
         for a folder's files): then every record given is parsed again, and the version is recorded
-        once a call has given every record the project holds.
+        once a call has given every record the project holds. ``embed``: embed the blocks without
+        a vector before returning (False: the keyword lanes only; a later run that embeds, or
+        :meth:`embed_pending`, makes their vectors).
         """
         from sleuth.ingest import parse_document
 
         pid = project_id_for(project)
-        with self._run(pid, [], None, name=project) as run, self.postings.bulk():
+        with self._run(pid, [], None, name=project, embed=embed) as run, self.postings.bulk():
             known = self.catalog.file_states(pid, [""])
             reparse = bool(known) and self.catalog.parser_version(pid, "") < PARSER_VERSION
             given: set[str] = set()

@@ -197,3 +197,15 @@ def test_judged_docs_exist_in_corpus(name: str) -> None:
     ds = load_beir(shared(name))
     ids = {doc.doc_id for doc in ds.corpus}
     assert all(doc in ids for js in ds.qrels.values() for doc in js)
+
+
+def test_a_lexical_eval_embeds_nothing(tmp_path: Path) -> None:
+    """``sleuth eval --lanes bm25`` makes no vectors (a lane that matches by meaning does)."""
+    from sleuth.eval.run import run_eval
+
+    dataset, index = make_dataset(tmp_path), tmp_path / "idx"
+    lexical = run_eval(dataset, lanes=["bm25", "index"], index_dir=index)
+    assert (lexical.embedded, lexical.lanes, lexical.unavailable_lanes) == (0, ["bm25", "index"], {})
+    hybrid = run_eval(dataset, lanes=["bm25", "vector"], index_dir=index)
+    assert hybrid.embedded == 4  # every block of the four documents, made now
+    assert hybrid.unavailable_lanes == {}

@@ -38,12 +38,14 @@ class EvalRun:
         dataset_dir: a BEIR-layout folder. index_dir: where to keep the index (default: the cache).
         config: ranking settings (default: the built-in defaults, not any config file).
         fresh: start from an empty index (re-embeds everything).
+        embed: embed the blocks that have no vector yet (False when no lane that will be asked for
+            matches by meaning: a lexical evaluation makes no vectors).
     Raises:
         sleuth.eval.DatasetError: the dataset is malformed.
     """
 
     def __init__(self, dataset_dir: Path, index_dir: Path | None = None, config: Config | None = None,
-                 fresh: bool = False) -> None:
+                 fresh: bool = False, embed: bool = True) -> None:
         self.dataset: BeirDataset = load_beir(dataset_dir)
         self.index_dir = index_dir or eval_cache_dir(self.dataset.name)
         if fresh:
@@ -63,6 +65,7 @@ class EvalRun:
             self.dataset.name,
             (Record(rel_path=d.doc_id, title=d.title, text=f"{d.title}\n\n{d.text}" if d.title else d.text)
              for d in self.dataset.corpus),
+            embed=embed,
         )
         self.index_s = time.perf_counter() - started
         self.embedded = report.embedded
@@ -107,8 +110,13 @@ class EvalRun:
 
 def run_eval(dataset_dir: Path, lanes: Sequence[str] | None = None, config: Config | None = None,
              index_dir: Path | None = None, fresh: bool = False) -> EvalReport:
-    """Index ``dataset_dir`` (reusing cached vectors) and evaluate one lane set; see :class:`EvalRun`."""
-    run = EvalRun(dataset_dir, index_dir, config, fresh)
+    """Index ``dataset_dir`` (reusing cached vectors) and evaluate one lane set; see :class:`EvalRun`.
+    Blocks are embedded only when a lane of ``lanes`` (or of the configured lanes, when None)
+    matches by meaning."""
+    from sleuth.lanes.registry import lanes_matching
+
+    asked = list(lanes) if lanes else list((config or Config()).lanes)
+    run = EvalRun(dataset_dir, index_dir, config, fresh, embed=bool(set(asked) & lanes_matching("meaning")))
     try:
         return run.evaluate(lanes)
     finally:
