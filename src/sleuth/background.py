@@ -42,6 +42,8 @@ EMBED_LOCK_WAIT_S = 10.0
 STATE_WRITE_INTERVAL_S = 1.0
 #: The worker's scheduling priority (``nice`` increment): searches and editors come first.
 EMBED_WORKER_NICE = 10
+#: What the worker's lines in ``embed.log`` start with, before ``(process PID)``.
+WORKER_LOG_LABEL = "sleuth embed"
 #: ``embed.log`` is emptied when a worker starts and finds it larger than this, in bytes.
 EMBED_LOG_MAX_BYTES = 1_000_000
 #: Environment variable: ``1`` makes ``sleuth index`` wait for the embedding (as ``--wait``).
@@ -243,7 +245,12 @@ def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = 
     if fd is None:
         return None
     with _holding(fd):
-        embedder = engine.embedder()
+        try:
+            embedder = engine.embedder()
+        except Exception as exc:  # a model that cannot load: `sleuth status` says why, not only embed.log
+            _write_state(index_dir, {"pid": os.getpid(), "model": None, "state": "failed",
+                                     "error": f"{type(exc).__name__}: {exc}", "updated_at": now_rfc3339()})
+            raise
         if embedder is None:
             return 0
         have, total = engine.catalog.vector_counts(embedder.name, dim=embedder.dim)
@@ -394,8 +401,11 @@ def start_worker(index_dir: Path) -> int:
             [sys.executable, "-m", "sleuth.cli", "embed", "--worker", "--index", str(index_dir)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
             close_fds=True, cwd=str(index_dir))
+        from sleuth.indexer import now_rfc3339
+
+        with contextlib.suppress(OSError):  # the first line of this worker's part of the log
+            log.write(f"{WORKER_LOG_LABEL} (process {proc.pid}): started at {now_rfc3339()}\n".encode())
     _STARTED[index_dir] = proc
-    from sleuth.indexer import now_rfc3339
 
     # Until the worker writes its own (once it holds the embed lock), this record says it runs.
     _write_state(index_dir, {"pid": proc.pid, "model": None, "state": "starting", "started_at": now_rfc3339(),
@@ -426,4 +436,51 @@ def embedding_progress(engine: Engine, model: str, have: int, total: int) -> dic
             out["eta_s"] = round((total - have) / rate, 1)
     elif saved.get("state") == "failed" and have < total:
         out["error"] = saved.get("error")
+    elif saved.get("state") in ("running", "starting") and have < total and not running:
+        # Ended without a word of its own: killed (kill -9, out of memory) or crashed.
+        last = last_log_line(index_dir, saved.get("pid"))
+        out["error"] = (f"the embedding process {saved.get('pid')} ended before it finished (killed, or it"
+                        f" crashed){f'; the last line of {EMBED_LOG_FILE}: {last}' if last else ''}")
     return out
+
+
+#: How much of the end of ``embed.log`` :func:`last_log_line` reads, in bytes; the line it returns
+#: is cut to ``LOG_LINE_SHOWN_MAX_CHARS`` characters.
+LOG_TAIL_BYTES = 16384
+LOG_LINE_SHOWN_MAX_CHARS = 300
+
+
+def last_log_line(index_dir: Path, pid: object) -> str | None:
+    """The last line the worker ``pid`` wrote to ``embed.log`` (its stderr: a traceback's last line
+    names the error) other than its progress lines, cut to ``LOG_LINE_SHOWN_MAX_CHARS``; None when
+    there is none, the log's last ``LOG_TAIL_BYTES`` do not show that process (its lines are told
+    by ``sleuth embed (process PID)``, which :func:`start_worker` writes first and every progress
+    line starts with; its part ends where another worker's begins: an older or later worker's
+    traceback is not blamed on it), or the log cannot be read.
+    Does not follow a symlink."""
+    label = f"{WORKER_LOG_LABEL} (process {pid})"
+    try:
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(index_dir / EMBED_LOG_FILE, flags)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as log:
+        try:
+            size = os.fstat(log.fileno()).st_size
+            log.seek(max(0, size - LOG_TAIL_BYTES))
+            tail = log.read(LOG_TAIL_BYTES)
+        except OSError:
+            return None
+    lines = [line.strip() for line in tail.decode("utf-8", errors="replace").splitlines() if line.strip()]
+    first = next((i for i, line in enumerate(lines) if line.startswith(label)), None)
+    own: list[str] = []
+    for line in lines[first:] if first is not None else []:
+        if line.startswith(f"{WORKER_LOG_LABEL} (process "):
+            if not line.startswith(label):
+                break  # another worker's part of the log begins
+            continue  # a progress line
+        own.append(line)
+    if not own:
+        return None
+    line = "".join(ch if ch.isprintable() else "?" for ch in own[-1])
+    return line if len(line) <= LOG_LINE_SHOWN_MAX_CHARS else line[: LOG_LINE_SHOWN_MAX_CHARS - 1] + "…"

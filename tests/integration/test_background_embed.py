@@ -104,9 +104,10 @@ def test_keyword_search_at_once_embedding_in_the_background_resumes_after_kill_9
     wait_gone(worker)
 
     st = status(index)["vector_lane"]["embedding"]
-    assert st == {"state": "stopped", "embedded": EMBED_COMMIT_BLOCKS, "total": DOCS}
-    assert "embedding stopped: 256 of 300 blocks (85 %) embedded and no process is embedding the rest: run " \
-           "`sleuth embed` to resume" in run_cli("status", "--index", str(index)).stdout
+    died = f"the embedding process {worker} ended before it finished (killed, or it crashed)"
+    assert st == {"state": "stopped", "embedded": EMBED_COMMIT_BLOCKS, "total": DOCS, "error": died}
+    assert ("embedding stopped: 256 of 300 blocks (85 %) embedded and no process is embedding the rest; the last "
+            f"run failed: {died}: run `sleuth embed` to resume") in run_cli("status", "--index", str(index)).stdout
     doctor = run_cli("doctor", "--index", str(index), check=False)  # blocks wait, nobody embeds them
     assert doctor.returncode == 1 and (f"({EMBED_COMMIT_BLOCKS} of {DOCS} blocks embedded: it does not see the "
                                        "others, and no process is embedding them: run `sleuth embed` to resume)"
@@ -164,7 +165,9 @@ def test_status_and_doctor_right_after_index_count_the_worker_still_starting(tmp
         os.kill(worker, signal.SIGKILL)
     wait_gone(worker)
     # a worker gone before it wrote its own state counts no more
-    assert status(index)["vector_lane"]["embedding"] == {"state": "stopped", "embedded": 0, "total": DOCS + 1}
+    assert status(index)["vector_lane"]["embedding"] == {
+        "state": "stopped", "embedded": 0, "total": DOCS + 1,
+        "error": f"the embedding process {worker} ended before it finished (killed, or it crashed)"}
     assert run_cli("doctor", "--index", str(index), check=False).returncode == 1
 
 
@@ -320,8 +323,9 @@ def test_a_record_written_after_the_worker_was_killed_starts_a_new_one_and_retur
     finally:
         os.kill(killed, signal.SIGKILL)
     wait_gone(killed)
-    assert status(index)["vector_lane"]["embedding"] == {"state": "stopped", "embedded": EMBED_COMMIT_BLOCKS,
-                                                         "total": DOCS}
+    assert status(index)["vector_lane"]["embedding"] == {
+        "state": "stopped", "embedded": EMBED_COMMIT_BLOCKS, "total": DOCS,
+        "error": f"the embedding process {killed} ended before it finished (killed, or it crashed)"}
 
     (result,) = session(["--index", str(index)], [("project_memory_record", {
         "project_id": "notes", "kind": "note", "title": "Owl survey",

@@ -167,7 +167,8 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
 
     if worker:  # detached: stderr is embed.log
         with Engine.open(index_dir) as engine:
-            sink = PlainLines(sys.stderr, progress_interval_s(), f"sleuth embed (process {os.getpid()})")
+            label = f"{background.WORKER_LOG_LABEL} (process {os.getpid()})"
+            sink = PlainLines(sys.stderr, progress_interval_s(), label)
             background.run_worker(engine, Progress(sink))
         return
     waited_s: float | None = None  # seconds waited for a background worker
