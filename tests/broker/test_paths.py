@@ -72,3 +72,22 @@ def test_socket_path_limit(tmp_path: Path) -> None:
     assert paths.socket.name == f"{paths.key}.sock" and paths.socket.parent == tmp_path / "b"
     assert {p.suffix for p in (paths.socket, paths.run_lock, paths.spawn_lock, paths.info, paths.log)} == {
         ".sock", ".lock", ".spawn", ".json", ".log"}
+
+
+def test_key_follows_the_index_config_file(tmp_path: Path) -> None:
+    """A session after an edit of ``config.toml`` gets a broker that read it (a running broker read
+    the file once, when it started)."""
+    base = {"PATH": "/bin"}
+    index = tmp_path / "idx"
+    index.mkdir()
+    absent = broker_key(index, base)
+    config = index / "config.toml"
+    config.write_text('lanes = ["bm25"]\n')
+    os.utime(config, ns=(1_000_000_000, 1_000_000_000))
+    first = broker_key(index, base)
+    assert first != absent and broker_key(index, base) == first
+    config.write_text('lanes = ["index"]\n')  # the same size, another time
+    os.utime(config, ns=(2_000_000_000, 2_000_000_000))
+    assert broker_key(index, base) not in (absent, first)
+    config.unlink()
+    assert broker_key(index, base) == absent

@@ -167,6 +167,19 @@ def test_a_search_is_never_sent_to_the_broker_of_other_settings(index: Path, env
     assert searches_answered(index, env) == before + 1
 
 
+def test_after_an_edit_of_config_toml_a_search_is_not_sent_to_the_broker_that_read_the_old_one(
+        index: Path, env: dict[str, str], broker: subprocess.Popen[str]) -> None:
+    before = searches_answered(index, env)
+    assert search_json(env, index, "walrus")["lanes"] != ["bm25"]
+    assert searches_answered(index, env) == before + 1
+    (index / "config.toml").write_text('lanes = ["bm25"]\n', encoding="utf-8")
+    try:
+        assert search_json(env, index, "walrus")["lanes"] == ["bm25"]  # in its own process, with the new file
+        assert searches_answered(index, env) == before + 1
+    finally:
+        (index / "config.toml").unlink()
+
+
 
 #: Runs `sleuth ARGS` as the `sleuth` command does (sleuth.launcher) and, as the process ends (the
 #: read-only commands end with os._exit), writes to stderr the heavy modules it had imported.

@@ -3,8 +3,9 @@
 The folder is ``$SLEUTH_BROKER_DIR``, else ``$XDG_RUNTIME_DIR/sleuth``, else ``<tmp>/sleuth-<uid>``;
 it is created with mode 0700 and refused when another user owns it or can enter it. A broker is
 named by a *key*: 16 hex digits of SHA-256 over the index folder, the sleuth version and install,
-and the ``SLEUTH_*`` settings that change what the engine answers (lanes, model, fault injection,
-...), so sessions that would get different answers never share a broker. Per key:
+the ``SLEUTH_*`` settings that change what the engine answers (lanes, model, fault injection,
+...) and the stamp of the index's ``config.toml``, so sessions that would get different answers
+never share a broker (a session after an edit of ``config.toml`` gets a new one). Per key:
 
 - ``<key>.sock``: the socket (mode 0600); nothing listens on the network.
 - ``<key>.lock``: ``flock``-ed by the running broker for its whole life. A killed broker's lock
@@ -112,12 +113,24 @@ def _check_own_folder(folder: Path, st: os.stat_result) -> None:
         raise BrokerUnavailable(f"the broker folder {folder} belongs to another user (uid {st.st_uid})")
 
 
+def config_stamp(index_dir: Path) -> str:
+    """What tells one version of ``<index_dir>/config.toml`` from another without reading it: its
+    modification time (ns), size and inode, or ``absent``. A broker reads the file once, when it
+    starts; a session after an edit gets a broker of the new settings (:func:`broker_key`)."""
+    try:
+        st = os.stat(index_dir / "config.toml")
+    except OSError:
+        return "absent"
+    return f"{st.st_mtime_ns}:{st.st_size}:{st.st_ino}"
+
+
 def broker_key(index_dir: Path, env: Mapping[str, str] | None = None) -> str:
-    """16 hex digits naming the broker of ``index_dir`` (a resolved path) under ``env``'s settings."""
+    """16 hex digits naming the broker of ``index_dir`` (a resolved path) under ``env``'s settings
+    and the index's ``config.toml`` as it is now (:func:`config_stamp`)."""
     env = os.environ if env is None else env
     settings = sorted((k, v) for k, v in env.items() if k.startswith("SLEUTH_") and k not in SESSION_ENV)
     install = os.path.dirname(os.path.abspath(__file__))
-    text = "\0".join([str(index_dir), __version__, install, sys.executable,
+    text = "\0".join([str(index_dir), __version__, install, sys.executable, f"config={config_stamp(index_dir)}",
                       *(f"{k}={v}" for k, v in settings)])
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
