@@ -88,6 +88,16 @@ def test_a_search_says_which_documents_the_vector_lane_does_not_see_yet(engine: 
 
     assert render_text(resp, explain=False).splitlines()[0] == f"({resp.notice})"
     assert engine.search(SearchRequest(query="hunt at night", lanes=["bm25"])).notice is None
+    from sleuth.memory.arguments import parse_memory_request
+    from sleuth.memory.search import MemorySearch
+
+    memory = MemorySearch(engine)  # project_memory_search says it too
+    try:
+        found = memory.search(parse_memory_request({"query": "hunt at night", "project_id": "notes"}))
+        assert [r["path"] for r in found["results"]][:2] == ["owls.md", "bats.md"]
+        assert found["meta"]["notice"] == resp.notice
+    finally:
+        memory.close()
     assert engine.embed_pending() == 2
     assert engine.search("hunt at night").notice is None
 

@@ -217,10 +217,8 @@ class MemorySearch:
         if resp.cut_short:  # the deadline passed after retrieval: a partial answer, said so
             meta["partial"] = True
             meta["cut_short"] = dict(resp.cut_short)
-        if resp.word_notice:
-            meta["notice"] = resp.word_notice
-        elif not any(rendered) and resp.notice:
-            meta["notice"] = resp.notice.split("; ")[0]
+        if resp.notice:  # every note, as the other surfaces give it: why the answer is empty, words no
+            meta["notice"] = resp.notice  # document holds, documents the vector lane does not see yet...
         out: dict[str, Any] = {"meta": meta}
         if req.grouped:
             out["groups"] = [{"id": a.id, "query": a.query, "result_count": len(g), "results": g}
