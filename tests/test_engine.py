@@ -444,3 +444,18 @@ def test_a_scale_setting_without_its_package_says_what_to_install(
         Engine(tmp_path / "idx").close()
     assert str(raised.value) == (f"{setting} is set, but the Python package {package} it needs is not installed:"
                                  " pip install 'sleuth[scale]' (docs/SCALE.md)")
+
+
+def test_a_misspelt_request_field_is_an_error_not_ignored(engine, src):
+    """The Python API's SearchRequest, its filters and questions refuse a field they do not have
+    (``limt=5`` searched with the default limit, silently)."""
+    import pydantic
+
+    from sleuth.types import SearchFilters
+
+    engine.index([src], project="notes")
+    for make in (lambda: engine.search("cats", limt=5), lambda: SearchFilters(kind=["markdown"]),
+                 lambda: SearchRequest(query="", questions=[{"query": "cats", "limt": 5}])):
+        with pytest.raises(pydantic.ValidationError, match=r"(limt|kind)\n  Extra inputs are not permitted"):
+            make()
+    assert engine.search("cats", limit=1).hits

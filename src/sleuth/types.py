@@ -165,6 +165,8 @@ PATH_GLOBS_MAX = 50
 class SearchFilters(Model):
     """Filters every lane applies before its top-k (empty lists and None: no filter)."""
 
+    model_config = ConfigDict(defer_build=True, extra="forbid")  # a misspelt field is an error, not ignored
+
     kinds: list[str] = Field(default_factory=list, description="Kinds (see Hit.kind); entity: graph entities")
     roles: list[str] = Field(default_factory=list)
     families: list[str] = Field(default_factory=list, description="Source families: document, code, graph")
@@ -197,6 +199,8 @@ SEARCH_QUESTIONS_MAX = 20
 class Question(Model):
     """One independent question of a grouped search: its id, text, result limit and variants."""
 
+    model_config = ConfigDict(defer_build=True, extra="forbid")  # a misspelt field is an error, not ignored
+
     id: str = ""
     query: str
     limit: int = Field(default=20, ge=1, le=SEARCH_LIMIT_MAX)
@@ -228,6 +232,8 @@ def project_id_for(name: str) -> str:
 
 class SearchRequest(Model):
     """A search over one or more projects of an index (one query, or grouped ``questions``)."""
+
+    model_config = ConfigDict(defer_build=True, extra="forbid")  # a misspelt field is an error, not ignored
 
     query: str = ""
     projects: list[str] | None = Field(default=None, description="Project ids; None = every project")
