@@ -99,3 +99,32 @@ def test_a_server_that_returns_without_a_signal_says_nothing(capsys: pytest.Capt
     with stopped_by_signals("serve"):
         pass  # e.g. it could not start, and said why
     assert capsys.readouterr() == ("", "")
+
+
+def test_ctrl_c_before_a_commands_own_handling_ends_it_with_status_130_not_aborted() -> None:
+    """A Ctrl-C while a command loads (before its own handler) printed click's "Aborted!" with
+    status 1, or a traceback while Python imported the CLI (a new user's trial)."""
+    import subprocess
+    import sys
+
+    import click
+    from click.testing import CliRunner
+
+    from sleuth.cli import INTERRUPTED_EXIT, cli
+
+    def boom() -> None:
+        raise KeyboardInterrupt
+
+    cli.add_command(click.Command("boom-test", callback=boom))
+    try:
+        result = CliRunner().invoke(cli, ["boom-test"], prog_name="sleuth")
+    finally:
+        cli.commands.pop("boom-test")
+    assert (result.exit_code, result.stderr) == (INTERRUPTED_EXIT, "sleuth: interrupted\n")
+
+    # A real SIGINT inside the launcher, before click runs.
+    script = ("import os, signal, sys\nimport sleuth.launcher as launcher\n"
+              "def interrupted():\n    os.kill(os.getpid(), signal.SIGINT)\n    for _ in range(10**7):\n        pass\n"
+              "launcher._main = interrupted\nsys.argv = ['sleuth', 'status']\nlauncher.main()\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (130, "sleuth: interrupted\n", "")

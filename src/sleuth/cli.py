@@ -22,7 +22,7 @@ else:
     startup.set_process_defaults()
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -77,10 +77,23 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+#: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED_EXIT = 130
+
+
 class LazyGroup(click.Group):
     """A group whose commands (:data:`COMMANDS`) are imported when one is looked up to run, and
     listed in its help from their help lines without importing any (click's "Lazily Loading
-    Subcommands" pattern). Commands added with :meth:`add_command` behave as in a plain group."""
+    Subcommands" pattern). Commands added with :meth:`add_command` behave as in a plain group.
+    A Ctrl-C that reaches it (one pressed before the command's own handling began, while it loads)
+    ends the command with ``sleuth: interrupted`` and status 130, not click's "Aborted!" and 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("sleuth: interrupted", err=True)
+            ctx.exit(INTERRUPTED_EXIT)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Every command's name, sorted (as a plain group lists them)."""

@@ -44,7 +44,17 @@ def parse_serve_args(args: Sequence[str]) -> dict[str, object] | None:
 
 
 def main() -> None:
-    """Console-script entry point (``sleuth``)."""
+    """Console-script entry point (``sleuth``). A Ctrl-C while Python loads the command ends it
+    with ``sleuth: interrupted`` and status 130 (as :class:`sleuth.cli.LazyGroup` does later), not a
+    traceback."""
+    try:
+        _main()
+    except KeyboardInterrupt:
+        sys.stderr.write("sleuth: interrupted\n")
+        sys.exit(130)
+
+
+def _main() -> None:
     args = sys.argv[1:]
     if args[:1] != ["serve"]:
         from sleuth import startup
