@@ -446,3 +446,28 @@ def test_a_pipelined_request_head_over_the_bound_gets_400() -> None:
     assert first == b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
     assert json.loads(rest.split(b"\r\n\r\n", 1)[1])["error"] == "request_head_too_large"
     assert (len(lost), len(state.connections), dict(type(lost[0]).pending.counts)) == (1, 0, {})
+
+
+def test_a_request_h11_cannot_read_gets_one_400_and_no_traceback(index: Path, tmp_path: Path) -> None:
+    """A bad chunk size (or a body cut short) after a head the app began to answer: uvicorn wrote its
+    400, then the app's own answer was refused by h11 with a traceback in the log (an attack round's
+    finding). Now the 400 is the answer, the app's is dropped, and the refusal is audited."""
+    with http_server(index, log_dir=tmp_path) as server:
+        alice = token(index, "alice", server.url)
+        lines = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{server.port}", "Content-Type: application/json",
+                 "Accept: application/json, text/event-stream", f"Authorization: Bearer {alice}",
+                 "Transfer-Encoding: chunked"]
+        bad = ("\r\n".join(lines) + "\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n").encode("ascii")
+        answer = read_to_close(connect(server.port, "127.0.0.1", bad))
+        status, _, rest = answer.partition(b"\r\n")
+        assert status == b"HTTP/1.1 400 Bad Request"
+        assert json.loads(rest.split(b"\r\n\r\n", 1)[1]) == {
+            "error": "malformed_request",
+            "error_description": "malformed request: the server could not read it as HTTP/1.1 (its head, or its "
+                                 "body's chunks or length)"}
+        assert server.post(INIT, alice).status_code == 200  # served as before
+    log = server.log.read_text()
+    assert "Traceback" not in log and "Exception in ASGI application" not in log, log
+    refused = [ln for ln in audit_lines(index, lambda ls: any(ln.get("status") == 400 for ln in ls))
+               if ln.get("status") == 400]
+    assert [(ln["reason"], ln["client"]) for ln in refused] == [("malformed request", "127.0.0.1")]

@@ -130,6 +130,16 @@ class GuardedH11Protocol(H11Protocol):
         if hook is not None:
             hook(status, reason, self._address())
 
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request h11 cannot read (a malformed head, a bad chunk size, a body
+        cut short), with the app perhaps already answering its head: refused as the other 400s
+        here (the app's later sends go nowhere; it had the answer written and h11 refused it, with
+        a traceback in the log), and counted."""
+        reason = "malformed request"
+        self._refuse(400, reason, raw_response(
+            400, "Bad Request", "malformed_request",
+            f"{reason}: the server could not read it as HTTP/1.1 (its head, or its body's chunks or length)"))
+
     def _start_pending(self) -> bool:
         """Count this connection as pending (False, after refusing it, when its address is full)."""
         address = self._address()
