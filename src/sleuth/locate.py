@@ -69,8 +69,10 @@ def enclosing_index(path: Path) -> tuple[Path, str] | None:
     ``--index``: the nearest ``.sleuth/`` in the parents of ``path``'s folder (a file's folder, or
     the folder itself) that has ``path`` or a folder above it among its projects' roots, with that
     root; None when none does (the catalog in PostgreSQL included: no folder to look in). As git
-    finds the repository of a path inside it. Reads each catalog read-only; never raises (an
-    unreadable catalog counts as covering nothing)."""
+    finds the repository of a path inside it, and as git's ``safe.directory`` rule, an index folder
+    or catalog that belongs to another user is passed over: indexing into it would hand that user
+    the text (one in ``/tmp`` listing ``/tmp`` as a root would catch everything indexed below).
+    Reads each catalog read-only; never raises (an unreadable catalog counts as covering nothing)."""
     import json
     import sqlite3
 
@@ -79,7 +81,7 @@ def enclosing_index(path: Path) -> tuple[Path, str] | None:
     folder = path if path.is_dir() else path.parent
     for above in folder.parents:
         candidate = above / INDEX_DIR_NAME
-        if not has_catalog(candidate):
+        if not has_catalog(candidate) or not _own(candidate) or not _own(candidate / CATALOG_FILE):
             continue
         try:
             with contextlib.closing(sqlite3.connect(f"{(candidate / CATALOG_FILE).as_uri()}?mode=ro", uri=True,
@@ -92,3 +94,11 @@ def enclosing_index(path: Path) -> tuple[Path, str] | None:
         if holding:
             return candidate, str(holding[0])
     return None
+
+
+def _own(path: Path) -> bool:
+    """Whether ``path`` (not followed when a symlink) belongs to this process's user."""
+    try:
+        return os.lstat(path).st_uid == os.geteuid()
+    except OSError:
+        return False

@@ -114,6 +114,17 @@ def test_enclosing_index(notes: Path, tmp_path: Path) -> None:
     assert enclosing_index(notes / "sub") is None
 
 
+def test_an_index_of_another_user_above_is_passed_over(notes: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """As git's safe.directory: a .sleuth/ another user owns (in /tmp, listing /tmp as a root) would
+    receive the text of everything indexed below it."""
+    with Engine(notes / ".sleuth", Config(model="none")) as engine:
+        engine.index([notes], embed=False)
+    assert enclosing_index(notes / "sub") == (notes / ".sleuth", str(notes))
+    monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + 1)  # as seen by another user
+    assert enclosing_index(notes / "sub") is None
+
+
 def test_sleuth_index_of_a_subfolder_uses_the_enclosing_index(notes: Path) -> None:
     lexical = {"SLEUTH_MODEL": "none"}
     run_cli("index", str(notes), env=lexical)
