@@ -465,9 +465,18 @@ def test_a_request_h11_cannot_read_gets_one_400_and_no_traceback(index: Path, tm
             "error": "malformed_request",
             "error_description": "malformed request: the server could not read it as HTTP/1.1 (its head, or its "
                                  "body's chunks or length)"}
+        # The same after an answered request on a kept-alive connection (a head h11 cannot read).
+        metadata = (f"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}"
+                    "\r\n\r\n").encode("ascii")
+        kept = read_to_close(connect(server.port, "127.0.0.1", metadata + b"NOT AN HTTP REQUEST\x00\r\n\r\n"))
+        assert kept.startswith(b"HTTP/1.1 200 OK\r\n") and kept.count(b"HTTP/1.1 400 Bad Request\r\n") == 1
+        assert kept.endswith(b'"error": "malformed_request", "error_description": "malformed request: the server could '
+                             b'not read it as HTTP/1.1 (its head, or its body\'s chunks or length)"}')
         assert server.post(INIT, alice).status_code == 200  # served as before
     log = server.log.read_text()
     assert "Traceback" not in log and "Exception in ASGI application" not in log, log
-    refused = [ln for ln in audit_lines(index, lambda ls: any(ln.get("status") == 400 for ln in ls))
+    refused = [ln for ln in audit_lines(index, lambda ls: sum(ln.get("status") == 400 for ln in ls) >= 2)
                if ln.get("status") == 400]
-    assert [(ln["reason"], ln["client"]) for ln in refused] == [("malformed request", "127.0.0.1")]
+    # One line at the first refusal, one for the repeat when the window closed (here: at shutdown).
+    assert [(ln["reason"], ln["client"], ln["count"], ln.get("window_s")) for ln in refused] == [
+        ("malformed request", "127.0.0.1", 1, None), ("malformed request", "127.0.0.1", 1, 60.0)]

@@ -136,9 +136,11 @@ class GuardedH11Protocol(H11Protocol):
         here (the app's later sends go nowhere; it had the answer written and h11 refused it, with
         a traceback in the log), and counted."""
         reason = "malformed request"
+        cycle = self.cycle  # the request before it on a kept-alive connection, when answered already
         self._refuse(400, reason, raw_response(
             400, "Bad Request", "malformed_request",
-            f"{reason}: the server could not read it as HTTP/1.1 (its head, or its body's chunks or length)"))
+            f"{reason}: the server could not read it as HTTP/1.1 (its head, or its body's chunks or length)"),
+            new_request=cycle is None or cycle.response_complete)
 
     def _start_pending(self) -> bool:
         """Count this connection as pending (False, after refusing it, when its address is full)."""
