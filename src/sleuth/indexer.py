@@ -284,7 +284,7 @@ class Indexer:
         # files would return every page twice), and a path inside a project's folder root is
         # refreshed there (sleuth.ingest.placement).
         roots_by_project = self.catalog.roots()
-        name = project or default_project(paths[0], roots_by_project)
+        name = project or default_project(paths[0], roots_by_project, self.folder.index_dir)
         pid = project_id_for(name)
         placement = place(paths, roots_by_project.get(pid, []))
         new_roots = [str(p) for p in placement.roots]

@@ -62,6 +62,8 @@ def test_default_project_and_placement(notes: Path) -> None:
     assert default_project(notes.parent, {"notes": [str(notes / "top.md")]}) == "notes"  # one project inside
     assert default_project(notes.parent, {"a": [str(notes / "top.md")], "b": [str(notes / "sub")]}) == notes.parent.name
     assert default_project(notes / "top.md", {}) == "notes"  # a file: its folder's name
+    memory = {"inbox": [str(notes / ".sleuth" / "memory" / "inbox")]}  # project_memory_record's folder
+    assert default_project(notes, memory, notes / ".sleuth") == "notes"
     placed = place([notes / "sub", notes / "top.md", notes / "build", notes], [str(notes)])
     assert placed.roots == [notes / "build", notes]
     assert placed.refresh == {str(notes): ["sub", "top.md"]}
@@ -139,3 +141,16 @@ def test_sleuth_index_of_a_subfolder_uses_the_enclosing_index(notes: Path) -> No
     # --index still makes a separate one on purpose.
     run_cli("index", str(notes / "sub"), "--index", str(notes / "sub" / ".sleuth"), env=lexical)
     assert (notes / "sub" / ".sleuth" / "catalog.sqlite3").is_file()
+
+
+def test_a_folder_holding_the_index_does_not_join_a_memory_folders_project(notes: Path) -> None:
+    """project_memory_record writes into <index>/memory/<project>, a root inside the folder that
+    holds the index: indexing that folder later makes its own project, not the records'."""
+    from sleuth.memory.records import RecordStore
+
+    with Engine(notes / ".sleuth", Config(model="none")) as engine:
+        RecordStore(engine).write("journal", "note", "Quokka habitat", "Quokkas live on Rottnest Island.",
+                                  create_project=True)
+        assert engine.index([notes], embed=False).project == "notes"
+        assert sorted(engine.catalog.roots()) == ["journal", "notes"]
+

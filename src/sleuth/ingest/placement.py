@@ -59,12 +59,14 @@ def _holding_root(path: Path, roots: Sequence[str]) -> tuple[str, str] | None:
     return best
 
 
-def default_project(first: Path, roots_by_project: Mapping[str, Sequence[str]]) -> str:
+def default_project(first: Path, roots_by_project: Mapping[str, Sequence[str]], index_dir: Path | None = None) -> str:
     """The project a path goes to when no project is named (see the module docstring).
 
     Args:
         first: the first path given, resolved.
         roots_by_project: ``{project_id: roots}`` of the index (roots resolved, as kept).
+        index_dir: the index folder: roots inside it (the memory folders ``project_memory_record``
+            writes) never make a folder around them join their project.
     Returns:
         A project id, or for a new project the folder name to make one from (``"default"`` for
         the file system's root).
@@ -77,8 +79,9 @@ def default_project(first: Path, roots_by_project: Mapping[str, Sequence[str]]) 
     if holding:
         return min(holding, key=lambda item: (-item[0], item[1]))[1]
     if first.is_dir():
-        inside = [pid for pid, roots in ordered if any(Path(r) != first and Path(r).is_relative_to(first)
-                                                         for r in roots)]
+        inside = [pid for pid, roots in ordered
+                  if any(Path(r) != first and Path(r).is_relative_to(first)
+                         and not (index_dir is not None and Path(r).is_relative_to(index_dir)) for r in roots)]
         if len(inside) == 1:
             return inside[0]
     folder = first if first.is_dir() else first.parent
