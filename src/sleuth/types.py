@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from sleuth.doc_types import (  # noqa: F401 - re-exported: the records live there, without pydantic
     Block,
@@ -305,6 +305,15 @@ class SearchResponse(Model):
                                             "for a plain query, whose hits are also in hits)")
     projects: list[str] = Field(default_factory=list, description="Projects searched (None asked: all)")
     request_id: str | None = None
+
+    _index_notes: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def index_notes(self) -> list[str]:
+        """The notes of ``notice`` about the index as a whole, not the searched projects (an indexing
+        run in progress, postings not written, a Milvus sync): left out of what a caller limited to
+        some projects is shown (:mod:`sleuth.memory.search`). Not part of the JSON."""
+        return self._index_notes
 
 
 class ProjectInfo(Model):

@@ -344,8 +344,8 @@ class MemoryTools:
                 if pid:
                     self.access.project(pid)
             out = self.searcher.search(req)
-            if self.access.per_caller and isinstance(out.get("meta"), dict):  # lanes' errors name the servers
-                out["meta"] = hide_locations(out["meta"], self.engine)
+            if self.access.per_caller and isinstance(out.get("meta"), dict):  # lanes' errors name the servers,
+                out["meta"] = self.access.shown(hide_locations(out["meta"], self.engine))  # notices the index's files
             return out
 
         return await self._run(run, parsed.request_id)

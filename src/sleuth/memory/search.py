@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ProjectNotFound, QueryError, QueryTimeout, RequestCancelled, shown
@@ -182,6 +182,14 @@ class MemorySearch:
             raise
         qualified = frozenset(self.engine.multi_root_projects())
         payload = self.render(req, resp, qualified)
+        if self.access is not None and self.access.per_caller and resp.index_notes:
+            # A remote caller limited to some projects is told of its own search, not of the index as
+            # a whole (another user's indexing run, postings not written and why, a Milvus sync).
+            notice = scoped_notice(resp.notice, resp.index_notes)
+            if notice is None:
+                payload["meta"].pop("notice", None)
+            else:
+                payload["meta"]["notice"] = notice
         self.registry.finish(state, DEGRADED if resp.degraded_lanes or resp.cut_short else COMPLETED)
         payload["elapsed_ms"] = state.elapsed_ms()
         return payload
@@ -228,3 +236,14 @@ class MemorySearch:
             out["result_count"] = len(rendered[0])
             out["results"] = rendered[0]
         return out
+
+
+def scoped_notice(notice: str | None, index_notes: Sequence[str]) -> str | None:
+    """``notice`` (notes joined by ``"; "``) without the notes of ``index_notes``; None when nothing
+    is left. Pure."""
+    if notice is None:
+        return None
+    for note in index_notes:
+        notice = notice.replace(f"; {note}", "").replace(f"{note}; ", "").replace(note, "")
+    return notice or None
+

@@ -246,20 +246,23 @@ class Searcher:
             semantic_notice(word_ran, lexical_found, len(answers[0].hits), fused_dropped[0][1],
                             phrases=bool(first.phrases), filtered=plan.doc_ids is not None)
             or self._absent_words(first, word_ran and lexical_found, postings_lag, plan.projects, matched))
-        return SearchResponse(
+        index_notes: list[str] = []
+        response = SearchResponse(
             query=req.query if not req.questions else answers[0].query, word_notice=word_notice,
             terms=list(first.terms), phrases=[" ".join(p) for p in first.phrases],
             result_count=len(answers[0].hits), hits=answers[0].hits, lanes=ran,
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             notice=_with_cut_short(
                 self._notice(plan, retrieval, answers, word_notice, postings_lag, inbox_left_out, started,
-                             ranked_documents=len(ranked[0]) if ranked else 0),
+                             ranked_documents=len(ranked[0]) if ranked else 0, index_notes=index_notes),
                 req.deadline_ms, cut_short),
             unavailable_lanes=retrieval.unavailable, degraded_lanes=sorted(retrieval.degraded),
             failed_lanes=retrieval.failed, skipped_lanes=retrieval.skipped, questions=answers,
             projects=list(plan.projects) if plan.projects is not None else [], request_id=req.request_id,
             cut_short=cut_short,
         )
+        response.index_notes.extend(index_notes)
+        return response
 
     # ------------------------------------------------------------------ 3-5. fuse, expand, rerank
 
@@ -417,12 +420,15 @@ class Searcher:
 
     def _notice(self, plan: Plan, retrieval: Retrieval, answers: list[QuestionAnswer],
                 word_notice: str | None, postings_lag: Callable[[], bool], inbox_left_out: int = 0,
-                started: float | None = None, ranked_documents: int = 0) -> str | None:
+                started: float | None = None, ranked_documents: int = 0,
+                index_notes: list[str] | None = None) -> str | None:
         """What the reader should know: why the answer is empty (a page past the last of the first
         question's ``ranked_documents`` results says so), the Inbox left out (its
         ``inbox_left_out`` documents), an indexing run in progress (``postings_lag()``), documents
         the vector lane does not see yet, a Milvus sync this search waited for (one that ended after
-        ``started``, a ``time.perf_counter()``)."""
+        ``started``, a ``time.perf_counter()``). The notes about the index as a whole (an indexing
+        run, postings not written, a Milvus sync) are also appended to ``index_notes``."""
+        index_notes = [] if index_notes is None else index_notes
         notes: list[str] = []
         if word_notice:
             notes.append(word_notice)
@@ -443,26 +449,29 @@ class Searcher:
                    if "vector" in retrieval.answers and vector is not None and not nothing_allowed else 0)
         if set(plan.lanes) & POSTINGS_LANES and postings_lag():
             behind = self._postings_behind() if self._postings_behind is not None else None
-            notes.append(f"the bm25, index, rm3 and exact lanes answer from the index as it was before the last"
+            index_notes.append(f"the bm25, index, rm3 and exact lanes answer from the index as it was before the last"
                          f" indexing run(s), whose postings could not be written: {behind}" if behind else
                          "an indexing run is in progress: the bm25, index, rm3 and exact lanes see its documents"
                          " only when it ends (" + ("the tfidf lane sees them already" if pending else
                                                    "the tfidf and vector lanes see them already") + ")")
+            notes.append(index_notes[-1])
         rewritten = [name for name in plan.lanes if name in retrieval.answers
                      and getattr(self.lanes.get(name), "rows_being_rewritten", lambda: False)()]
         if rewritten:
-            notes.append(f"a Milvus sync is in progress (or was stopped mid-way): the {', '.join(rewritten)}"
-                         f" lane{'s' if len(rewritten) > 1 else ''} answer from Milvus as the sync before it left"
-                         " it, with the documents this one has reached already updated, until it ends (the next"
-                         " `sleuth index` finishes it)")
+            index_notes.append(f"a Milvus sync is in progress (or was stopped mid-way): the {', '.join(rewritten)}"
+                               f" lane{'s' if len(rewritten) > 1 else ''} answer from Milvus as the sync before it"
+                               " left it, with the documents this one has reached already updated, until it ends"
+                               " (the next `sleuth index` finishes it)")
+            notes.append(index_notes[-1])
         synced = [took for name in plan.all_lanes if started is not None
                   and (took := getattr(self.lanes.get(name), "synced_since", lambda _s: None)(started)) is not None]
         if synced:
-            notes.append(f"Milvus was brought up to the catalog before this search answered (a sync of"
-                         f" {max(synced):.1f} s: Milvus had been emptied, replaced or left behind)")
+            index_notes.append(f"Milvus was brought up to the catalog before this search answered (a sync of"
+                               f" {max(synced):.1f} s: Milvus had been emptied, replaced or left behind)")
+            notes.append(index_notes[-1])
         if pending:
             running = getattr(vector, "embedding_running", lambda: False)()
-            notes.append(f"the vector lane does not see {pending} document(s) yet: "
+            notes.append(f"the vector lane does not see {pending:,} document(s) yet: "
                          + ("embedding is in progress" if running else "`sleuth embed` embeds them"))
         return "; ".join(notes) or None
 
