@@ -280,6 +280,11 @@ class Indexer:
             if not is_valid_text(str(p)):
                 raise ConfigError(f"the root {index_name(str(p))} has a name that is not valid UTF-8: index a folder"
                                   " above it (names below a root may be anything) or rename it")
+            if (index_folder := self._index_folder_holding(p)) is not None:
+                where = ("an index folder" if index_folder == p
+                         else f"inside the index folder {index_name(str(index_folder))}")
+                raise ConfigError(f"{index_name(str(p))} is {where}: sleuth does not index an index's own files (its"
+                                  " users, keys, logs and settings); index the folder that holds it")
         # Without a name, a root indexed before keeps its project (a second project over the same
         # files would return every page twice), and a path inside a project's folder root is
         # refreshed there (sleuth.ingest.placement).
@@ -298,6 +303,21 @@ class Indexer:
                 for j, (outer, rels) in enumerate(placement.refresh.items(), start=len(placement.roots)):
                     self._index_under(run, Path(outer), normalize_rel_paths(rels), last=j == steps - 1)
         return run.report
+
+    def _index_folder_holding(self, path: Path) -> Path | None:
+        """The index folder that ``path`` (resolved) is or lies in: this index's folder (its memory
+        folders, which ``project_memory_record`` indexes, aside), or any folder with a catalog
+        file; None when there is none."""
+        from sleuth.locate import CATALOG_FILE
+        from sleuth.memory.records import MEMORY_DIR_NAME
+
+        own = self.folder.index_dir
+        if path.is_relative_to(own):
+            return None if path.is_relative_to(own / MEMORY_DIR_NAME) and path != own / MEMORY_DIR_NAME else own
+        for folder in (path, *path.parents):
+            if (folder / CATALOG_FILE).is_file():
+                return folder
+        return None
 
     def update_paths(self, project: str, root: str | Path, rel_paths: Iterable[str],
                      embed_progress: Callable[[int, int], None] | None = None, embed: bool = True,

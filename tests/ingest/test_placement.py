@@ -6,6 +6,7 @@ repository it is in)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,25 @@ def test_a_folder_holding_the_index_does_not_join_a_memory_folders_project(notes
         assert engine.index([notes], embed=False).project == "notes"
         assert sorted(engine.catalog.roots()) == ["journal", "notes"]
 
+
+
+def test_an_index_folder_is_never_indexed(notes: Path, tmp_path: Path) -> None:
+    """`sleuth index notes/.sleuth` indexed users.json, config.toml and embed.log into the index it
+    serves (an attack round's finding): an index folder, or a path inside one, is refused; this
+    index's memory folders (project_memory_record's) are indexed as before."""
+    from sleuth.errors import ConfigError
+    from sleuth.memory.records import RecordStore
+
+    with Engine(notes / ".sleuth", Config(model="none")) as engine:
+        engine.index([notes], embed=False)
+        for path, said in ((notes / ".sleuth", f"{notes / '.sleuth'} is an index folder"),
+                           (notes / ".sleuth" / "memory",
+                            f"{notes / '.sleuth' / 'memory'} is inside the index folder {notes / '.sleuth'}")):
+            path.mkdir(exist_ok=True)
+            with pytest.raises(ConfigError, match="^" + re.escape(said) + ": sleuth does not index an index's own"):
+                engine.index([path], embed=False)
+        receipt = RecordStore(engine).write("notes", "note", "Quokka habitat", "Quokkas live on Rottnest Island.")
+        assert engine.search("quokka rottnest", lanes=["bm25"]).hits[0].doc_id == receipt.record_id
+    with Engine(tmp_path / "other", Config(model="none")) as other, pytest.raises(ConfigError, match="index folder"):
+        other.index([notes / ".sleuth"], embed=False)  # another index's folder too
+    assert sorted(p.name for p in notes.iterdir()) == [".gitignore", ".sleuth", "build", "sub", "top.md"]
