@@ -268,7 +268,7 @@ class Indexer:
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
         """
         from sleuth.ingest.names import index_name, is_valid_text
-        from sleuth.ingest.placement import default_project, place
+        from sleuth.ingest.placement import default_project, outermost, place, shared_roots
         from sleuth.ingest.pool import prestart
         from sleuth.ingest.walk import normalize_rel_paths
 
@@ -289,20 +289,60 @@ class Indexer:
         # files would return every page twice), and a path inside a project's folder root is
         # refreshed there (sleuth.ingest.placement).
         roots_by_project = self.catalog.roots()
+        paths = outermost(paths)  # a path inside another one given is walked with it
         name = project or default_project(paths[0], roots_by_project, self.folder.index_dir)
         pid = project_id_for(name)
         placement = place(paths, roots_by_project.get(pid, []))
+        shared = shared_roots(placement.roots, roots_by_project, pid, self.folder.index_dir)
         new_roots = [str(p) for p in placement.roots]
         with self._run(pid, new_roots, embed_progress, progress, name=name, embed=embed, phases=phases,
                        shown_roots=[*new_roots, *(r for r in placement.refresh if r not in new_roots)]) as run:
             run.retry_failed = retry_failed
-            steps = len(placement.roots) + len(placement.refresh)
+            walked = [*placement.roots]
+            for root in placement.roots:  # the project's roots inside these: taken in, or walked too
+                walked += [inner for inner in self._take_in_roots(run, root) if inner not in walked]
+            steps = len(walked) + len(placement.refresh)
             with self.postings.bulk():
-                for i, root in enumerate(placement.roots):
+                for i, root in enumerate(walked):
                     self._index_root(run, root, last=i == steps - 1)
-                for j, (outer, rels) in enumerate(placement.refresh.items(), start=len(placement.roots)):
+                for j, (outer, rels) in enumerate(placement.refresh.items(), start=len(walked)):
                     self._index_under(run, Path(outer), normalize_rel_paths(rels), last=j == steps - 1)
+        run.report.shared_roots = shared
         return run.report
+
+    def _take_in_roots(self, run: _Run, root: Path) -> list[Path]:
+        """The project's other roots inside the folder ``root``, about to be walked: one the walk
+        of ``root`` reaches is taken in (its documents deleted and the root dropped: the walk files
+        its files again under ``root``, their vectors kept, being keyed by text), so that a file
+        indexed before its folder is refreshed with it from then on; the others (left out by
+        ``root``'s ignore rules) are returned, to be walked in the same run. Roots inside the
+        index folder (the memory folders) are neither."""
+        from sleuth.ingest.names import is_valid_text
+        from sleuth.ingest.walk import reaches
+
+        if not root.is_dir():
+            return []
+        index_dir = self.folder.index_dir
+        nested: list[Path] = []
+        for key in self.catalog.roots().get(run.pid, []):
+            inner = Path(key)
+            if inner == root or not inner.is_relative_to(root) or inner.is_relative_to(index_dir):
+                continue
+            rel = inner.relative_to(root).as_posix()
+            try:
+                reached = is_valid_text(rel) and reaches(root, rel)
+            except (OSError, ValueError):
+                reached = False
+            if not reached:
+                nested.append(inner)
+                continue
+            doc_ids = [state.doc_id for state in self.catalog.file_states(run.pid, [key]).values()]
+            if doc_ids:
+                gen = self.catalog.delete_documents(doc_ids)
+                self.postings.apply([], doc_ids, [], gen)
+            self.catalog.remove_root(run.pid, key)
+            run.report.merged_roots.append(key)
+        return nested
 
     def _index_folder_holding(self, path: Path) -> Path | None:
         """The index folder that ``path`` (resolved) is or lies in: this index's folder (its memory

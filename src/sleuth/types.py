@@ -367,3 +367,8 @@ class IndexReport(Model):
     blocks: int = Field(description="Blocks written in this run")
     embedded: int = Field(default=0, description="Blocks embedded in this run (vectors not already cached)")
     took_s: float
+    merged_roots: list[str] = Field(default_factory=list, description=(
+        "The project's roots inside a root of this run that its walk reaches, taken into it (their files "
+        "filed under it from now on: counted as added, not as removed)"))
+    shared_roots: list[str] = Field(default_factory=list, description=(
+        "Roots of other projects inside (or holding) a root of this run: their files are in both projects"))

@@ -88,21 +88,37 @@ def test_a_subfolder_is_refreshed_in_its_root(notes: Path, tmp_path: Path) -> No
 def test_a_file_then_its_folder_files_it_once(notes: Path, tmp_path: Path) -> None:
     with Engine(tmp_path / "idx", Config(model="none")) as engine:
         assert engine.index([notes / "top.md"], embed=False).project == "notes"
-        report = engine.index([notes], embed=False)
-        assert (report.project, report.added) == ("notes", 2)  # sub/p1.md and sub/p2.md; top.md is its root's
+        report = engine.index([notes], embed=False)  # the file's root is taken in: refreshed with it from now on
+        assert (report.project, report.added, report.removed) == ("notes", 3, 0)
+        assert report.merged_roots == [str(notes / "top.md")] and report.shared_roots == []
+        assert engine.catalog.roots() == {"notes": [str(notes)]}
         assert docs(engine) == [("notes", str(notes), "sub/p1.md"), ("notes", str(notes), "sub/p2.md"),
-                                ("notes", str(notes / "top.md"), "top.md")]
-        hits = engine.search("alpha", lanes=["bm25"]).hits
-        assert len(hits) == 1
-        # An ignored folder of the root is a root of its own (in a project of its own without a name).
-        assert engine.index([notes / "build"], embed=False).project == "build"
+                                ("notes", str(notes), "top.md")]
+        assert [h.path for h in engine.search("alpha", lanes=["bm25"]).hits] == ["top.md"]
+        write(notes, "top.md", "# Top\n\nalpha beta quokka\n")
+        assert engine.index([notes], embed=False).updated == 1
+        assert [h.path for h in engine.search("quokka", lanes=["bm25"]).hits] == ["top.md"]
+        # An ignored folder of the root is a root of its own (in a project of its own without a name)...
+        build = engine.index([notes / "build"], embed=False)
+        assert (build.project, build.shared_roots) == ("build", [])
+        # ... or of the same project on purpose, walked again with the root that holds it.
         assert engine.index([notes / "build"], project="notes", embed=False).roots == [str(notes / "build")]
-        assert engine.catalog.roots()["notes"] == [str(notes / "top.md"), str(notes), str(notes / "build")]
-        again = engine.index([notes], embed=False)  # the nested roots keep their files: not walked again
-        assert (again.scanned, again.unchanged, again.removed) == (2, 2, 0)
+        assert engine.catalog.roots()["notes"] == [str(notes), str(notes / "build")]
+        write(notes, "build/c.md", "# C\n\nanother built page\n")
+        again = engine.index([notes], embed=False)
+        assert (again.scanned, again.added, again.unchanged, again.merged_roots) == (5, 1, 4, [])
         assert [d for d in docs(engine) if d[0] == "notes"] == [
-            ("notes", str(notes), "sub/p1.md"), ("notes", str(notes), "sub/p2.md"),
-            ("notes", str(notes / "build"), "b.md"), ("notes", str(notes / "top.md"), "top.md")]
+            ("notes", str(notes), "sub/p1.md"), ("notes", str(notes), "sub/p2.md"), ("notes", str(notes), "top.md"),
+            ("notes", str(notes / "build"), "b.md"), ("notes", str(notes / "build"), "c.md")]
+
+
+def test_paths_given_together_and_overlapping_projects(notes: Path, tmp_path: Path) -> None:
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        both = engine.index([notes / "sub", notes], embed=False)  # sub is walked with notes: named after notes
+        assert (both.project, both.roots, both.added) == ("notes", [str(notes)], 3)
+        other = engine.index([notes / "sub"], project="other", embed=False)
+        assert other.shared_roots == [f"notes: {notes}"]
+        assert engine.index([notes], embed=False).shared_roots == [f"other: {notes / 'sub'}"]
 
 
 def test_enclosing_index(notes: Path, tmp_path: Path) -> None:
@@ -134,7 +150,7 @@ def test_sleuth_index_of_a_subfolder_uses_the_enclosing_index(notes: Path) -> No
     write(notes, "sub/p3.md", "# P3\n\nnew page about owls\n")
     out = run_cli("index", str(notes / "sub"), env=lexical).stdout
     assert f"indexed project 'notes' into {notes / '.sleuth'}: 3 files scanned, 1 added" in out
-    assert (f"  {notes / 'sub'} is under {notes}, a root of this index: indexed there "
+    assert (f"  {notes / 'sub'} is under {notes}, a root of this index: refreshed within that root "
             f"(`--index {notes / 'sub' / '.sleuth'}` makes a separate index)") in out
     assert not (notes / "sub" / ".sleuth").exists()
     found = run_cli("search", "owls", "--lanes", "bm25", "--format", "json", cwd=notes / "sub", env=lexical).stdout

@@ -7,12 +7,15 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option
 from sleuth.locate import INDEX_DIR_NAME, INDEX_ENV, enclosing_index, find_index_dir, has_catalog
+
+if TYPE_CHECKING:
+    from sleuth.types import IndexReport
 
 #: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
 INTERRUPTED_EXIT = 130
@@ -92,28 +95,47 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                    "skipped_by_reason": [g.model_dump() for g in skip_summary(skipped)],
                    **({"embedding": embedding} if embedding else {})})
         return
-    click.echo(
+    for line in _report_lines(report, paths, target, enclosing, no_model, embedding,
+                              explicit=index_dir is not None or bool(os.environ.get(INDEX_ENV)), verbose=verbose):
+        click.echo(line)
+
+
+def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, enclosing: tuple[Path, str] | None,
+                  no_model: str | None, embedding: dict[str, Any], explicit: bool, verbose: bool) -> list[str]:
+    """What ``sleuth index`` prints of ``report`` (text format); ``explicit``: the index was named
+    (``--index``, ``$SLEUTH_INDEX``); ``enclosing``: the index above the first path that was used,
+    with its root holding the path."""
+    skipped = [(s["path"], s["reason"]) for s in report.skipped]
+    out = [
         f"indexed project {report.project!r} into {target}: {report.scanned:,} files scanned, "
         f"{report.added:,} added, {report.updated:,} updated, {report.unchanged:,} unchanged, "
         f"{report.removed:,} removed, {report.blocks:,} blocks written, {report.embedded:,} embedded, "
-        f"{len(report.skipped):,} skipped "
-        f"({report.took_s:.2f} s)"
-    )
+        f"{len(report.skipped):,} skipped ({report.took_s:.2f} s)"]
     if enclosing is not None:
-        own = (paths[0].resolve() if paths[0].resolve().is_dir() else paths[0].resolve().parent) / INDEX_DIR_NAME
-        click.echo(f"  {paths[0]} is under {enclosing[1]}, a root of this index: indexed there "
+        first = paths[0].resolve()
+        own = (first if first.is_dir() else first.parent) / INDEX_DIR_NAME
+        how = (f"indexed there as a root of project {report.project!r}, its ignore rules leaving it out of that root"
+               if str(first) in report.roots else "refreshed within that root")
+        out.append(f"  {paths[0]} is under {enclosing[1]}, a root of this index: {how} "
                    f"(`--index {own}` makes a separate index)")
+    out += [f"  {root}, a root of project {report.project!r} inside this run's root, is part of it now: its files "
+            "are filed under it (and refreshed with it)" for root in report.merged_roots]
+    for shared in report.shared_roots:
+        other, _, root = shared.partition(": ")
+        out.append(f"  warning: project {other!r} has a root that overlaps this run's ({root}): their files are in "
+                   f"both projects, and a search of every project returns them twice (`sleuth projects remove "
+                   f"{other}` drops that project, or index with --project {other})")
     if no_model:
-        click.echo(f"  vector lane unavailable (searches use the lexical lanes): {no_model}")
-    if index_dir is None and not os.environ.get(INDEX_ENV) and not _finds(target):
-        click.echo(f"  other commands find this index from inside {target.parent}, or with --index {target} "
-                   f"(or SLEUTH_INDEX={target})")
+        out.append(f"  vector lane unavailable (searches use the lexical lanes): {no_model}")
+    if not explicit and (found := _found_here()) != target:
+        first_found = f"; here they find {found} first" if found is not None else ""
+        out.append(f"  other commands find this index from inside {target.parent}, or with --index {target} "
+                   f"(or SLEUTH_INDEX={target}){first_found}")
     if embedding:
-        click.echo(_embedding_line(embedding))
-    for line in render_skips(skipped, verbose):
-        click.echo(line)
-    for p in report.problems:
-        click.echo(f"  warning {p['path']}: {p['problem']}")
+        out.append(_embedding_line(embedding))
+    out += render_skips(skipped, verbose)
+    out += [f"  warning {p['path']}: {p['problem']}" for p in report.problems]
+    return out
 
 
 def _embedding_line(embedding: dict[str, Any]) -> str:
@@ -130,11 +152,13 @@ def _embedding_line(embedding: dict[str, Any]) -> str:
             f"run `sleuth embed` to embed {embedding['pending_blocks']:,} block(s)")
 
 
-def _finds(target: Path) -> bool:
-    """Whether a command run here without ``--index`` finds ``target`` (it looks for ``.sleuth/`` in
-    the current folder and its parents)."""
-    here = Path.cwd().resolve()
-    return target.parent == here or target.parent in here.parents
+def _found_here() -> Path | None:
+    """The index a command run here without ``--index`` finds (the nearest ``.sleuth/`` in the
+    current folder and its parents), or None."""
+    try:
+        return find_index_dir(None)
+    except OSError:  # the current folder was deleted
+        return None
 
 
 def render_skips(skips: list[tuple[str, str]], verbose: bool) -> list[str]:

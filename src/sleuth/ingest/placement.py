@@ -88,19 +88,45 @@ def default_project(first: Path, roots_by_project: Mapping[str, Sequence[str]], 
     return folder.name or "default"
 
 
+def outermost(paths: Sequence[Path]) -> list[Path]:
+    """Resolved ``paths`` without repeats and without those inside another one of them whose walk
+    reaches them (they are walked with it), in the order given."""
+    given = [str(p) for p in dict.fromkeys(paths)]
+    return [p for p in dict.fromkeys(paths) if _holding_root(p, [g for g in given if g != str(p)]) is None]
+
+
 def place(paths: Sequence[Path], own_roots: Sequence[str]) -> Placement:
-    """Split resolved ``paths`` into new (or existing) roots and paths refreshed within one of
-    ``own_roots``, the project's roots as the catalog keeps them (see the module docstring)."""
+    """Split resolved ``paths`` (:func:`outermost` ones) into new (or existing) roots and paths
+    refreshed within one of ``own_roots``, the project's roots as the catalog keeps them (see the
+    module docstring)."""
     roots: list[Path] = []
     refresh: dict[str, list[str]] = {}
-    for path in paths:
+    for path in dict.fromkeys(paths):
         hit = None if str(path) in own_roots else _holding_root(path, own_roots)
         if hit is None:
-            if path not in roots:
-                roots.append(path)
+            roots.append(path)
         else:
             refresh.setdefault(hit[0], []).append(hit[1])
     return Placement(roots, refresh)
+
+
+def shared_roots(roots: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]], project: str,
+                 index_dir: Path | None = None) -> list[str]:
+    """``"project: root"`` of every root of another project than ``project`` that holds one of
+    ``roots`` (its walk reaching it), or lies inside one (reached by its walk): their files are
+    in both projects. Roots inside ``index_dir`` (the memory folders) are left out."""
+    out: list[str] = []
+    for other, keys in sorted(roots_by_project.items()):
+        if other == project:
+            continue
+        for key in keys:
+            theirs = Path(key)
+            if index_dir is not None and theirs.is_relative_to(index_dir):
+                continue
+            if any(theirs == root or _holding_root(root, [key]) is not None
+                   or _holding_root(theirs, [str(root)]) is not None for root in roots):
+                out.append(f"{other}: {key}")
+    return out
 
 
 def nested_root_excludes(root: Path, project_roots: Sequence[Path], index_dir: Path) -> list[str]:

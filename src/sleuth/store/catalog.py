@@ -447,6 +447,21 @@ class Catalog(DocumentReads, VectorTable):
                 conn.execute("DELETE FROM meta WHERE substr(key, 1, ?)=?", (len(prefix), prefix))
             conn.execute("DELETE FROM projects WHERE project_id=?", (project_id,))
 
+    def remove_root(self, project_id: str, root: str) -> None:
+        """Take ``root`` out of the project's roots, with its skipped files, problems, parser
+        version and failed files (its documents must be deleted first: :meth:`delete_documents`).
+        No new generation: nothing a lane holds changes here."""
+        with self.write() as conn:
+            row = conn.execute("SELECT roots FROM projects WHERE project_id=?", (project_id,)).fetchone()
+            if row is None:
+                return
+            kept = [r for r in json.loads(row[0]) if r != root]
+            conn.execute("UPDATE projects SET roots=? WHERE project_id=?", (json.dumps(kept), project_id))
+            for table in ("skipped", "problems"):
+                conn.execute(f"DELETE FROM {table} WHERE project_id=? AND root=?", (project_id, root))
+            for key in (self._parser_key(project_id, root), self._failed_key(project_id, root)):
+                conn.execute("DELETE FROM meta WHERE key=?", (key,))
+
     def mark_indexed(self, project_id: str, now: str) -> None:
         with self.write() as conn:
             conn.execute("UPDATE projects SET last_indexed=? WHERE project_id=?", (now, project_id))
