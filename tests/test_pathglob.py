@@ -75,3 +75,14 @@ def test_a_posix_class_is_read_by_re2_without_a_python_warning() -> None:
     f = PathFilter(["[[:alpha:]]*.md"])
     assert f.matches("/srv/r", "notes.md") and not f.matches("/srv/r", "1notes.md")
     assert not f.matches("/srv/r", ":x.md")  # not a set of the characters '[', ':', 'a', 'l', ...
+
+
+@pytest.mark.parametrize(("name", "lookalike"), [("g.md ", "g.md"), ("a  ", "a"), ("i[x]", "ix"), ("a*", "ab"),
+                                                 ("q?", "qq"), ("b\\s", "bs"), (" lead", "lead")])
+def test_gitignore_literal_matches_the_name_as_written(name: str, lookalike: str) -> None:
+    """A root's name as an exclude line matches that name only (a trailing space, dropped by git's
+    rules unless escaped, made ``g.md `` exclude ``g.md``: an attack round's finding)."""
+    from sleuth.pathglob import gitignore_literal, gitignore_spec
+
+    spec = gitignore_spec(["/" + gitignore_literal(name)])
+    assert spec.match_file(name) and not spec.match_file(lookalike)

@@ -143,8 +143,11 @@ _GLOB_SPECIAL_RE = re.compile(r"([\\*?\[])")
 
 def gitignore_literal(path: str) -> str:
     """``path`` as a gitignore pattern that matches it as written: each ``\\``, ``*``, ``?`` and ``[``
-    escaped with a backslash (``i[x]`` -> ``i\\[x]``, which matches the folder ``i[x]``, not ``ix``)."""
-    return _GLOB_SPECIAL_RE.sub(r"\\\1", path)
+    escaped with a backslash (``i[x]`` -> ``i\\[x]``, which matches the folder ``i[x]``, not ``ix``),
+    and trailing spaces too (git drops unescaped ones: ``g.md `` would match ``g.md``)."""
+    escaped = _GLOB_SPECIAL_RE.sub(r"\\\1", path)
+    stripped = escaped.rstrip(" ")
+    return stripped + "\\ " * (len(escaped) - len(stripped))
 
 
 @lru_cache(maxsize=1024)
