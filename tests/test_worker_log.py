@@ -31,3 +31,10 @@ def test_the_workers_own_last_line(tmp_path: Path) -> None:
     os.symlink(tmp_path / "elsewhere.log", log)
     (tmp_path / "elsewhere.log").write_text("sleuth embed (process 7): s\nsecret\n")
     assert last_log_line(tmp_path, 7) is None  # a symlink is not followed
+    log.unlink()
+    log.mkdir()  # a folder: no line, no error (sleuth status failed with "Is a directory")
+    assert last_log_line(tmp_path, 7) is None
+    log.rmdir()
+    os.mkfifo(log)  # a FIFO: not read, not waited on
+    assert last_log_line(tmp_path, 7) is None
+

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -464,13 +465,15 @@ def last_log_line(index_dir: Path, pid: object) -> str | None:
         fd = os.open(index_dir / EMBED_LOG_FILE, flags)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as log:
-        try:
-            size = os.fstat(log.fileno()).st_size
-            log.seek(max(0, size - LOG_TAIL_BYTES))
+    try:
+        with os.fdopen(fd, "rb") as log:  # a folder fails here, a FIFO reads nothing (non-blocking)
+            st = os.fstat(log.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            log.seek(max(0, st.st_size - LOG_TAIL_BYTES))
             tail = log.read(LOG_TAIL_BYTES)
-        except OSError:
-            return None
+    except OSError:
+        return None
     lines = [line.strip() for line in tail.decode("utf-8", errors="replace").splitlines() if line.strip()]
     first = next((i for i, line in enumerate(lines) if line.startswith(label)), None)
     own: list[str] = []
