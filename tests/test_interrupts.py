@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +129,33 @@ def test_ctrl_c_before_a_commands_own_handling_ends_it_with_status_130_not_abort
               "launcher._main = interrupted\nsys.argv = ['sleuth', 'status']\nlauncher.main()\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stderr, proc.stdout) == (130, "sleuth: interrupted\n", "")
+
+
+def test_ctrl_c_while_the_search_model_loads_ends_the_search_at_once(tmp_path: Path) -> None:
+    """Ctrl-C while `sleuth search`'s warm-up thread still imports and loads the model ends the
+    process with status 130 (a KeyboardInterrupt there could deadlock the two threads' imports: an
+    attack round saw 1 search in 26 hang); once the load is done it is a KeyboardInterrupt again."""
+    import subprocess
+    import sys
+
+    from sleuth.config import Config
+    from sleuth.engine import Engine
+
+    Engine(tmp_path / "idx", Config(model="none")).close()
+    script = (
+        "import os, signal, sys, threading, time\n"
+        "import sleuth.startup as startup\n"
+        "hold = threading.Event()\n"
+        "def held_load(future, index_dir, lanes):\n    hold.wait()\n    future.set_result(None)\n"
+        "startup._load = held_load\n"
+        f"assert startup.start_search_model_load(['walrus', '--index', {str(tmp_path / 'idx')!r}])\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(60)\n"
+        "print('not interrupted')\n")
+    env = {**os.environ, "SLEUTH_BROKER": "0"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (130, "sleuth: interrupted\n", "")
+    done = script.replace("os.kill(", "hold.set()\nwhile startup._pending is None or not startup._pending.done():\n"
+                                      "    time.sleep(0.01)\nos.kill(")
+    proc = subprocess.run([sys.executable, "-c", done], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == -signal.SIGINT and proc.stderr.rstrip().endswith("KeyboardInterrupt"), proc.stderr

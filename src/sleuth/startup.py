@@ -15,11 +15,15 @@ broker runs, which answers the search itself (:mod:`sleuth.broker.search`).
 
 from __future__ import annotations
 
+import functools
 import os
+import signal
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from sleuth.locate import find_index_dir, has_catalog
 
@@ -104,7 +108,25 @@ def start_search_model_load(args: Sequence[str]) -> bool:
         _pending = Future()
         future = _pending
     threading.Thread(target=_load, args=(future, found, lanes), name="sleuth-model-warmup", daemon=True).start()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, functools.partial(_interrupted_while_loading, future))
     return True
+
+
+#: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED_EXIT = 130
+
+
+def _interrupted_while_loading(future: Future[Any], _signum: int, _frame: FrameType | None) -> None:
+    """SIGINT while ``sleuth search`` runs: a ``KeyboardInterrupt`` as usual once the warm-up thread
+    is done; before that the process ends at once, with ``sleuth: interrupted`` and status 130.
+    A ``KeyboardInterrupt`` raised in the main thread while both threads import can leave a module
+    lock held that the other waits on: an attack round saw 1 search in 26 hang for good after one
+    Ctrl-C. A search writes nothing, so ending it at any point loses nothing."""
+    if future.done():
+        raise KeyboardInterrupt
+    os.write(2, b"sleuth: interrupted\n")
+    os._exit(INTERRUPTED_EXIT)
 
 
 def _load(future: Future[tuple[str, bool | None, object] | None], index_dir: Path, lanes: str | None) -> None:
