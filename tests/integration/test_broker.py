@@ -380,6 +380,17 @@ def test_broker_commands_have_help() -> None:
         assert f"sleuth broker {command}" in out and len(out.splitlines()) > 3
 
 
+def test_broker_stop_without_an_index_stops_nothing_unless_told_all(tmp_path: Path) -> None:
+    """`sleuth broker stop` where no index is found stopped every broker of the user, other
+    projects' sessions included (a new user's finding); --all does that, by name."""
+    env = {"SLEUTH_BROKER_DIR": str(tmp_path / "brokers")}
+    proc = run_cli("broker", "stop", cwd=tmp_path, check=False, env=env)
+    assert (proc.returncode, proc.stdout) == (3, "")
+    assert proc.stderr == (f"error: no index found here (looked for .sleuth/ in {tmp_path} and its parents): pass "
+                           "--index DIR for its broker, or --all to stop every broker of this user\n")
+    assert run_cli("broker", "stop", "--all", cwd=tmp_path, env=env).stdout == "no broker running\n"
+
+
 def test_a_watching_broker_keeps_the_index_current(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     root.mkdir()

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option
-from sleuth.locate import find_index_dir
+from sleuth.errors import IndexNotFound
+from sleuth.locate import INDEX_DIR_NAME, find_index_dir
 
 
 @click.command("serve")
@@ -184,11 +185,14 @@ def broker_status_cmd(all_brokers: bool, index_dir: Path | None, fmt: str) -> No
 @index_option
 @handle_errors
 def broker_stop_cmd(all_brokers: bool, index_dir: Path | None) -> None:
-    """Stop the index's broker (with no index found, or --all, every broker of this user); calls
-    running in it finish first, and its sessions end."""
+    """Stop the index's broker (--all: every broker of this user); calls running in it finish
+    first, and its sessions end."""
     from sleuth.broker.client import stop_brokers
 
     scope = _broker_scope(index_dir, all_brokers)
+    if scope is None and not all_brokers:  # stopping every broker (other projects' sessions) is asked for by name
+        raise IndexNotFound(f"no index found here (looked for {INDEX_DIR_NAME}/ in {Path.cwd()} and its parents): "
+                            "pass --index DIR for its broker, or --all to stop every broker of this user")
     stopped = stop_brokers(scope)
     if not stopped:
         click.echo(f"no broker running{f' for {scope}' if scope else ''}")
