@@ -283,6 +283,10 @@ def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = 
 
         try:
             embedded = engine.embed_pending(advance)
+        except KeyboardInterrupt:  # Ctrl-C of `sleuth index --wait` or `sleuth embed`: said so, not "killed"
+            state.update(state="failed", error="interrupted (Ctrl-C)", updated_at=now_rfc3339())
+            _write_state(index_dir, state)
+            raise
         except Exception as exc:
             state.update(state="failed", error=f"{type(exc).__name__}: {exc}", updated_at=now_rfc3339())
             _write_state(index_dir, state)

@@ -348,3 +348,27 @@ def test_a_record_written_after_the_worker_was_killed_starts_a_new_one_and_retur
     assert (state["to_embed"], state["embedded"]) == (blocks - EMBED_COMMIT_BLOCKS, blocks - EMBED_COMMIT_BLOCKS)
     assert status(index)["vector_lane"]["embedding"] == {"state": "done", "embedded": blocks, "total": blocks}
     assert vectors_in(index) == blocks
+
+
+def test_ctrl_c_of_a_foreground_embedding_is_reported_as_such(tmp_path: Path) -> None:
+    """`sleuth index --wait` stopped by Ctrl-C mid-embedding: `sleuth status` said the process was
+    killed or crashed (a new user's finding); it says it was interrupted. Held by fault injection
+    after its first batch."""
+    notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
+    proc = subprocess.Popen([*SLEUTH, "index", str(notes), "--project", "notes", "--index", str(index), "--wait"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, HOLD_AFTER_ENV: str(EMBED_COMMIT_BLOCKS)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        held_worker_state(index)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert status(index)["vector_lane"]["embedding"] == {
+        "state": "stopped", "embedded": EMBED_COMMIT_BLOCKS, "total": DOCS, "error": "interrupted (Ctrl-C)"}
+    assert "; the last run failed: interrupted (Ctrl-C): run `sleuth embed` to resume" in run_cli(
+        "status", "--index", str(index)).stdout
