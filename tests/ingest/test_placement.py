@@ -17,24 +17,18 @@ from sleuth.ingest.placement import default_project, nested_root_excludes, place
 from sleuth.ingest.walk import reaches
 from sleuth.locate import enclosing_index
 from tests.integration.conftest import run_cli
+from tests.test_live import write
 
-
-def write(root: Path, rel: str, text: str) -> Path:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text)
-    return p
+#: The notes folder: a page, a subfolder, and a folder its .gitignore leaves out.
+NOTES = {"top.md": "# Top\n\nalpha beta\n", "sub/p1.md": "# P1\n\nrotate the signing keys\n",
+         "sub/p2.md": "# P2\n\nsigning ceremony\n", "build/b.md": "# B\n\nbuilt gamma\n", ".gitignore": "build/\n"}
 
 
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
-    root = tmp_path / "notes"
-    write(root, "top.md", "# Top\n\nalpha beta\n")
-    write(root, "sub/p1.md", "# P1\n\nrotate the signing keys\n")
-    write(root, "sub/p2.md", "# P2\n\nsigning ceremony\n")
-    write(root, "build/b.md", "# B\n\nbuilt gamma\n")
-    write(root, ".gitignore", "build/\n")
-    return root
+    for rel, text in NOTES.items():
+        write(tmp_path / "notes", rel, text)
+    return tmp_path / "notes"
 
 
 def docs(engine: Engine) -> list[tuple[str, str, str]]:
