@@ -16,7 +16,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -179,6 +179,7 @@ class _Run:
     phases: Progress | None = None
     batch: Batch = field(default_factory=list)
     retry_failed: bool = False  # parse files whose parse failed before even when unchanged
+    taking_in: set[str] = field(default_factory=set)  # roots being taken into a root walked now: not left out
 
 
 @dataclass
@@ -203,6 +204,15 @@ class _RootPass:
     reparse: bool = False  # indexed by an older parser (sleuth.ingest.PARSER_VERSION): parse every file
     failed_before: dict[str, FailedFile] = field(default_factory=dict)  # as the catalog remembers them
     failed: dict[str, FailedFile] = field(default_factory=dict)  # what this pass leaves remembered
+
+
+def _outer_roots(root: Path, own_roots: Sequence[str]) -> list[tuple[str, str]]:
+    """``(outer root, root relative to it)`` for each of ``own_roots`` (the project's roots, as the
+    catalog keeps them) that is a folder holding the new root ``root``: a root whose walk reached
+    it would have refreshed it instead (:func:`sleuth.ingest.placement.place`), so each leaves it
+    out now, and its copies of the files there (made before its ignore rules changed) go."""
+    return [(key, root.relative_to(key).as_posix()) for key in own_roots
+            if Path(key) != root and root.is_relative_to(key) and Path(key).is_dir()]
 
 
 def _new_report(project: str, roots: list[str]) -> IndexReport:
@@ -263,24 +273,30 @@ class Indexer:
                 and that are unchanged since; without it they are skipped, reported with their
                 reason (a file that changed, or any file after a PARSER_VERSION bump, is tried again).
         Raises:
-            FileNotFoundError: a root does not exist.
-            ConfigError: a root's own name is not valid UTF-8.
+            FileNotFoundError: a path does not exist and is no root nor under one (a root or a path
+                under one that is gone loses its documents).
+            ConfigError: a root's own name is not valid UTF-8, or it is (inside) an index folder.
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
         """
         from sleuth.ingest.names import index_name, is_valid_text
         from sleuth.ingest.placement import default_project, outermost, place, shared_roots
         from sleuth.ingest.pool import prestart
         from sleuth.ingest.walk import normalize_rel_paths
+        from sleuth.locate import index_folder_holding
 
         prestart()  # a parse worker starts while the index is opened and the roots walked
         paths = [Path(r).expanduser().resolve() for r in roots]
+        roots_by_project = self.catalog.roots()
         for p in paths:
-            if not p.exists():
-                raise FileNotFoundError(f"root does not exist: {p}")
+            # A path gone from disk is looked at only when it is a root or lies under one: its
+            # documents are then removed (a deleted or renamed folder, file or root).
+            if not p.exists() and not any(p == Path(r) or p.is_relative_to(r)
+                                          for keys in roots_by_project.values() for r in keys):
+                raise FileNotFoundError(f"path does not exist: {p}")
             if not is_valid_text(str(p)):
                 raise ConfigError(f"the root {index_name(str(p))} has a name that is not valid UTF-8: index a folder"
                                   " above it (names below a root may be anything) or rename it")
-            if (index_folder := self._index_folder_holding(p)) is not None:
+            if (index_folder := index_folder_holding(p, self.folder.index_dir)) is not None:
                 where = ("an index folder" if index_folder == p
                          else f"inside the index folder {index_name(str(index_folder))}")
                 raise ConfigError(f"{index_name(str(p))} is {where}: sleuth does not index an index's own files (its"
@@ -288,7 +304,6 @@ class Indexer:
         # Without a name, a root indexed before keeps its project (a second project over the same
         # files would return every page twice), and a path inside a project's folder root is
         # refreshed there (sleuth.ingest.placement).
-        roots_by_project = self.catalog.roots()
         paths = outermost(paths)  # a path inside another one given is walked with it
         name = project or default_project(paths[0], roots_by_project, self.folder.index_dir)
         pid = project_id_for(name)
@@ -299,30 +314,46 @@ class Indexer:
                        shown_roots=[*new_roots, *(r for r in placement.refresh if r not in new_roots)]) as run:
             run.retry_failed = retry_failed
             walked = [*placement.roots]
+            taken: dict[Path, list[str]] = {}
             for root in placement.roots:  # the project's roots inside these: taken in, or walked too
-                walked += [inner for inner in self._take_in_roots(run, root) if inner not in walked]
-            steps = len(walked) + len(placement.refresh)
+                taken[root], nested = self._inner_roots(run, root)
+                walked += [inner for inner in nested if inner not in walked]
+                run.taking_in.update(taken[root])
+            refresh = {**placement.refresh}
+            for root in placement.roots:  # a new root that a root holding it leaves out (ignored now)
+                for outer, rel in _outer_roots(root, roots_by_project.get(pid, [])):
+                    refresh.setdefault(outer, []).append(rel)  # loses the outer root's old copies
+            steps = len(walked) + len(refresh)
             with self.postings.bulk():
                 for i, root in enumerate(walked):
                     self._index_root(run, root, last=i == steps - 1)
-                for j, (outer, rels) in enumerate(placement.refresh.items(), start=len(walked)):
+                    if not os.path.lexists(root):  # a root that is gone, its documents removed now: forgotten
+                        self.catalog.remove_root(pid, str(root))
+                    for inner in taken.get(root, []):  # filed under ``root`` now: the inner copies go
+                        self._drop_root(run, inner)
+                for j, (outer, rels) in enumerate(refresh.items(), start=len(walked)):
                     self._index_under(run, Path(outer), normalize_rel_paths(rels), last=j == steps - 1)
         run.report.shared_roots = shared
+        memory = self.folder.index_dir
+        run.report.gone_roots = [f"{other}: {key}" for other, keys in sorted(self.catalog.roots().items())
+                                 for key in keys if not Path(key).is_relative_to(memory) and not os.path.lexists(key)]
         return run.report
 
-    def _take_in_roots(self, run: _Run, root: Path) -> list[Path]:
-        """The project's other roots inside the folder ``root``, about to be walked: one the walk
-        of ``root`` reaches is taken in (its documents deleted and the root dropped: the walk files
-        its files again under ``root``, their vectors kept, being keyed by text), so that a file
-        indexed before its folder is refreshed with it from then on; the others (left out by
-        ``root``'s ignore rules) are returned, to be walked in the same run. Roots inside the
-        index folder (the memory folders) are neither."""
+    def _inner_roots(self, run: _Run, root: Path) -> tuple[list[str], list[Path]]:
+        """The project's other roots inside the folder ``root``, about to be walked: ``(taken,
+        nested)``. A root the walk of ``root`` reaches is *taken in* (``taken``): the walk files its
+        files under ``root`` (their vectors kept, being keyed by text), then :meth:`_drop_root`
+        deletes its own copies and drops it, so that a file indexed before its folder is refreshed
+        with it from then on; until then (a run cut short) both copies stay, never neither. The
+        others (``root``'s ignore rules leave them out) are ``nested``: walked in the same run.
+        Roots inside the index folder (the memory folders) are neither."""
         from sleuth.ingest.names import is_valid_text
         from sleuth.ingest.walk import reaches
 
         if not root.is_dir():
-            return []
+            return [], []
         index_dir = self.folder.index_dir
+        taken: list[str] = []
         nested: list[Path] = []
         for key in self.catalog.roots().get(run.pid, []):
             inner = Path(key)
@@ -333,31 +364,22 @@ class Indexer:
                 reached = is_valid_text(rel) and reaches(root, rel)
             except (OSError, ValueError):
                 reached = False
-            if not reached:
+            if reached:
+                taken.append(key)
+            else:
                 nested.append(inner)
-                continue
-            doc_ids = [state.doc_id for state in self.catalog.file_states(run.pid, [key]).values()]
-            if doc_ids:
-                gen = self.catalog.delete_documents(doc_ids)
-                self.postings.apply([], doc_ids, [], gen)
-            self.catalog.remove_root(run.pid, key)
-            run.report.merged_roots.append(key)
-        return nested
+        return taken, nested
 
-    def _index_folder_holding(self, path: Path) -> Path | None:
-        """The index folder that ``path`` (resolved) is or lies in: this index's folder (its memory
-        folders, which ``project_memory_record`` indexes, aside), or any folder with a catalog
-        file; None when there is none."""
-        from sleuth.locate import CATALOG_FILE
-        from sleuth.memory.records import MEMORY_DIR_NAME
-
-        own = self.folder.index_dir
-        if path.is_relative_to(own):
-            return None if path.is_relative_to(own / MEMORY_DIR_NAME) and path != own / MEMORY_DIR_NAME else own
-        for folder in (path, *path.parents):
-            if (folder / CATALOG_FILE).is_file():
-                return folder
-        return None
+    def _drop_root(self, run: _Run, key: str) -> None:
+        """Delete the documents of the project's root ``key`` and drop the root (taken in by a
+        root walked in this run: :meth:`_inner_roots`)."""
+        doc_ids = [state.doc_id for state in self.catalog.file_states(run.pid, [key]).values()]
+        if doc_ids:
+            gen = self.catalog.delete_documents(doc_ids)
+            self.postings.apply([], doc_ids, [], gen)
+        self.catalog.remove_root(run.pid, key)
+        run.taking_in.discard(key)
+        run.report.merged_roots.append(key)
 
     def update_paths(self, project: str, root: str | Path, rel_paths: Iterable[str],
                      embed_progress: Callable[[int, int], None] | None = None, embed: bool = True,
@@ -400,7 +422,7 @@ class Indexer:
         root_key = str(root)
         rp = self._root_pass(run, root, rels)
         self._index_items(rp, self._candidates(root, rp.confine, rels, _unchanged_test(rp),
-                                               rp.ignore_files.__setitem__), last=last)
+                                               rp.ignore_files.__setitem__, run.taking_in), last=last)
         self._finish_root(rp)
         self.catalog.replace_skips(run.pid, root_key, rels, rp.skips, run.now)
         self.catalog.record_failed_files(run.pid, root_key, rp.failed, rels)
@@ -591,7 +613,8 @@ class Indexer:
             self.catalog.set_parser_version(run.pid, rp.root_key, PARSER_VERSION)
         if root.exists():
             self._index_items(rp, self._candidates(root, rp.confine, unchanged=_unchanged_test(rp),
-                                                   on_ignore_file=rp.ignore_files.__setitem__), last)
+                                                   on_ignore_file=rp.ignore_files.__setitem__,
+                                                   taking_in=run.taking_in), last)
         self._finish_root(rp)
         self.catalog.record_skips(run.pid, rp.root_key, rp.skips, run.now)
         self.catalog.record_failed_files(run.pid, rp.root_key, rp.failed)
@@ -679,6 +702,7 @@ class Indexer:
 
     def _candidates(self, root: Path, confine: Sequence[Path], rel_paths: Sequence[str] | None = None,
                     unchanged: Unchanged | None = None, on_ignore_file: IgnoreFileHook | None = None,
+                    taking_in: Collection[str] = (),
                     ) -> Iterator[FileCandidate | SkippedFile]:
         """Files under ``root`` (only ``rel_paths`` under it when given), archives expanded to their
         members (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason. The index
@@ -699,8 +723,8 @@ class Indexer:
         if root.is_dir() and index_dir.is_relative_to(root) and index_dir != root:
             # as written: an index folder named i[x] or i[z-a] is not a glob (it was walked, or stopped the walk)
             excludes.append(f"/{gitignore_literal(index_dir.relative_to(root).as_posix())}/")
-        if root.is_dir():  # the project's roots inside this one keep their own files
-            excludes.extend(nested_root_excludes(root, confine, index_dir))
+        if root.is_dir():  # the project's roots inside this one keep their own files (unless taken in)
+            excludes.extend(nested_root_excludes(root, [r for r in confine if str(r) not in taking_in], index_dir))
         items = (walk_roots([root], excludes, confine, unchanged, on_ignore_file) if rel_paths is None
                  else walk_paths(root, rel_paths, excludes, confine, unchanged, on_ignore_file))
         real_roots = Roots(confine)

@@ -25,6 +25,32 @@ def catalog_url() -> str | None:
     return os.environ.get(CATALOG_URL_ENV, "").strip() or None
 
 
+#: A folder holding the catalog file and this folder is an index folder (:func:`is_index_folder`).
+POSTINGS_DIR = "postings"
+
+
+def is_index_folder(folder: Path) -> bool:
+    """Whether ``folder`` is an index folder of sleuth's, whatever its name: it holds the catalog
+    file and the postings folder (a ``catalog.sqlite3`` alone may be anyone's). Walks leave such a
+    folder out, and ``sleuth index`` refuses one as a path: its users, keys, logs and settings are
+    never indexed."""
+    return (folder / CATALOG_FILE).is_file() and (folder / POSTINGS_DIR).is_dir()
+
+
+def index_folder_holding(path: Path, own: Path | None = None) -> Path | None:
+    """The index folder that ``path`` (resolved) is or lies in, or None: ``own`` (the index being
+    written, whether or not it exists yet) apart from its memory folders
+    (``<own>/memory/<project>``, which ``project_memory_record`` indexes), or any folder above
+    that :func:`is_index_folder` says is one."""
+    if own is not None and path.is_relative_to(own):
+        memory = own / "memory"  # sleuth.memory.records.MEMORY_DIR_NAME
+        return None if path.is_relative_to(memory) and path != memory else own
+    for folder in (path, *path.parents):
+        if is_index_folder(folder):
+            return folder
+    return None
+
+
 def has_catalog(index_dir: Path) -> bool:
     """Whether ``index_dir`` is an index: its catalog file exists, or the catalog is in PostgreSQL
     (``$SLEUTH_CATALOG_URL``) and the folder exists."""

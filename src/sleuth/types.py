@@ -372,3 +372,6 @@ class IndexReport(Model):
         "filed under it from now on: counted as added, not as removed)"))
     shared_roots: list[str] = Field(default_factory=list, description=(
         "Roots of other projects inside (or holding) a root of this run: their files are in both projects"))
+    gone_roots: list[str] = Field(default_factory=list, description=(
+        "'project: root' of every root of the index that no longer exists (renamed or deleted): its "
+        "documents stay, marked stale, until it is indexed again (which removes them) or its project removed"))

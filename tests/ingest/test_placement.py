@@ -187,3 +187,81 @@ def test_an_index_folder_is_never_indexed(notes: Path, tmp_path: Path) -> None:
     with Engine(tmp_path / "other", Config(model="none")) as other, pytest.raises(ConfigError, match="index folder"):
         other.index([notes / ".sleuth"], embed=False)  # another index's folder too
     assert sorted(p.name for p in notes.iterdir()) == [".gitignore", ".sleuth", "build", "sub", "top.md"]
+
+
+def test_a_take_in_cut_short_loses_nothing(notes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C after the walk of the folder filed the inner roots' files again, before their own
+    copies went: both copies stay (an attack round cut a take-in short and found no document at
+    all until the command was run again); the next run finishes the take-in."""
+    from sleuth.indexer import Indexer
+
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        engine.index([notes / "sub"], project="notes", embed=False)
+        engine.index([notes / "top.md"], project="notes", embed=False)
+
+        def interrupted(self: Indexer, run: object, key: str) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(Indexer, "_drop_root", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            engine.index([notes], embed=False)
+        assert len(docs(engine)) == 6  # three files, each under the folder and under its own root
+        monkeypatch.undo()
+        again = engine.index([notes], embed=False)
+        assert (again.unchanged, sorted(again.merged_roots)) == (3, [str(notes / "sub"), str(notes / "top.md")])
+        assert docs(engine) == [("notes", str(notes), rel) for rel in ("sub/p1.md", "sub/p2.md", "top.md")]
+
+
+def test_another_index_folder_under_a_root_is_never_walked(notes: Path, tmp_path: Path) -> None:
+    """An index kept with --index under any name inside a folder indexed later: its users.json,
+    config.toml and embed.log were indexed into the new index (an attack round's finding)."""
+    with Engine(notes / "myidx", Config(model="none")) as other:
+        other.index([notes / "sub"], embed=False)
+    (notes / "myidx" / "embed.log").write_text("embedlogword\n")
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        assert engine.index([notes], embed=False).added == 3
+        assert engine.search("embedlogword", lanes=["bm25"]).hits == []
+    (notes / "myidx" / "postings").rename(notes / "myidx" / "elsewhere")  # a catalog file alone is anyone's
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        engine.index([notes], embed=False)
+        assert [h.path for h in engine.search("embedlogword", lanes=["bm25"]).hits] == ["myidx/embed.log"]
+
+
+def test_an_ignored_new_root_drops_the_holding_roots_copy(notes: Path, tmp_path: Path) -> None:
+    """A file indexed under the folder, then ignored there and given as a root of its own: the
+    folder's old copy went only at the folder's next walk (an attack round found it twice)."""
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        engine.index([notes], embed=False)
+        write(notes, ".gitignore", "build/\ntop.md\n")
+        report = engine.index([notes / "top.md"], embed=False)
+        assert (report.project, report.added, report.removed) == ("notes", 1, 1)
+        assert [d for d in docs(engine) if d[2] == "top.md"] == [("notes", str(notes / "top.md"), "top.md")]
+
+
+def test_a_path_gone_from_disk_loses_its_documents(notes: Path, tmp_path: Path) -> None:
+    """A deleted or renamed root, or a path under a root, given to index: its documents go (it was
+    refused as not existing, and they stayed, stale, for ever); the run names roots that are gone."""
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        engine.index([notes / "sub"], project="subs", embed=False)
+        engine.index([notes], project="notes", embed=False)
+        (notes / "top.md").unlink()
+        assert engine.index([notes / "top.md"], embed=False).removed == 1
+        (notes / "sub").rename(notes / "moved")
+        report = engine.index([notes / "moved"], project="moved", embed=False)
+        assert report.gone_roots == [f"subs: {notes / 'sub'}"]
+        gone = engine.index([notes / "sub"], project="subs", embed=False)
+        assert (gone.removed, gone.gone_roots) == (2, [])
+        assert engine.catalog.roots()["subs"] == []
+        with pytest.raises(FileNotFoundError, match="path does not exist: .*/nowhere$"):
+            engine.index([tmp_path / "nowhere"], embed=False)
+
+
+def test_a_refused_sleuth_index_writes_nothing(notes: Path, tmp_path: Path) -> None:
+    lexical = {"SLEUTH_MODEL": "none"}
+    for args, said in (((str(notes), "--index", str(notes)), f"error: {notes} is the index folder (where --index or"),
+                       (("/dev/null",), "error: /dev/null is neither a folder nor a regular file"),
+                       ((str(tmp_path / "gone"),), f"error: path does not exist: {tmp_path / 'gone'}")):
+        proc = run_cli("index", *args, env=lexical, check=False)
+        assert proc.returncode != 0 and proc.stderr.startswith(said), proc.stderr
+    assert sorted(p.name for p in notes.iterdir()) == [".gitignore", "build", "sub", "top.md"]
+    assert not (tmp_path / ".sleuth").exists() and not Path("/dev/.sleuth").exists()

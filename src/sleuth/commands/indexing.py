@@ -53,9 +53,6 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     from sleuth.reports import skip_summary
     from sleuth.store.folder import foreign_owner
 
-    for p in paths:
-        if not p.exists():
-            raise FileNotFoundError(f"path does not exist: {p}")
     enclosing: tuple[Path, str] | None = None
     if index_dir is not None or os.environ.get(INDEX_ENV):
         target = find_index_dir(index_dir)
@@ -65,6 +62,7 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
         if not has_catalog(target) and (enclosing := enclosing_index(first)) is not None:
             target = enclosing[0]  # as git adds a path to the repository it is in
     assert target is not None
+    _check_paths(paths, target)  # before the index folder is made: a refused command leaves nothing
     wait = background.wait_by_default() if wait is None else wait
     sink = terminal_sink(label="sleuth index")
     phases = Progress(sink)
@@ -100,6 +98,33 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
         click.echo(line)
 
 
+def _check_paths(paths: tuple[Path, ...], target: Path) -> None:
+    """Refuse, before anything is written: a path that is gone unless the index ``target`` exists
+    (a root, or a path under one, that is gone loses its documents there; the engine checks
+    which), a path neither a folder nor a regular file (``/dev/null``), and an index folder or a
+    path inside one (``target`` included: sleuth never indexes an index's own files).
+
+    Raises:
+        FileNotFoundError, ConfigError: as said.
+    """
+    from sleuth.errors import ConfigError
+    from sleuth.locate import index_folder_holding
+
+    for p in paths:
+        resolved = p.resolve()
+        if not resolved.exists():
+            if not has_catalog(target):
+                raise FileNotFoundError(f"path does not exist: {p}")
+            continue
+        if not (resolved.is_dir() or resolved.is_file()):
+            raise ConfigError(f"{p} is neither a folder nor a regular file: sleuth indexes folders and files")
+        if (held := index_folder_holding(resolved, target)) is not None:
+            where = "the index folder" if held == resolved else f"inside the index folder {held}"
+            given = " (where --index or $SLEUTH_INDEX puts the index)" if held == target else ""
+            raise ConfigError(f"{p} is {where}{given}: sleuth does not index an index's own files (its users, keys,"
+                              " logs and settings); index the folder that holds it, into an index elsewhere")
+
+
 def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, enclosing: tuple[Path, str] | None,
                   no_model: str | None, embedding: dict[str, Any], explicit: bool, verbose: bool) -> list[str]:
     """What ``sleuth index`` prints of ``report`` (text format); ``explicit``: the index was named
@@ -114,10 +139,14 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
     if enclosing is not None:
         first = paths[0].resolve()
         own = (first if first.is_dir() else first.parent) / INDEX_DIR_NAME
-        how = (f"indexed there as a root of project {report.project!r}, its ignore rules leaving it out of that root"
-               if str(first) in report.roots else "refreshed within that root")
-        out.append(f"  {paths[0]} is under {enclosing[1]}, a root of this index: {how} "
-                   f"(`--index {own}` makes a separate index)")
+        if enclosing[1] == str(first):
+            where = "is a root of this index: indexed there"
+        elif str(first) in report.roots:
+            where = (f"is under {enclosing[1]}, a root of this index: indexed there as a root of project "
+                     f"{report.project!r}, that root's ignore rules leaving it out")
+        else:
+            where = f"is under {enclosing[1]}, a root of this index: refreshed within that root"
+        out.append(f"  {paths[0]} {where} (`--index {own}` makes a separate index)")
     out += [f"  {root}, a root of project {report.project!r} inside this run's root, is part of it now: its files "
             "are filed under it (and refreshed with it)" for root in report.merged_roots]
     for shared in report.shared_roots:
@@ -125,6 +154,10 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         out.append(f"  warning: project {other!r} has a root that overlaps this run's ({root}): their files are in "
                    f"both projects, and a search of every project returns them twice (`sleuth projects remove "
                    f"{other}` drops that project, or index with --project {other})")
+    for gone in report.gone_roots:
+        other, _, root = gone.partition(": ")
+        out.append(f"  warning: {root}, a root of project {other!r}, no longer exists: its documents stay (marked"
+                   f" stale) until `sleuth index {root}` removes them, or `sleuth projects remove {other}`")
     if no_model:
         out.append(f"  vector lane unavailable (searches use the lexical lanes): {no_model}")
     if not explicit and (found := _found_here()) != target:

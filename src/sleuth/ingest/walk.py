@@ -23,6 +23,7 @@ from sleuth.ingest.confine import ConfinementError, Roots, link_reason, open_fil
 from sleuth.ingest.decode import SNIFF_BYTES, looks_binary
 from sleuth.ingest.names import fs_name, index_name, printable
 from sleuth.ingest.pdf import PDF_MAX_BYTES
+from sleuth.locate import is_index_folder
 from sleuth.pathglob import GLOB_ERRORS, gitignore_spec, gitignore_specs, glob_error_reason, re2_readable
 
 IgnoreFileHook = Callable[[str, list[str]], None]
@@ -322,7 +323,7 @@ def _entry(root: Path, path: Path, rel: str, ignores: _Ignores, scope: _Scope,
                 return
             is_link, is_dir = stat.S_ISLNK(mode), stat.S_ISDIR(mode)
         if is_dir:
-            if ignores.excluded(rel, is_dir=True) or (path / "pyvenv.cfg").is_file():
+            if ignores.excluded(rel, is_dir=True) or _unwalked_folder(path):
                 return
             yield _Folder(path, rel, ignores)
             return
@@ -412,6 +413,13 @@ def walk_roots(
     return _walk(checked, defaults, _Scope(Roots(checked if confine is None else confine), unchanged), on_ignore_file)
 
 
+def _unwalked_folder(path: Path) -> bool:
+    """A folder never walked whatever its name: a virtual environment (``pyvenv.cfg``) or an index
+    folder of sleuth's (:func:`sleuth.locate.is_index_folder`: another index's users, keys and
+    logs, under any name given with ``--index``)."""
+    return (path / "pyvenv.cfg").is_file() or is_index_folder(path)
+
+
 def normalize_rel_paths(rel_paths: Iterable[str]) -> list[str]:
     """Relative paths cleaned (``./a//b/`` → ``a/b``), sorted, without repeats and without paths
     inside another one of the list; ``""`` (the whole root) when any of them is the root itself."""
@@ -457,7 +465,7 @@ def walk_paths(
         for depth in range(1, len(parts)):
             folder = "/".join(parts[:depth])
             if (ignores.excluded(folder, is_dir=True) or os.path.islink(root / folder)
-                    or (root / folder / "pyvenv.cfg").is_file()):
+                    or _unwalked_folder(root / folder)):
                 ok = False  # an ignored folder, or one reached through a symlink, is not walked
                 break
             ignores = ignores.entering(folder, root / folder)
@@ -489,7 +497,7 @@ def reaches(root: Path, rel: str, extra_excludes: Sequence[str] = ()) -> bool:
         if os.path.islink(path):
             return False
         is_dir = depth < len(parts) or path.is_dir()  # a part on the way is a folder
-        if ignores.excluded(sub, is_dir=is_dir) or (is_dir and (path / "pyvenv.cfg").is_file()):
+        if ignores.excluded(sub, is_dir=is_dir) or (is_dir and _unwalked_folder(path)):
             return False
         if depth < len(parts):
             ignores = ignores.entering(sub, path)
