@@ -6,8 +6,11 @@ second home for its files:
 - a path under a folder root of the project that the root's walk reaches (not ignored, not behind
   a symlink) is *refreshed* within that root, as a file watcher refreshes a changed path
   (:meth:`sleuth.indexer.Indexer.update_paths`); it does not become a root;
-- any other path becomes (or stays) a root; a root's walk leaves out the project's other roots
-  inside it (:func:`nested_root_excludes`), so each file belongs to the deepest root that holds it.
+- any other path becomes (or stays) a root. A root being indexed takes in the project's roots
+  inside it that its walk reaches (:meth:`sleuth.indexer.Indexer._inner_roots`: their files are
+  filed under it again, then their own copies go) and walks the others, which its ignore rules
+  leave out, in the same run; until a take-in is done a root's walk leaves out the project's other
+  roots inside it (:func:`nested_root_excludes`), so no file is filed twice in one project.
 
 Without ``--project`` the first path chooses the project (:func:`default_project`): the project
 that has it as a root, else the one whose folder root holds it (the deepest), else the one
