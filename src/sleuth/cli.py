@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sleuth import __version__
+from sleuth.interrupts import INTERRUPTED_EXIT, INTERRUPTED_LINE
 
 if TYPE_CHECKING:
     from sleuth.commands.options import handle_errors
@@ -77,10 +78,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-#: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
-INTERRUPTED_EXIT = 130
-
-
 class LazyGroup(click.Group):
     """A group whose commands (:data:`COMMANDS`) are imported when one is looked up to run, and
     listed in its help from their help lines without importing any (click's "Lazily Loading
@@ -92,7 +89,7 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            click.echo("sleuth: interrupted", err=True)
+            click.echo(INTERRUPTED_LINE, err=True)
             ctx.exit(INTERRUPTED_EXIT)
 
     def list_commands(self, ctx: click.Context) -> list[str]:

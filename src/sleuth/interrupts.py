@@ -26,6 +26,11 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
+#: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED_EXIT = 130
+#: What a command stopped by Ctrl-C before its own handling began says on stderr.
+INTERRUPTED_LINE = "sleuth: interrupted"
+
 _received = threading.Event()
 
 

@@ -50,8 +50,10 @@ def main() -> None:
     try:
         _main()
     except KeyboardInterrupt:
-        sys.stderr.write("sleuth: interrupted\n")
-        sys.exit(130)
+        from sleuth.interrupts import INTERRUPTED_EXIT, INTERRUPTED_LINE
+
+        sys.stderr.write(f"{INTERRUPTED_LINE}\n")
+        sys.exit(INTERRUPTED_EXIT)
 
 
 def _main() -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from sleuth.interrupts import INTERRUPTED_EXIT, INTERRUPTED_LINE
 from sleuth.locate import find_index_dir, has_catalog
 
 
@@ -113,10 +114,6 @@ def start_search_model_load(args: Sequence[str]) -> bool:
     return True
 
 
-#: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
-INTERRUPTED_EXIT = 130
-
-
 def _interrupted_while_loading(future: Future[Any], _signum: int, _frame: FrameType | None) -> None:
     """SIGINT while ``sleuth search`` runs: a ``KeyboardInterrupt`` as usual once the warm-up thread
     is done; before that the process ends at once, with ``sleuth: interrupted`` and status 130.
@@ -125,7 +122,7 @@ def _interrupted_while_loading(future: Future[Any], _signum: int, _frame: FrameT
     Ctrl-C. A search writes nothing, so ending it at any point loses nothing."""
     if future.done():
         raise KeyboardInterrupt
-    os.write(2, b"sleuth: interrupted\n")
+    os.write(2, f"{INTERRUPTED_LINE}\n".encode())
     os._exit(INTERRUPTED_EXIT)
 
 

@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option
+from sleuth.interrupts import INTERRUPTED_EXIT
 from sleuth.locate import INDEX_DIR_NAME, INDEX_ENV, enclosing_index, find_index_dir, has_catalog
 
 if TYPE_CHECKING:
     from sleuth.types import IndexReport
 
-#: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
-INTERRUPTED_EXIT = 130
 
 
 @click.command("index")
