@@ -55,6 +55,13 @@ class Model(BaseModel):
 
 
 
+class RequestModel(Model):
+    """Base of what a caller sends (a search request, its filters and questions): a field it does
+    not have is an error, not ignored (``limt=5`` searched with the default limit, silently)."""
+
+    model_config = ConfigDict(defer_build=True, extra="forbid")
+
+
 class LaneContribution(Model):
     """How one lane contributed to a fused document score (``--explain``)."""
 
@@ -162,10 +169,8 @@ RANK_WINDOW_STEP_DOCS = 100
 PATH_GLOBS_MAX = 50
 
 
-class SearchFilters(Model):
+class SearchFilters(RequestModel):
     """Filters every lane applies before its top-k (empty lists and None: no filter)."""
-
-    model_config = ConfigDict(defer_build=True, extra="forbid")  # a misspelt field is an error, not ignored
 
     kinds: list[str] = Field(default_factory=list, description="Kinds (see Hit.kind); entity: graph entities")
     roles: list[str] = Field(default_factory=list)
@@ -196,10 +201,8 @@ SEARCH_VARIANTS_MAX = 19
 SEARCH_QUESTIONS_MAX = 20
 
 
-class Question(Model):
+class Question(RequestModel):
     """One independent question of a grouped search: its id, text, result limit and variants."""
-
-    model_config = ConfigDict(defer_build=True, extra="forbid")  # a misspelt field is an error, not ignored
 
     id: str = ""
     query: str
@@ -230,10 +233,8 @@ def project_id_for(name: str) -> str:
     return pid
 
 
-class SearchRequest(Model):
+class SearchRequest(RequestModel):
     """A search over one or more projects of an index (one query, or grouped ``questions``)."""
-
-    model_config = ConfigDict(defer_build=True, extra="forbid")  # a misspelt field is an error, not ignored
 
     query: str = ""
     projects: list[str] | None = Field(default=None, description="Project ids; None = every project")
