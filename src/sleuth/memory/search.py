@@ -181,23 +181,21 @@ class MemorySearch:
             self.registry.finish(state, FAILED, str(exc))
             raise
         qualified = frozenset(self.engine.multi_root_projects())
-        payload = self.render(req, resp, qualified)
-        if self.access is not None and self.access.per_caller and resp.index_notes:
-            # A remote caller limited to some projects is told of its own search, not of the index as
-            # a whole (another user's indexing run, postings not written and why, a Milvus sync).
-            notice = scoped_notice(resp.notice, resp.index_notes)
-            if notice is None:
-                payload["meta"].pop("notice", None)
-            else:
-                payload["meta"]["notice"] = notice
+        # A remote caller limited to some projects is told of its own search, not of the index as a
+        # whole (another user's indexing run, postings not written and why, a Milvus sync).
+        remote = self.access is not None and self.access.per_caller
+        payload = self.render(req, resp, qualified,
+                              scoped_notice(resp.notice, resp.index_notes) if remote else resp.notice)
         self.registry.finish(state, DEGRADED if resp.degraded_lanes or resp.cut_short else COMPLETED)
         payload["elapsed_ms"] = state.elapsed_ms()
         return payload
 
     @staticmethod
-    def render(req: MemoryRequest, resp: SearchResponse, qualified: frozenset[str] = frozenset()) -> dict[str, Any]:
+    def render(req: MemoryRequest, resp: SearchResponse, qualified: frozenset[str] = frozenset(),
+               notice: str | None = None) -> dict[str, Any]:
         """Seed 004's payload for ``resp``: results (or groups) fitted to the byte budget, and meta
-        (``qualified``: projects with several roots, see :func:`result_fields`)."""
+        (``qualified``: projects with several roots, see :func:`result_fields`; ``notice``: the
+        notes the caller is shown, ``resp.notice`` or a part of it)."""
         groups = [[_candidate(h, qualified) for h in answer.hits] for answer in resp.questions]
         families = {c.fields["source_family"] for g in groups for c in g}
         unique = len({c.fields["record_id"] for g in groups for c in g})
@@ -225,8 +223,8 @@ class MemorySearch:
         if resp.cut_short:  # the deadline passed after retrieval: a partial answer, said so
             meta["partial"] = True
             meta["cut_short"] = dict(resp.cut_short)
-        if resp.notice:  # every note, as the other surfaces give it: why the answer is empty, words no
-            meta["notice"] = resp.notice  # document holds, documents the vector lane does not see yet...
+        if notice:  # the notes, as the other surfaces give them: why the answer is empty, words no
+            meta["notice"] = notice  # document holds, documents the vector lane does not see yet...
         out: dict[str, Any] = {"meta": meta}
         if req.grouped:
             out["groups"] = [{"id": a.id, "query": a.query, "result_count": len(g), "results": g}
