@@ -28,7 +28,15 @@ from sleuth.progress import counting
 from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
 from sleuth.store.rows import FailedFile
 from sleuth.text.analyze import block_fields, title_terms_of
-from sleuth.types import Block, BlockDraft, IndexReport, ParsedDocument, SkippedFile, project_id_for
+from sleuth.types import (
+    PROJECT_ID_MAX_BYTES,
+    Block,
+    BlockDraft,
+    IndexReport,
+    ParsedDocument,
+    SkippedFile,
+    project_id_for,
+)
 
 if TYPE_CHECKING:
     from sleuth.ingest.guard import Outcome, ParseJob
@@ -306,7 +314,7 @@ class Indexer:
         # refreshed there (sleuth.ingest.placement).
         paths = outermost(paths)  # a path inside another one given is walked with it
         name = project or default_project(paths[0], roots_by_project, self.folder.index_dir)
-        pid = project_id_for(name)
+        pid = project_id_for(name, PROJECT_ID_MAX_BYTES)
         placement = place(paths, roots_by_project.get(pid, []))
         shared = shared_roots(placement.roots, roots_by_project, pid, self.folder.index_dir)
         new_roots = [str(p) for p in placement.roots]
@@ -465,7 +473,7 @@ class Indexer:
         """
         from sleuth.ingest import parse_document
 
-        pid = project_id_for(project)
+        pid = project_id_for(project, PROJECT_ID_MAX_BYTES)
         with self._run(pid, [], None, name=project, embed=embed) as run, self.postings.bulk():
             known = self.catalog.file_states(pid, [""])
             reparse = bool(known) and self.catalog.parser_version(pid, "") < PARSER_VERSION
@@ -725,8 +733,9 @@ class Indexer:
             excludes.append(f"/{gitignore_literal(index_dir.relative_to(root).as_posix())}/")
         if root.is_dir():  # the project's roots inside this one keep their own files (unless taken in)
             excludes.extend(nested_root_excludes(root, [r for r in confine if str(r) not in taking_in], index_dir))
-        items = (walk_roots([root], excludes, confine, unchanged, on_ignore_file) if rel_paths is None
-                 else walk_paths(root, rel_paths, excludes, confine, unchanged, on_ignore_file))
+        items = (walk_roots([root], excludes, confine, unchanged, on_ignore_file, own_index=index_dir)
+                 if rel_paths is None
+                 else walk_paths(root, rel_paths, excludes, confine, unchanged, on_ignore_file, own_index=index_dir))
         real_roots = Roots(confine)
         from sleuth.ingest.limits import ARCHIVE_MAX_MEMBERS
 

@@ -7,7 +7,7 @@ response model serves all three.
 
 from __future__ import annotations
 
-import re
+import unicodedata
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -215,21 +215,58 @@ class Question(RequestModel):
 #: ``--project``: :attr:`SearchRequest.inbox`).
 INBOX_PROJECT_ID = "inbox"
 
-_PROJECT_ID_RE = re.compile(r"[^a-z0-9._-]+")
+#: What a project id keeps besides letters and digits (any script's, :meth:`str.isalnum`).
+_PROJECT_ID_MARKS = "._-"
+#: Passes of the folding in :func:`project_id_for` before it gives up on a fixed point (one or two
+#: suffice: casefolding can give a character that NFKD decomposes again, e.g. ``"ǰ"``).
+_PROJECT_ID_FOLD_PASSES = 4
+#: The longest project id, in UTF-8 bytes: it names a folder (``<index>/memory/<id>``: 255 bytes at
+#: most on common file systems) and a Milvus VARCHAR of 256.
+PROJECT_ID_MAX_BYTES = 200
 
 
-def project_id_for(name: str) -> str:
-    """A project id from a name: lowercased, runs of other characters replaced by ``-`` (here, not
-    in :mod:`sleuth.indexer`, so that a command answered by the broker loads no indexing code).
+def _fold_project_name(name: str) -> str:
+    """``name`` casefolded, NFKD-decomposed without combining marks (accents folded: ``"Müller"``
+    → ``"muller"``), NFC-recomposed (Hangul syllables stay syllables)."""
+    decomposed = unicodedata.normalize("NFKD", name.casefold())
+    return unicodedata.normalize("NFC", "".join(ch for ch in decomposed if not unicodedata.combining(ch)))
 
+
+def project_id_for(name: str, max_bytes: int | None = None) -> str:
+    """A project id from a name: casefolded, accents folded (``"Müller"`` → ``"muller"``, so that
+    ``Müller`` and ``Möller`` are two projects), each run of characters other than letters and
+    digits (of any script: ``"Проект"`` → ``"проект"``), ``.``, ``_`` and ``-`` made one ``-``, and
+    ``-`` and ``.`` stripped at both ends. Idempotent: an id is its own id. Here, not in
+    :mod:`sleuth.indexer`, so that a command answered by the broker loads no indexing code.
+
+    Args:
+        max_bytes: the longest id allowed, in UTF-8 bytes (a project being made:
+            :data:`PROJECT_ID_MAX_BYTES`); None: any (a name read to find a project).
     Raises:
-        QueryError: nothing usable is left of ``name``.
+        QueryError: nothing usable is left of ``name``, or its id is longer than ``max_bytes``.
     """
-    pid = _PROJECT_ID_RE.sub("-", name.strip().lower()).strip("-.")
-    if not pid:
+    folded = name.strip()
+    for _ in range(_PROJECT_ID_FOLD_PASSES):
+        again = _fold_project_name(folded)
+        if again == folded:
+            break
+        folded = again
+    out: list[str] = []
+    in_run = False  # inside a run of other characters, made one "-"
+    for ch in folded:
+        if ch.isalnum() or ch in _PROJECT_ID_MARKS:
+            out.append(ch)
+            in_run = False
+        elif not in_run:
+            out.append("-")
+            in_run = True
+    pid = "".join(out).strip("-.")
+    if not pid or (max_bytes is not None and len(pid.encode("utf-8")) > max_bytes):
         from sleuth.errors import QueryError
 
-        raise QueryError(f"invalid project name {name!r}: use letters, digits, '.', '_' or '-'")
+        why = ("use letters, digits, '.', '_' or '-'" if not pid
+               else f"a project id holds at most {max_bytes} bytes of UTF-8")
+        raise QueryError(f"invalid project name {name[:80]!r}{'...' if len(name) > 80 else ''}: {why}")
     return pid
 
 

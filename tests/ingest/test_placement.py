@@ -14,7 +14,7 @@ import pytest
 from sleuth.config import Config
 from sleuth.engine import Engine
 from sleuth.ingest.placement import default_project, nested_root_excludes, place
-from sleuth.ingest.walk import reaches
+from sleuth.ingest.walk import OTHER_INDEX_REASON, reaches
 from sleuth.locate import enclosing_index
 from tests.integration.conftest import run_cli
 from tests.test_live import write
@@ -219,8 +219,17 @@ def test_another_index_folder_under_a_root_is_never_walked(notes: Path, tmp_path
         other.index([notes / "sub"], embed=False)
     (notes / "myidx" / "embed.log").write_text("embedlogword\n")
     with Engine(tmp_path / "idx", Config(model="none")) as engine:
-        assert engine.index([notes], embed=False).added == 3
+        report = engine.index([notes], embed=False)
+        assert report.added == 3
         assert engine.search("embedlogword", lanes=["bm25"]).hits == []
+        # ... and said (commands run in notes/ find it, not this index: a new user's trial found an
+        # older notes/sub/.sleuth unmentioned; the default name is reported too, this index's own never)
+        assert report.skipped == [{"path": "myidx", "reason": OTHER_INDEX_REASON}]
+    with Engine(notes / "sub" / ".sleuth", Config(model="none")) as nested:
+        nested.index([notes / "sub"], embed=False)
+    with Engine(notes / ".sleuth", Config(model="none")) as own:
+        assert [s["path"] for s in own.index([notes], embed=False).skipped] == ["myidx", "sub/.sleuth"]
+        assert [s["path"] for s in own.index([notes], embed=False).skipped] == ["myidx", "sub/.sleuth"]
     (notes / "myidx" / "postings").rename(notes / "myidx" / "elsewhere")  # a catalog file alone is anyone's
     with Engine(tmp_path / "idx", Config(model="none")) as engine:
         engine.index([notes], embed=False)
@@ -265,3 +274,53 @@ def test_a_refused_sleuth_index_writes_nothing(notes: Path, tmp_path: Path) -> N
         assert proc.returncode != 0 and proc.stderr.startswith(said), proc.stderr
     assert sorted(p.name for p in notes.iterdir()) == [".gitignore", "build", "sub", "top.md"]
     assert not (tmp_path / ".sleuth").exists() and not Path("/dev/.sleuth").exists()
+
+
+def test_a_folder_named_inbox_is_not_the_inbox(tmp_path: Path) -> None:
+    """The Inbox holds records filed without a project, and a search of every project leaves it
+    out: a folder named ``inbox`` (any case) makes the project ``inbox-folder``, which it does not;
+    ``--project inbox`` files into the Inbox on purpose, and ``sleuth index`` says what that means."""
+    lexical = {"SLEUTH_MODEL": "none"}
+    write(tmp_path / "Inbox", "todo.md", "# Todo\n\nwombat errands\n")
+    assert default_project(tmp_path / "Inbox", {}) == "Inbox-folder"
+    assert default_project(tmp_path / "Inbox" / "todo.md", {}) == "Inbox-folder"
+    out = run_cli("index", str(tmp_path / "Inbox"), env=lexical).stdout
+    assert out.startswith(f"indexed project 'inbox-folder' into {tmp_path / 'Inbox' / '.sleuth'}: 1 files scanned")
+    found = run_cli("search", "wombat", "--lanes", "bm25", "--format", "json", cwd=tmp_path / "Inbox",
+                    env=lexical).stdout
+    assert '"path": "todo.md"' in found and '"project": "inbox-folder"' in found
+    write(tmp_path, "other/x.md", "# X\n\nquokka\n")
+    out = run_cli("index", str(tmp_path / "other"), "--project", "inbox", "--index",
+                  str(tmp_path / "Inbox" / ".sleuth"), env=lexical).stdout
+    assert ("  project 'inbox' is the Inbox of records filed without a project: a search of every project leaves"
+            " it out (`--project inbox` searches it)") in out.splitlines()
+
+
+def test_a_first_path_not_valid_utf8_is_refused_readably(tmp_path: Path) -> None:
+    """Without --index the index goes beside the first path, and tantivy and SQLite take UTF-8
+    paths only: a name that is not valid UTF-8 is refused with a readable error before anything
+    is written (it ended in tantivy's UnicodeEncodeError)."""
+    bad = tmp_path / os.fsdecode(b"caf\xe9")
+    write(bad, "a.md", "# A\n\nalpha\n")
+    proc = run_cli("index", str(bad), env={"SLEUTH_MODEL": "none"}, check=False)
+    assert proc.returncode == 2, proc.stderr  # a usage error, as every ConfigError
+    assert proc.stderr == (f"error: {tmp_path}/caf\\xe9 has a name that is not valid UTF-8, so no index can be kept"
+                           " in it: name one elsewhere with --index (or SLEUTH_INDEX)\n")
+    assert sorted(p.name for p in bad.iterdir()) == ["a.md"]
+
+
+def test_a_root_named_with_a_newline_cannot_forge_a_line(tmp_path: Path) -> None:
+    """``sleuth index``, ``status`` and ``projects`` print a root's name on one line: tab, newline
+    and carriage return escaped as ``\\xNN`` (file names below a root are escaped by the index form)."""
+    lexical = {"SLEUTH_MODEL": "none"}
+    write(tmp_path / "notes", "a.md", "# A\n\nalpha\n")
+    odd = tmp_path / "odd\ndir\r\tx"
+    write(odd, "b.md", "# B\n\nbeta\n")
+    index = str(tmp_path / "notes" / ".sleuth")
+    out = run_cli("index", str(tmp_path / "notes"), str(odd), "--index", index, env=lexical).stdout
+    assert "\r" not in out and "\t" not in out
+    status = run_cli("status", "--files", "--index", index, env=lexical).stdout
+    assert f"    {tmp_path}/odd\\x0adir\\x0d\\x09x: 1 indexed, 0 skipped, 0 failed, last indexed" in status
+    assert "    indexed  odd\\x0adir\\x0d\\x09x/b.md  (indexed " in status
+    listed = run_cli("projects", "--index", index, env=lexical).stdout.splitlines()
+    assert listed[1:] == [f"    {tmp_path}/notes", f"    {tmp_path}/odd\\x0adir\\x0d\\x09x"]

@@ -63,7 +63,8 @@ def test_doctor_and_status_files_show_the_paths_of_a_project_of_several_roots_as
     """A new user's trial (the Hugo docs, one project of 17 folders): `sleuth search` showed
     `render-hooks/_index.md`, while doctor's stale lines and `sleuth status --files` showed 19 lines
     of a bare `_index.md`, no telling which. Now they show the root's label as search does; a
-    project of one root keeps its bare paths."""
+    project of one root keeps its bare paths. Files of several projects are each shown with their
+    project, as doctor shows them (`status --files` had no project column)."""
     from click.testing import CliRunner
 
     from sleuth.cli import cli
@@ -84,4 +85,4 @@ def test_doctor_and_status_files_show_the_paths_of_a_project_of_several_roots_as
         "  stale: notes _index.md", "  stale: site ja/_index.md"]
     status = CliRunner().invoke(cli, ["status", "--files", "--index", str(idx)], env=env).output.splitlines()
     assert sorted(line.split("  (")[0] for line in status if line.startswith("    indexed ")) == [
-        "    indexed  _index.md", "    indexed  en/_index.md", "    indexed  ja/_index.md"]
+        "    indexed  notes _index.md", "    indexed  site en/_index.md", "    indexed  site ja/_index.md"]

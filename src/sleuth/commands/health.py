@@ -137,13 +137,16 @@ def render_status(st: StatusReport, verbose: bool = False, qualified: Collection
     if st.files is not None:
         stale = sum(1 for f in st.files if f.freshness == "stale")
         out.append(f"  {len(st.files):,} file(s), {stale:,} of them changed or gone since indexed (stale); every file:")
+        several = len({f.project for f in st.files}) > 1  # then each line says its project, as doctor's do
         for f in st.files:
+            shown = f"{f.project} " * several + _path(f.project, f.root, f.path, qualified)
             if f.state == "indexed":
-                out.append(f"    {f.state:<8} {_path(f.project, f.root, f.path, qualified)}"
-                           f"  (indexed {f.indexed_at}, {f.freshness})")
+                out.append(f"    {f.state:<8} {shown}  (indexed {f.indexed_at}, {f.freshness})")
             else:
-                out.append(f"    {f.state:<8} {_path(f.project, f.root, f.path, qualified)}  ({f.reason})")
-    return "\n".join(out)
+                out.append(f"    {f.state:<8} {shown}  ({f.reason})")
+    from sleuth.ingest.names import one_line
+
+    return "\n".join(map(one_line, out))  # a root named with a newline cannot forge a line
 
 
 def _partly_embedded(lane: FamilyHealth) -> str:

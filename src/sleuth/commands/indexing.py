@@ -47,6 +47,8 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     waits for it), unless --wait."""
     from sleuth import background
     from sleuth.engine import Engine
+    from sleuth.errors import ConfigError
+    from sleuth.ingest.names import is_valid_text, printable
     from sleuth.interrupts import stop_on_interrupt
     from sleuth.progress import Progress, terminal_sink
     from sleuth.reports import skip_summary
@@ -61,6 +63,9 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
         if not has_catalog(target) and (enclosing := enclosing_index(first)) is not None:
             target = enclosing[0]  # as git adds a path to the repository it is in
     assert target is not None
+    if not is_valid_text(str(target)):  # tantivy and SQLite take UTF-8 paths only
+        raise ConfigError(f"{printable(str(target.parent))} has a name that is not valid UTF-8, so no index can be "
+                          "kept in it: name one elsewhere with --index (or SLEUTH_INDEX)")
     _check_paths(paths, target)  # before the index folder is made: a refused command leaves nothing
     wait = background.wait_by_default() if wait is None else wait
     sink = terminal_sink(label="sleuth index")
@@ -129,6 +134,9 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
     """What ``sleuth index`` prints of ``report`` (text format); ``explicit``: the index was named
     (``--index``, ``$SLEUTH_INDEX``); ``enclosing``: the index above the first path that was used,
     with its root holding the path."""
+    from sleuth.ingest.names import one_line
+    from sleuth.types import INBOX_PROJECT_ID
+
     skipped = [(s["path"], s["reason"]) for s in report.skipped]
     out = [
         f"indexed project {report.project!r} into {target}: {report.scanned:,} files scanned, "
@@ -157,6 +165,9 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         other, _, root = gone.partition(": ")
         out.append(f"  warning: {root}, a root of project {other!r}, no longer exists: its documents stay (marked"
                    f" stale) until `sleuth index {root}` removes them, or `sleuth projects remove {other}`")
+    if report.project == INBOX_PROJECT_ID:
+        out.append(f"  project {INBOX_PROJECT_ID!r} is the Inbox of records filed without a project: a search of every "
+                   f"project leaves it out (`--project {INBOX_PROJECT_ID}` searches it)")
     if no_model:
         out.append(f"  vector lane unavailable (searches use the lexical lanes): {no_model}")
     if not explicit and (found := _found_here()) != target:
@@ -167,7 +178,7 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         out.append(_embedding_line(embedding))
     out += render_skips(skipped, verbose)
     out += [f"  warning {p['path']}: {p['problem']}" for p in report.problems]
-    return out
+    return [one_line(line) for line in out]  # a root named with a newline cannot forge a line
 
 
 def _embedding_line(embedding: dict[str, Any]) -> str:
@@ -290,6 +301,7 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
     import threading
 
     from sleuth.engine import Engine
+    from sleuth.ingest.names import one_line
     from sleuth.interrupts import stopped_by_signals
     from sleuth.watch import DEBOUNCE_MS, WatchBatch, WatchedRoot, watch_index
 
@@ -307,14 +319,14 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
                                    "report": batch.report.model_dump() if batch.report else None},
                                   ensure_ascii=False))
         elif batch.error:
-            click.echo(f"{batch.project}: {batch.root}: error: {batch.error}", err=True)
+            click.echo(one_line(f"{batch.project}: {batch.root}: error: {batch.error}"), err=True)
         elif batch.report is not None:
             r = batch.report
             if r.added or r.updated or r.removed or r.skipped:
                 shown = ", ".join(p or "(whole root)" for p in batch.paths[:5])
                 more = f" and {len(batch.paths) - 5} more" if len(batch.paths) > 5 else ""
-                click.echo(f"{batch.project}: {shown}{more}: {r.added} added, {r.updated} updated, "
-                           f"{r.removed} removed, {len(r.skipped)} skipped ({batch.took_s:.2f} s)")
+                click.echo(one_line(f"{batch.project}: {shown}{more}: {r.added} added, {r.updated} updated, "
+                                    f"{r.removed} removed, {len(r.skipped)} skipped ({batch.took_s:.2f} s)"))
         if fmt != "json" and batch.embedding and batch.embedding.get("started") is not False:
             click.echo(_embedding_line(batch.embedding), err=True)  # a worker started, or could not start
 

@@ -17,7 +17,7 @@ from sleuth.commands.options import (
     parse_lanes,
     when,
 )
-from sleuth.ingest.names import printable
+from sleuth.ingest.names import one_line, printable
 from sleuth.ingest.roles import FILTER_KINDS, ROLES
 from sleuth.types import (
     OFFSET_MAX,
@@ -302,7 +302,7 @@ def projects_cmd(ctx: click.Context, index_dir: Path | None, fmt: str) -> None:
         click.echo(f"{p.project_id}: {p.documents:,} documents, {p.blocks:,} blocks, "
                    f"last indexed {when(p.last_indexed)}")
         for root in p.roots:
-            click.echo(f"    {root}")
+            click.echo(f"    {one_line(root)}")  # a root named with a newline cannot forge a line
 
 
 @projects_cmd.command("remove")

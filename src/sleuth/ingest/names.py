@@ -81,6 +81,20 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: _escape(m.group()), text)
 
 
+#: What a line of output may not carry raw: what :func:`printable` escapes, and tab, newline and
+#: carriage return.
+_NOT_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def one_line(text: str) -> str:
+    """``text`` (one line the CLI prints: a root, a path, a message about them) with every control
+    character escaped as :func:`printable` escapes them, tab, newline and carriage return too (a
+    root named ``"a\\nb"`` shows as ``a\\x0ab`` and cannot forge a line). Pure."""
+    if _NOT_ONE_LINE.search(text) is None:
+        return text
+    return _NOT_ONE_LINE.sub(lambda m: _escape(m.group()), text)
+
+
 def is_valid_text(name: str) -> bool:
     """True when ``name`` encodes to UTF-8 (holds no lone surrogate), as SQLite and JSON need."""
     try:
@@ -90,4 +104,4 @@ def is_valid_text(name: str) -> bool:
     return True
 
 
-__all__ = ["fs_name", "index_name", "is_valid_text", "printable"]
+__all__ = ["fs_name", "index_name", "is_valid_text", "one_line", "printable"]

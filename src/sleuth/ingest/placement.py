@@ -15,7 +15,8 @@ second home for its files:
 Without ``--project`` the first path chooses the project (:func:`default_project`): the project
 that has it as a root, else the one whose folder root holds it (the deepest), else the one
 project whose roots lie inside it (a file indexed first, its folder later), else a new project
-named after the folder (a file's folder, for a file).
+named after the folder (a file's folder, for a file; a folder named ``inbox`` makes the project
+``inbox-folder``, not the Inbox of records filed without a project).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from sleuth.errors import QueryError
 from sleuth.ingest.names import is_valid_text
 from sleuth.ingest.walk import reaches
 from sleuth.pathglob import gitignore_literal
+from sleuth.types import INBOX_PROJECT_ID, project_id_for
 
 
 class Placement(NamedTuple):
@@ -72,7 +75,8 @@ def default_project(first: Path, roots_by_project: Mapping[str, Sequence[str]], 
             writes) never make a folder around them join their project.
     Returns:
         A project id, or for a new project the folder name to make one from (``"default"`` for
-        the file system's root).
+        the file system's root; ``"<name>-folder"`` when the name's id is the Inbox's,
+        :data:`sleuth.types.INBOX_PROJECT_ID`).
     """
     ordered = sorted(roots_by_project.items())
     for pid, roots in ordered:
@@ -88,7 +92,14 @@ def default_project(first: Path, roots_by_project: Mapping[str, Sequence[str]], 
         if len(inside) == 1:
             return inside[0]
     folder = first if first.is_dir() else first.parent
-    return folder.name or "default"
+    name = folder.name or "default"
+    try:
+        reserved = project_id_for(name) == INBOX_PROJECT_ID
+    except QueryError:  # nothing usable in the name: project_id_for says so to the caller
+        return name
+    # A folder named "inbox" is not the Inbox of records filed without a project, which a search of
+    # every project leaves out.
+    return f"{name}-folder" if reserved else name
 
 
 def outermost(paths: Sequence[Path]) -> list[Path]:

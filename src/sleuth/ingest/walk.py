@@ -26,6 +26,9 @@ from sleuth.ingest.pdf import PDF_MAX_BYTES
 from sleuth.locate import is_index_folder
 from sleuth.pathglob import GLOB_ERRORS, gitignore_spec, gitignore_specs, glob_error_reason, re2_readable
 
+#: The skip reason of another sleuth index's folder under a root (:func:`walk_roots`).
+OTHER_INDEX_REASON = "another sleuth index: not indexed here, and commands run in the folder holding it use that index"
+
 IgnoreFileHook = Callable[[str, list[str]], None]
 """Told of each ``.gitignore`` a walk reads: its path relative to the root (index form,
 ``sub/.gitignore``) and the problems of the lines left out (:func:`sleuth.pathglob.gitignore_specs`;
@@ -207,10 +210,12 @@ read it (same modification time and size): the walk then yields it without readi
 class _Scope(NamedTuple):
     """What stays the same during one walk: the project's roots, outside which nothing is read
     (symlink targets are judged against them), and the caller's :data:`Unchanged` test (None: every
-    candidate is sniffed)."""
+    candidate is sniffed), and the index being written (None: not told, and no other index is
+    reported)."""
 
     confine: Roots
     unchanged: Unchanged | None = None
+    own_index: Path | None = None
 
 
 def _check_file(root: Path, path: Path, fs_rel: str, st: os.stat_result,
@@ -324,6 +329,8 @@ def _entry(root: Path, path: Path, rel: str, ignores: _Ignores, scope: _Scope,
             is_link, is_dir = stat.S_ISLNK(mode), stat.S_ISDIR(mode)
         if is_dir:
             if ignores.excluded(rel, is_dir=True) or _unwalked_folder(path):
+                if scope.own_index is not None and path != scope.own_index and is_index_folder(path):
+                    yield SkippedFile(index_name(rel), OTHER_INDEX_REASON)
                 return
             yield _Folder(path, rel, ignores)
             return
@@ -366,7 +373,7 @@ def _walk(roots: list[Path], defaults: _Defaults, scope: _Scope,
 
 def walk_roots(
     roots: Sequence[Path], extra_excludes: Sequence[str] = (), confine: Sequence[Path] | None = None,
-    unchanged: Unchanged | None = None, on_ignore_file: IgnoreFileHook | None = None,
+    unchanged: Unchanged | None = None, on_ignore_file: IgnoreFileHook | None = None, own_index: Path | None = None,
 ) -> Iterator[SourceFile | SkippedFile]:
     """Find candidate files under each root, in a deterministic (name-sorted, depth-first) order.
 
@@ -397,6 +404,11 @@ def walk_roots(
     ``on_ignore_file`` is told of each ``.gitignore`` read, with such lines' problems
     (:data:`IgnoreFileHook`).
 
+    Another sleuth index's folder under a root (:func:`sleuth.locate.is_index_folder`, whatever its
+    name) is never walked; when ``own_index`` (the index being written) is given, each other one
+    comes out as a :class:`SkippedFile` with :data:`OTHER_INDEX_REASON` (commands run below it
+    use that index, not this one: a user should know it is there).
+
     Raises (at call time, before anything is yielded):
         FileNotFoundError: a root does not exist.
         NotADirectoryError: a root exists but is neither a directory nor a regular file.
@@ -410,7 +422,8 @@ def walk_roots(
             raise NotADirectoryError(f"root is neither a directory nor a regular file: {root}")
         checked.append(root)
     defaults = _Defaults(default_exclude_lines(extra_excludes))
-    return _walk(checked, defaults, _Scope(Roots(checked if confine is None else confine), unchanged), on_ignore_file)
+    return _walk(checked, defaults, _Scope(Roots(checked if confine is None else confine), unchanged, own_index),
+                 on_ignore_file)
 
 
 def _unwalked_folder(path: Path) -> bool:
@@ -436,7 +449,7 @@ def normalize_rel_paths(rel_paths: Iterable[str]) -> list[str]:
 
 def walk_paths(
     root: Path, rel_paths: Iterable[str], extra_excludes: Sequence[str] = (), confine: Sequence[Path] | None = None,
-    unchanged: Unchanged | None = None, on_ignore_file: IgnoreFileHook | None = None,
+    unchanged: Unchanged | None = None, on_ignore_file: IgnoreFileHook | None = None, own_index: Path | None = None,
 ) -> Iterator[SourceFile | SkippedFile]:
     """What :func:`walk_roots` would yield for ``root`` (a folder), restricted to ``rel_paths``.
 
@@ -445,13 +458,14 @@ def walk_paths(
     ``.gitignore`` between ``root`` and the path. Paths that do not exist (any more) or that are
     ignored yield nothing; ``..`` is not allowed. Used to re-index only what changed.
     ``unchanged``: as for :func:`walk_roots`. ``on_ignore_file``: as for :func:`walk_roots` (told of
-    every ``.gitignore`` read, those of the folders above each path included).
+    every ``.gitignore`` read, those of the folders above each path included). ``own_index``: as
+    for :func:`walk_roots`.
 
     Raises:
         ValueError: a path with ``..``, or one of ``extra_excludes`` is not a valid pattern.
     """
     defaults = _Defaults(default_exclude_lines(extra_excludes))
-    scope = _Scope(Roots([root] if confine is None else confine), unchanged)
+    scope = _Scope(Roots([root] if confine is None else confine), unchanged, own_index)
     top = _Ignores(defaults, (), on_ignore_file).entering("", root)
     for rel in normalize_rel_paths(rel_paths):
         if not rel:
