@@ -91,9 +91,10 @@ def test_the_end_of_a_phase_says_what_this_process_did_and_what_it_found_done() 
     process this one waited for, and how long it waited."""
     clock = Clock()
 
-    def ended(total: int, have: int, own: int, waited_s: float = 0.0, others: int = 0, took_s: float = 0.0) -> str:
+    def ended(total: int, have: int, own: int, waited_s: float = 0.0, others: int = 0, took_s: float = 0.0,
+              setup_s: float = 0.0) -> str:
         progress = Progress(clock=clock)
-        progress.start("embedding", total=total, done=have, waited_s=waited_s, others=others)
+        progress.start("embedding", total=total, done=have, waited_s=waited_s, others=others, setup_s=setup_s)
         clock.now += took_s
         if own:
             progress.advance("embedding", own)
@@ -112,6 +113,12 @@ def test_the_end_of_a_phase_says_what_this_process_did_and_what_it_found_done() 
         "embedding 300/300 blocks, 3.7 blocks/s, done in 12 s (44 embedded here, 56 by another process while "
         "this one waited under 0.1 s, 200 already embedded)")
     assert ended(0, 0, 0) == "embedding 0/0 blocks, done in under 0.1 s"
+    # The model's load, before the first block, is said (a new user's trial: "done in 0.1 s (1 embedded
+    # here)" after half a minute); one under a second is not.
+    assert ended(5, 4, 1, took_s=0.1, setup_s=27.94) == (
+        "embedding 5/5 blocks, 10.0 blocks/s, done in 0.1 s after 28 s loading the model (1 embedded here, 4 "
+        "already embedded)")
+    assert ended(300, 0, 300, took_s=0.4, setup_s=0.9) == "embedding 300/300 blocks, 750.0 blocks/s, done in 0.4 s"
 
 
 def test_a_watchers_quick_batch_writes_nothing_and_a_long_one_its_end_too() -> None:
@@ -138,10 +145,11 @@ def test_bars_show_every_phase_with_its_count() -> None:
     progress = Progress(bars)
     progress.start("parse", total=40)
     progress.advance("parse", 40)
-    progress.start("embedding", total=300, done=256)
+    progress.start("embedding", total=40_000, done=12_345)
     bars.close()
     text = out.getvalue()
-    assert "parse" in text and "40/40" in text and "embedding" in text and "256/300" in text
+    # counts as the plain lines write them: with thousands separators (they read 12345/40000)
+    assert "parse" in text and "40/40" in text and "embedding" in text and "12,345/40,000" in text
 
 
 def test_bars_show_an_eta_only_when_a_phase_has_one() -> None:
@@ -159,7 +167,7 @@ def test_bars_show_an_eta_only_when_a_phase_has_one() -> None:
     bars.close()
     lines = out.getvalue().splitlines()
     scan, parse = (next(line for line in lines if line.startswith(n)) for n in ("scan", "parse"))
-    assert "1515/?" in scan and "ETA" not in scan
+    assert "1,515 " in scan and "1,515/" not in scan and "ETA" not in scan
     assert parse.rstrip().endswith("ETA 12 s")
 
 

@@ -55,6 +55,9 @@ HOLD_AFTER_ENV = "SLEUTH_FAULT_EMBED_HOLD_AFTER_BLOCKS"
 #: Fault injection for tests: ``1`` makes a worker stop (sleep until killed) before it takes the
 #: embed lock, as a worker still loading is.
 HOLD_BEFORE_LOCK_ENV = "SLEUTH_FAULT_EMBED_HOLD_BEFORE_LOCK"
+#: Fault injection for tests: ``1`` makes the embedding stop (sleep until killed) holding the embed
+#: lock once it said it loads the model, as a slow first load (the graph built from the weights) does.
+HOLD_LOADING_ENV = "SLEUTH_FAULT_EMBED_HOLD_LOADING"
 
 
 def wait_by_default() -> bool:
@@ -220,6 +223,30 @@ def wait_for_embed_lock(index_dir: Path, timeout_s: float, progress: Progress | 
     return lock_exclusive(index_dir / EMBED_LOCK_FILE, timeout_s, poll_s, report, clock, sleep)
 
 
+def _say_loading(index_dir: Path) -> dict[str, Any] | None:
+    """Write the state file of a process that holds the embed lock and loads the model, so that
+    `sleuth status` says so while it loads (tens of seconds the first time: the graph is built
+    from the package's weights) instead of "0 of N blocks embedded" with no word why. Returns the
+    state file as it was (:func:`_restore_state` puts it back)."""
+    from sleuth.indexer import now_rfc3339
+
+    before = read_state(index_dir)
+    _write_state(index_dir, {"pid": os.getpid(), "model": None, "state": "loading", "started_at": now_rfc3339(),
+                             "updated_at": now_rfc3339()})
+    while os.environ.get(HOLD_LOADING_ENV) == "1":  # a test's kill ends this
+        time.sleep(60)
+    return before
+
+
+def _restore_state(index_dir: Path, saved: dict[str, Any] | None) -> None:
+    """Put back the state file :func:`_say_loading` found (None: there was none)."""
+    if saved is not None:
+        _write_state(index_dir, saved)
+        return
+    with contextlib.suppress(OSError):
+        (index_dir / EMBED_STATE_FILE).unlink(missing_ok=True)
+
+
 def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = float("inf")) -> int | None:
     """Embed every block that has no vector yet, holding the embed lock, writing the state file as
     it goes; then warm the vector lane (saving its files when the write lock is free).
@@ -246,13 +273,16 @@ def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = 
     if fd is None:
         return None
     with _holding(fd):
+        before_load = _say_loading(index_dir)
+        loading_started = time.monotonic()
         try:
             embedder = engine.embedder()
         except Exception as exc:  # a model that cannot load: `sleuth status` says why, not only embed.log
             _write_state(index_dir, {"pid": os.getpid(), "model": None, "state": "failed",
                                      "error": f"{type(exc).__name__}: {exc}", "updated_at": now_rfc3339()})
             raise
-        if embedder is None:
+        if embedder is None:  # no model configured: the state file stays as it was
+            _restore_state(index_dir, before_load)
             return 0
         have, total = engine.catalog.vector_counts(embedder.name, dim=embedder.dim)
         started, clock = now_rfc3339(), time.monotonic
@@ -265,7 +295,8 @@ def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = 
         if progress is not None:
             waited = progress.clock() - asked if busy else 0.0
             progress.start("embedding", total=total, done=have, waited_s=waited,
-                           others=max(0, have - before) if before is not None else 0)
+                           others=max(0, have - before) if before is not None else 0,
+                           setup_s=time.monotonic() - loading_started)
 
         def advance(done: int, _todo: int) -> None:
             nonlocal last
@@ -423,7 +454,8 @@ def embedding_progress(engine: Engine, model: str, have: int, total: int) -> dic
     """Where the embedding of the index stands, for ``sleuth status``: ``state`` (``running``: a
     process embeds now; ``stopped``: blocks wait and none does, e.g. a killed worker; ``done``),
     ``embedded`` / ``total`` blocks, and while running the worker's ``pid``, ``rate_blocks_per_s``
-    and ``eta_s`` (seconds left at that rate); ``error`` when the last run failed.
+    and ``eta_s`` (seconds left at that rate), or ``starting`` while it starts and loads the model;
+    ``error`` when the last run failed.
 
     The state file is read once (a worker rewrites it while it embeds): whether a worker is
     starting, its pid and its rate all come from the same reading."""
@@ -432,8 +464,8 @@ def embedding_progress(engine: Engine, model: str, have: int, total: int) -> dic
     running = worker_running(index_dir, saved)
     out: dict[str, Any] = {"state": "running" if running else "done" if have >= total else "stopped",
                            "embedded": have, "total": total}
-    if running and _starting(saved):  # started, not yet at the embedding: no rate yet
-        out["pid"] = saved.get("pid")
+    if running and (_starting(saved) or saved.get("state") == "loading"):  # not yet at the embedding: no rate
+        out.update(pid=saved.get("pid"), starting=True)
     elif running and saved.get("model") == model:
         rate = saved.get("rate_blocks_per_s")
         out.update(pid=saved.get("pid"), rate_blocks_per_s=rate, updated_at=saved.get("updated_at"))
@@ -441,7 +473,7 @@ def embedding_progress(engine: Engine, model: str, have: int, total: int) -> dic
             out["eta_s"] = round((total - have) / rate, 1)
     elif saved.get("state") == "failed" and have < total:
         out["error"] = saved.get("error")
-    elif saved.get("state") in ("running", "starting") and have < total and not running:
+    elif saved.get("state") in ("running", "starting", "loading") and have < total and not running:
         # Ended without a word of its own: killed (kill -9, out of memory) or crashed.
         last = last_log_line(index_dir, saved.get("pid"))
         out["error"] = (f"the embedding process {saved.get('pid')} ended before it finished (killed, or it"

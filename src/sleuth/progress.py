@@ -34,6 +34,11 @@ PROGRESS_INTERVAL_ENV = "SLEUTH_PROGRESS_INTERVAL_S"
 PHASE_DONE_WORDS: dict[str, str] = {"scan": "found", "parse": "parsed", "postings": "written",
                                     "embedding": "embedded", "milvus terms": "counted", "milvus rows": "sent",
                                     "milvus vectors": "sent"}
+#: What a phase loads before its first unit, for its end line ("done in 0.4 s after 28 s loading
+#: the model": the embedding said "done in 0.1 s" after a wait of half a minute).
+PHASE_SETUP_WORDS: dict[str, str] = {"embedding": "loading the model"}
+#: A phase's setup shorter than this, in seconds, is not mentioned.
+SETUP_SHOWN_MIN_S = 1.0
 #: Elapsed times below this many seconds are shown with a tenth of a second ("done in 0.4 s").
 TENTHS_BELOW_S = 10.0
 
@@ -50,7 +55,10 @@ class Phase:
     ``by``: while another process does the phase's work and this one waits for it
     (:meth:`Progress.elsewhere`), who it is (``process 4242``), with the rate and time left it
     reports, ``reported_rate`` (units per second) and ``reported_eta_s`` (seconds; None: not known
-    yet); None when this process does it."""
+    yet); None when this process does it.
+
+    ``setup_s``: seconds this process spent just before ``started`` loading what the phase needs
+    (:data:`PHASE_SETUP_WORDS`), told in its end line, not counted in its time or rate."""
 
     name: str
     unit: str
@@ -64,6 +72,7 @@ class Phase:
     by: str | None = None
     reported_rate: float | None = None
     reported_eta_s: float | None = None
+    setup_s: float = 0.0
 
     def rate(self, now: float) -> float | None:
         """Units per second since the phase started (None before a measurable time has passed), or
@@ -118,6 +127,8 @@ def _finished(phase: Phase) -> str:
         return (f"{phase.others:,} {word} by another process {waited}"
                 + (f", {before:,} already {word}" if before else ""))
     took = f"done in {format_elapsed((phase.finished or phase.started) - phase.started)}"
+    if phase.setup_s >= SETUP_SHOWN_MIN_S:
+        took += f" after {format_elapsed(phase.setup_s)} {PHASE_SETUP_WORDS.get(phase.name, 'starting')}"
     if phase.base == 0:
         return took
     parts = [f"{own:,} {word} here"]
@@ -169,11 +180,12 @@ class Progress:
             self.sink(self, final)
 
     def start(self, name: str, total: int | None = None, done: int = 0, waited_s: float = 0.0,
-              others: int = 0) -> Phase:
+              others: int = 0, setup_s: float = 0.0) -> Phase:
         """Start (or restart) phase ``name`` at ``done`` of ``total``, after waiting ``waited_s``
-        seconds for another process, which did ``others`` of the ``done`` units meanwhile."""
+        seconds for another process, which did ``others`` of the ``done`` units meanwhile, and
+        ``setup_s`` seconds loading what it needs (:attr:`Phase.setup_s`)."""
         phase = Phase(name, PHASE_UNITS.get(name, "items"), self.clock(), done, total, base=done,
-                      waited_s=waited_s, others=min(others, done))
+                      waited_s=waited_s, others=min(others, done), setup_s=setup_s)
         self.phases[name] = phase
         self._show()
         return phase
@@ -329,13 +341,14 @@ class RichBars:
 
     def __init__(self, stream: TextIO | None = None) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
         from rich.progress import Progress as RichProgress
 
         # The ETA is the phase's own (Phase.eta_s, as the plain lines say it), shown only when known:
         # a phase without a total (the scan, as it finds files) has none.
         self._bars = RichProgress(
-            TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
+            # the count as the plain lines write it, with thousands separators (12,345/40,000)
+            TextColumn("{task.description:<9}"), BarColumn(), TextColumn("{task.fields[count]}"), TaskProgressColumn(),
             TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
             console=Console(file=stream or sys.stderr), transient=False)
         self._tasks: dict[str, Any] = {}
@@ -352,10 +365,12 @@ class RichBars:
             eta_s = phase.eta_s(now)
             eta = f"ETA {format_duration(eta_s)}" if eta_s is not None else ""
             shown_name = f"{name} by {phase.by}" if phase.by is not None and phase.finished is None else name
+            count = f"{phase.done:,}/{phase.total:,}" if phase.total is not None else f"{phase.done:,}"
             if name not in self._tasks:
-                self._tasks[name] = self._bars.add_task(shown_name, total=phase.total, rate=shown, eta=eta)
+                self._tasks[name] = self._bars.add_task(shown_name, total=phase.total, rate=shown, eta=eta,
+                                                        count=count)
             self._bars.update(self._tasks[name], description=shown_name, completed=phase.done, total=phase.total,
-                              rate=shown, eta=eta)
+                              rate=shown, eta=eta, count=count)
 
     def close(self) -> None:
         if self._started:

@@ -115,6 +115,8 @@ class EmbeddingProgress(Model):
     rate_blocks_per_s: float | None = Field(default=None, exclude_if=_absent,
                                             description="Blocks embedded per second by the running process")
     eta_s: float | None = Field(default=None, exclude_if=_absent, description="Seconds left at that rate")
+    starting: bool | None = Field(default=None, exclude_if=_absent,
+                                  description="True while the running process starts and loads the model (no rate yet)")
     updated_at: str | None = Field(default=None, exclude_if=_absent,
                                    description="RFC 3339 UTC time the running process last reported")
     error: str | None = Field(default=None, exclude_if=_absent, description="Why the last embedding run failed")

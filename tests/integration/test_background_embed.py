@@ -14,7 +14,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sleuth.background import EMBED_STATE_FILE, HOLD_AFTER_ENV, HOLD_BEFORE_LOCK_ENV, INDEX_WAIT_ENV
+from sleuth.background import (
+    EMBED_STATE_FILE,
+    HOLD_AFTER_ENV,
+    HOLD_BEFORE_LOCK_ENV,
+    HOLD_LOADING_ENV,
+    INDEX_WAIT_ENV,
+    read_state,
+)
 from sleuth.indexer import EMBED_COMMIT_BLOCKS
 from tests.integration.conftest import SLEUTH, run_cli
 
@@ -149,9 +156,9 @@ def test_status_and_doctor_right_after_index_count_the_worker_still_starting(tmp
     worker = json.loads(proc.stdout)["embedding"]["pid"]
     try:
         assert status(index)["vector_lane"]["embedding"] == {"state": "running", "embedded": 0, "total": DOCS,
-                                                             "pid": worker}
-        assert f"embedding in progress (process {worker}): 0 of {DOCS} blocks (0 %) embedded" in \
-            run_cli("status", "--index", str(index)).stdout
+                                                             "pid": worker, "starting": True}
+        assert f"  embedding starting (process {worker}): loading the model; 0 of {DOCS} blocks (0 %) embedded so far" \
+            in run_cli("status", "--index", str(index)).stdout.splitlines()
         doctor = run_cli("doctor", "--index", str(index), "--format", "json", check=False)
         assert doctor.returncode == 0
         assert json.loads(doctor.stdout)["lanes"]["vector"]["details"]["embedding"] == "running"
@@ -169,6 +176,30 @@ def test_status_and_doctor_right_after_index_count_the_worker_still_starting(tmp
         "state": "stopped", "embedded": 0, "total": DOCS + 1,
         "error": f"the embedding process {worker} ended before it finished (killed, or it crashed)"}
     assert run_cli("doctor", "--index", str(index), check=False).returncode == 1
+
+
+def test_status_says_the_worker_loads_the_model(tmp_path: Path) -> None:
+    """A new user's trial: while the worker loaded the model (28 s the first time) `sleuth status`
+    said "0 of N blocks embedded" and nothing of the load. The worker here is held once it has the
+    embed lock and said it loads the model; killed there, it is said to have ended."""
+    notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
+    proc = run_cli("index", str(notes), "--project", "notes", "--index", str(index), "--format", "json",
+                   "--no-wait", env={HOLD_LOADING_ENV: "1"})
+    worker = json.loads(proc.stdout)["embedding"]["pid"]
+    try:
+        deadline = time.monotonic() + HOLD_WAIT_S
+        while (read_state(index) or {}).get("state") != "loading":  # the worker's own start-up first
+            assert time.monotonic() < deadline, read_state(index)
+            time.sleep(0.05)
+        assert status(index)["vector_lane"]["embedding"] == {"state": "running", "embedded": 0, "total": DOCS,
+                                                             "pid": worker, "starting": True}
+        assert f"  embedding starting (process {worker}): loading the model; 0 of {DOCS} blocks (0 %) embedded so far" \
+            in run_cli("status", "--index", str(index)).stdout.splitlines()
+    finally:
+        os.kill(worker, signal.SIGKILL)
+    wait_gone(worker)
+    assert status(index)["vector_lane"]["embedding"]["error"].startswith(
+        f"the embedding process {worker} ended before it finished (killed, or it crashed)")
 
 
 def test_index_returns_and_embed_waits_for_the_worker(tmp_path: Path) -> None:
@@ -271,8 +302,9 @@ def test_sleuth_embed_shows_the_workers_progress_while_it_waits_and_ctrl_c_stops
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
         assert (proc.returncode, out) == (130, "")
-        assert err.rstrip().splitlines()[-1] == ("sleuth embed: interrupted; the vectors made so far are kept: run "
-                                                 "`sleuth embed` again to go on")
+        # The worker it waited for goes on: not "run `sleuth embed` again to go on".
+        assert err.rstrip().splitlines()[-1] == ("sleuth embed: interrupted; the background worker goes on embedding:"
+                                                 " `sleuth status` shows how far, `sleuth embed` waits for it again")
     finally:
         if proc is not None and proc.poll() is None:
             proc.kill()

@@ -33,6 +33,8 @@ def render_embedding(e: EmbeddingProgress) -> str:
 
     share = f" ({100 * e.embedded // e.total} %)" if e.total else ""
     counts = f"{e.embedded:,} of {e.total:,} blocks{share}"
+    if e.state == "running" and e.starting:
+        return f"embedding starting (process {e.pid}): loading the model; {counts} embedded so far"
     if e.state == "running":
         rate = f", {e.rate_blocks_per_s:,.1f} blocks/s" if e.rate_blocks_per_s else ""
         eta = f", ETA {format_duration(e.eta_s)}" if e.eta_s is not None else ""

@@ -258,8 +258,12 @@ def embed_cmd(in_background: bool, worker: bool, index_dir: Path | None, fmt: st
                     done = background.embed_now(engine, progress) or 0
             except KeyboardInterrupt:
                 sink.close()
-                click.echo("sleuth embed: interrupted; the vectors made so far are kept: run `sleuth embed` again "
-                           "to go on", err=True)
+                if background.worker_running(engine.index_dir):  # this one waited for it, and has let go
+                    click.echo("sleuth embed: interrupted; the background worker goes on embedding: `sleuth status` "
+                               "shows how far, `sleuth embed` waits for it again", err=True)
+                else:
+                    click.echo("sleuth embed: interrupted; the vectors made so far are kept: run `sleuth embed` "
+                               "again to go on", err=True)
                 sys.exit(INTERRUPTED_EXIT)
             finally:
                 sink.close()
