@@ -324,6 +324,56 @@ def _served(sent: bytes, small_buffers: bool = False) -> tuple[bytes | None, lis
     return received, lost, state
 
 
+def test_a_request_cut_short_by_a_half_close_gets_400() -> None:
+    """A client that closes its side of the connection after part of a request (its body short of
+    its length, a chunked body without its last chunk, half a head) got no reply at all (an attack
+    round's finding): it gets a 400 saying so. Deadlines of an hour: only the half-close answers.
+    A client that half-closes after a whole request is answered as before."""
+    protocol = guarded_protocol(3600.0, 3600.0, PENDING_PER_CLIENT_MAX)
+    config = uvicorn.Config(app=_echo_app, limit_concurrency=HTTP_CONNECTIONS_MAX, http=protocol, log_level="warning")
+    config.load()
+    state = ServerState()
+
+    async def half_closed(sent: bytes) -> bytes:
+        ours, theirs = socket.socketpair()
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(
+                lambda: protocol(config=config, server_state=state, app_state={}), ours)
+            theirs.sendall(sent)
+            theirs.shutdown(socket.SHUT_WR)
+            theirs.setblocking(False)
+            received = b""
+            deadline = time.monotonic() + CLOSE_WAIT_S
+            while time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+                try:
+                    chunk = theirs.recv(65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    return received
+                received += chunk
+            raise AssertionError(f"the connection was never closed; received {received!r}")
+        finally:
+            theirs.close()
+
+    cut = {"error": "request_incomplete",
+           "error_description": "request cut short: the client closed its side of the connection before the whole "
+                                "request (its head, or its body's length or chunks) was sent"}
+    for sent in (b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc",
+                 b"POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n",
+                 b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Le",
+                 b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /a HT"):
+        received = asyncio.run(half_closed(sent))
+        first, _, refused = received.partition(b"HTTP/1.1 400 Bad Request\r\n")
+        assert first == (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok" if sent.startswith(b"GET") else b""), sent
+        assert json.loads(refused.split(b"\r\n\r\n", 1)[1]) == cut, sent
+    whole = asyncio.run(half_closed(b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"))
+    assert whole == b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+    assert asyncio.run(half_closed(b"")) == b""  # nothing begun: closed as before
+    assert (len(state.connections), dict(protocol.pending.counts)) == (0, {})
+
+
 def test_a_pipelined_request_whose_body_never_comes_gets_408() -> None:
     """A complete request and, in the same packet, the head of a second whose body never comes:
     the second is pending too (it had no deadline: received with the first, it never passed
