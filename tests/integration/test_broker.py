@@ -374,6 +374,43 @@ def test_a_broker_whose_index_is_made_anew_stops_and_the_next_session_uses_the_n
     assert anyio.run(search, "beluga") == ["Beta"]
 
 
+def test_a_broker_whose_config_was_edited_exits_once_its_sessions_end(
+        tmp_path: Path, broker_env: dict[str, str]) -> None:
+    """An edit of config.toml gives the next session a broker of the new settings; the old broker
+    idled out its ten minutes (about 300 MB each: a new user's finding). It serves its sessions to
+    their end, says so in `broker status`, then exits."""
+    lexical = {**broker_env, "SLEUTH_MODEL": "none"}
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# Alpha\n\nThe narwhal tusk.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    run_cli("index", str(tmp_path / "notes"), "--project", "notes", "--index", str(index), env=lexical)
+
+    async def edit_during_a_session() -> None:
+        async with session(index, lexical) as s:
+            ok(await s.call_tool("search_project", {"project_id": "notes", "query": "narwhal"}))
+            (index / "config.toml").write_text('lanes = ["bm25"]\n', encoding="utf-8")
+            (old,) = brokers(index, lexical)
+            assert (old["config_current"], old["sessions"]) == (False, 1)
+            text = run_cli("broker", "status", "--index", str(index), env=lexical).stdout.splitlines()
+            assert text[1] == ("  serving the settings of config.toml as it was when it started: it was edited since,"
+                               " so new sessions get another broker, and this one exits once its sessions end")
+            ok(await s.call_tool("search_project", {"project_id": "notes", "query": "narwhal"}))  # still served
+            assert [b["pid"] for b in brokers(index, lexical)] == [old["pid"]]
+        wait_for(lambda: brokers(index, lexical) == [], "the old broker to exit")
+        log = "".join(p.read_text() for p in Path(lexical["SLEUTH_BROKER_DIR"]).glob("*.log"))
+        assert f"broker {old['pid']} stopped: config.toml changed since it started" in log
+
+    anyio.run(edit_during_a_session)
+
+    async def search() -> None:
+        async with session(index, lexical) as s:
+            ok(await s.call_tool("search_project", {"project_id": "notes", "query": "narwhal"}))
+
+    anyio.run(search)
+    (new,) = brokers(index, lexical)
+    assert new["config_current"] is True
+
+
 def test_broker_commands_have_help() -> None:
     for command in ("run", "status", "stop"):
         out = run_cli("broker", command, "--help").stdout

@@ -41,7 +41,7 @@ from mcp.types import CallToolResult
 from sleuth import __version__
 from sleuth.broker.client import PROTOCOL_VERSION
 from sleuth.broker.gate import CONTROL, READ, ReadWriteGate, gate_kinds
-from sleuth.broker.paths import BrokerPaths
+from sleuth.broker.paths import BrokerPaths, config_stamp
 from sleuth.broker.search import SEARCH_OP, answer_search
 from sleuth.broker.transport import stream_transport
 from sleuth.config import load_serve_settings
@@ -159,6 +159,8 @@ class Broker:
         self._scope: anyio.CancelScope | None = None
         self._catalog = self._catalog_identity()
         self._socket: tuple[int, int] | None = None
+        #: The index's config.toml as the engine read it (:func:`config_stamp`, part of the key).
+        self._config = config_stamp(engine.index_dir)
 
     def _socket_identity(self) -> tuple[int, int] | None:
         """(device, inode) of the socket file, None when it is gone."""
@@ -209,9 +211,17 @@ class Broker:
             with contextlib.suppress(OSError):
                 self.paths.socket.unlink()
 
+    def config_current(self) -> bool:
+        """Whether the index's ``config.toml`` is as it was when this broker read it (a session
+        after an edit gets another broker: :func:`sleuth.broker.paths.broker_key`)."""
+        return config_stamp(self.engine.index_dir) == self._config
+
     async def _watch_idle(self) -> None:
         """Stop when idle long enough, or when the index folder was deleted or made anew (the open
-        catalog would be a ghost: the next session starts a broker on the new index)."""
+        catalog would be a ghost: the next session starts a broker on the new index), or when no
+        session is left of one whose ``config.toml`` was edited since it started (the next session
+        gets a broker of the new settings: this one would only idle out its time, holding its
+        model and lanes in memory)."""
         interval = min(IDLE_CHECK_MAX_S, self.idle_exit_s / 4)
         while True:
             await anyio.sleep(interval)
@@ -224,6 +234,9 @@ class Broker:
                 return
             if self.idle_s() >= self.idle_exit_s:
                 self.stop(f"idle for {self.idle_exit_s:g} s")
+                return
+            if self.idle_s() > 0 and not self.config_current():
+                self.stop("config.toml changed since it started: a session gets a broker of the new settings")
                 return
 
     async def _watch_signals(self) -> None:
@@ -267,6 +280,7 @@ class Broker:
             "searches_total": self.searches_total,
             "calls_running": self.calls_running, "requests_running": running, "gate": self.gate.snapshot(),
             "model": self.engine.config.model, "warm": self.warm, "rss_mb": _rss_mb(),
+            "config_current": self.config_current(),
         }
 
     # ------------------------------------------------------------------ connections

@@ -176,6 +176,9 @@ def broker_status_cmd(all_brokers: bool, index_dir: Path | None, fmt: str) -> No
         click.echo(f"broker {b['pid']} for {b['index']}: {b['sessions']} session(s) ({b['sessions_total']} since "
                    f"start), {b['calls_running']} call(s) running, idle {b['idle_s']:g} s (exits after "
                    f"{b['idle_exit_s']:g} s), up {b['uptime_s']:g} s, {b['rss_mb']} MB")
+        if b.get("config_current") is False:
+            click.echo("  serving the settings of config.toml as it was when it started: it was edited since, so"
+                       " new sessions get another broker, and this one exits once its sessions end")
         if b["requests_running"]:
             click.echo(f"  running requests: {', '.join(b['requests_running'])}")
 
