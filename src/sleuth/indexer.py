@@ -16,7 +16,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -257,6 +257,18 @@ class Indexer:
 
     # ------------------------------------------------------------------ entry points
 
+    @staticmethod
+    def _project_id(name: str, known: Mapping[str, object]) -> str:
+        """The id of the project ``name`` (:func:`sleuth.types.project_id_for`); ``known``: the
+        index's projects by id. A project being made has an id of at most ``PROJECT_ID_MAX_BYTES``
+        (one made before that bound, longer, is indexed as before).
+
+        Raises:
+            QueryError: no usable id, or a new project's too long.
+        """
+        pid = project_id_for(name)
+        return pid if pid in known else project_id_for(name, PROJECT_ID_MAX_BYTES)
+
     def index(self, roots: Sequence[str | Path], project: str | None = None,
               progress: Callable[[str], None] | None = None,
               embed_progress: Callable[[int, int], None] | None = None,
@@ -314,7 +326,7 @@ class Indexer:
         # refreshed there (sleuth.ingest.placement).
         paths = outermost(paths)  # a path inside another one given is walked with it
         name = project or default_project(paths[0], roots_by_project, self.folder.index_dir)
-        pid = project_id_for(name, PROJECT_ID_MAX_BYTES)
+        pid = self._project_id(name, roots_by_project)
         placement = place(paths, roots_by_project.get(pid, []))
         shared = shared_roots(placement.roots, roots_by_project, pid, self.folder.index_dir)
         new_roots = [str(p) for p in placement.roots]
@@ -473,7 +485,7 @@ class Indexer:
         """
         from sleuth.ingest import parse_document
 
-        pid = project_id_for(project, PROJECT_ID_MAX_BYTES)
+        pid = self._project_id(project, self.catalog.roots())
         with self._run(pid, [], None, name=project, embed=embed) as run, self.postings.bulk():
             known = self.catalog.file_states(pid, [""])
             reparse = bool(known) and self.catalog.parser_version(pid, "") < PARSER_VERSION

@@ -215,29 +215,42 @@ class Question(RequestModel):
 #: ``--project``: :attr:`SearchRequest.inbox`).
 INBOX_PROJECT_ID = "inbox"
 
-#: What a project id keeps besides letters and digits (any script's, :meth:`str.isalnum`).
+#: What a project id keeps besides letters and digits (any script's, :meth:`str.isalnum`) and the
+#: marks written on them (Devanagari's vowel signs and virama, Tamil's pulli).
 _PROJECT_ID_MARKS = "._-"
+#: Letters in Unicode's eyes that show as blank space (Hangul fillers): separators in an id.
+_PROJECT_ID_BLANKS = frozenset("\u115f\u1160\u3164\uffa0")
 #: Passes of the folding in :func:`project_id_for` before it gives up on a fixed point (one or two
-#: suffice: casefolding can give a character that NFKD decomposes again, e.g. ``"ǰ"``).
+#: suffice: casefolding can give a character that composes again, e.g. ``"ǰ"``).
 _PROJECT_ID_FOLD_PASSES = 4
-#: The longest project id, in UTF-8 bytes: it names a folder (``<index>/memory/<id>``: 255 bytes at
-#: most on common file systems) and a Milvus VARCHAR of 256.
+#: The longest id of a project being made, in UTF-8 bytes: it names a folder
+#: (``<index>/memory/<id>``: 255 bytes at most on common file systems) and a Milvus VARCHAR of 256.
 PROJECT_ID_MAX_BYTES = 200
 
 
+def _fold_char(ch: str) -> str:
+    """One character of a casefolded name: its compatibility decomposition without accents when
+    that is ASCII (``"ü"`` → ``"u"``, ``"ﬁ"`` → ``"fi"``, ``"Ｉ"`` → ``"i"``, ``"²"`` → ``"2"``), else
+    its NFKC form: accents of other scripts stay (``"ガ"`` is not ``"カ"``, ``"й"`` not ``"и"``)."""
+    if ch.isascii():
+        return ch
+    base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+    return base if base and base.isascii() else unicodedata.normalize("NFKC", ch)
+
+
 def _fold_project_name(name: str) -> str:
-    """``name`` casefolded, NFKD-decomposed without combining marks (accents folded: ``"Müller"``
-    → ``"muller"``), NFC-recomposed (Hangul syllables stay syllables)."""
-    decomposed = unicodedata.normalize("NFKD", name.casefold())
-    return unicodedata.normalize("NFC", "".join(ch for ch in decomposed if not unicodedata.combining(ch)))
+    """``name`` casefolded, NFC-composed, each character folded (:func:`_fold_char`), NFC again."""
+    folded = "".join(map(_fold_char, unicodedata.normalize("NFC", name.casefold())))
+    return unicodedata.normalize("NFC", folded)
 
 
 def project_id_for(name: str, max_bytes: int | None = None) -> str:
-    """A project id from a name: casefolded, accents folded (``"Müller"`` → ``"muller"``, so that
-    ``Müller`` and ``Möller`` are two projects), each run of characters other than letters and
-    digits (of any script: ``"Проект"`` → ``"проект"``), ``.``, ``_`` and ``-`` made one ``-``, and
-    ``-`` and ``.`` stripped at both ends. Idempotent: an id is its own id. Here, not in
-    :mod:`sleuth.indexer`, so that a command answered by the broker loads no indexing code.
+    """A project id from a name: casefolded, Latin accents folded (``"Müller"`` → ``"muller"``, so
+    that ``Müller`` and ``Möller`` are two projects; a mark left on an ASCII letter is dropped),
+    letters and digits of other scripts kept with their marks (``"Проект"`` → ``"проект"``,
+    ``"हिन्दी"`` and ``"ガス"`` as they are), each run of other characters (``.``, ``_`` and ``-``
+    aside) made one ``-``, and ``-`` and ``.`` stripped at both ends. Idempotent: an id is its own id.
+    Here, not in :mod:`sleuth.indexer`, so that a command answered by the broker loads no indexing code.
 
     Args:
         max_bytes: the longest id allowed, in UTF-8 bytes (a project being made:
@@ -254,10 +267,17 @@ def project_id_for(name: str, max_bytes: int | None = None) -> str:
     out: list[str] = []
     in_run = False  # inside a run of other characters, made one "-"
     for ch in folded:
-        if ch.isalnum() or ch in _PROJECT_ID_MARKS:
+        if ch in _PROJECT_ID_BLANKS:
+            pass
+        elif ch.isalnum() or ch in _PROJECT_ID_MARKS:
             out.append(ch)
             in_run = False
-        elif not in_run:
+            continue
+        elif unicodedata.category(ch).startswith("M") and out and out[-1].isalnum():
+            if not out[-1].isascii():  # a mark on a letter of another script: part of it
+                out.append(ch)
+            continue  # on an ASCII letter or digit: an accent, folded away
+        if not in_run:
             out.append("-")
             in_run = True
     pid = "".join(out).strip("-.")
