@@ -38,3 +38,44 @@ def test_the_workers_own_last_line(tmp_path: Path) -> None:
     os.mkfifo(log)  # a FIFO: not read, not waited on
     assert last_log_line(tmp_path, 7) is None
 
+
+
+def test_a_hostile_state_file_is_read_as_far_as_it_is_believable(tmp_path: Path) -> None:
+    """``embed.state.json`` comes with the index folder (a committed ``.sleuth/``): a field of another
+    type or range than a worker writes is left out, and a FIFO, a symlink (to ``/dev/zero``) or an
+    oversized file is not read. An attack round: a string or huge pid, a rate of 1e-320 or an
+    ``updated_at`` number ended `sleuth status` in a traceback; a FIFO hung it; /dev/zero ran it out
+    of memory."""
+    from sleuth.background import EMBED_STATE_FILE, STATE_FILE_MAX_BYTES, embed_lock, embedding_progress, read_state
+    from sleuth.config import Config
+    from sleuth.engine import Engine
+    from sleuth.reports import EmbeddingProgress
+
+    state = tmp_path / EMBED_STATE_FILE
+    state.write_text('{"pid": "x\\u001b[31m", "state": "loading", "model": 5, "embedded": true, "to_embed": -1,'
+                     ' "rate_blocks_per_s": 1e-320, "updated_at": 5, "error": null, "extra": [1]}')
+    assert read_state(tmp_path) == {"state": "loading", "error": None, "extra": [1]}
+    for pid in (1e300, -5, True, 2**40):
+        state.write_text(f'{{"pid": {str(pid).lower()}, "state": "running", "rate_blocks_per_s": 3.5}}')
+        assert read_state(tmp_path) == {"state": "running", "rate_blocks_per_s": 3.5}
+    state.write_text('{"pid": 42, "state": "running", "rate_blocks_per_s": "fast"}')
+    assert read_state(tmp_path) == {"pid": 42, "state": "running"}
+    state.write_text(" " * STATE_FILE_MAX_BYTES + "{}")
+    assert read_state(tmp_path) is None
+    state.unlink()
+    os.mkfifo(state)
+    assert read_state(tmp_path) is None  # not waited on
+    state.unlink()
+    os.symlink("/dev/zero", state)
+    assert read_state(tmp_path) is None  # a symlink is not followed
+    state.unlink()
+    # While a process holds the embed lock, status reads such a file without failing.
+    index = tmp_path / "idx"
+    with Engine(index, Config(model="none")) as engine, embed_lock(index, 10.0) as held:
+        assert held
+        for text in ('{"pid": "x", "state": "loading"}', '{"pid": 1e300, "state": "loading"}',
+                     '{"pid": 7, "state": "running", "model": "m", "rate_blocks_per_s": 1e-320}',
+                     '{"pid": 7, "state": "running", "model": "m", "updated_at": 5}'):
+            (index / EMBED_STATE_FILE).write_text(text)
+            shown = EmbeddingProgress.model_validate(embedding_progress(engine, "m", 1, 5))
+            assert shown.state == "running" and shown.eta_s is None, text

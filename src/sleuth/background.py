@@ -125,16 +125,57 @@ def _holding(fd: int) -> Iterator[None]:
         os.close(fd)
 
 
+#: The largest state file read, in bytes (a worker writes about 300).
+STATE_FILE_MAX_BYTES = 65_536
+#: Longest text field of the state file kept (``error``, ``model``, times), in characters.
+STATE_TEXT_MAX_CHARS = 1_000
+#: Rates outside this range, in blocks per second, are not believed (a state file written by hand:
+#: 1e-320 made the time left infinite, and `sleuth status` ended in OverflowError).
+STATE_RATE_RANGE = (1e-3, 1e7)
+
+
+def _state_field_ok(key: str, value: object) -> bool:
+    """Whether ``value`` has the type and range a worker writes for ``key`` (unknown keys pass)."""
+    if key == "pid":
+        return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**31
+    if key in ("embedded", "to_embed"):
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53
+    if key in ("rate_blocks_per_s", "started_s"):
+        low, high = STATE_RATE_RANGE if key == "rate_blocks_per_s" else (0.0, 1e11)
+        return value is None or (isinstance(value, int | float) and not isinstance(value, bool)
+                                 and low <= value <= high)
+    if key in ("model", "state", "started_at", "updated_at", "error"):
+        return value is None or (isinstance(value, str) and len(value) <= STATE_TEXT_MAX_CHARS)
+    return True
+
+
 def read_state(index_dir: Path) -> dict[str, Any] | None:
     """The last state a worker wrote (``pid``, ``model``, ``state``, ``started_at``, ``updated_at``,
     ``embedded``, ``to_embed``, ``rate_blocks_per_s``, ``error``), or None; or the record
     :func:`start_worker` wrote for the worker it started (``state`` ``starting``, ``started_s``: the
-    epoch seconds it started, ``model`` None) until that worker writes its own."""
+    epoch seconds it started, ``model`` None) until that worker writes its own.
+
+    The file is hostile until checked (an index folder may come from anywhere): read without
+    following a symlink or blocking on a FIFO, a regular file of at most ``STATE_FILE_MAX_BYTES``;
+    a field of another type or range than a worker writes is left out (:func:`_state_field_ok`)."""
     try:
-        data = json.loads((index_dir / EMBED_STATE_FILE).read_text(encoding="utf-8"))
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(index_dir / EMBED_STATE_FILE, flags)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            raw = f.read(STATE_FILE_MAX_BYTES + 1)
+        if len(raw) > STATE_FILE_MAX_BYTES:
+            return None
+        data = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError, RecursionError):  # RecursionError: nested past the decoder's limit
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    return {k: v for k, v in data.items() if _state_field_ok(k, v)}
 
 
 def _write_state(index_dir: Path, state: dict[str, Any]) -> None:
