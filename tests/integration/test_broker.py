@@ -25,8 +25,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from sleuth.broker.client import _lock_free, list_brokers, stop_brokers
-from sleuth.broker.paths import BrokerPaths, broker_dir
+from sleuth.broker.client import _lock_free, list_brokers, start_broker, stop_brokers
+from sleuth.broker.paths import BrokerPaths, broker_dir, broker_key
 from tests.integration.conftest import SLEUTH, run_cli
 from tests.integration.mcp_session import serve_env
 
@@ -409,6 +409,18 @@ def test_a_broker_whose_config_was_edited_exits_once_its_sessions_end(
     anyio.run(search)
     (new,) = brokers(index, lexical)
     assert new["config_current"] is True
+    stop_brokers(index, lexical)
+    # An edit between a session's choosing the broker's key and the broker's reading config.toml (an
+    # attack round: that broker said it was current, and idled out 600 s under a key no session asks
+    # for): a broker started under the key of the settings before the edit, as a session does.
+    before_edit = broker_key(index.resolve(), lexical)
+    (index / "config.toml").write_text('lanes = ["index"]\n', encoding="utf-8")
+    paths = BrokerPaths(broker_dir(lexical), before_edit)
+    start_broker(index.resolve(), paths, lexical)
+    wait_for(lambda: paths.info.exists(), "the broker to start")
+    wait_for(lambda: brokers(index, lexical) == [], "the broker of a key made before the edit to exit")
+    log = paths.log.read_text()
+    assert "stopped: config.toml changed since it started" in log
 
 
 def test_broker_commands_have_help() -> None:

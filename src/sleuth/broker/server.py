@@ -41,7 +41,7 @@ from mcp.types import CallToolResult
 from sleuth import __version__
 from sleuth.broker.client import PROTOCOL_VERSION
 from sleuth.broker.gate import CONTROL, READ, ReadWriteGate, gate_kinds
-from sleuth.broker.paths import BrokerPaths, config_stamp
+from sleuth.broker.paths import BrokerPaths, broker_key, config_stamp
 from sleuth.broker.search import SEARCH_OP, answer_search
 from sleuth.broker.transport import stream_transport
 from sleuth.config import load_serve_settings
@@ -159,8 +159,12 @@ class Broker:
         self._scope: anyio.CancelScope | None = None
         self._catalog = self._catalog_identity()
         self._socket: tuple[int, int] | None = None
-        #: The index's config.toml as the engine read it (:func:`config_stamp`, part of the key).
-        self._config = config_stamp(engine.index_dir)
+        #: The index's config.toml as the key was computed with it (:func:`config_stamp`); None when
+        #: it was edited between the key's computing (by the session that started this broker) and
+        #: this moment: then this broker's settings are not its key's, and it exits once idle.
+        self._config: str | None = config_stamp(engine.index_dir)
+        if broker_key(engine.index_dir) != paths.key:
+            self._config = None
 
     def _socket_identity(self) -> tuple[int, int] | None:
         """(device, inode) of the socket file, None when it is gone."""
@@ -214,7 +218,7 @@ class Broker:
     def config_current(self) -> bool:
         """Whether the index's ``config.toml`` is as it was when this broker read it (a session
         after an edit gets another broker: :func:`sleuth.broker.paths.broker_key`)."""
-        return config_stamp(self.engine.index_dir) == self._config
+        return self._config is not None and config_stamp(self.engine.index_dir) == self._config
 
     async def _watch_idle(self) -> None:
         """Stop when idle long enough, or when the index folder was deleted or made anew (the open
