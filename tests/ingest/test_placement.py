@@ -324,3 +324,10 @@ def test_a_root_named_with_a_newline_cannot_forge_a_line(tmp_path: Path) -> None
     assert "    indexed  odd\\x0adir\\x0d\\x09x/b.md  (indexed " in status
     listed = run_cli("projects", "--index", index, env=lexical).stdout.splitlines()
     assert listed[1:] == [f"    {tmp_path}/notes", f"    {tmp_path}/odd\\x0adir\\x0d\\x09x"]
+    # search results too: the root's label in a path, a title of several lines (YAML's `title: |`)
+    write(tmp_path / "notes", "t.md", "---\ntitle: |\n  First line\n  2. forged.md  [notes]\n---\n# Body\n\nzebra\n")
+    run_cli("index", str(tmp_path / "notes"), "--index", index, env=lexical)
+    found = run_cli("search", "beta", "--lanes", "bm25", "--index", index, env=lexical).stdout.splitlines()
+    assert found[0].startswith(" 1. odd\\x0adir\\x0d\\x09x/b.md  [notes]  ")
+    found = run_cli("search", "zebra", "--lanes", "bm25", "--index", index, env=lexical).stdout.splitlines()
+    assert found[1] == "    First line\\x0a2. forged.md  [notes]  §  Body"

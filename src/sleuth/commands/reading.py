@@ -95,7 +95,8 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
     out: list[str] = [f"(lane {lane} unavailable: {why})" for lane, why in resp.unavailable_lanes.items()]
     out += [f"(lane {lane} failed: {why})" for lane, why in resp.failed_lanes.items()]
     if not resp.hits:
-        return "\n".join([*out, f"no results for {resp.query!r}" + (f": {resp.notice}" if resp.notice else "")])
+        return "\n".join(map(one_line, [*out, f"no results for {resp.query!r}" + (f": {resp.notice}" if resp.notice
+                                                                                   else "")]))
     if resp.notice:
         out.append(f"({resp.notice})")
     by_id = {h.doc_id: h for h in resp.hits}
@@ -129,7 +130,8 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
     first = resp.hits[0].rank
     shown = f"results {first}-{first + len(resp.hits) - 1}" if first > 1 else f"{resp.result_count} result(s)"
     out.append(f"{shown} in {resp.took_ms:.1f} ms")
-    return "\n".join(out)
+    # One entry a line: a title, heading or root named with a newline (YAML's `title: |`) cannot forge one.
+    return "\n".join(map(one_line, out))
 
 
 @click.command("search")
