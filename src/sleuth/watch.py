@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.engine import Engine
 from sleuth.errors import IndexBusy, SleuthError
-from sleuth.ingest.names import index_name, printable
+from sleuth.ingest.names import index_name, one_line, printable
 from sleuth.ingest.walk import excluded_folder_name
 from sleuth.types import IndexReport
 
@@ -170,7 +170,7 @@ class _Watcher:
             except (SleuthError, OSError) as exc:
                 batch.error = str(exc)
             except Exception as exc:  # a bug met by one batch: logged, and the watch goes on
-                logger.exception("watch: re-indexing %s of project %s failed", printable(str(root.path)),
+                logger.exception("watch: re-indexing %s of project %s failed", one_line(str(root.path)),
                                  root.project)
                 batch.error = f"unexpected error: {type(exc).__name__}: {exc}"
             batch.took_s = round(time.perf_counter() - started, 3)

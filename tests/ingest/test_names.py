@@ -51,3 +51,19 @@ def test_bidirectional_controls_are_escaped_both_ways() -> None:
         "title \\xe2\\x81\\xa6isolated\\xe2\\x81\\xa9 \\xe2\\x80\\xaaembedded\\xe2\\x80\\xac")
     hebrew = "Hebrew \u05e9\u05dc\u05d5\u05dd and a mark \u200f stay"  # letters and marks are not controls
     assert printable(hebrew) == hebrew
+
+
+def test_one_line_cannot_be_split_or_hide_a_name() -> None:
+    """What the CLI prints one entry a line: nothing that ends a line (for a terminal or for
+    ``str.splitlines``), nothing invisible a name can hide behind (an attack round: a root named
+    with U+2028 forged a line of `sleuth projects`, ``inbox\\u200b`` showed as ``inbox``); ZWNJ and ZWJ
+    (Persian, Indic scripts, emoji sequences), accents and other scripts as they are."""
+    from sleuth.ingest.names import one_line
+
+    forged = "a\nb\rc\td\x0be\x0cf\x1cg\x85h\u2028i\u2029j"
+    assert one_line(forged).splitlines() == [one_line(forged)]
+    assert one_line(forged) == "a\\x0ab\\x0dc\\x09d\\x0be\\x0cf\\x1cg\\xc2\\x85h\\xe2\\x80\\xa8i\\xe2\\x80\\xa9j"
+    assert one_line("inbox\u200b \u200e\u200f\u061c\ufeff\u2060 \u202e") == (
+        "inbox\\xe2\\x80\\x8b \\xe2\\x80\\x8e\\xe2\\x80\\x8f\\xd8\\x9c\\xef\\xbb\\xbf\\xe2\\x81\\xa0 \\xe2\\x80\\xae")
+    kept = "Müller 東京 می\u200cخواهم 👨\u200d👩 \\ back"
+    assert one_line(kept) == kept

@@ -196,7 +196,9 @@ def render_doctor(report: DoctorReport, qualified: Collection[str] = frozenset()
     if report.skipped_by_reason:
         out.append(f"  {report.skipped_file_count:,} skipped file(s):")
         out.extend(render_skip_summary(report.skipped_by_reason, "    ", "`sleuth status --verbose`"))
-    return "\n".join(out)
+    from sleuth.ingest.names import one_line
+
+    return "\n".join(map(one_line, out))  # an index path named with a newline cannot forge a line
 
 
 @click.command("status")

@@ -167,15 +167,17 @@ def broker_status_cmd(all_brokers: bool, index_dir: Path | None, fmt: str) -> No
     if fmt == "json":
         emit_json({"brokers": brokers})
         return
+    from sleuth.ingest.names import one_line
+
     if not brokers:
-        click.echo(f"no broker running{f' for {scope}' if scope else ''}")
-    for b in brokers:
+        click.echo(one_line(f"no broker running{f' for {scope}' if scope else ''}"))
+    for b in brokers:  # an index path named with a newline cannot forge a line
         if b.get("state") != "serving":
-            click.echo(f"broker {b.get('pid')} for {b.get('index')}: {b.get('state')}")
+            click.echo(one_line(f"broker {b.get('pid')} for {b.get('index')}: {b.get('state')}"))
             continue
-        click.echo(f"broker {b['pid']} for {b['index']}: {b['sessions']} session(s) ({b['sessions_total']} since "
-                   f"start), {b['calls_running']} call(s) running, idle {b['idle_s']:g} s (exits after "
-                   f"{b['idle_exit_s']:g} s), up {b['uptime_s']:g} s, {b['rss_mb']} MB")
+        click.echo(one_line(f"broker {b['pid']} for {b['index']}: {b['sessions']} session(s) ({b['sessions_total']}"
+                            f" since start), {b['calls_running']} call(s) running, idle {b['idle_s']:g} s (exits"
+                            f" after {b['idle_exit_s']:g} s), up {b['uptime_s']:g} s, {b['rss_mb']} MB"))
         if b.get("config_current") is False:
             click.echo("  serving the settings of config.toml as it was when it started: it was edited since, so"
                        " new sessions get another broker, and this one exits once its sessions end")
@@ -196,11 +198,13 @@ def broker_stop_cmd(all_brokers: bool, index_dir: Path | None) -> None:
     if scope is None and not all_brokers:  # stopping every broker (other projects' sessions) is asked for by name
         raise IndexNotFound(f"no index found here (looked for {INDEX_DIR_NAME}/ in {Path.cwd()} and its parents): "
                             "pass --index DIR for its broker, or --all to stop every broker of this user")
+    from sleuth.ingest.names import one_line
+
     stopped = stop_brokers(scope)
     if not stopped:
-        click.echo(f"no broker running{f' for {scope}' if scope else ''}")
+        click.echo(one_line(f"no broker running{f' for {scope}' if scope else ''}"))
     for row in stopped:
         state = "stopped" if row["stopped"] else "did not stop in time"
-        click.echo(f"broker {row['pid']} for {row['index']}: {state}")
+        click.echo(one_line(f"broker {row['pid']} for {row['index']}: {state}"))
     if not all(row["stopped"] for row in stopped):
         sys.exit(1)

@@ -81,15 +81,20 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: _escape(m.group()), text)
 
 
-#: What a line of output may not carry raw: what :func:`printable` escapes, and tab, newline and
-#: carriage return.
-_NOT_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+#: What a line of output may not carry raw: what :func:`printable` escapes, tab, newline and
+#: carriage return, the line and paragraph separators (``str.splitlines`` splits at them), and the
+#: invisible direction marks (LRM, RLM, ALM), the zero-width space, word joiner and byte order mark
+#: a name can hide behind (``inbox\u200b`` shown as ``inbox``); not ZWNJ and ZWJ, which Persian,
+#: Indic scripts and emoji sequences need.
+_NOT_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+                           "\ud800-\udfff]")
 
 
 def one_line(text: str) -> str:
     """``text`` (one line the CLI prints: a root, a path, a message about them) with every control
-    character escaped as :func:`printable` escapes them, tab, newline and carriage return too (a
-    root named ``"a\\nb"`` shows as ``a\\x0ab`` and cannot forge a line). Pure."""
+    character escaped as :func:`printable` escapes them, tab, newline, carriage return, U+2028 and
+    U+2029 too (a root named ``"a\\nb"`` shows as ``a\\x0ab`` and cannot forge a line), and the
+    invisible marks and zero-width characters (``\\xe2\\x80\\x8b``). Pure."""
     if _NOT_ONE_LINE.search(text) is None:
         return text
     return _NOT_ONE_LINE.sub(lambda m: _escape(m.group()), text)
