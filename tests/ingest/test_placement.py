@@ -304,9 +304,25 @@ def test_a_first_path_not_valid_utf8_is_refused_readably(tmp_path: Path) -> None
     write(bad, "a.md", "# A\n\nalpha\n")
     proc = run_cli("index", str(bad), env={"SLEUTH_MODEL": "none"}, check=False)
     assert proc.returncode == 2, proc.stderr  # a usage error, as every ConfigError
-    assert proc.stderr == (f"error: {tmp_path}/caf\\xe9 has a name that is not valid UTF-8, so no index can be kept"
-                           " in it: name one elsewhere with --index (or SLEUTH_INDEX)\n")
+    assert proc.stderr == (f"error: the index folder {tmp_path}/caf\\xe9/.sleuth (beside {tmp_path}/caf\\xe9, as"
+                           " without --index) would have a path that is not valid UTF-8: choose one whose path is"
+                           " with --index (or SLEUTH_INDEX)\n")
     assert sorted(p.name for p in bad.iterdir()) == ["a.md"]
+    # An index folder renamed so (an attack round: status, projects and search ended in tracebacks).
+    run_cli("index", str(tmp_path / "ok"), env={"SLEUTH_MODEL": "none"}, check=False)
+    write(tmp_path / "ok", "a.md", "# A\n\nalpha\n")
+    run_cli("index", str(tmp_path / "ok"), env={"SLEUTH_MODEL": "none"})
+    moved = tmp_path / os.fsdecode(b"idx\xfe")
+    (tmp_path / "ok" / ".sleuth").rename(moved)
+    proc = run_cli("index", str(tmp_path / "ok"), "--index", str(moved), env={"SLEUTH_MODEL": "none"}, check=False)
+    assert proc.returncode == 2 and proc.stderr == (
+        f"error: the index folder {tmp_path}/idx\\xfe would have a path that is not valid UTF-8: choose one whose path"
+        " is with --index (or SLEUTH_INDEX)\n")
+    for command in (["status"], ["projects"], ["search", "alpha"], ["doctor"]):
+        proc = run_cli(*command, "--index", str(moved), env={"SLEUTH_MODEL": "none"}, check=False)
+        assert proc.returncode == 2 and proc.stderr == (
+            f"error: the index folder {tmp_path}/idx\\xfe has a path that is not valid UTF-8: use one whose path is"
+            " (rename it, or choose another with --index)\n"), (command, proc.stderr)
 
 
 def test_a_root_named_with_a_newline_cannot_forge_a_line(tmp_path: Path) -> None:

@@ -64,8 +64,10 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
             target = enclosing[0]  # as git adds a path to the repository it is in
     assert target is not None
     if not is_valid_text(str(target)):  # tantivy and SQLite take UTF-8 paths only
-        raise ConfigError(f"{printable(str(target.parent))} has a name that is not valid UTF-8, so no index can be "
-                          "kept in it: name one elsewhere with --index (or SLEUTH_INDEX)")
+        where = ("" if index_dir is not None or os.environ.get(INDEX_ENV)
+                 else f" (beside {printable(str(paths[0]))}, as without --index)")
+        raise ConfigError(f"the index folder {printable(str(target))}{where} would have a path that is not valid "
+                          "UTF-8: choose one whose path is with --index (or SLEUTH_INDEX)")
     _check_paths(paths, target)  # before the index folder is made: a refused command leaves nothing
     wait = background.wait_by_default() if wait is None else wait
     sink = terminal_sink(label="sleuth index")

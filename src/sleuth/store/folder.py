@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sleuth.errors import ConfigError, IndexWriteError, storage_errors
+from sleuth.ingest.names import is_valid_text, printable
 from sleuth.lanes.postings import Postings
 from sleuth.locate import absolute_path, catalog_url
 from sleuth.locks import NotALockFile, WriteLock, write_lock_timeout_s
@@ -92,6 +93,9 @@ class IndexFolder:
 
     def __init__(self, index_dir: str | Path) -> None:
         self.index_dir = absolute_path(index_dir)
+        if not is_valid_text(str(self.index_dir)):  # tantivy and SQLite take UTF-8 paths only
+            raise ConfigError(f"the index folder {printable(str(self.index_dir))} has a path that is not valid UTF-8:"
+                              " use one whose path is (rename it, or choose another with --index)")
         if os.path.lexists(self.index_dir) and not self.index_dir.is_dir():
             raise ConfigError(f"{self.index_dir} cannot be an index folder: it is not a folder (a file, a symlink to "
                               "a file, or a symlink loop)")
