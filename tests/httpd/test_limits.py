@@ -262,7 +262,7 @@ def test_a_refused_connection_does_not_count_against_the_connection_limit() -> N
 
 async def _echo_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """An ASGI app: ``/big`` answers 60000 bytes at once, without reading the request's body;
-    any other path reads the whole body, then answers ``ok``."""
+    any other path reads the whole body, then answers ``ok`` (``/slow``: ``SLOW_ANSWER_S`` later)."""
     if scope["type"] != "http":
         return
     if scope["path"] != "/big":
@@ -270,12 +270,17 @@ async def _echo_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             pass
         if message["type"] == "http.disconnect":
             return
+    if scope["path"] == "/slow":  # answered after the loop has read what follows the request
+        await asyncio.sleep(SLOW_ANSWER_S)
     body = b"x" * BIG_ANSWER_BYTES if scope["path"] == "/big" else b"ok"
     headers = [(b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
+#: How long ``/slow`` takes to answer, in seconds: the server reads the client's half-close meanwhile
+#: (the test holds whatever that delay: the answer is awaited, not timed).
+SLOW_ANSWER_S = 0.3
 #: The size of ``/big``'s answer: more than two small socket buffers hold.
 BIG_ANSWER_BYTES = 60_000
 #: The head and body deadlines of the two tests below, in seconds (short: the tests wait for them).
@@ -328,7 +333,8 @@ def test_a_request_cut_short_by_a_half_close_gets_400() -> None:
     """A client that closes its side of the connection after part of a request (its body short of
     its length, a chunked body without its last chunk, half a head) got no reply at all (an attack
     round's finding): it gets a 400 saying so. Deadlines of an hour: only the half-close answers.
-    A client that half-closes after a whole request is answered as before."""
+    A client that half-closes after a whole request gets its answer, then the close (an answer not
+    ready when the half-close was read was lost: the connection was closed at once)."""
     protocol = guarded_protocol(3600.0, 3600.0, PENDING_PER_CLIENT_MAX)
     config = uvicorn.Config(app=_echo_app, limit_concurrency=HTTP_CONNECTIONS_MAX, http=protocol, log_level="warning")
     config.load()
@@ -368,8 +374,12 @@ def test_a_request_cut_short_by_a_half_close_gets_400() -> None:
         first, _, refused = received.partition(b"HTTP/1.1 400 Bad Request\r\n")
         assert first == (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok" if sent.startswith(b"GET") else b""), sent
         assert json.loads(refused.split(b"\r\n\r\n", 1)[1]) == cut, sent
-    whole = asyncio.run(half_closed(b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"))
-    assert whole == b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+    ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+    for path in (b"/a", b"/slow"):  # /slow: its answer comes after the half-close was read (it was lost)
+        whole = asyncio.run(half_closed(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"))
+        assert whole == ok, path
+    two = asyncio.run(half_closed(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /slow HTTP/1.1\r\nHost: x\r\n\r\n"))
+    assert two == ok + ok  # pipelined: both answered, then closed
     assert asyncio.run(half_closed(b"")) == b""  # nothing begun: closed as before
     assert (len(state.connections), dict(protocol.pending.counts)) == (0, {})
 

@@ -21,7 +21,8 @@ class (passed as uvicorn's ``http=``) that adds, per connection:
   (``max_incomplete_event_size``) holds only while a head is still incomplete: a longer head that
   arrives in one read (asyncio reads up to 256 KiB at a time) passed it whole;
 - **a request cut short**: a client that closes its side of the connection (a half-close) with
-  part of a head or of a body sent gets **400** (uvicorn closed without a reply);
+  part of a head or of a body sent gets **400** (uvicorn closed without a reply); one that does so
+  after a whole request gets its answer, then the close (uvicorn closed at once, the answer lost);
 - a connection refused here (400, 408, 503) whose client reads nothing, so that what the server sent
   cannot all leave, is cut ``head_timeout_s`` after the refusal (it no longer counts against
   uvicorn's ``limit_concurrency``: it must not stay open either).
@@ -188,20 +189,39 @@ class GuardedH11Protocol(H11Protocol):
         self._stop_pending()
         super().connection_lost(exc)
 
-    def eof_received(self) -> None:
-        """The client closed its side (a half-close): a request it had begun (part of a head, or a
-        body shorter than its length) can never be finished, so it is answered 400 now, as nginx
-        does (it got no reply at all: the connection was closed); otherwise as uvicorn does."""
-        if self._pending_address is not None and not self.transport.is_closing():
-            state = self.conn.their_state
-            if state is h11.SEND_BODY or (state is h11.IDLE and self.conn.trailing_data[0]):
-                reason = "request cut short"
-                self._refuse(400, reason, raw_response(
-                    400, "Bad Request", "request_incomplete",
-                    f"{reason}: the client closed its side of the connection before the whole request (its head,"
-                    " or its body's length or chunks) was sent"), new_request=state is h11.IDLE)
-                return  # asyncio closes the transport once the answer is written, as _refuse asked
-        super().eof_received()
+    _peer_closed = False  # the client closed its side with a request in, being answered
+
+    def eof_received(self) -> bool | None:  # pyright: ignore[reportIncompatibleMethodOverride]
+        """The client closed its side (a half-close). A request it had begun (part of a head, or a
+        body shorter than its length) can never be finished: it is answered 400 now, as nginx does
+        (it got no reply at all). A whole request being answered keeps the connection open for its
+        answer (True: asyncio's ``Protocol.eof_received`` contract), closed once it is written
+        (:meth:`on_response_complete`): uvicorn closed it at once, and the answer was lost while the
+        call went on (an MCP call that writes, done without its client learning of it). Otherwise
+        as uvicorn does: closed."""
+        if self.transport.is_closing():
+            return None
+        state = self.conn.their_state
+        if self._pending_address is not None and (
+                state is h11.SEND_BODY or (state is h11.IDLE and self.conn.trailing_data[0])):
+            reason = "request cut short"
+            self._refuse(400, reason, raw_response(
+                400, "Bad Request", "request_incomplete",
+                f"{reason}: the client closed its side of the connection before the whole request (its head,"
+                " or its body's length or chunks) was sent"), new_request=state is h11.IDLE)
+            return None  # asyncio closes the transport once the answer is written, as _refuse asked
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._peer_closed = True
+            return True
+        return None
+
+    def on_response_complete(self) -> None:
+        """As uvicorn does (the next pipelined request, if any, starts); the connection is closed
+        once no request is left to answer of a client that closed its side."""
+        super().on_response_complete()
+        if self._peer_closed and not self.transport.is_closing() and (
+                self.cycle is None or self.cycle.response_complete):
+            self.transport.close()
 
     def _head_too_long(self, data: bytes = b"") -> bool:
         """Whether the request head being received (h11's buffer, then ``data``) is longer than
