@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sleuth.background import (
     EMBED_STATE_FILE,
     HOLD_AFTER_ENV,
@@ -404,3 +406,33 @@ def test_ctrl_c_of_a_foreground_embedding_is_reported_as_such(tmp_path: Path) ->
         "state": "stopped", "embedded": EMBED_COMMIT_BLOCKS, "total": DOCS, "error": "interrupted (Ctrl-C)"}
     assert "; the last run failed: interrupted (Ctrl-C): run `sleuth embed` to resume" in run_cli(
         "status", "--index", str(index)).stdout
+
+
+def test_embedding_stops_when_its_index_is_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new user's trial: `make demo` again deletes the demo index under the previous demo's worker,
+    which went on embedding into the deleted catalog for a minute at full speed, beside the new
+    index's worker. The embedding checks after each committed batch that its index is the one it
+    opened. Here the folder is moved away once the first batch is committed (of two)."""
+    import shutil
+
+    from sleuth.background import embed_now
+    from sleuth.engine import Engine
+    from sleuth.errors import StorageError
+
+    notes, index, moved = corpus(tmp_path / "notes"), tmp_path / "idx", tmp_path / "idx-deleted"
+    with Engine(index) as engine:
+        engine.index([notes], project="notes", embed=False)
+        real = engine.indexer.embed_pending
+
+        def embed_pending(progress: Any = None) -> int:
+            def after_a_batch(done: int, todo: int) -> None:
+                if not moved.exists():
+                    shutil.move(index, moved)
+                progress(done, todo)
+            return real(after_a_batch)
+
+        monkeypatch.setattr(engine.indexer, "embed_pending", embed_pending)
+        with pytest.raises(StorageError, match=f"^the index folder {index} was deleted or replaced while embedding:"
+                                               " stopped$"):
+            embed_now(engine)
+    assert vectors_in(moved) == EMBED_COMMIT_BLOCKS  # the first batch, not the second
