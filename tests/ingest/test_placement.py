@@ -149,6 +149,16 @@ def test_sleuth_index_of_a_subfolder_uses_the_enclosing_index(notes: Path) -> No
     assert not (notes / "sub" / ".sleuth").exists()
     found = run_cli("search", "owls", "--lanes", "bm25", "--format", "json", cwd=notes / "sub", env=lexical).stdout
     assert '"path": "sub/p3.md"' in found
+    # A subfolder given a project of its own becomes a root there, and the line says why (it blamed
+    # ignore rules: a new user's finding); an ignored one is blamed on the ignore rules.
+    out = run_cli("index", str(notes / "sub"), "--project", "tpl", env=lexical).stdout
+    assert (f"  {notes / 'sub'} is under {notes}, a root of this index: indexed there as a root of project 'tpl', as"
+            f" --project named it (or that root's ignore rules leaving it out) (`--index {notes / 'sub' / '.sleuth'}`"
+            " makes a separate index)") in out.splitlines()
+    out = run_cli("index", str(notes / "build"), env=lexical).stdout
+    assert (f"  {notes / 'build'} is under {notes}, a root of this index: indexed there as a root of project "
+            f"'build', that root's ignore rules leaving it out (`--index {notes / 'build' / '.sleuth'}` makes a "
+            "separate index)") in out.splitlines()
     # --index still makes a separate one on purpose.
     run_cli("index", str(notes / "sub"), "--index", str(notes / "sub" / ".sleuth"), env=lexical)
     assert (notes / "sub" / ".sleuth" / "catalog.sqlite3").is_file()
@@ -284,8 +294,15 @@ def test_a_folder_named_inbox_is_not_the_inbox(tmp_path: Path) -> None:
     write(tmp_path / "Inbox", "todo.md", "# Todo\n\nwombat errands\n")
     assert default_project(tmp_path / "Inbox", {}) == "Inbox-folder"
     assert default_project(tmp_path / "Inbox" / "todo.md", {}) == "Inbox-folder"
+    # Before any record is filed the Inbox is there to name, empty (it was "project not found").
+    write(tmp_path, "empty/e.md", "# E\n\nwombat\n")
+    run_cli("index", str(tmp_path / "empty"), env=lexical)
+    none = run_cli("search", "wombat", "--project", "inbox", "--lanes", "bm25", cwd=tmp_path / "empty", env=lexical)
+    assert none.stdout.startswith("no results for 'wombat'")
     out = run_cli("index", str(tmp_path / "Inbox"), env=lexical).stdout
     assert out.startswith(f"indexed project 'inbox-folder' into {tmp_path / 'Inbox' / '.sleuth'}: 1 files scanned")
+    assert ("  (a folder named inbox makes the project 'inbox-folder': the id 'inbox' is the Inbox of records filed"
+            " without a project)") in out.splitlines()
     found = run_cli("search", "wombat", "--lanes", "bm25", "--format", "json", cwd=tmp_path / "Inbox",
                     env=lexical).stdout
     assert '"path": "todo.md"' in found and '"project": "inbox-folder"' in found

@@ -100,7 +100,8 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                    **({"embedding": embedding} if embedding else {})})
         return
     for line in _report_lines(report, paths, target, enclosing, no_model, embedding,
-                              explicit=index_dir is not None or bool(os.environ.get(INDEX_ENV)), verbose=verbose):
+                              explicit=index_dir is not None or bool(os.environ.get(INDEX_ENV)), verbose=verbose,
+                              named=project is not None):
         click.echo(line)
 
 
@@ -128,14 +129,15 @@ def _check_paths(paths: tuple[Path, ...], target: Path) -> None:
             where = "the index folder" if held == resolved else f"inside the index folder {held}"
             given = " (where --index or $SLEUTH_INDEX puts the index)" if held == target else ""
             raise ConfigError(f"{p} is {where}{given}: sleuth does not index an index's own files (its users, keys,"
-                              " logs and settings); index the folder that holds it, into an index elsewhere")
+                              " logs and settings); index the folder that holds it")
 
 
 def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, enclosing: tuple[Path, str] | None,
-                  no_model: str | None, embedding: dict[str, Any], explicit: bool, verbose: bool) -> list[str]:
+                  no_model: str | None, embedding: dict[str, Any], explicit: bool, verbose: bool,
+                  named: bool = False) -> list[str]:
     """What ``sleuth index`` prints of ``report`` (text format); ``explicit``: the index was named
     (``--index``, ``$SLEUTH_INDEX``); ``enclosing``: the index above the first path that was used,
-    with its root holding the path."""
+    with its root holding the path; ``named``: the project was named (``--project``)."""
     from sleuth.ingest.names import one_line
     from sleuth.types import INBOX_PROJECT_ID
 
@@ -151,8 +153,10 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         if enclosing[1] == str(first):
             where = "is a root of this index: indexed there"
         elif str(first) in report.roots:
+            why = ("as --project named it (or that root's ignore rules leaving it out)" if named
+                   else "that root's ignore rules leaving it out")
             where = (f"is under {enclosing[1]}, a root of this index: indexed there as a root of project "
-                     f"{report.project!r}, that root's ignore rules leaving it out")
+                     f"{report.project!r}, {why}")
         else:
             where = f"is under {enclosing[1]}, a root of this index: refreshed within that root"
         out.append(f"  {paths[0]} {where} (`--index {own}` makes a separate index)")
@@ -167,6 +171,9 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         other, _, root = gone.partition(": ")
         out.append(f"  warning: {root}, a root of project {other!r}, no longer exists: its documents stay (marked"
                    f" stale) until `sleuth index {root}` removes them, or `sleuth projects remove {other}`")
+    if not named and report.project == f"{INBOX_PROJECT_ID}-folder":
+        out.append(f"  (a folder named {INBOX_PROJECT_ID} makes the project {report.project!r}: the id "
+                   f"{INBOX_PROJECT_ID!r} is the Inbox of records filed without a project)")
     if report.project == INBOX_PROJECT_ID:
         out.append(f"  project {INBOX_PROJECT_ID!r} is the Inbox of records filed without a project: a search of every "
                    f"project leaves it out (`--project {INBOX_PROJECT_ID}` searches it)")

@@ -86,12 +86,16 @@ class Searcher:
     def check_projects(self, projects: Sequence[str] | None) -> tuple[str, ...] | None:
         """The checked project scope (None: every project).
 
+        The Inbox (:data:`sleuth.types.INBOX_PROJECT_ID`) always exists, empty until a record is
+        filed without a project (`--project inbox` said "project not found" until then, while the
+        note of every other search says to name it).
+
         Raises:
             ProjectNotFound: a project that does not exist.
         """
         if projects is None:
             return None
-        known = set(self.catalog.roots())
+        known = {*self.catalog.roots(), INBOX_PROJECT_ID}
         missing = [p for p in projects if p not in known]
         if missing:
             raise ProjectNotFound(f"project not found: {', '.join(map(shown, missing))} (see `sleuth projects`)")
