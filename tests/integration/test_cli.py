@@ -308,7 +308,13 @@ def test_index_without_a_model_and_a_first_run_that_never_finished(tmp_path: Pat
     never = "last indexed never (no indexing run has finished; run `sleuth index`)"
     assert run_cli("projects", "--index", str(index)).stdout.splitlines()[0] == (
         f"notes: 1 documents, 1 blocks, {never}")
-    assert f"  project notes: 1 documents, {never}" in run_cli("status", "--index", str(index)).stdout.splitlines()
+    status = run_cli("status", "--index", str(index)).stdout.splitlines()
+    assert f"  project notes: 1 documents, {never}" in status
+    # The embedding stopped too (no vector: the default model, no worker): `sleuth embed` alone would
+    # leave the index partial, and status said only that (a new user's trial).
+    assert any(line.startswith("  embedding stopped: 0 of 1 blocks") for line in status), status
+    assert ("  first, no indexing run of project(s) notes has finished (interrupted?): `sleuth index` goes on with"
+            " it, then embeds") in status
 
 
 def test_status_lists_each_projects_roots_under_it_and_doctor_names_the_families_lanes(tmp_path: Path) -> None:

@@ -124,6 +124,10 @@ def render_status(st: StatusReport, verbose: bool = False, qualified: Collection
         out.append(f"  vector lane unavailable: {(vec.reason or '').removesuffix(' (`sleuth status` shows how far)')}")
     if vec.embedding is not None and vec.embedding.state != "done":
         out.append(f"  {render_embedding(vec.embedding)}")
+        unfinished = [p.project_id for p in st.projects if not p.last_indexed]
+        if vec.embedding.state == "stopped" and unfinished:  # `sleuth embed` alone would leave a partial index
+            out.append(f"  first, no indexing run of project(s) {', '.join(unfinished)} has finished (interrupted?):"
+                       " `sleuth index` goes on with it, then embeds")
     listed = {p.project_id for p in st.projects}
     for p in st.projects:  # each project's roots under it (a root may belong to several projects)
         out.append(f"  project {p.project_id}: {p.documents:,} documents, last indexed {when(p.last_indexed)}")
