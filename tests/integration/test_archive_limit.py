@@ -42,11 +42,11 @@ def test_the_member_limit_is_a_setting_the_report_names(tmp_path: Path) -> None:
     _, report, _ = _index(notes, index, ENV)
     assert report["added"] == 5
     assert report["skipped"] == [{"path": "bundle.tar.gz", "reason": (
-        "archive holds more than the 5 member limit; the members after the first 5 were not read (not counted); "
-        + RAISE)}]
+        "archive partly indexed, its first 5 members only (it holds more than the 5 member limit; the others were"
+        " not read, not counted); " + RAISE)}]
     text = run_cli("index", str(notes), "--project", "notes", "--index", str(index), env=ENV).stdout.splitlines()
-    assert ("    1 archive holds more than the 5 member limit; the members after the first 5 were not read"
-            f" (not counted); {RAISE} (bundle.tar.gz)") in text  # the summary by reason keeps how to raise it
+    assert ("    1 archive partly indexed, its first 5 members only (it holds more than the 5 member limit; the"
+            f" others were not read, not counted); {RAISE} (bundle.tar.gz)") in text  # keeps how to raise it
     _, raised, _ = _index(notes, index, {**ENV, "SLEUTH_ARCHIVE_MAX_MEMBERS": "12"})  # the variable wins
     assert (raised["added"], raised["unchanged"], raised["skipped"]) == (7, 5, [])
 

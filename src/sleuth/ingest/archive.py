@@ -175,8 +175,10 @@ def _total_reason(total: int) -> str:
 
 
 def _members_reason(max_members: int) -> str:
-    return (f"archive holds more than the {max_members:,} member limit; the members after the first {max_members:,}"
-            f" were not read (not counted); {_RAISE_MEMBERS}")
+    # "partly indexed" first: the archive's first members are searchable, though it is listed with
+    # the skipped files (a new user read "skipped" as "nothing of it indexed")
+    return (f"archive partly indexed, its first {max_members:,} members only (it holds more than the {max_members:,}"
+            f" member limit; the others were not read, not counted); {_RAISE_MEMBERS}")
 
 
 class _Names:
