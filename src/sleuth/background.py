@@ -31,6 +31,7 @@ from sleuth.locks import LOCK_POLL_S, lock_exclusive
 from sleuth.store.scratch import replacing
 
 if TYPE_CHECKING:
+    from sleuth.embed import Embedder
     from sleuth.engine import Engine
     from sleuth.progress import Progress
 
@@ -286,8 +287,6 @@ def _say_loading(index_dir: Path) -> dict[str, Any] | None:
     before = read_state(index_dir)
     _write_state(index_dir, {"pid": os.getpid(), "model": None, "state": "loading", "started_at": now_rfc3339(),
                              "updated_at": now_rfc3339()})
-    while os.environ.get(HOLD_LOADING_ENV) == "1":  # a test's kill ends this
-        time.sleep(60)
     return before
 
 
@@ -298,6 +297,35 @@ def _restore_state(index_dir: Path, saved: dict[str, Any] | None) -> None:
         return
     with contextlib.suppress(OSError):
         (index_dir / EMBED_STATE_FILE).unlink(missing_ok=True)
+
+
+def _load_embedder(engine: Engine) -> Embedder | None:
+    """The engine's model, loaded by this process holding the embed lock, the state file saying so
+    meanwhile (:func:`_say_loading`) and why when it fails; None without a model (the state file
+    then as it was).
+
+    Raises:
+        KeyboardInterrupt, Exception: as the load raises, after the state file said so.
+    """
+    from sleuth.indexer import now_rfc3339
+
+    index_dir = engine.index_dir
+    before_load = _say_loading(index_dir)
+    try:
+        while os.environ.get(HOLD_LOADING_ENV) == "1":  # a test's kill or Ctrl-C ends this
+            time.sleep(60)
+        embedder = engine.embedder()
+    except KeyboardInterrupt:  # Ctrl-C while the model loads: said so, not "killed, or it crashed"
+        _write_state(index_dir, {"pid": os.getpid(), "model": None, "state": "failed",
+                                 "error": "interrupted (Ctrl-C)", "updated_at": now_rfc3339()})
+        raise
+    except Exception as exc:  # a model that cannot load: `sleuth status` says why, not only embed.log
+        _write_state(index_dir, {"pid": os.getpid(), "model": None, "state": "failed",
+                                 "error": f"{type(exc).__name__}: {exc}", "updated_at": now_rfc3339()})
+        raise
+    if embedder is None:  # no model configured: the state file stays as it was
+        _restore_state(index_dir, before_load)
+    return embedder
 
 
 def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = float("inf")) -> int | None:
@@ -326,16 +354,9 @@ def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = 
     if fd is None:
         return None
     with _holding(fd):
-        before_load = _say_loading(index_dir)
         loading_started = time.monotonic()
-        try:
-            embedder = engine.embedder()
-        except Exception as exc:  # a model that cannot load: `sleuth status` says why, not only embed.log
-            _write_state(index_dir, {"pid": os.getpid(), "model": None, "state": "failed",
-                                     "error": f"{type(exc).__name__}: {exc}", "updated_at": now_rfc3339()})
-            raise
-        if embedder is None:  # no model configured: the state file stays as it was
-            _restore_state(index_dir, before_load)
+        embedder = _load_embedder(engine)
+        if embedder is None:
             return 0
         have, total = engine.catalog.vector_counts(embedder.name, dim=embedder.dim)
         started, clock = now_rfc3339(), time.monotonic

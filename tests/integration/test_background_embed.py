@@ -204,6 +204,33 @@ def test_status_says_the_worker_loads_the_model(tmp_path: Path) -> None:
         f"the embedding process {worker} ended before it finished (killed, or it crashed)")
 
 
+def test_ctrl_c_while_the_model_loads_is_said_so(tmp_path: Path) -> None:
+    """Ctrl-C of `sleuth embed` while it loads the model: status says the last run was interrupted,
+    not that its process was killed or crashed (the state said "loading")."""
+    from sleuth.engine import Engine
+
+    notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
+    with Engine(index) as engine:
+        engine.index([notes], project="notes", embed=False)
+    proc = subprocess.Popen([*SLEUTH, "embed", "--index", str(index)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, HOLD_LOADING_ENV: "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + HOLD_WAIT_S
+        while (read_state(index) or {}).get("state") != "loading":
+            assert time.monotonic() < deadline and proc.poll() is None, read_state(index)
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert status(index)["vector_lane"]["embedding"] == {
+        "state": "stopped", "embedded": 0, "total": DOCS, "error": "interrupted (Ctrl-C)"}
+
+
 def test_index_returns_and_embed_waits_for_the_worker(tmp_path: Path) -> None:
     notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
     out = run_cli("index", str(notes), "--project", "notes", "--index", str(index), "--no-wait",
