@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import StorageError
+from sleuth.locate import child_env
 from sleuth.locks import LOCK_POLL_S, lock_exclusive
 from sleuth.store.scratch import replacing
 
@@ -514,9 +515,11 @@ def start_worker(index_dir: Path) -> int:
             log_path.unlink()
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sleuth.cli", "embed", "--worker", "--index", str(index_dir)],
+            # -P: ``-m`` would put the working folder, the index folder, first on the import path, and a
+            # `click.py` there (an index folder may come from anywhere: a cloned repository) ran in the worker
+            [sys.executable, "-P", "-m", "sleuth.cli", "embed", "--worker", "--index", str(index_dir)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
-            close_fds=True, cwd=str(index_dir))
+            close_fds=True, cwd=str(index_dir), env=child_env(os.environ))
         from sleuth.indexer import now_rfc3339
 
         with contextlib.suppress(OSError):  # the first line of this worker's part of the log

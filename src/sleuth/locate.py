@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 #: Name of the index folder created in the first root and looked for in parent folders.
@@ -18,6 +19,19 @@ INDEX_ENV = "SLEUTH_INDEX"
 CATALOG_FILE = "catalog.sqlite3"
 #: Environment variable naming a PostgreSQL catalog (``postgresql://...``) used instead of the file.
 CATALOG_URL_ENV = "SLEUTH_CATALOG_URL"
+
+
+def child_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for a process sleuth starts in another folder (the broker and the embedding worker run
+    in the index folder): ``PYTHONPATH``'s relative entries made absolute against this folder, an
+    empty one (Python reads it as the working folder) made this folder, so that the child's import
+    path is the parent's and never the index folder's (a ``click.py`` there would run in it; the
+    child is started with ``-P`` for the same reason)."""
+    child = dict(env)
+    if child.get("PYTHONPATH"):
+        child["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p or os.curdir)
+                                              for p in child["PYTHONPATH"].split(os.pathsep))
+    return child
 
 
 def catalog_url() -> str | None:

@@ -463,3 +463,22 @@ def test_embedding_stops_when_its_index_is_deleted(tmp_path: Path, monkeypatch: 
                                                " stopped$"):
             embed_now(engine)
     assert vectors_in(moved) == EMBED_COMMIT_BLOCKS  # the first batch, not the second
+
+
+def test_modules_in_the_index_folder_never_run(tmp_path: Path) -> None:
+    """The worker runs in the index folder, and `python -m` put that folder first on the import path:
+    a `click.py` there (an index folder may come with a cloned repository) ran in the worker as soon
+    as `sleuth index` started it -- code execution from a file. Started with -P and PYTHONPATH's empty
+    entry (the working folder) made the caller's folder, it never does."""
+    notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
+    run_cli("index", str(notes), "--project", "notes", "--index", str(index), env={"SLEUTH_MODEL": "none"})
+    marker = tmp_path / "ran"
+    for module in ("click", "numpy", "sleuth"):
+        (index / f"{module}.py").write_text(f"open({str(marker)!r}, 'a').write({module!r})\n", encoding="utf-8")
+    (notes / "extra.md").write_text("An extra note about a heron.\n", encoding="utf-8")
+    worker = json.loads(run_cli("index", str(notes), "--project", "notes", "--index", str(index), "--format", "json",
+                                "--no-wait", env={"PYTHONPATH": os.pathsep + os.environ.get("PYTHONPATH", "")},
+                                cwd=tmp_path).stdout)["embedding"]["pid"]
+    wait_gone(worker)
+    assert not marker.exists()
+    assert vectors_in(index) == DOCS + 1

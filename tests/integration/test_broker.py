@@ -423,6 +423,29 @@ def test_a_broker_whose_config_was_edited_exits_once_its_sessions_end(
     assert "stopped: config.toml changed since it started" in log
 
 
+def test_modules_in_the_index_folder_never_run_in_the_broker(tmp_path: Path, broker_env: dict[str, str]) -> None:
+    """The broker runs in the index folder, and `python -m` put that folder first on the import
+    path: an `mcp.py` or `click.py` there (an index folder may come with a cloned repository) ran in
+    the broker of the first session -- code execution from a file (found when an attack round's own
+    `mcp.py` made every broker start another). Started with -P, it never does."""
+    lexical = {**broker_env, "SLEUTH_MODEL": "none"}
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# Alpha\n\nThe narwhal tusk.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    run_cli("index", str(tmp_path / "notes"), "--project", "notes", "--index", str(index), env=lexical)
+    marker = tmp_path / "ran"
+    for module in ("mcp", "click", "anyio"):
+        (index / f"{module}.py").write_text(f"open({str(marker)!r}, 'a').write({module!r})\n", encoding="utf-8")
+
+    async def search() -> None:
+        async with session(index, lexical) as s:
+            ok(await s.call_tool("search_project", {"project_id": "notes", "query": "narwhal"}))
+
+    anyio.run(search)
+    (broker,) = brokers(index, lexical)
+    assert broker["state"] == "serving" and not marker.exists()
+
+
 def test_broker_commands_have_help() -> None:
     for command in ("run", "status", "stop"):
         out = run_cli("broker", command, "--help").stdout

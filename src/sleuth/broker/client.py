@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.broker.paths import BrokerPaths, BrokerUnavailable
-from sleuth.locate import find_index_dir, has_catalog
+from sleuth.locate import child_env, find_index_dir, has_catalog
 from sleuth.locks import lock_exclusive
 
 log = logging.getLogger("sleuth.broker")
@@ -166,15 +166,6 @@ def _flock(path: Path, timeout_s: float) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _child_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` with relative ``PYTHONPATH`` entries made absolute (the broker runs in the index folder)."""
-    child = dict(env)
-    if child.get("PYTHONPATH"):
-        child["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) if p else p
-                                              for p in child["PYTHONPATH"].split(os.pathsep))
-    return child
-
-
 def _log_tail(path: Path, offset: int) -> str:
     """The last non-blank line the broker wrote to its log after ``offset``."""
     try:
@@ -197,9 +188,11 @@ def start_broker(index_dir: Path, paths: BrokerPaths, env: Mapping[str, str]) ->
     log_fd = os.open(paths.log, mode, 0o600)
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "sleuth.cli", "broker", "run", "--index", str(index_dir), "--key", paths.key],
+            # -P: the broker runs in the index folder, which must not put modules on its import path (a
+            # `click.py` or `mcp.py` there would run in it, as in the embedding worker: see sleuth.background)
+            [sys.executable, "-P", "-m", "sleuth.cli", "broker", "run", "--index", str(index_dir), "--key", paths.key],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_fd, cwd=str(index_dir),
-            env=_child_env(env), start_new_session=True, close_fds=True,
+            env=child_env(env), start_new_session=True, close_fds=True,
         )
     finally:
         os.close(log_fd)
