@@ -177,10 +177,21 @@ def quick_exit(code: object) -> None:
     os._exit(status)
 
 
+def is_server_command(args: list[str]) -> bool:
+    """Whether ``args`` (``sys.argv[1:]``) run a command that serves until stopped: ``serve``
+    (stdio or HTTP), ``ui``, ``watch``, ``broker run``."""
+    words = [a for a in args if not a.startswith("-")][:2]
+    return words[:1] in (["serve"], ["ui"], ["watch"]) or words == ["broker", "run"]
+
+
 def main() -> None:
-    """Console-script entry point. A closed output pipe (``sleuth status | head -1``) ends quietly;
-    the read-only commands (``QUICK_EXIT_COMMANDS``) end without the interpreter's teardown."""
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    """Console-script entry point. A closed output pipe (``sleuth status | head -1``) ends a command
+    quietly (SIGPIPE's default action), but not a server (:func:`is_server_command`): a client that
+    closed its connection before the answer was written killed ``sleuth serve --http`` (or the
+    broker) for everyone, without a token; a server keeps Python's SIG_IGN and loses that client only.
+    The read-only commands (``QUICK_EXIT_COMMANDS``) end without the interpreter's teardown."""
+    if not is_server_command(sys.argv[1:]):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if sys.argv[1:2] and sys.argv[1] in QUICK_EXIT_COMMANDS:
         try:
             cli(prog_name="sleuth")

@@ -542,3 +542,23 @@ def test_a_request_h11_cannot_read_gets_one_400_and_no_traceback(index: Path, tm
     # One line at the first refusal, one for the repeat when the window closed (here: at shutdown).
     assert [(ln["reason"], ln["client"], ln["count"], ln.get("window_s")) for ln in refused] == [
         ("malformed request", "127.0.0.1", 1, None), ("malformed request", "127.0.0.1", 1, 60.0)]
+
+
+def test_clients_that_close_before_their_answer_cannot_kill_the_server(index: Path, tmp_path: Path) -> None:
+    """Every command set SIGPIPE to its default action (end the process), servers included: a client
+    that closed its connection before its answer was written killed `sleuth serve --http` with
+    status 141 and nothing logged, without a token (an attack round). A server loses that client
+    only. Each client here closes its connection right after its request for the web page."""
+    from sleuth.cli import is_server_command
+
+    assert [is_server_command(a.split()) for a in ("serve --http x", "ui", "watch", "broker run --index i",
+                                                   "broker status", "search serve", "status")] == [
+        True, True, True, True, False, False, False]
+    with http_server(index, log_dir=tmp_path) as server:
+        request = f"GET /ui/ HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n"  # the page: an answer of several writes
+        for _ in range(50):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=ANSWER_WAIT_S) as s:
+                s.sendall(request.encode("ascii"))
+        alice = token(index, "alice", server.url)
+        assert server.post(INIT, alice).status_code == 200
+        assert server.proc.poll() is None
