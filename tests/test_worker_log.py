@@ -60,6 +60,8 @@ def test_a_hostile_state_file_is_read_as_far_as_it_is_believable(tmp_path: Path)
         assert read_state(tmp_path) == {"state": "running", "rate_blocks_per_s": 3.5}
     state.write_text('{"pid": 42, "state": "running", "rate_blocks_per_s": "fast"}')
     assert read_state(tmp_path) == {"pid": 42, "state": "running"}
+    state.write_text('{"state": "failed", "error": "\\ud800"}')  # a lone surrogate: `status --format json` failed
+    assert read_state(tmp_path) == {"state": "failed"}
     state.write_text(" " * STATE_FILE_MAX_BYTES + "{}")
     assert read_state(tmp_path) is None
     state.unlink()
@@ -79,3 +81,39 @@ def test_a_hostile_state_file_is_read_as_far_as_it_is_believable(tmp_path: Path)
             (index / EMBED_STATE_FILE).write_text(text)
             shown = EmbeddingProgress.model_validate(embedding_progress(engine, "m", 1, 5))
             assert shown.state == "running" and shown.eta_s is None, text
+
+
+def test_the_log_is_never_written_through_a_symlink_or_a_fifo(tmp_path: Path) -> None:
+    """An attack round: `embed.log` as a FIFO hung `sleuth index` for good (starting the worker
+    opened it to append); as a symlink, the worker's lines were appended to the file it named."""
+    import pytest
+
+    from sleuth.background import EMBED_LOG_FILE, _open_log
+    from tests.integration.conftest import run_cli
+
+    log = tmp_path / EMBED_LOG_FILE
+    with _open_log(log) as f:
+        f.write(b"one\n")
+    with _open_log(log) as f:
+        f.write(b"two\n")
+    assert log.read_bytes() == b"one\ntwo\n"
+    log.unlink()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    os.symlink(victim, log)
+    with pytest.raises(OSError, match="embed.log is not a regular file"):
+        _open_log(log)
+    assert victim.read_text() == "mine\n"
+    log.unlink()
+    os.mkfifo(log)
+    with pytest.raises(OSError, match="embed.log is not a regular file"):
+        _open_log(log)
+    # `sleuth index` goes on without a worker, and says why.
+    notes, index = tmp_path / "notes", tmp_path / "idx"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    run_cli("index", str(notes), "--index", str(index), "--no-wait", env={"SLEUTH_MODEL": "none"})
+    os.mkfifo(index / EMBED_LOG_FILE)
+    out = run_cli("index", str(notes), "--index", str(index), "--no-wait").stdout
+    assert (f"  keyword search is ready; the embedding worker could not start ({index / EMBED_LOG_FILE} is not a"
+            " regular file (a symlink, FIFO or folder)): run `sleuth embed` to embed 1 block(s)") in out.splitlines()

@@ -16,6 +16,7 @@ in it, and search responses say so.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -24,9 +25,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from sleuth.errors import StorageError
+from sleuth.ingest.names import is_valid_text
 from sleuth.locate import child_env
 from sleuth.locks import LOCK_POLL_S, lock_exclusive
 from sleuth.store.scratch import replacing
@@ -147,8 +149,9 @@ def _state_field_ok(key: str, value: object) -> bool:
         low, high = STATE_RATE_RANGE if key == "rate_blocks_per_s" else (0.0, 1e11)
         return value is None or (isinstance(value, int | float) and not isinstance(value, bool)
                                  and low <= value <= high)
-    if key in ("model", "state", "started_at", "updated_at", "error"):
-        return value is None or (isinstance(value, str) and len(value) <= STATE_TEXT_MAX_CHARS)
+    if key in ("model", "state", "started_at", "updated_at", "error"):  # valid UTF-8: JSON output prints them
+        return value is None or (isinstance(value, str) and len(value) <= STATE_TEXT_MAX_CHARS
+                                 and is_valid_text(value))
     return True
 
 
@@ -500,6 +503,27 @@ def embed_in_background(engine: Engine) -> tuple[dict[str, Any], str | None]:
     return embedding, no_model
 
 
+def _open_log(path: Path) -> BinaryIO:
+    """``embed.log`` opened to append, as hostile as the rest of the index folder: a symlink is not
+    followed (the worker's lines were appended to the file it named), a FIFO not waited on (`sleuth
+    index` hung), anything but a regular file refused.
+
+    Raises:
+        OSError: it cannot be opened, or is not a regular file (the message says so).
+    """
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
+            raise OSError(exc.errno, f"{path} is not a regular file (a symlink, FIFO or folder)") from exc
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, f"{path} is not a regular file (a symlink, FIFO or folder)")
+    return os.fdopen(fd, "ab")
+
+
 def start_worker(index_dir: Path) -> int:
     """Start ``sleuth embed --worker`` for ``index_dir`` in its own session (it survives the
     terminal and this process) at a lower priority (``EMBED_WORKER_NICE``), its stderr appended to
@@ -511,9 +535,9 @@ def start_worker(index_dir: Path) -> int:
     """
     log_path = index_dir / EMBED_LOG_FILE
     with contextlib.suppress(OSError):
-        if log_path.stat().st_size > EMBED_LOG_MAX_BYTES:
+        if log_path.lstat().st_size > EMBED_LOG_MAX_BYTES:
             log_path.unlink()
-    with open(log_path, "ab") as log:
+    with _open_log(log_path) as log:
         proc = subprocess.Popen(
             # -P: ``-m`` would put the working folder, the index folder, first on the import path, and a
             # `click.py` there (an index folder may come from anywhere: a cloned repository) ran in the worker

@@ -33,12 +33,13 @@ def render_embedding(e: EmbeddingProgress) -> str:
 
     share = f" ({100 * e.embedded // e.total} %)" if e.total else ""
     counts = f"{e.embedded:,} of {e.total:,} blocks{share}"
+    who = f" (process {e.pid})" if e.pid else ""  # a state file without a believable pid names none
     if e.state == "running" and e.starting:
-        return f"embedding starting (process {e.pid}): loading the model; {counts} embedded so far"
+        return f"embedding starting{who}: loading the model; {counts} embedded so far"
     if e.state == "running":
         rate = f", {e.rate_blocks_per_s:,.1f} blocks/s" if e.rate_blocks_per_s else ""
         eta = f", ETA {format_duration(e.eta_s)}" if e.eta_s is not None else ""
-        return f"embedding in progress (process {e.pid}): {counts} embedded{rate}{eta}"
+        return f"embedding in progress{who}: {counts} embedded{rate}{eta}"
     if e.state == "stopped":
         failed = f"; the last run failed: {e.error}" if e.error else ""
         return (f"embedding stopped: {counts} embedded and no process is embedding the rest{failed}: "
