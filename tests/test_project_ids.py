@@ -29,6 +29,8 @@ def _old_ascii_id(name: str) -> str:
     # other scripts keep their marks (an attack round: ガス and カス were one project, हिन्दी was ह-नद)
     ("ガス", "ガス"), ("カス", "カス"), ("йод", "йод"), ("हिन्दी", "हिन्दी"), ("தமிழ்", "தமிழ்"),
     ("payroll\u3164", "payroll"),  # a Hangul filler shows as blank: not a letter of the id
+    # a second mark on a letter (a second attack round: कहीं was कही, ที่ was ที)
+    ("कहीं", "कहीं"), ("ที่", "ที่"), ("हिंदी", "हिंदी"), ("e\u0301\u0302", "e"),
 ])
 def test_project_ids(name: str, pid: str) -> None:
     assert project_id_for(name) == pid

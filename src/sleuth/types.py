@@ -273,8 +273,9 @@ def project_id_for(name: str, max_bytes: int | None = None) -> str:
             out.append(ch)
             in_run = False
             continue
-        elif unicodedata.category(ch).startswith("M") and out and out[-1].isalnum():
-            if not out[-1].isascii():  # a mark on a letter of another script: part of it
+        elif unicodedata.category(ch).startswith("M") and out and (
+                out[-1].isalnum() or unicodedata.category(out[-1]).startswith("M")):
+            if not out[-1].isascii():  # a mark on a letter of another script (or on its mark): part of it
                 out.append(ch)
             continue  # on an ASCII letter or digit: an accent, folded away
         if not in_run:
