@@ -47,8 +47,11 @@ def is_index_folder(folder: Path) -> bool:
     """Whether ``folder`` is an index folder of sleuth's, whatever its name: it holds the catalog
     file and the postings folder (a ``catalog.sqlite3`` alone may be anyone's). Walks leave such a
     folder out, and ``sleuth index`` refuses one as a path: its users, keys, logs and settings are
-    never indexed."""
-    return (folder / CATALOG_FILE).is_file() and (folder / POSTINGS_DIR).is_dir()
+    never indexed. A path that cannot be looked at (too long a name) is none."""
+    try:
+        return (folder / CATALOG_FILE).is_file() and (folder / POSTINGS_DIR).is_dir()
+    except OSError:  # ENAMETOOLONG: Python 3.11's Path.is_file raises it
+        return False
 
 
 def index_folder_holding(path: Path, own: Path | None = None) -> Path | None:
@@ -67,10 +70,14 @@ def index_folder_holding(path: Path, own: Path | None = None) -> Path | None:
 
 def has_catalog(index_dir: Path) -> bool:
     """Whether ``index_dir`` is an index: its catalog file exists, or the catalog is in PostgreSQL
-    (``$SLEUTH_CATALOG_URL``) and the folder exists."""
-    if catalog_url() is not None:
-        return index_dir.is_dir()
-    return (index_dir / CATALOG_FILE).is_file()
+    (``$SLEUTH_CATALOG_URL``) and the folder exists. A path that cannot be looked at (a name over
+    255 bytes: Python 3.11's ``Path.is_file`` raises ENAMETOOLONG) is none."""
+    try:
+        if catalog_url() is not None:
+            return index_dir.is_dir()
+        return (index_dir / CATALOG_FILE).is_file()
+    except OSError:
+        return False
 
 
 def absolute_path(given: str | Path) -> Path:

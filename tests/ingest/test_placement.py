@@ -335,6 +335,11 @@ def test_a_first_path_not_valid_utf8_is_refused_readably(tmp_path: Path) -> None
     assert proc.returncode == 2 and proc.stderr == (
         f"error: the index folder {tmp_path}/idx\\xfe would have a path that is not valid UTF-8: choose one whose path"
         " is with --index (or SLEUTH_INDEX)\n")
+    long_name = tmp_path / ("x" * 300)  # a name over 255 bytes: `search` ended in ENAMETOOLONG's traceback
+    for command in (["status"], ["search", "alpha"]):
+        proc = run_cli(*command, "--index", str(long_name), env={"SLEUTH_MODEL": "none"}, check=False)
+        assert proc.returncode != 0 and proc.stderr.startswith("error: "), proc.stderr
+        assert "Traceback" not in proc.stderr, proc.stderr
     for command in (["status"], ["projects"], ["search", "alpha"], ["doctor"]):
         proc = run_cli(*command, "--index", str(moved), env={"SLEUTH_MODEL": "none"}, check=False)
         assert proc.returncode == 2 and proc.stderr == (
