@@ -365,6 +365,9 @@ def test_users_files_are_private_and_the_cli_checks_its_input(index: Path) -> No
     assert "generation" not in alice
     unknown = run_cli("users", "add", "zed", "--project", "nope", "--index", str(index), check=False)
     assert unknown.returncode == 2 and "unknown project(s): nope" in unknown.stderr
+    # the Inbox may be granted before its first record (as `search --project inbox` names it then)
+    inbox = run_cli("users", "add", "ines", "--project", "inbox", "--index", str(index)).stdout
+    assert inbox.startswith("added ines: projects inbox; scopes sleuth:read")
     bad_name = run_cli("users", "add", "../x", "--project", "alpha", "--index", str(index), check=False)
     assert bad_name.returncode == 2 and "invalid user name" in bad_name.stderr
     twice = run_cli("users", "add", "alice", "--project", "alpha", "--index", str(index), check=False)

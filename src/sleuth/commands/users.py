@@ -44,8 +44,10 @@ def users_add_cmd(name: str, projects: tuple[str, ...], write: bool, index_dir: 
     from sleuth.errors import ConfigError
 
     folder = _index(index_dir)
+    from sleuth.types import INBOX_PROJECT_ID
+
     with Engine.open(folder) as engine:
-        known = set(engine.project_ids())
+        known = {*engine.project_ids(), INBOX_PROJECT_ID}  # the Inbox is there before its first record
     unknown = sorted(set(projects) - known)
     if unknown:
         raise ConfigError(f"unknown project(s): {', '.join(unknown)} (see `sleuth projects`)")

@@ -31,6 +31,7 @@ from sleuth.mcp.registry import ServeContext
 from sleuth.mcp.sdk import add_tools, serve_streams, tool_names
 from sleuth.mcp.text_tools import TEXT_INSTRUCTIONS, register_text_tools
 from sleuth.mcp.wire import stdio_transport
+from sleuth.types import INBOX_PROJECT_ID
 
 #: Said once when a profile searching the index is served, before the profiles' own sentences.
 INDEX_INSTRUCTIONS = """sleuth searches a project's local knowledge: markdown notes, docs, notebooks, code, PDFs,
@@ -128,7 +129,7 @@ def check_allowed_projects(profiles: Sequence[str], engine: Engine | None,
         ConfigError: an unknown project, or ``--project`` without any index profile.
     """
     if engine is not None:
-        unknown = set(allowed_projects or ()) - set(engine.project_ids())
+        unknown = set(allowed_projects or ()) - {*engine.project_ids(), INBOX_PROJECT_ID}  # the Inbox always is
         if unknown:
             raise ConfigError(f"unknown project(s) for --project: {', '.join(sorted(unknown))}")
     elif allowed_projects:
