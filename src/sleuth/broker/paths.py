@@ -115,13 +115,15 @@ def _check_own_folder(folder: Path, st: os.stat_result) -> None:
 
 def config_stamp(index_dir: Path) -> str:
     """What tells one version of ``<index_dir>/config.toml`` from another without reading it: its
-    modification time (ns), size and inode, or ``absent``. A broker reads the file once, when it
-    starts; a session after an edit gets a broker of the new settings (:func:`broker_key`)."""
+    modification and change times (ns), size and inode, or ``absent``. A broker reads the file once,
+    when it starts; a session after an edit gets a broker of the new settings (:func:`broker_key`).
+    The change time catches an edit of the same size whose modification time was put back
+    (``touch -r``)."""
     try:
         st = os.stat(index_dir / "config.toml")
     except OSError:
         return "absent"
-    return f"{st.st_mtime_ns}:{st.st_size}:{st.st_ino}"
+    return f"{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_size}:{st.st_ino}"
 
 
 def broker_key(index_dir: Path, env: Mapping[str, str] | None = None) -> str:
