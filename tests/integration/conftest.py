@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,25 @@ def run_cli(*args: str, cwd: Path | None = None, check: bool = True,
     if check and proc.returncode != 0:
         raise AssertionError(f"sleuth {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
     return proc
+
+
+def signalled(command: list[str], env: dict[str, str], ready: Callable[[subprocess.Popen[str]], None],
+              sig: int = signal.SIGINT) -> tuple[int, str, str]:
+    """Run ``command`` (``env``: its whole environment) with SIGINT as a terminal has it (a suite run
+    in the background ignores it), send it ``sig`` once ``ready(proc)`` has returned, and return its
+    exit status, stdout and stderr (whole, but for what ``ready`` read). A safety net of two minutes
+    for it to stop; killed if it does not."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        ready(proc)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err
 
 
 @pytest.fixture(scope="session")

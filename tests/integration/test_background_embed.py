@@ -25,7 +25,7 @@ from sleuth.background import (
     read_state,
 )
 from sleuth.indexer import EMBED_COMMIT_BLOCKS
-from tests.integration.conftest import SLEUTH, run_cli
+from tests.integration.conftest import SLEUTH, run_cli, signalled
 
 #: Documents of one block each: more than one embedding batch.
 DOCS = EMBED_COMMIT_BLOCKS + 44
@@ -65,6 +65,20 @@ def held_worker_state(index: Path) -> dict[str, Any]:
             return state
         time.sleep(0.1)
     raise AssertionError(f"the worker did not reach its hold point; its log: {(index / 'embed.log').read_text()}")
+
+
+def loading_state(index: Path) -> None:
+    """Until the embedding process says it loads the model (held there by ``HOLD_LOADING_ENV``)."""
+    deadline = time.monotonic() + HOLD_WAIT_S
+    while (read_state(index) or {}).get("state") != "loading":  # the process's own start-up first
+        assert time.monotonic() < deadline, read_state(index)
+        time.sleep(0.05)
+
+
+def interrupted(args: list[str], env: dict[str, str], ready: Any) -> tuple[int, str, str]:
+    """``sleuth ARGS`` (``env``: added to this process's) stopped by SIGINT once ``ready()`` returned:
+    its status, stdout and stderr."""
+    return signalled([*SLEUTH, *args], {**os.environ, **env}, lambda _proc: ready())
 
 
 def test_keyword_search_at_once_embedding_in_the_background_resumes_after_kill_9(tmp_path: Path) -> None:
@@ -189,10 +203,7 @@ def test_status_says_the_worker_loads_the_model(tmp_path: Path) -> None:
                    "--no-wait", env={HOLD_LOADING_ENV: "1"})
     worker = json.loads(proc.stdout)["embedding"]["pid"]
     try:
-        deadline = time.monotonic() + HOLD_WAIT_S
-        while (read_state(index) or {}).get("state") != "loading":  # the worker's own start-up first
-            assert time.monotonic() < deadline, read_state(index)
-            time.sleep(0.05)
+        loading_state(index)
         assert status(index)["vector_lane"]["embedding"] == {"state": "running", "embedded": 0, "total": DOCS,
                                                              "pid": worker, "starting": True}
         assert f"  embedding starting (process {worker}): loading the model; 0 of {DOCS} blocks (0 %) embedded so far" \
@@ -212,21 +223,9 @@ def test_ctrl_c_while_the_model_loads_is_said_so(tmp_path: Path) -> None:
     notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
     with Engine(index) as engine:
         engine.index([notes], project="notes", embed=False)
-    proc = subprocess.Popen([*SLEUTH, "embed", "--index", str(index)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, HOLD_LOADING_ENV: "1"},
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        deadline = time.monotonic() + HOLD_WAIT_S
-        while (read_state(index) or {}).get("state") != "loading":
-            assert time.monotonic() < deadline and proc.poll() is None, read_state(index)
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err
+    code, _, err = interrupted(["embed", "--index", str(index)], {HOLD_LOADING_ENV: "1"},
+                               lambda: loading_state(index))
+    assert code == 130, err
     assert status(index)["vector_lane"]["embedding"] == {
         "state": "stopped", "embedded": 0, "total": DOCS, "error": "interrupted (Ctrl-C)"}
 
@@ -416,19 +415,9 @@ def test_ctrl_c_of_a_foreground_embedding_is_reported_as_such(tmp_path: Path) ->
     killed or crashed (a new user's finding); it says it was interrupted. Held by fault injection
     after its first batch."""
     notes, index = corpus(tmp_path / "notes"), tmp_path / "idx"
-    proc = subprocess.Popen([*SLEUTH, "index", str(notes), "--project", "notes", "--index", str(index), "--wait"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, HOLD_AFTER_ENV: str(EMBED_COMMIT_BLOCKS)},
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        held_worker_state(index)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err
+    code, out, err = interrupted(["index", str(notes), "--project", "notes", "--index", str(index), "--wait"],
+                                 {HOLD_AFTER_ENV: str(EMBED_COMMIT_BLOCKS)}, lambda: held_worker_state(index))
+    assert code == 130, err
     assert status(index)["vector_lane"]["embedding"] == {
         "state": "stopped", "embedded": EMBED_COMMIT_BLOCKS, "total": DOCS, "error": "interrupted (Ctrl-C)"}
     assert "; the last run failed: interrupted (Ctrl-C): run `sleuth embed` to resume" in run_cli(

@@ -20,14 +20,10 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tests.integration.conftest import SLEUTH, run_cli
+from tests.integration.conftest import SLEUTH, run_cli, signalled
 
 #: A generous safety net for a server to start answering (the machine is shared), in seconds.
 START_WAIT_S = 180.0
-
-
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a suite started in the background ignores SIGINT
 
 
 def _interrupted(command: list[str], env: dict[str, str], ready: Callable[[str], bool],
@@ -37,9 +33,7 @@ def _interrupted(command: list[str], env: dict[str, str], ready: Callable[[str],
     (the first line must be, unless ``skip_lines``) and, with ``answers`` (the URL to try from that
     line), once that URL answers; (exit status, stdout, stderr: both whole but for the lines read
     from one of them before). A safety net of two minutes for it to stop (its hold would last ten)."""
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=_default_sigint)
-    try:
+    def when_ready(proc: subprocess.Popen[str]) -> None:
         watched = proc.stdout if on_stdout else proc.stderr
         assert watched is not None
         line = watched.readline()
@@ -55,13 +49,8 @@ def _interrupted(command: list[str], env: dict[str, str], ready: Callable[[str],
             except httpx2.TransportError:
                 assert proc.poll() is None and time.monotonic() < deadline, f"{url} never answered"
                 time.sleep(0.2)
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, out, err
+
+    return signalled(command, env, when_ready, sig)
 
 
 def test_ctrl_c_during_sleuth_index_says_what_stays_and_exits_130(tmp_path: Path) -> None:
