@@ -215,8 +215,8 @@ class Question(RequestModel):
 #: ``--project``: :attr:`SearchRequest.inbox`).
 INBOX_PROJECT_ID = "inbox"
 
-#: What a project id keeps besides letters and digits (any script's, :meth:`str.isalnum`) and the
-#: marks written on them (Devanagari's vowel signs and virama, Tamil's pulli).
+#: The punctuation a project id keeps, besides letters and digits of any script (:meth:`str.isalnum`)
+#: and the marks written on those of other scripts than Latin (Devanagari's vowel signs and virama).
 _PROJECT_ID_MARKS = "._-"
 #: Letters in Unicode's eyes that show as blank space (Hangul fillers): separators in an id.
 _PROJECT_ID_BLANKS = frozenset("\u115f\u1160\u3164\uffa0")
