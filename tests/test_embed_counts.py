@@ -73,4 +73,4 @@ def test_embedding_progress_reads_the_state_file_once(tmp_path: Path, monkeypatc
         monkeypatch.setattr(background, "read_state", read_then_rewrite)
         progress = background.embedding_progress(engine, "m", 1, 3)
     assert len(reads) == 1
-    assert progress == {"state": "running", "embedded": 1, "total": 3, "pid": os.getpid()}
+    assert progress == {"state": "running", "embedded": 1, "total": 3, "pid": os.getpid(), "starting": True}
