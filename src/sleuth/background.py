@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from sleuth.errors import StorageError
 from sleuth.ingest.names import is_valid_text
-from sleuth.locate import child_env
+from sleuth.locate import catalog_identity, child_env
 from sleuth.locks import LOCK_POLL_S, lock_exclusive
 from sleuth.store.scratch import replacing
 
@@ -270,17 +270,6 @@ def wait_for_embed_lock(index_dir: Path, timeout_s: float, progress: Progress | 
     return lock_exclusive(index_dir / EMBED_LOCK_FILE, timeout_s, poll_s, report, clock, sleep)
 
 
-def _catalog_identity(index_dir: Path) -> tuple[int, int] | None:
-    """(device, inode) of the index's SQLite catalog; None when there is none (PostgreSQL) or it is gone."""
-    from sleuth.locate import CATALOG_FILE
-
-    try:
-        st = os.stat(index_dir / CATALOG_FILE)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
 def _say_loading(index_dir: Path) -> dict[str, Any] | None:
     """Write the state file of a process that holds the embed lock and loads the model, so that
     `sleuth status` says so while it loads (tens of seconds the first time: the graph is built
@@ -376,11 +365,11 @@ def embed_now(engine: Engine, progress: Progress | None = None, wait_s: float = 
                            others=max(0, have - before) if before is not None else 0,
                            setup_s=time.monotonic() - loading_started)
 
-        catalog_at_start = _catalog_identity(index_dir)
+        catalog_at_start = catalog_identity(index_dir)
 
         def advance(done: int, _todo: int) -> None:
             nonlocal last
-            if catalog_at_start is not None and _catalog_identity(index_dir) != catalog_at_start:
+            if catalog_at_start is not None and catalog_identity(index_dir) != catalog_at_start:
                 # `rm -rf` of the index (make demo again) left a worker embedding into the deleted
                 # catalog for minutes, at full speed, beside the new index's worker.
                 raise StorageError(f"the index folder {index_dir} was deleted or replaced while embedding: stopped")

@@ -80,6 +80,16 @@ def has_catalog(index_dir: Path) -> bool:
         return False
 
 
+def catalog_identity(index_dir: Path) -> tuple[int, int] | None:
+    """(device, inode) of the index's SQLite catalog file; None when there is none (PostgreSQL) or it
+    is gone: what tells an index deleted or made anew under a running process."""
+    try:
+        st = os.stat(index_dir / CATALOG_FILE)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def absolute_path(given: str | Path) -> Path:
     """``given`` with ``~`` expanded and symlinks resolved, as far as that can be done: a ``~user``
     of no known user stays as written, and a path that is a symlink loop (or otherwise cannot be

@@ -47,6 +47,7 @@ from sleuth.broker.transport import stream_transport
 from sleuth.config import load_serve_settings
 from sleuth.engine import Engine
 from sleuth.errors import ConfigError, IndexBusy, SleuthError, storage_errors
+from sleuth.locate import catalog_identity
 from sleuth.locks import WRITE_LOCK_TIMEOUT_S, lock_exclusive
 from sleuth.mcp.errors import structured_error
 from sleuth.mcp.events import JsonLinesSink, NonBlockingHook
@@ -176,11 +177,7 @@ class Broker:
 
     def _catalog_identity(self) -> tuple[int, int] | None:
         """(device, inode) of the catalog file, None when it is gone."""
-        try:
-            st = os.stat(self.engine.index_dir / "catalog.sqlite3")
-        except OSError:
-            return None
-        return st.st_dev, st.st_ino
+        return catalog_identity(self.engine.index_dir)
 
     # ------------------------------------------------------------------ lifetime
 
