@@ -214,7 +214,9 @@ def _configured_counts(engine: Engine) -> tuple[str, int, int] | str:
     except ModelUnavailable as exc:
         return str(exc)
     if files is None:
-        return "no embedding model configured (model = 'none')"
+        from sleuth.errors import NO_MODEL_REASON
+
+        return NO_MODEL_REASON
     return files.name, *engine.catalog.vector_counts(files.name, dim=declared_dim(files))
 
 

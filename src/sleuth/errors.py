@@ -99,6 +99,9 @@ def not_found(kind: str, name: str) -> str:
     return f"{kind} not found or access denied: {shown(name, 500)}"
 
 
+NO_MODEL_REASON = "no embedding model configured (model = 'none')"
+"""Why the vector lane is unavailable when the index has no model by choice (``model = "none"``)."""
+
 class SleuthError(Exception):
     """Base of every error sleuth raises on purpose; its message is meant for people."""
 

@@ -215,6 +215,12 @@ class Question(RequestModel):
 #: ``--project``: :attr:`SearchRequest.inbox`).
 INBOX_PROJECT_ID = "inbox"
 
+
+def inbox_note(records: int) -> str:
+    """The notice that a search of every project left the Inbox's ``records`` documents out."""
+    return (f"the {INBOX_PROJECT_ID} project ({records:,} record(s) filed without a project) is left out of a"
+            f" search of every project; name it to search it (--project {INBOX_PROJECT_ID})")
+
 #: The punctuation a project id keeps, besides letters and digits of any script (:meth:`str.isalnum`)
 #: and the marks written on those of other scripts than Latin (Devanagari's vowel signs and virama).
 _PROJECT_ID_MARKS = "._-"
@@ -363,6 +369,8 @@ class SearchResponse(Model):
     questions: list[QuestionAnswer] = Field(default_factory=list, description="Every question's answer (one "
                                             "for a plain query, whose hits are also in hits)")
     projects: list[str] = Field(default_factory=list, description="Projects searched (None asked: all)")
+    inbox_left_out: int = Field(default=0, description="Documents of the inbox project (records filed without a "
+                                "project) that a search of every project left out; named in notice")
     request_id: str | None = None
 
     _index_notes: list[str] = PrivateAttr(default_factory=list)

@@ -481,3 +481,7 @@ def test_the_inbox_is_left_out_of_a_search_of_every_project_by_mcp_and_the_cli_a
     assert named["notice"] is None
     other = json.loads(run_cli("search", "zephyrwombat", "--index", str(index), "--format", "json", env=env).stdout)
     assert [h["path"] for h in other["hits"]] == ["a.md"] and "inbox project (1 record(s)" in other["notice"]
+    assert other["inbox_left_out"] == 1
+    # The text names the Inbox where it explains an empty answer, not under every search that found something
+    shown = run_cli("search", "zephyrwombat", "--index", str(index), env=env).stdout.splitlines()
+    assert shown[0].startswith(" 1. a.md  [notes]  ") and not any("inbox" in line for line in shown)

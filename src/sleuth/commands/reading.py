@@ -85,20 +85,32 @@ def superseded_note(h: Hit, shown: dict[str, Hit], qualified: set[str]) -> str:
 
 
 def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None = None,
-                gone: set[str] | None = None) -> str:
+                gone: set[str] | None = None, quiet_no_model: bool = False) -> str:
     """A search response as text: rank, score, path, location, title, heading, snippet, what
     supersedes it (and the trace). A hit whose ``freshness`` is ``stale`` is marked so after its
-    path (``gone``: the doc ids of those whose file is gone rather than changed)."""
+    path (``gone``: the doc ids of those whose file is gone rather than changed).
+
+    ``quiet_no_model``: leave out the vector lane's "unavailable" line when the index has no model
+    by choice (``model = "none"``), as for a search with the default lanes. The Inbox left out of a
+    search of every project is named only when nothing was found (the JSON always carries it)."""
     from sleuth.freshness import stale_note
     from sleuth.fusion import SUPERSEDES_TRACE
+    from sleuth.errors import NO_MODEL_REASON
+    from sleuth.types import inbox_note
 
-    out: list[str] = [f"(lane {lane} unavailable: {why})" for lane, why in resp.unavailable_lanes.items()]
+    out: list[str] = [f"(lane {lane} unavailable: {why})" for lane, why in resp.unavailable_lanes.items()
+                      if not (quiet_no_model and why == NO_MODEL_REASON)]
     out += [f"(lane {lane} failed: {why})" for lane, why in resp.failed_lanes.items()]
     if not resp.hits:
         return "\n".join(map(one_line, [*out, f"no results for {resp.query!r}" + (f": {resp.notice}" if resp.notice
                                                                                    else "")]))
-    if resp.notice:
-        out.append(f"({resp.notice})")
+    # The Inbox left out is said where it explains an empty answer, not under every search that found something.
+    notice = resp.notice
+    if notice and resp.inbox_left_out:
+        note = inbox_note(resp.inbox_left_out)
+        notice = notice.replace(f"; {note}", "").replace(note, "").removeprefix("; ") or None
+    if notice:
+        out.append(f"({notice})")
     by_id = {h.doc_id: h for h in resp.hits}
     for h in resp.hits:
         heading = " > ".join(x for x in h.heading_path if x != h.location)
@@ -200,7 +212,7 @@ def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, p
 
         gone = {h.doc_id for h in resp.hits if h.freshness == "stale" and file_gone(h.root, h.path)}
         # a title or snippet may hold terminal escapes
-        click.echo(printable(render_text(resp, explain, qualified, gone)))
+        click.echo(printable(render_text(resp, explain, qualified, gone, quiet_no_model=lanes is None)))
 
 
 def search_json(resp: SearchResponse) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 
 from sleuth.embed import Embedder, ModelUnavailable, declared_dim, described_model, load_embedder
+from sleuth.errors import NO_MODEL_REASON
 
 
 class SharedModel:
@@ -41,7 +42,7 @@ class SharedModel:
                 try:
                     self._embedder = load_embedder(self.spec, self.quantized)
                     if self._embedder is None:
-                        self._error = "no embedding model configured (model = 'none')"
+                        self._error = NO_MODEL_REASON
                 except ModelUnavailable as exc:
                     self._error = str(exc)
             return self._embedder

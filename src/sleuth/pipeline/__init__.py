@@ -35,7 +35,7 @@ from sleuth.pipeline.results import Rows, add_details, document_hit, entity_hit,
 from sleuth.pipeline.retrieve import LanePools, Retrieval, Retriever
 from sleuth.ranking import absent_words_notice, lexical_state, semantic_notice
 from sleuth.text import ParsedQuery, parse_query
-from sleuth.types import INBOX_PROJECT_ID, Hit, QuestionAnswer, RankedList, SearchRequest, SearchResponse
+from sleuth.types import INBOX_PROJECT_ID, Hit, inbox_note, QuestionAnswer, RankedList, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
     from sleuth.config import Config
@@ -263,6 +263,7 @@ class Searcher:
             unavailable_lanes=retrieval.unavailable, degraded_lanes=sorted(retrieval.degraded),
             failed_lanes=retrieval.failed, skipped_lanes=retrieval.skipped, questions=answers,
             projects=list(plan.projects) if plan.projects is not None else [], request_id=req.request_id,
+            inbox_left_out=inbox_left_out,
             cut_short=cut_short,
         )
         response.index_notes.extend(index_notes)
@@ -443,8 +444,7 @@ class Searcher:
                          if first.offset and 0 < ranked_documents <= first.offset
                          else self._why_empty(plan, retrieval))
         if inbox_left_out:
-            notes.append(f"the {INBOX_PROJECT_ID} project ({inbox_left_out:,} record(s) filed without a project) is"
-                         f" left out of a search of every project; name it to search it (--project {INBOX_PROJECT_ID})")
+            notes.append(inbox_note(inbox_left_out))
         vector = self.lanes.get("vector")
         nothing_allowed = plan.doc_ids is not None and not plan.doc_ids
         # Documents the vector lane does not see yet, counted among those the search could return: none
