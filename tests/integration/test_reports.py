@@ -143,3 +143,21 @@ def test_the_tabular_setting_is_checked(tmp_path: Path) -> None:
     (index / "config.toml").write_text("tabular_json_min_bytes = -1\n", encoding="utf-8")
     bad = run_cli("index", str(tmp_path / "a.md"), "--index", str(index), check=False)
     assert bad.stderr.strip() == f"error: tabular_json_min_bytes must be a number of bytes >= 0, got -1 {source}"
+
+
+def test_a_file_that_cannot_be_parsed_is_counted_failed_alike_by_index_status_and_doctor(tmp_path: Path) -> None:
+    root, index = tmp_path / "vault", tmp_path / "idx"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\n\nThe alpha note.\n", encoding="utf-8")
+    (root / "bad.ipynb").write_text("{not json", encoding="utf-8")
+    (root / "tool.exe").write_bytes(b"MZ\0\0")
+    out = run_cli("index", str(root), "--project", "vault", "--index", str(index), env=LEXICAL).stdout.splitlines()
+    assert out[0].endswith(", 1 skipped, 1 failed (" + out[0].rsplit(" (", 1)[1]), out
+    assert "  not indexed 2 file(s) (1 skipped, 1 failed):" in out
+    status = run_cli("status", "--index", str(index)).stdout.splitlines()
+    assert f"    {root}: 1 indexed, 1 skipped, 1 failed, last indexed" in "\n".join(status)
+    assert "  2 file(s) not indexed (1 skipped, 1 failed):" in status
+    doctor = run_cli("doctor", "--index", str(index), check=False).stdout.splitlines()
+    assert "  2 file(s) not indexed (1 skipped, 1 failed):" in doctor
+    verbose = run_cli("index", str(root), "--project", "vault", "--index", str(index), "-v", env=LEXICAL).stdout
+    assert "  failed bad.ipynb: cannot parse: " in verbose and "  skipped tool.exe: binary file type: .exe" in verbose

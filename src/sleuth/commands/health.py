@@ -134,7 +134,9 @@ def render_status(st: StatusReport, verbose: bool = False, qualified: Collection
         out.append(f"  project {p.project_id}: {p.documents:,} documents, last indexed {when(p.last_indexed)}")
         out.extend(_coverage_line(c) for c in st.coverage if c.project == p.project_id)
     out.extend(_coverage_line(c) for c in st.coverage if c.project not in listed)
-    out.append(f"  {st.skipped:,} skipped file(s)" + (":" if st.skipped else ""))
+    failed = sum(c.failed for c in st.coverage)
+    out.append(f"  {st.skipped:,} file(s) not indexed ({st.skipped - failed:,} skipped, {failed:,} failed):"
+               if failed and failed <= st.skipped else f"  {st.skipped:,} skipped file(s)" + (":" if st.skipped else ""))
     if verbose or st.files is not None:
         out.extend(f"    {s.path}: {s.reason}" for s in st.skipped_files)
     else:
@@ -199,7 +201,12 @@ def render_doctor(report: DoctorReport, qualified: Collection[str] = frozenset()
         out.append(f"  ... and {unlisted:,} more stale document(s) not listed here:"
                    " `sleuth status --files` lists every file")
     if report.skipped_by_reason:
-        out.append(f"  {report.skipped_file_count:,} skipped file(s):")
+        from sleuth.freshness import skip_state
+
+        failed = sum(g.count for g in report.skipped_by_reason if skip_state(g.reason) == "failed")
+        total = report.skipped_file_count
+        out.append(f"  {total:,} file(s) not indexed ({total - failed:,} skipped, {failed:,} failed):"
+                   if failed and failed <= total else f"  {total:,} skipped file(s):")
         out.extend(render_skip_summary(report.skipped_by_reason, "    ", "`sleuth status --verbose`"))
     from sleuth.ingest.names import one_line
 

@@ -146,7 +146,7 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         f"indexed project {report.project!r} into {target}: {report.scanned:,} files scanned, "
         f"{report.added:,} added, {report.updated:,} updated, {report.unchanged:,} unchanged, "
         f"{report.removed:,} removed, {report.blocks:,} blocks written, {report.embedded:,} embedded, "
-        f"{len(report.skipped):,} skipped ({report.took_s:.2f} s)"]
+        f"{not_indexed_counts(skipped)} ({report.took_s:.2f} s)"]
     if enclosing is not None:
         first = paths[0].resolve()
         own = (first if first.is_dir() else first.parent) / INDEX_DIR_NAME
@@ -219,10 +219,24 @@ def render_skips(skips: list[tuple[str, str]], verbose: bool) -> list[str]:
     from sleuth.commands.health import render_skip_summary
     from sleuth.reports import skip_summary
 
+    from sleuth.freshness import skip_state
+
     if verbose:
-        return [f"  skipped {path}: {reason}" for path, reason in skips]
+        return [f"  {skip_state(reason)} {path}: {reason}" for path, reason in skips]
     lines = render_skip_summary(skip_summary(skips), "    ", "`sleuth index --verbose` or `sleuth status --verbose`")
-    return [f"  skipped {len(skips):,} file(s):", *lines] if lines else []
+    failed = sum(1 for _, reason in skips if skip_state(reason) == "failed")
+    head = (f"  not indexed {len(skips):,} file(s) ({len(skips) - failed:,} skipped, {failed:,} failed):" if failed
+            else f"  skipped {len(skips):,} file(s):")
+    return [head, *lines] if lines else []
+
+
+def not_indexed_counts(skips: list[tuple[str, str]]) -> str:
+    """``"N skipped"``, or ``"N skipped, M failed"`` when some of ``skips`` (path, reason) could not be
+    read or parsed (:func:`sleuth.freshness.skip_state`): the words and counts of ``sleuth status``."""
+    from sleuth.freshness import skip_state
+
+    failed = sum(1 for _, reason in skips if skip_state(reason) == "failed")
+    return f"{len(skips) - failed:,} skipped" + (f", {failed:,} failed" if failed else "")
 
 
 @click.command("embed")
@@ -339,7 +353,9 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
                 shown = ", ".join(p or "(whole root)" for p in batch.paths[:5])
                 more = f" and {len(batch.paths) - 5} more" if len(batch.paths) > 5 else ""
                 click.echo(one_line(f"{batch.project}: {shown}{more}: {r.added} added, {r.updated} updated, "
-                                    f"{r.removed} removed, {len(r.skipped)} skipped ({batch.took_s:.2f} s)"))
+                                    f"{r.removed} removed, "
+                                    f"{not_indexed_counts([(x['path'], x['reason']) for x in r.skipped])} "
+                                    f"({batch.took_s:.2f} s)"))
         if fmt != "json" and batch.embedding and batch.embedding.get("started") is not False:
             click.echo(_embedding_line(batch.embedding), err=True)  # a worker started, or could not start
 
