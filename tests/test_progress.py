@@ -53,6 +53,29 @@ def test_plain_lines_come_once_per_interval_and_at_the_end() -> None:
     ]
 
 
+def test_a_line_that_did_not_change_is_written_again_only_after_a_minute() -> None:
+    clock, out = Clock(), io.StringIO()
+    progress = Progress(PlainLines(out, interval_s=5, label="sleuth embed"), clock=clock)
+    progress.elsewhere("embedding", 10, 300, None, None, by="process 4242")  # the other process reports nothing new
+    for _ in range(30):  # 75 s of the same figures, a change every 2.5 s
+        clock.now += 2.5
+        progress.elsewhere("embedding", 10, 300, None, None, by="process 4242")
+    assert out.getvalue().splitlines() == ["sleuth embed: embedding 10/300 blocks by process 4242"] * 2  # 5 s, 65 s
+    progress.elsewhere("embedding", 20, 300, None, None, by="process 4242")
+    clock.now += 5
+    progress.elsewhere("embedding", 20, 300, None, None, by="process 4242")
+    assert out.getvalue().splitlines()[-1] == "sleuth embed: embedding 20/300 blocks by process 4242"
+
+
+def test_work_added_during_a_run_raises_the_total_shown_not_the_count_past_it() -> None:
+    clock = Clock()
+    progress = Progress(clock=clock)
+    progress.start("embedding", total=1_867)
+    clock.now += 10
+    progress.advance("embedding", 1_936)  # blocks of files indexed meanwhile
+    assert progress.line() == "embedding 1,936/1,936 blocks, 193.6 blocks/s, ETA 0 s"
+
+
 def test_interval_zero_writes_every_change_and_a_quick_run_only_its_end() -> None:
     clock, out = Clock(), io.StringIO()
     progress = Progress(PlainLines(out, interval_s=0), clock=clock)

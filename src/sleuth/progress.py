@@ -39,6 +39,8 @@ PHASE_DONE_WORDS: dict[str, str] = {"scan": "found", "parse": "parsed", "posting
 PHASE_SETUP_WORDS: dict[str, str] = {"embedding": "loading the model"}
 #: A phase's setup shorter than this, in seconds, is not mentioned.
 SETUP_SHOWN_MIN_S = 1.0
+#: A plain progress line the same as the last one written is written again only after this many seconds.
+REPEAT_AFTER_S = 60.0
 #: Elapsed times below this many seconds are shown with a tenth of a second ("done in 0.4 s").
 TENTHS_BELOW_S = 10.0
 
@@ -82,6 +84,16 @@ class Phase:
         elapsed = (self.finished if self.finished is not None else now) - self.started
         work = self.done - self.base
         return work / elapsed if elapsed > 0 and work > 0 else None
+
+    def shown_total(self) -> int | None:
+        """The total as shown: never below ``done`` (work added during a run, such as blocks of files
+        indexed meanwhile, raises the count past the total known at the start; no ``1,936/1,867``)."""
+        return None if self.total is None else max(self.total, self.done)
+
+    def count(self) -> str:
+        """``done/total`` with thousands separators (``1,200/3,400``), or ``done`` alone without a total."""
+        total = self.shown_total()
+        return f"{self.done:,}/{total:,}" if total is not None else f"{self.done:,}"
 
     def eta_s(self, now: float) -> float | None:
         """Seconds left at the current rate (None: no total or no rate yet, or finished), or the
@@ -145,8 +157,7 @@ def format_phase(phase: Phase, now: float) -> str:
     figures); once finished, ``done in 4.2 s`` (with what was done here when some was done before:
     ``(44 embedded here, 256 already embedded)``), or ``already embedded`` when nothing was left for
     this process."""
-    count = f"{phase.done:,}/{phase.total:,}" if phase.total is not None else f"{phase.done:,}"
-    out = f"{phase.name} {count} {phase.unit}"
+    out = f"{phase.name} {phase.count()} {phase.unit}"
     if phase.by is not None and phase.finished is None:
         out += f" by {phase.by}"
     rate = phase.rate(now)
@@ -312,6 +323,7 @@ class PlainLines:
         self.end_line = end_line
         self._last: float | None = None
         self._written = 0
+        self._last_line = ""
 
     def __call__(self, progress: Progress, final: bool) -> None:
         now = progress.clock()
@@ -323,11 +335,15 @@ class PlainLines:
         if not final and self._last is None and self.interval_s > 0:
             self._last = now  # the first line comes after one interval: a quick run prints only its end
             return
+        line = f"{self.label}: {progress.line()}"
+        if not final and line == self._last_line and now - self._last < REPEAT_AFTER_S:
+            return  # nothing moved (waiting on another process): a line a minute says it is alive
         self._last = now
         self._written += 1
+        self._last_line = line
         stream = self.stream or sys.stderr
         try:
-            stream.write(f"{self.label}: {progress.line()}\n")
+            stream.write(f"{line}\n")
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: progress is not worth failing the run for
             pass
@@ -365,11 +381,10 @@ class RichBars:
             eta_s = phase.eta_s(now)
             eta = f"ETA {format_duration(eta_s)}" if eta_s is not None else ""
             shown_name = f"{name} by {phase.by}" if phase.by is not None and phase.finished is None else name
-            count = f"{phase.done:,}/{phase.total:,}" if phase.total is not None else f"{phase.done:,}"
+            count, total = phase.count(), phase.shown_total()
             if name not in self._tasks:
-                self._tasks[name] = self._bars.add_task(shown_name, total=phase.total, rate=shown, eta=eta,
-                                                        count=count)
-            self._bars.update(self._tasks[name], description=shown_name, completed=phase.done, total=phase.total,
+                self._tasks[name] = self._bars.add_task(shown_name, total=total, rate=shown, eta=eta, count=count)
+            self._bars.update(self._tasks[name], description=shown_name, completed=phase.done, total=total,
                               rate=shown, eta=eta, count=count)
 
     def close(self) -> None:

@@ -300,7 +300,7 @@ def test_a_folder_named_inbox_is_not_the_inbox(tmp_path: Path) -> None:
     none = run_cli("search", "wombat", "--project", "inbox", "--lanes", "bm25", cwd=tmp_path / "empty", env=lexical)
     assert none.stdout.startswith("no results for 'wombat'")
     out = run_cli("index", str(tmp_path / "Inbox"), env=lexical).stdout
-    assert out.startswith(f"indexed project 'inbox-folder' into {tmp_path / 'Inbox' / '.sleuth'}: 1 files scanned")
+    assert out.startswith(f"indexed project 'inbox-folder' into {tmp_path / 'Inbox' / '.sleuth'}: 1 file scanned")
     assert ("  (a folder named inbox makes the project 'inbox-folder': the id 'inbox' is the Inbox of records filed"
             " without a project)") in out.splitlines()
     found = run_cli("search", "wombat", "--lanes", "bm25", "--format", "json", cwd=tmp_path / "Inbox",

@@ -143,7 +143,8 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
 
     skipped = [(s["path"], s["reason"]) for s in report.skipped]
     out = [
-        f"indexed project {report.project!r} into {target}: {report.scanned:,} files scanned, "
+        f"indexed project {report.project!r} into {target}: {report.scanned:,} file{'' if report.scanned == 1 else 's'}"
+        " scanned, "
         f"{report.added:,} added, {report.updated:,} updated, {report.unchanged:,} unchanged, "
         f"{report.removed:,} removed, {report.blocks:,} blocks written, {report.embedded:,} embedded, "
         f"{not_indexed_counts(skipped)} ({report.took_s:.2f} s)"]
