@@ -33,3 +33,18 @@ def test_weights_from_0_to_the_maximum_are_taken(tmp_path: Path) -> None:
     cfg = load_config(tmp_path)
     assert (cfg.score_weights["bm25"], cfg.score_weights["index"], cfg.lane_weights["rm3"]) == (0.0, 1e6,
                                                                                                 2.5)
+
+
+@pytest.mark.parametrize(("text", "unused"), [
+    ('fusion = "rrf"\n[score_weights]\nbm25 = 1\n',
+     ("[score_weights] is not used: fusion = 'rrf' weighs the lanes by [lane_weights]",)),
+    ("[lane_weights]\nbm25 = 1\n",
+     ("[lane_weights] is not used: fusion = 'zscore' weighs the lanes by [score_weights]",)),
+    ('fusion = "convex"\n[score_weights]\nbm25 = 1\n', ()),
+    ('fusion = "rrf"\n[lane_weights]\nbm25 = 1\n', ()),
+])
+def test_a_weight_table_the_fusion_does_not_read_is_named(tmp_path: Path, text: str, unused: tuple[str, ...]) -> None:
+    """Kept, not refused (a config may hold both tables and switch fusion), and said by `sleuth status`:
+    a [score_weights] under rrf was ignored without a word (a new user's trial)."""
+    (tmp_path / "config.toml").write_text(text, encoding="utf-8")
+    assert load_config(tmp_path).unused == unused

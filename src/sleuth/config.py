@@ -69,6 +69,9 @@ class Config:
     #: Blocks a Milvus sync reads, analyses and sends at a time (None: ``MILVUS_SYNC_PART_BLOCKS``
     #: of sleuth.store.milvus_sync); a sync's memory is about two parts.
     milvus_sync_part_blocks: int | None = None
+    #: Settings given that the configured fusion does not read, each said in words (``sleuth status``):
+    #: ``[score_weights]`` under ``fusion = "rrf"``, ``[lane_weights]`` under a score-based fusion.
+    unused: tuple[str, ...] = ()
 
     def fusion_weights(self) -> dict[str, float]:
         """The lane weights of the configured fusion."""
@@ -275,6 +278,7 @@ def load_config(index_dir: Path | None) -> Config:
             for key in ("lane_weights", "score_weights"):
                 if key in values:
                     cfg = replace(cfg, **{key: _weights(key, dict(getattr(cfg, key)), values[key])})
+            cfg = replace(cfg, unused=unused_weights(cfg.fusion, values))
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"bad configuration value: {exc}") from exc
     except ConfigError as exc:
@@ -365,6 +369,16 @@ def _tabular_settings(cfg: Config, values: dict[str, Any]) -> Config:
                               f" {ARCHIVE_MAX_MEMBERS_CEILING:,}, got {_shown_repr(raw_members)}")
         cfg = replace(cfg, archive_max_members=members)
     return cfg
+
+
+def unused_weights(fusion: str, values: Mapping[str, object]) -> tuple[str, ...]:
+    """The weight table of ``values`` (config.toml's keys) that ``fusion`` does not read, in words:
+    RRF reads ``[lane_weights]``, the score-based fusions ``[score_weights]`` (a table of the other
+    is kept, not refused: a config may hold both and switch ``fusion``)."""
+    used, other = ("lane_weights", "score_weights") if fusion == "rrf" else ("score_weights", "lane_weights")
+    if other not in values:
+        return ()
+    return (f"[{other}] is not used: fusion = {fusion!r} weighs the lanes by [{used}]",)
 
 
 def _fusion_settings(cfg: Config, values: dict[str, Any]) -> Config:

@@ -469,7 +469,7 @@ class Engine:
             index_dir=str(self.index_dir), projects=projects, documents=counts["documents"], blocks=counts["blocks"],
             skipped=counts["skipped"], generation=self.catalog.generation(),
             postings_generation=self.postings.generation(), postings_behind=self.folder.postings_behind,
-            read_only=self.folder.read_only, lanes=list(self.config.lanes),
+            read_only=self.folder.read_only, lanes=list(self.config.lanes), settings_unused=list(self.config.unused),
             vector_lane=VectorLaneReport(available=vector.available, reason=vector.reason, **details),
             skipped_by_reason=skip_summary((s["path"], s["reason"]) for s in skipped),
             skipped_files=[SkippedFileInfo(**s, state=skip_state(s["reason"])) for s in listed],

@@ -207,6 +207,9 @@ class StatusReport(Model):
                                         "catch up (a full disk, a read-only folder)")
     read_only: str | None = Field(description="Why the index was opened read-only, when it was")
     lanes: list[str] = Field(description="Lanes run by default")
+    settings_unused: list[str] = Field(default_factory=list, description=(
+        "Settings of config.toml that the configured fusion does not read ([score_weights] under rrf,"
+        " [lane_weights] under zscore or convex), in words"))
     vector_lane: VectorLaneReport
     skipped_by_reason: list[SkippedReason] = Field(description="Files not indexed, counted by reason")
     skipped_files: list[SkippedFileInfo] = Field(description=f"The first {STATUS_SKIPPED_LISTED_MAX} files not "

@@ -330,6 +330,11 @@ def test_status_lists_each_projects_roots_under_it_and_doctor_names_the_families
     lines = run_cli("status", "--index", str(index), env={"SLEUTH_MODEL": "none"}).stdout.splitlines()
     shown = [line.split(":")[0].strip() for line in lines if line.startswith(("  project ", f"    {tmp_path}"))]
     assert shown == ["project alpha", str(tmp_path / "alpha"), "project beta", str(tmp_path / "beta")]
+    assert not any(line.startswith("  config.toml: ") for line in lines)
+    (index / "config.toml").write_text('fusion = "rrf"\n[score_weights]\nbm25 = 1\n', encoding="utf-8")
+    lines = run_cli("status", "--index", str(index), env={"SLEUTH_MODEL": "none"}).stdout.splitlines()
+    assert "  config.toml: [score_weights] is not used: fusion = 'rrf' weighs the lanes by [lane_weights]" in lines
+    (index / "config.toml").unlink()
     proc = run_cli("doctor", "--index", str(index), env={"SLEUTH_MODEL": "none"}, check=False)
     doctor = proc.stdout.splitlines()
     assert "  retrieval family bm25 (lanes bm25, tfidf, index, rm3): available" in doctor

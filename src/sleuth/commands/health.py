@@ -116,6 +116,7 @@ def render_status(st: StatusReport, verbose: bool = False, qualified: Collection
         out.append(f"  opened read-only: {st.read_only}")
     out.extend(render_backends(st.catalog, st.milvus))
     out.append(f"  lanes: {', '.join(st.lanes)}")
+    out.extend(f"  config.toml: {note}" for note in st.settings_unused)
     vec = st.vector_lane
     if vec.available:
         out.append(f"  vector lane: {vec.model} ({vec.dimensions:,} dimensions, {vec.path}), "
