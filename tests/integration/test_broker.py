@@ -299,6 +299,18 @@ def test_query_cancel_from_one_session_stops_a_request_of_another(corpus: Path) 
     assert outcome["status"]["state"] == "cancelled"
 
 
+def test_broker_status_says_why_no_broker_can_start(tmp_path: Path, broker_env: dict[str, str]) -> None:
+    index = tmp_path / ".sleuth"
+    index.mkdir()
+    (index / "config.toml").write_text('fusion = "bogus"\n', encoding="utf-8")
+    text = subprocess.run([*SLEUTH, "broker", "status", "--index", str(index)], capture_output=True, text=True,
+                          env=broker_env, timeout=WAIT_S, check=True).stdout
+    assert text.splitlines() == [
+        f"no broker running for {index}",
+        f"  and none can start: fusion must be one of rrf, convex, zscore, got 'bogus' (settings from"
+        f" {index / 'config.toml'})"]
+
+
 def test_broker_status_stop_and_idle_exit(corpus: Path, broker_env: dict[str, str]) -> None:
     async def one_search(env: dict[str, str]) -> None:
         async with session(corpus, env) as s:

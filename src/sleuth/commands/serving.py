@@ -152,6 +152,19 @@ def _broker_scope(index_dir: Path | None, all_brokers: bool) -> Path | None:
     return None if all_brokers else find_index_dir(index_dir)
 
 
+def _config_error(index_dir: Path) -> str | None:
+    """Why the settings of ``index_dir`` cannot be loaded (the broker a session starts loads them
+    first, and exits on this error), or None when they can."""
+    from sleuth.config import load_config
+    from sleuth.errors import ConfigError
+
+    try:
+        load_config(index_dir)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 @broker_group.command("status")
 @click.option("--all", "all_brokers", is_flag=True, help="Every broker of this user, not only the index's.")
 @index_option
@@ -171,6 +184,8 @@ def broker_status_cmd(all_brokers: bool, index_dir: Path | None, fmt: str) -> No
 
     if not brokers:
         click.echo(one_line(f"no broker running{f' for {scope}' if scope else ''}"))
+        if scope is not None and (bad := _config_error(scope)):
+            click.echo(one_line(f"  and none can start: {bad}"))
     for b in brokers:  # an index path named with a newline cannot forge a line
         if b.get("state") != "serving":
             click.echo(one_line(f"broker {b.get('pid')} for {b.get('index')}: {b.get('state')}"))
