@@ -239,6 +239,30 @@ def _from_broker(index_dir: Path | None, request: SearchRequest) -> tuple[Search
     return search_via_broker(found, request)
 
 
+def _cwd_path(engine: Any, ref: str, scope: list[str] | None) -> str:
+    """``ref`` as the engine takes it: as given when it names a document (an id, a path relative to
+    its root or an absolute path), else, when it is a file relative to the current folder (``a.md``
+    typed inside ``notes/``, ``../docs/x.md``), that file's absolute path, which names its document
+    when the file lies under a root. A command line's paths are the shell's, relative to where it
+    runs; the MCP tools, which run nowhere in particular, take ids and root-relative paths only."""
+    import os
+
+    from sleuth.errors import SleuthError
+
+    try:
+        engine.resolve(ref, scope)
+        return ref
+    except SleuthError:
+        if os.path.isabs(ref) or "\0" in ref or not os.path.lexists(ref):
+            return ref
+    here = os.path.abspath(ref)
+    try:
+        engine.resolve(here, scope)
+    except SleuthError as exc:  # the error names what was typed, unless it knows the file (skipped at indexing)
+        return here if str(exc).startswith("not indexed: ") else ref
+    return here
+
+
 @click.command("get")
 @click.argument("ref", metavar="ID_OR_PATH")
 @click.option("--project", "projects", multiple=True, help="Look only in this project (repeatable).")
@@ -250,7 +274,8 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
 
     ID_OR_PATH: a document id or block id (as `sleuth search` shows them), or a path relative to
     its root (docs/setup.md), qualified by the root's folder name when several roots hold it
-    (en/publish.css). The text printed is the one indexed: when the file changed or is gone
+    (en/publish.css), or a file's path from here (absolute, or relative to the current folder).
+    The text printed is the one indexed: when the file changed or is gone
     since, a note on stderr says so (JSON: ``freshness`` "current" or "stale", and
     ``stale_reason`` "changed" or "gone" when stale); the exit code stays 0."""
     from sleuth.engine import Engine
@@ -258,6 +283,7 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
 
     with Engine.open(index_dir, serving=True) as engine:
         scope = project_ids(projects) or None
+        ref = _cwd_path(engine, ref, scope)
         _doc_id, block_id = engine.resolve(ref, scope)
         doc = engine.get(ref, scope)
         qualified = doc.project in engine.multi_root_projects()
