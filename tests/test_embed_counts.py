@@ -5,9 +5,13 @@ catalog, real model."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +59,11 @@ def test_embedding_progress_reads_the_state_file_once(tmp_path: Path, monkeypatc
     worker was starting, once for its pid and rate -- so a worker rewriting it in between (here:
     its start record replaced by a failed run's, written after the first reading) gave an answer
     mixing the two ("running" with the failed run's empty rate). Now one reading serves the whole answer."""
-    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "embed", "--worker"])
+    with Engine(tmp_path / "idx", Config(model="none")) as engine, _ended(worker):
         state_file = engine.index_dir / EMBED_STATE_FILE
-        state_file.write_text(json.dumps({  # what start_worker writes for a worker still starting (this process)
-            "pid": os.getpid(), "model": None, "state": "starting", "started_at": "2026-01-01T00:00:00Z",
+        state_file.write_text(json.dumps({  # what start_worker writes for a worker still starting
+            "pid": worker.pid, "model": None, "state": "starting", "started_at": "2026-01-01T00:00:00Z",
             "started_s": time.time(), "embedded": 0, "to_embed": None, "rate_blocks_per_s": None,
             "error": None}), encoding="utf-8")
         reads: list[dict[str, Any] | None] = []
@@ -66,11 +71,38 @@ def test_embedding_progress_reads_the_state_file_once(tmp_path: Path, monkeypatc
         def read_then_rewrite(index_dir: Path) -> dict[str, Any] | None:
             reads.append(read_state(index_dir))
             state_file.write_text(json.dumps({  # the worker's record, written right after this reading
-                "pid": os.getpid(), "model": "m", "state": "failed", "embedded": 0, "to_embed": 2,
+                "pid": worker.pid, "model": "m", "state": "failed", "embedded": 0, "to_embed": 2,
                 "rate_blocks_per_s": None, "error": "boom"}), encoding="utf-8")
             return reads[-1]
 
         monkeypatch.setattr(background, "read_state", read_then_rewrite)
         progress = background.embedding_progress(engine, "m", 1, 3)
     assert len(reads) == 1
-    assert progress == {"state": "running", "embedded": 1, "total": 3, "pid": os.getpid(), "starting": True}
+    assert progress == {"state": "running", "embedded": 1, "total": 3, "pid": worker.pid, "starting": True}
+
+
+@contextlib.contextmanager
+def _ended(proc: subprocess.Popen[bytes]) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_start_record_naming_a_process_that_is_no_worker_is_not_a_worker_starting(tmp_path: Path) -> None:
+    """Attack round of stop 37: an embed.state.json saying "starting" with any live pid (here this
+    test's own process) made status report a worker starting, and held back `sleuth index`'s worker,
+    for up to EMBED_START_GRACE_S (120 s). /proc tells the process is no embedding worker."""
+    (tmp_path / EMBED_STATE_FILE).write_text(json.dumps({
+        "pid": os.getpid(), "model": None, "state": "starting", "started_at": "2026-01-01T00:00:00Z",
+        "started_s": time.time(), "embedded": 0, "to_embed": None, "rate_blocks_per_s": None,
+        "error": None}), encoding="utf-8")
+    assert background.worker_running(tmp_path) is False
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "embed", "--worker"])
+    with _ended(worker):
+        (tmp_path / EMBED_STATE_FILE).write_text(json.dumps({
+            "pid": worker.pid, "model": None, "state": "starting", "started_at": "2026-01-01T00:00:00Z",
+            "started_s": time.time(), "embedded": 0, "to_embed": None, "rate_blocks_per_s": None,
+            "error": None}), encoding="utf-8")
+        assert background.worker_running(tmp_path) is True

@@ -464,13 +464,32 @@ def _alive(pid: int) -> bool:
 
 def _starting(saved: dict[str, Any]) -> bool:
     """Whether ``saved`` (the state file) is the record :func:`start_worker` wrote for a worker that
-    has not yet written its own: its process lives and it started less than ``EMBED_START_GRACE_S``
-    ago (a record left by a worker that ended without embedding, or by a reused pid, is not)."""
+    has not yet written its own: its process lives, is an embedding worker (where ``/proc`` tells)
+    and started less than ``EMBED_START_GRACE_S`` ago (a record left by a worker that ended without
+    embedding, by a reused pid, or planted naming any live process, is not)."""
     pid, started = saved.get("pid"), saved.get("started_s")
     if saved.get("state") != "starting" or not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 \
             or not isinstance(started, int | float) or not 0 <= time.time() - started < EMBED_START_GRACE_S:
         return False
-    return _alive(pid)
+    return _alive(pid) and _may_be_worker(pid)
+
+
+#: The most of ``/proc/<pid>/cmdline`` read to tell an embedding worker (its command line is a few hundred bytes).
+CMDLINE_MAX_BYTES = 64 * 1024
+
+
+def _may_be_worker(pid: int) -> bool:
+    """False when ``/proc`` shows that process ``pid`` is not an embedding worker (its command line
+    lacks ``embed --worker``, as :func:`start_worker` starts it); True when it is one or when there
+    is no ``/proc`` to ask (macOS), where a live pid is taken at its word."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read(CMDLINE_MAX_BYTES).split(b"\0")
+    except FileNotFoundError:
+        return not os.path.isdir("/proc/self")  # gone meanwhile (Linux), or no /proc at all
+    except OSError:
+        return True
+    return b"embed" in args and b"--worker" in args
 
 
 def embed_in_background(engine: Engine) -> tuple[dict[str, Any], str | None]:
