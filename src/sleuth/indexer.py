@@ -678,6 +678,7 @@ class Indexer:
         if outcome is None and before is not None:  # failed before, unchanged since: not parsed again
             rp.failed[rel] = before
             rp.skips.append((rel, f"{before.reason} ({NOT_RETRIED})"))
+            rp.seen.discard(rel)
             return
         if outcome is None:  # unchanged: the same time and size as indexed
             report.unchanged += 1
@@ -685,6 +686,10 @@ class Indexer:
                 rp.verified.append(state.doc_id)
             return
         if isinstance(outcome, Failed):
+            # Its document, if any, goes as a skipped file's does: what the index holds of a file is what
+            # the file says now, not a version it no longer has (searches served that text, marked stale,
+            # and `sleuth index` again did not bring it up to date).
+            rp.seen.discard(rel)
             rp.skips.append((rel, outcome.reason))
             if outcome.reason.startswith(REMEMBERED_FAILURES):
                 rp.failed[rel] = FailedFile(outcome.reason, item.mtime_ns, item.size_bytes, PARSER_VERSION)

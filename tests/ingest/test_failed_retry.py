@@ -110,3 +110,27 @@ def test_a_failure_is_forgotten_with_its_project(tmp_path: Path, jobs: list[str]
         assert engine.catalog.failed_files("p", key) == {}
     finally:
         engine.close()
+
+
+def test_a_file_that_fails_after_it_was_indexed_leaves_the_index(tmp_path: Path) -> None:
+    """Its last good version was kept: searches returned text the file no longer has (marked stale,
+    and `sleuth index` again did not bring it up to date). It now goes as a skipped file's document
+    does, reported as failed, and comes back once it parses again."""
+    root = tmp_path / "root"
+    root.mkdir()
+    nb = root / "nb.ipynb"
+    good = ('{"cells": [{"cell_type": "markdown", "source": "# NB\\nThe wombat ledger."}], "metadata": {},'
+            ' "nbformat": 4, "nbformat_minor": 5}')
+    nb.write_text(good, encoding="utf-8")
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        first = engine.index([root], project="p", embed=False)
+        assert (first.added, [h.path for h in engine.search("wombat ledger").hits]) == (1, ["nb.ipynb"])
+        nb.write_text('{"cells": [', encoding="utf-8")  # broken since
+        broken = engine.index([root], project="p", embed=False)
+        assert broken.removed == 1 and [s["path"] for s in broken.skipped] == ["nb.ipynb"]
+        assert broken.skipped[0]["reason"].startswith("cannot parse: ")
+        assert engine.search("wombat ledger").hits == []
+        nb.write_text(good.replace("wombat", "wombat quokka"), encoding="utf-8")
+        mended = engine.index([root], project="p", embed=False)
+        assert (mended.added, mended.skipped) == (1, [])
+        assert [h.path for h in engine.search("quokka").hits] == ["nb.ipynb"]
