@@ -29,6 +29,7 @@ from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
 from sleuth.store.rows import FailedFile
 from sleuth.text.analyze import block_fields, title_terms_of
 from sleuth.types import (
+    INBOX_PROJECT_ID,
     PROJECT_ID_MAX_BYTES,
     Block,
     BlockDraft,
@@ -349,10 +350,16 @@ class Indexer:
                     self._index_root(run, root, last=i == steps - 1)
                     if not os.path.lexists(root):  # a root that is gone, its documents removed now: forgotten
                         self.catalog.remove_root(pid, str(root))
+                        run.report.forgotten_roots.append(str(root))
                     for inner in taken.get(root, []):  # filed under ``root`` now: the inner copies go
                         self._drop_root(run, inner)
                 for j, (outer, rels) in enumerate(refresh.items(), start=len(walked)):
                     self._index_under(run, Path(outer), normalize_rel_paths(rels), last=j == steps - 1)
+            if (run.report.forgotten_roots and pid != INBOX_PROJECT_ID and not self.catalog.roots().get(pid)
+                    and not self.catalog.project_doc_ids(pid)):  # its last root gone: nothing is left of it
+                self._flush_run(run)
+                self.catalog.delete_project(pid)
+                run.report.project_removed = True
         run.report.shared_roots = shared
         memory = self.folder.index_dir
         run.report.gone_roots = [f"{other}: {key}" for other, keys in sorted(self.catalog.roots().items())

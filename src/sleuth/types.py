@@ -439,6 +439,11 @@ class IndexReport(Model):
         "filed under it from now on: counted as added, not as removed)"))
     shared_roots: list[str] = Field(default_factory=list, description=(
         "Roots of other projects inside (or holding) a root of this run: their files are in both projects"))
+    forgotten_roots: list[str] = Field(default_factory=list, description=(
+        "Roots of this run that no longer exist (renamed or deleted): their documents removed, the root"
+        " taken out of the project"))
+    project_removed: bool = Field(default=False, description=(
+        "The project had no root and no document left after this run (its last root gone), so it was removed"))
     gone_roots: list[str] = Field(default_factory=list, description=(
         "'project: root' of every root of the index that no longer exists (renamed or deleted): its "
         "documents stay, marked stale, until it is indexed again (which removes them) or its project removed"))

@@ -269,8 +269,16 @@ def test_a_path_gone_from_disk_loses_its_documents(notes: Path, tmp_path: Path) 
         report = engine.index([notes / "moved"], project="moved", embed=False)
         assert report.gone_roots == [f"subs: {notes / 'sub'}"]
         gone = engine.index([notes / "sub"], project="subs", embed=False)
-        assert (gone.removed, gone.gone_roots) == (2, [])
-        assert engine.catalog.roots()["subs"] == []
+        assert (gone.removed, gone.gone_roots, gone.forgotten_roots) == (2, [], [str(notes / "sub")])
+        # its last root gone, the project was left with nothing: removed (it stayed, empty, in every listing)
+        assert gone.project_removed and "subs" not in engine.catalog.roots()
+        (tmp_path / "other").mkdir()
+        (tmp_path / "other" / "o.md").write_text("# Other\n", encoding="utf-8")
+        engine.index([notes / "moved", tmp_path / "other"], project="moved", embed=False)
+        (tmp_path / "other").rename(tmp_path / "elsewhere")
+        one_of_two = engine.index([tmp_path / "other"], project="moved", embed=False)
+        assert (one_of_two.removed, one_of_two.project_removed) == (1, False)
+        assert engine.catalog.roots()["moved"] == [str(notes / "moved")]
         with pytest.raises(FileNotFoundError, match="path does not exist: .*/nowhere$"):
             engine.index([tmp_path / "nowhere"], embed=False)
 
@@ -369,3 +377,17 @@ def test_a_root_named_with_a_newline_cannot_forge_a_line(tmp_path: Path) -> None
     assert found[0].startswith(" 1. odd\\x0adir\\x0d\\x09x/b.md  [notes]  ")
     found = run_cli("search", "zebra", "--lanes", "bm25", "--index", index, env=lexical).stdout.splitlines()
     assert found[1] == "    First line\\x0a2. forged.md  [notes]  §  Body"
+
+
+def test_sleuth_index_of_a_renamed_root_says_what_it_removed(tmp_path: Path) -> None:
+    lexical = {"SLEUTH_MODEL": "none"}
+    write(tmp_path, "proj/a.md", "# A\n\nzebra\n")
+    index = tmp_path / "idx"
+    run_cli("index", str(tmp_path / "proj"), "--index", str(index), env=lexical)
+    (tmp_path / "proj").rename(tmp_path / "proj2")
+    out = run_cli("index", str(tmp_path / "proj"), "--index", str(index), env=lexical).stdout.splitlines()
+    assert out[1:3] == [
+        f"  {tmp_path / 'proj'} no longer exists (renamed or deleted): its documents were removed and it is no longer"
+        " a root of project 'proj'",
+        "  project 'proj' had no root left, so it was removed (index the folder's new path to search it again)"]
+    assert run_cli("projects", "--index", str(index)).stdout == "no projects yet: run `sleuth index PATH`\n"

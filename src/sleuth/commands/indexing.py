@@ -168,6 +168,12 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         out.append(f"  warning: project {other!r} has a root that overlaps this run's ({root}): their files are in "
                    f"both projects, and a search of every project returns them twice (`sleuth projects remove "
                    f"{other}` drops that project, or index with --project {other})")
+    for root in report.forgotten_roots:
+        out.append(f"  {root} no longer exists (renamed or deleted): its documents were removed and it is no"
+                   f" longer a root of project {report.project!r}")
+    if report.project_removed:
+        out.append(f"  project {report.project!r} had no root left, so it was removed (index the folder's new"
+                   " path to search it again)")
     for gone in report.gone_roots:
         other, _, root = gone.partition(": ")
         out.append(f"  warning: {root}, a root of project {other!r}, no longer exists: its documents stay (marked"
