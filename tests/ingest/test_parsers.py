@@ -302,3 +302,34 @@ def test_kind_for_path_reads_names_as_pathlib_does() -> None:
                       "config"), ("notes.", None), (".md", None), ("a/b/", None), ("dir.md/", "markdown"),
                       ("dir.md/.", "markdown"), ("a.tar.gz", None), ("x.ipynb", "notebook"), ("p.PDF", "pdf")):
         assert kind_for_path(rel) == kind == reference(rel), rel
+
+
+@pytest.mark.parametrize(("text", "block", "lines"), [
+    ("---\ntitle: Bee\ndescription: quokka habitat notes\n---\n\n# Bee\n\nBody.\n", "quokka habitat notes", (3, 3)),
+    ('---\ntitle: Bee\ndescription: "quokka: habitat notes"\ntags: [a]\n---\n# Bee\nBody\n',
+     "quokka: habitat notes", (3, 3)),
+    ("---\ntitle: Bee\ndescription: >\n  quokka habitat\n  notes here\nweight: 3\n---\n# Bee\nBody\n",
+     "quokka habitat\n  notes here", (4, 5)),
+    ("---\ntitle: Bee\ndescription: quokka habitat\n  notes continued\nweight: 3\n---\n# Bee\nBody\n",
+     "quokka habitat\n  notes continued", (3, 4)),
+    ('+++\ntitle = "Bee"\ndescription = """\nquokka habitat\nnotes\n"""\n+++\n# Bee\nBody\n',
+     "quokka habitat\nnotes", (4, 5)),
+    ("---\nsummary: 'quokka summary'\n---\nBody\n", "quokka summary", (2, 2)),
+])
+def test_a_pages_front_matter_summary_is_a_block_of_its_own(text: str, block: str, lines: tuple[int, int]) -> None:
+    """A new user's trial: `description:` of the front matter was not searched (the front matter is not).
+    It is the page's first block, its text the file's own (so its lines and `sleuth get` show it)."""
+    doc = parse_document("page.md", text)
+    first = doc.blocks[0]
+    assert (first.text, first.heading_path, (first.start_line, first.end_line)) == (block, (), lines)
+    assert text[first.start_char:first.end_char] == first.text
+    assert len(doc.blocks) == 2
+
+
+@pytest.mark.parametrize("text", [
+    "---\ntitle: Bee\nparams:\n  description: not the page's\n---\n# Bee\nBody\n",  # nested: not the page's
+    "---\ndescription: ''\n---\n# Bee\nBody\n",  # blank
+    "---\ndescription: [a, list]\n---\n# Bee\nBody\n",  # not text
+])
+def test_no_summary_block_without_a_top_level_summary_text(text: str) -> None:
+    assert [b.heading_path for b in parse_document("page.md", text).blocks] == [("Bee",)]

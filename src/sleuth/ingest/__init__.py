@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 #: not the unstemmed word (:func:`sleuth.text.analyze._whole_terms`): the blocks' terms change.
 #: Also 3: a notebook or config in a notes folder gets its format's kind (``notebook``, ``config``), not
 #: ``note`` (:mod:`sleuth.ingest.roles`).
-PARSER_VERSION = 3
+#: 4: a Markdown page's summary in its front matter (``description:``, ``summary:``, ...) is a block of
+#: its own (:func:`sleuth.ingest.parsers._description_blocks`): it was not searched.
+PARSER_VERSION = 4
 
 if TYPE_CHECKING:
     from sleuth.ingest.chunk import (

@@ -215,6 +215,64 @@ def _tags(front_matter: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(t for t in found if t))
 
 
+#: Front-matter keys holding a page's summary, the first that is a non-blank string searched as a block
+#: of its own (Hugo and Docusaurus ``description``, Hugo ``summary``, Jekyll ``excerpt``, ``abstract``).
+DESCRIPTION_KEYS = ("description", "summary", "excerpt", "abstract")
+
+
+def _description_blocks(text: str, index_start: int, front_matter: dict[str, Any],
+                        lines: LineIndex) -> list[BlockDraft]:
+    """The page's summary in its front matter (:data:`DESCRIPTION_KEYS`) as a block of its own,
+    placed where the front matter says it, so that every lane searches it (the front matter itself is
+    not searched) and a hit there shows its line: the value's span when it is on the key's line (quotes
+    left out), else the lines after the key that continue it (a YAML ``>`` or ``|`` block, a plain
+    value running on, a TOML triple-quoted string), at most ``CHUNK_MAX_CHARS`` characters. A top-level key
+    only (``params: {description: ...}`` is not the page's); none when the key's line is not found."""
+    key = next((k for k in DESCRIPTION_KEYS if isinstance(front_matter.get(k), str) and front_matter[k].strip()),
+               None)
+    if key is None or not index_start:
+        return []
+    head = text[:index_start]
+    found = re.search(rf"(?m)^([\"']?){re.escape(key)}\1[ \t]*[:=][ \t]*(.*)$", head)
+    if found is None:
+        return []
+    rest, rest_start = found.group(2).rstrip(), found.start(2)
+    if rest.startswith(('"""', "'''")):  # TOML multi-line string
+        close = head.find(rest[:3], rest_start + 3)
+        start, end = rest_start + 3, close if close >= 0 else rest_start + len(rest)
+    elif rest and rest[0] not in "|>":
+        start, end = rest_start, rest_start + len(rest)
+        if len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "\"'":
+            start, end = start + 1, end - 1
+        if " ".join(head[start:end].split()) != " ".join(front_matter[key].split()):
+            end = _continued(head, found.end(), end)  # a plain or quoted value running on indented lines
+    else:  # a block scalar, or the value on the lines below
+        start = found.end() + 1
+        end = _continued(head, found.end(), start)
+    start, end = trim_span(text, start, min(end, index_start))
+    while start < end and text[start] in " \t":  # a block scalar's indentation
+        start += 1
+    if end <= start:
+        return []
+    return blocks_for_span(text, start, min(end, start + CHUNK_MAX_CHARS), (), lines)
+
+
+def _continued(head: str, line_end: int, end: int) -> int:
+    """The end of the indented lines after the line ending at ``line_end`` (a YAML value continued
+    there); ``end`` when none is."""
+    pos = line_end + 1
+    while pos < len(head):
+        nl = head.find("\n", pos)
+        stop = len(head) if nl < 0 else nl
+        line = head[pos:stop]
+        if line.strip() and line[0] not in " \t":
+            break
+        if line.strip():
+            end = stop
+        pos = stop + 1
+    return end
+
+
 # --------------------------------------------------------------------------- markdown
 
 
@@ -281,6 +339,8 @@ def parse_markdown(rel_path: str, text: str) -> ParsedDocument:
     for i, (start, path) in enumerate(sections):
         end = sections[i + 1][0] if i + 1 < len(sections) else len(text)
         blocks.extend(blocks_for_span(text, start, end, path, lines))
+    if blocks:  # (a page of front matter alone is one block of its whole text: sleuth.indexer.make_blocks)
+        blocks = [*_description_blocks(text, index_start, front_matter, lines), *blocks]
     fm_title = front_matter.get("title")
     if isinstance(fm_title, str) and fm_title.strip():
         title = fm_title.strip()
