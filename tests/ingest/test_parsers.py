@@ -330,6 +330,7 @@ def test_a_pages_front_matter_summary_is_a_block_of_its_own(text: str, block: st
     "---\ntitle: Bee\nparams:\n  description: not the page's\n---\n# Bee\nBody\n",  # nested: not the page's
     "---\ndescription: ''\n---\n# Bee\nBody\n",  # blank
     "---\ndescription: [a, list]\n---\n# Bee\nBody\n",  # not text
+    "---\ndescription: The bee body.\n---\n# Bee\nbody, the\n",  # every word of it on the page already
 ])
 def test_no_summary_block_without_a_top_level_summary_text(text: str) -> None:
     assert [b.heading_path for b in parse_document("page.md", text).blocks] == [("Bee",)]

@@ -220,17 +220,31 @@ def _tags(front_matter: dict[str, Any]) -> list[str]:
 DESCRIPTION_KEYS = ("description", "summary", "excerpt", "abstract")
 
 
-def _description_blocks(text: str, index_start: int, front_matter: dict[str, Any],
-                        lines: LineIndex) -> list[BlockDraft]:
+#: Words as :func:`_description_blocks` compares a summary with its page (lowercased; no stemming).
+_WORDS = re.compile(r"\w+")
+
+
+def _description_blocks(text: str, index_start: int, front_matter: dict[str, Any], lines: LineIndex,
+                        body: Sequence[BlockDraft] = ()) -> list[BlockDraft]:
     """The page's summary in its front matter (:data:`DESCRIPTION_KEYS`) as a block of its own,
     placed where the front matter says it, so that every lane searches it (the front matter itself is
     not searched) and a hit there shows its line: the value's span when it is on the key's line (quotes
     left out), else the lines after the key that continue it (a YAML ``>`` or ``|`` block, a plain
     value running on, a TOML triple-quoted string), at most ``CHUNK_MAX_CHARS`` characters. A top-level key
-    only (``params: {description: ...}`` is not the page's); none when the key's line is not found."""
+    only (``params: {description: ...}`` is not the page's); none when the key's line is not found, or
+    when the page's ``body`` blocks and title hold every word of it already (a summary repeating the
+    lead paragraph: 113 of the Hugo docs' 745 summaries; it would find nothing more, and its block and
+    vector would cost as much as another's)."""
     key = next((k for k in DESCRIPTION_KEYS if isinstance(front_matter.get(k), str) and front_matter[k].strip()),
                None)
     if key is None or not index_start:
+        return []
+    said = set(_WORDS.findall(front_matter[key].lower()))
+    title = front_matter.get("title")
+    held: set[str] = set(_WORDS.findall(title.lower())) if isinstance(title, str) else set()
+    for block in body:
+        held.update(_WORDS.findall(block.text.lower()))
+    if said <= held:
         return []
     head = text[:index_start]
     found = re.search(rf"(?m)^([\"']?){re.escape(key)}\1[ \t]*[:=][ \t]*(.*)$", head)
@@ -340,7 +354,7 @@ def parse_markdown(rel_path: str, text: str) -> ParsedDocument:
         end = sections[i + 1][0] if i + 1 < len(sections) else len(text)
         blocks.extend(blocks_for_span(text, start, end, path, lines))
     if blocks:  # (a page of front matter alone is one block of its whole text: sleuth.indexer.make_blocks)
-        blocks = [*_description_blocks(text, index_start, front_matter, lines), *blocks]
+        blocks = [*_description_blocks(text, index_start, front_matter, lines, blocks), *blocks]
     fm_title = front_matter.get("title")
     if isinstance(fm_title, str) and fm_title.strip():
         title = fm_title.strip()
