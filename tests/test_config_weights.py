@@ -48,3 +48,15 @@ def test_a_weight_table_the_fusion_does_not_read_is_named(tmp_path: Path, text: 
     a [score_weights] under rrf was ignored without a word (a new user's trial)."""
     (tmp_path / "config.toml").write_text(text, encoding="utf-8")
     assert load_config(tmp_path).unused == unused
+
+
+def test_a_top_level_setting_written_below_a_table_is_named_so(tmp_path: Path) -> None:
+    """A new user's trial: `fusion = "rrf"` written after `[score_weights]` is that table's key in TOML;
+    the error listed the lane names, not where the line belongs."""
+    (tmp_path / "config.toml").write_text('[score_weights]\nbm25 = 1\nfusion = "rrf"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    assert str(info.value).startswith(
+        f"unknown key `score_weights.fusion` in {tmp_path / 'config.toml'}: `fusion` is a top-level setting, read"
+        " here as part of [score_weights] because it comes after that table's line: move it above the first"
+        " [table] line")

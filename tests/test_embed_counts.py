@@ -59,7 +59,9 @@ def test_embedding_progress_reads_the_state_file_once(tmp_path: Path, monkeypatc
     worker was starting, once for its pid and rate -- so a worker rewriting it in between (here:
     its start record replaced by a failed run's, written after the first reading) gave an answer
     mixing the two ("running" with the failed run's empty rate). Now one reading serves the whole answer."""
-    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "embed", "--worker"])
+    (tmp_path / "idx").mkdir()
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "embed", "--worker", "--index",
+                               str(tmp_path / "idx")])
     with Engine(tmp_path / "idx", Config(model="none")) as engine, _ended(worker):
         state_file = engine.index_dir / EMBED_STATE_FILE
         state_file.write_text(json.dumps({  # what start_worker writes for a worker still starting
@@ -99,7 +101,18 @@ def test_a_start_record_naming_a_process_that_is_no_worker_is_not_a_worker_start
         "started_s": time.time(), "embedded": 0, "to_embed": None, "rate_blocks_per_s": None,
         "error": None}), encoding="utf-8")
     assert background.worker_running(tmp_path) is False
-    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "embed", "--worker"])
+    (tmp_path / "other").mkdir()
+    for index in (tmp_path / "other", None):  # the worker of another index; one naming none
+        args = ["--index", str(index)] if index else []
+        other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "embed", "--worker", *args])
+        with _ended(other):
+            (tmp_path / EMBED_STATE_FILE).write_text(json.dumps({
+                "pid": other.pid, "model": None, "state": "starting", "started_at": "2026-01-01T00:00:00Z",
+                "started_s": time.time(), "embedded": 0, "to_embed": None, "rate_blocks_per_s": None,
+                "error": None}), encoding="utf-8")
+            assert background.worker_running(tmp_path) is False
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "embed", "--worker", "--index",
+                               "."], cwd=tmp_path)  # a relative --index: of its working folder
     with _ended(worker):
         (tmp_path / EMBED_STATE_FILE).write_text(json.dumps({
             "pid": worker.pid, "model": None, "state": "starting", "started_at": "2026-01-01T00:00:00Z",

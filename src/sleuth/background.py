@@ -95,7 +95,7 @@ def worker_running(index_dir: Path, saved: dict[str, Any] | None = None) -> bool
         saved: the state file as the caller read it (:func:`read_state`, ``{}`` when absent), so
             that one reading serves the caller's whole answer; None: read here.
     """
-    if _starting((read_state(index_dir) or {}) if saved is None else saved):
+    if _starting((read_state(index_dir) or {}) if saved is None else saved, index_dir):
         return True
     if not (index_dir / EMBED_LOCK_FILE).exists():
         return False
@@ -462,26 +462,27 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def _starting(saved: dict[str, Any]) -> bool:
+def _starting(saved: dict[str, Any], index_dir: Path) -> bool:
     """Whether ``saved`` (the state file) is the record :func:`start_worker` wrote for a worker that
-    has not yet written its own: its process lives, is an embedding worker (where ``/proc`` tells)
-    and started less than ``EMBED_START_GRACE_S`` ago (a record left by a worker that ended without
-    embedding, by a reused pid, or planted naming any live process, is not)."""
+    has not yet written its own: its process lives, is the embedding worker of ``index_dir`` (where
+    ``/proc`` tells) and started less than ``EMBED_START_GRACE_S`` ago (a record left by a worker that
+    ended without embedding, by a reused pid, or planted naming any live process, is not)."""
     pid, started = saved.get("pid"), saved.get("started_s")
     if saved.get("state") != "starting" or not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 \
             or not isinstance(started, int | float) or not 0 <= time.time() - started < EMBED_START_GRACE_S:
         return False
-    return _alive(pid) and _may_be_worker(pid)
+    return _alive(pid) and _may_be_worker(pid, index_dir)
 
 
 #: The most of ``/proc/<pid>/cmdline`` read to tell an embedding worker (its command line is a few hundred bytes).
 CMDLINE_MAX_BYTES = 64 * 1024
 
 
-def _may_be_worker(pid: int) -> bool:
-    """False when ``/proc`` shows that process ``pid`` is not an embedding worker (its command line
-    lacks ``embed --worker``, as :func:`start_worker` starts it); True when it is one or when there
-    is no ``/proc`` to ask (macOS), where a live pid is taken at its word."""
+def _may_be_worker(pid: int, index_dir: Path) -> bool:
+    """False when ``/proc`` shows that process ``pid`` is not the embedding worker of ``index_dir``
+    (its command line lacks ``embed --worker`` and ``--index`` naming that folder, as
+    :func:`start_worker` starts it); True when it is, or when ``/proc`` cannot tell (macOS has none;
+    ``hidepid`` hides other users' processes), where a live pid is taken at its word."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             args = f.read(CMDLINE_MAX_BYTES).split(b"\0")
@@ -489,7 +490,13 @@ def _may_be_worker(pid: int) -> bool:
         return not os.path.isdir("/proc/self")  # gone meanwhile (Linux), or no /proc at all
     except OSError:
         return True
-    return b"embed" in args and b"--worker" in args
+    if b"embed" not in args or b"--worker" not in args or b"--index" not in args[:-1]:
+        return False
+    named = args[args.index(b"--index") + 1]
+    try:  # a relative --index is the worker's working folder's
+        return os.path.samefile(os.path.join(f"/proc/{pid}/cwd".encode(), named), index_dir)
+    except (OSError, ValueError):
+        return False
 
 
 def embed_in_background(engine: Engine) -> tuple[dict[str, Any], str | None]:
@@ -581,7 +588,7 @@ def embedding_progress(engine: Engine, model: str, have: int, total: int) -> dic
     running = worker_running(index_dir, saved)
     out: dict[str, Any] = {"state": "running" if running else "done" if have >= total else "stopped",
                            "embedded": have, "total": total}
-    if running and (_starting(saved) or saved.get("state") == "loading"):  # not yet at the embedding: no rate
+    if running and (_starting(saved, index_dir) or saved.get("state") == "loading"):  # no rate before the embedding
         out.update(pid=saved.get("pid"), starting=True)
     elif running and saved.get("model") == model:
         rate = saved.get("rate_blocks_per_s")

@@ -158,6 +158,12 @@ def check_config_keys(values: Mapping[str, object], path: Path | str) -> None:
                         if str(key).strip().casefold() not in folded]
     if not unknown:
         return
+    misplaced = [f"{prefix}{key}" for prefix, key, _, _ in unknown if prefix and str(key) in CONFIG_KEYS]
+    if misplaced:  # TOML reads every key below a [table] line as that table's
+        first = misplaced[0]
+        raise ConfigError(f"unknown key `{first}` in {path}: `{first.split('.', 1)[1]}` is a top-level setting,"
+                          f" read here as part of [{first.split('.', 1)[0]}] because it comes after that table's"
+                          " line: move it above the first [table] line")
     # (dotted key, closest known dotted key, the known list), for the keys named in the message only
     problems: list[tuple[str, str | None, str]] = []
     for prefix, key, names, known_list in unknown[:CONFIG_UNKNOWN_KEYS_SHOWN]:

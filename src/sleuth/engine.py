@@ -36,6 +36,7 @@ from sleuth.reports import (
     StatusReport,
     VectorLaneReport,
     skip_summary,
+    stored_skips,
 )
 from sleuth.store.folder import CATALOG_FILE, IndexFolder
 from sleuth.types import DocumentContent, IndexReport, ProjectInfo, SearchRequest, SearchResponse
@@ -335,6 +336,7 @@ class Engine:
             QueryError: the path names documents of several roots or projects (they are listed).
         """
         from sleuth.errors import QueryError
+        from sleuth.ingest.names import index_name, is_valid_text
         from sleuth.pathglob import qualified_path
 
         ref = ref.strip()
@@ -342,7 +344,7 @@ class Engine:
             raise QueryError(f"a document reference cannot hold a NUL byte, got {ref[:100]!r}")
         allowed = None if projects is None else set(projects)
         head, sep, _suffix = ref.partition(":")
-        doc = self.catalog.document(head) if head and "/" not in head else None
+        doc = self.catalog.document(head) if head and "/" not in head and is_valid_text(head) else None
         if doc is not None and (allowed is None or doc.project_id in allowed):
             if not sep:
                 return doc.doc_id, None
@@ -353,6 +355,8 @@ class Engine:
         forms = [ref.removeprefix("./")]
         if "\\" in ref:
             forms.append(ref.replace("\\", "/").removeprefix("./"))
+        # A name the shell gave with bytes that are not UTF-8 (tab completion): its index form (``\\xNN``)
+        forms = [form if is_valid_text(form) else index_name(form) for form in forms]
         found = self._files_at(ref, forms, allowed, self.catalog.documents_at)
         if len(found) == 1:
             return found[0][0], None
@@ -362,10 +366,14 @@ class Engine:
             raise QueryError(f"{ref!r} names {len(found)} documents: {listed}; {_ambiguity_hint(found[:10])}")
         skipped = self._files_at(ref, forms, allowed, self.catalog.skipped_at)
         if skipped:  # a file indexing passed over: say so, and why, rather than "not found"
+            from sleuth.freshness import skip_state
+
             listed = "; ".join(f"{qualified_path(root, rel_path)} (project {pid}): {reason}"
                                for reason, pid, root, rel_path in skipped[:10])
-            raise DocumentNotFound(f"not indexed: {ref!r} was skipped at indexing: {listed}"
-                                   " (`sleuth status --verbose` lists every skipped file)")
+            how = ("could not be read or parsed at indexing" if all(skip_state(s[0]) == "failed" for s in skipped)
+                   else "was skipped at indexing")
+            raise DocumentNotFound(f"not indexed: {ref!r} {how}: {listed}"
+                                   " (`sleuth status --verbose` lists every file not indexed)")
         raise document_not_found(ref)
 
     def _files_at(self, ref: str, forms: list[str], allowed: set[str] | None,
@@ -374,6 +382,7 @@ class Engine:
         ``ref`` names (see :meth:`resolve`): the first of ``forms`` that names any, as a path
         relative to its root or qualified by the root's label, then ``ref`` as an absolute path
         under a root; only of ``allowed`` projects (None: all), each once."""
+        from sleuth.ingest.names import index_name
         from sleuth.pathglob import root_label
 
         candidates: list[tuple[str, str, str, str]] = []
@@ -390,7 +399,8 @@ class Engine:
                 for root in roots if allowed is None or pid in allowed else ():
                     inside = _resolved_under(ref, Path(root))
                     if inside is not None:
-                        candidates += [c for c in rows_at(inside.relative_to(root).as_posix())
+                        # a path on the file system: its names in their index form (sleuth.ingest.names)
+                        candidates += [c for c in rows_at(index_name(inside.relative_to(root).as_posix()))
                                        if c[1] == pid and c[2] == root]
         return list(dict.fromkeys(candidates))
 
@@ -469,9 +479,10 @@ class Engine:
             index_dir=str(self.index_dir), projects=projects, documents=counts["documents"], blocks=counts["blocks"],
             skipped=counts["skipped"], generation=self.catalog.generation(),
             postings_generation=self.postings.generation(), postings_behind=self.folder.postings_behind,
-            read_only=self.folder.read_only, lanes=list(self.config.lanes), settings_unused=list(self.config.unused),
+            read_only=self.folder.read_only, lanes=list(self.config.lanes), fusion=self.config.fusion,
+            settings_unused=list(self.config.unused),
             vector_lane=VectorLaneReport(available=vector.available, reason=vector.reason, **details),
-            skipped_by_reason=skip_summary((s["path"], s["reason"]) for s in skipped),
+            skipped_by_reason=skip_summary(stored_skips(skipped)),
             skipped_files=[SkippedFileInfo(**s, state=skip_state(s["reason"])) for s in listed],
             problems=[ProblemInfo(**p) for p in self.catalog.problems()],
             coverage=[RootCoverage.model_validate(c) for c in coverage_summary(

@@ -54,6 +54,10 @@ if TYPE_CHECKING:
 #: (permissions, I/O) and files over the size limit are not remembered: those are cheap to try again.
 REMEMBERED_FAILURES = ("took too long", "needs more memory than", "cannot parse", "parser failed",
                        "the parse process died", "its parsed form holds more than")
+#: Failures of the parse's bounds and process (the machine's load, an outside kill, the memory of the
+#: moment), not of the file's content: a file indexed before keeps its last good version (served as
+#: stale) rather than leave the index on a transient failure.
+RESOURCE_FAILURES = ("took too long", "needs more memory than", "the parse process died")
 #: What the skip reason of a remembered failure says besides it.
 NOT_RETRIED = "not parsed again: unchanged since it failed; `sleuth index --retry-failed` tries it again"
 #: Documents written to the catalog (and committed to the lanes) per transaction while indexing.
@@ -213,6 +217,8 @@ class _RootPass:
     reparse: bool = False  # indexed by an older parser (sleuth.ingest.PARSER_VERSION): parse every file
     failed_before: dict[str, FailedFile] = field(default_factory=dict)  # as the catalog remembers them
     failed: dict[str, FailedFile] = field(default_factory=dict)  # what this pass leaves remembered
+    #: Files of this pass that could not be read or parsed: their documents go, counted as failed, not removed.
+    not_parsed: set[str] = field(default_factory=set)
 
 
 def _outer_roots(root: Path, own_roots: Sequence[str]) -> list[tuple[str, str]]:
@@ -685,7 +691,9 @@ class Indexer:
         if outcome is None and before is not None:  # failed before, unchanged since: not parsed again
             rp.failed[rel] = before
             rp.skips.append((rel, f"{before.reason} ({NOT_RETRIED})"))
-            rp.seen.discard(rel)
+            if not before.reason.startswith(RESOURCE_FAILURES):
+                rp.seen.discard(rel)
+                rp.not_parsed.add(rel)
             return
         if outcome is None:  # unchanged: the same time and size as indexed
             report.unchanged += 1
@@ -695,8 +703,11 @@ class Indexer:
         if isinstance(outcome, Failed):
             # Its document, if any, goes as a skipped file's does: what the index holds of a file is what
             # the file says now, not a version it no longer has (searches served that text, marked stale,
-            # and `sleuth index` again did not bring it up to date).
-            rp.seen.discard(rel)
+            # and `sleuth index` again did not bring it up to date). Not on a failure of the parse's
+            # bounds or process (RESOURCE_FAILURES): the file may say what it said.
+            if not outcome.reason.startswith(RESOURCE_FAILURES):
+                rp.seen.discard(rel)
+                rp.not_parsed.add(rel)
             rp.skips.append((rel, outcome.reason))
             if outcome.reason.startswith(REMEMBERED_FAILURES):
                 rp.failed[rel] = FailedFile(outcome.reason, item.mtime_ns, item.size_bytes, PARSER_VERSION)
@@ -720,11 +731,11 @@ class Indexer:
         self._flush_run(run)
         self.catalog.touch_documents(rp.touched)
         self.catalog.mark_verified(rp.verified, run.now)
-        gone = [state.doc_id for (_, rel), state in rp.known.items() if rel not in rp.seen]
+        gone = [(state.doc_id, rel) for (_, rel), state in rp.known.items() if rel not in rp.seen]
         if gone:
-            gen = self.catalog.delete_documents(gone)
-            self.postings.apply([], gone, [], gen)
-            run.report.removed += len(gone)
+            gen = self.catalog.delete_documents([doc_id for doc_id, _ in gone])
+            self.postings.apply([], [doc_id for doc_id, _ in gone], [], gen)
+            run.report.removed += sum(1 for _, rel in gone if rel not in rp.not_parsed)  # a failed file is "failed"
         for path, problems in sorted(rp.ignore_files.items()):  # once each, however often it was read
             run.report.problems.extend({"path": path, "problem": problem} for problem in problems)
             rp.problems.extend((path, problem) for problem in problems)

@@ -336,7 +336,7 @@ class PlainLines:
             self._last = now  # the first line comes after one interval: a quick run prints only its end
             return
         line = f"{self.label}: {progress.line()}"
-        if not final and line == self._last_line and now - self._last < REPEAT_AFTER_S:
+        if not final and line == self._last_line and self._last is not None and now - self._last < REPEAT_AFTER_S:
             return  # nothing moved (waiting on another process): a line a minute says it is alive
         self._last = now
         self._written += 1

@@ -7,7 +7,7 @@ left out of the JSON (``exclude_if``), as the reports always did.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import Field
@@ -63,6 +63,18 @@ def skip_summary(skips: Iterable[tuple[str, str]], examples: int = SKIPPED_EXAMP
         if len(group.examples) < examples:
             group.examples.append(path)
     return sorted(groups.values(), key=lambda g: (-g.count, g.reason))
+
+
+def stored_skips(rows: Sequence[Mapping[str, str]]) -> list[tuple[str, str]]:
+    """The catalog's skipped-file rows (``project``, ``root``, ``path``, ``reason``) as ``(path,
+    reason)`` for :func:`skip_summary`: each path qualified by its root's folder name
+    (:func:`sleuth.pathglob.qualified_path`, ``vault/data/blob.bin``) when the rows come from several
+    roots, so that two roots' files of one name are told apart (``data/blob.bin, data/blob.bin``)."""
+    from sleuth.pathglob import qualified_path
+
+    several = len({(r["project"], r["root"]) for r in rows}) > 1
+    return [(qualified_path(r["root"], r["path"]) if several and r["root"] else r["path"], r["reason"])
+            for r in rows]
 
 
 class ProblemInfo(Model):
@@ -207,6 +219,7 @@ class StatusReport(Model):
                                         "catch up (a full disk, a read-only folder)")
     read_only: str | None = Field(description="Why the index was opened read-only, when it was")
     lanes: list[str] = Field(description="Lanes run by default")
+    fusion: str = Field(default="zscore", description="How the lanes' lists are fused (zscore, convex or rrf)")
     settings_unused: list[str] = Field(default_factory=list, description=(
         "Settings of config.toml that the configured fusion does not read ([score_weights] under rrf,"
         " [lane_weights] under zscore or convex), in words"))
@@ -228,7 +241,8 @@ class DoctorProject(ProjectInfo):
 
     memory_dir: str = Field(description="Where project_memory_record writes this project's records")
     stale_documents: int = Field(description="Documents whose file changed or vanished since indexed")
-    skipped_files: int
+    skipped_files: int = Field(description="Files not indexed (failed ones included)")
+    failed_files: int = Field(default=0, description="Of skipped_files, those that could not be read or parsed")
 
 
 class StaleDocument(Model):

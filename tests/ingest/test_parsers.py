@@ -202,6 +202,9 @@ def test_notebook_cells() -> None:
 def test_malformed_notebook_raises() -> None:
     with pytest.raises(ParseError, match="invalid notebook JSON"):
         parse_document("bad.ipynb", '{"cells": [')
+    with pytest.raises(ParseError) as raised:  # the decoder's words with the position they refer to
+        parse_document("bad.ipynb", '{"cells": ["abc')
+    assert str(raised.value) == "bad.ipynb: invalid notebook JSON (Unterminated string starting at line 1, column 12)"
     with pytest.raises(ParseError, match="no list of cell objects"):
         parse_document("bad.ipynb", '{"metadata": {}}')
 
@@ -315,6 +318,13 @@ def test_kind_for_path_reads_names_as_pathlib_does() -> None:
     ('+++\ntitle = "Bee"\ndescription = """\nquokka habitat\nnotes\n"""\n+++\n# Bee\nBody\n',
      "quokka habitat\nnotes", (4, 5)),
     ("---\nsummary: 'quokka summary'\n---\nBody\n", "quokka summary", (2, 2)),
+    # attack round of stop 38: a line like the key inside another value's string, a key given twice
+    ('+++\nnotes = """\ndescription = "zulufake hidden"\n"""\ndescription = "zulureal value"\n+++\n# Body\nbody\n',
+     "zulureal value", (5, 5)),
+    ('---\ntitle: "hello\ndescription: FAKE\n  world"\ndescription: real words\n---\n# Body\nbody\n', "real words",
+     (5, 5)),
+    ("---\ndescription: FIRST\ndescription: SECOND\n---\n# Body\nbody\n", "SECOND", (3, 3)),
+    ('---\ndescription: "a \\"quoted\\" word"\n---\n# Body\nbody\n', 'a \\"quoted\\" word', (2, 2)),
 ])
 def test_a_pages_front_matter_summary_is_a_block_of_its_own(text: str, block: str, lines: tuple[int, int]) -> None:
     """A new user's trial: `description:` of the front matter was not searched (the front matter is not).
@@ -331,6 +341,7 @@ def test_a_pages_front_matter_summary_is_a_block_of_its_own(text: str, block: st
     "---\ndescription: ''\n---\n# Bee\nBody\n",  # blank
     "---\ndescription: [a, list]\n---\n# Bee\nBody\n",  # not text
     "---\ndescription: The bee body.\n---\n# Bee\nbody, the\n",  # every word of it on the page already
+    "---\nx: &a aliased words\ndescription: *a\n---\n# Bee\nBody\n",  # its words are not on its line
 ])
 def test_no_summary_block_without_a_top_level_summary_text(text: str) -> None:
     assert [b.heading_path for b in parse_document("page.md", text).blocks] == [("Bee",)]

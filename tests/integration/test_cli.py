@@ -446,7 +446,7 @@ def test_get_of_a_skipped_file_says_it_was_skipped_and_why(tmp_path: Path) -> No
     env = {"SLEUTH_MODEL": "none"}
     run_cli("index", str(notes), "--index", str(index), env=env)
     said = ("error: not indexed: {!r} was skipped at indexing: notes/sub/tool.exe (project notes): binary file type:"
-            " .exe (`sleuth status --verbose` lists every skipped file)")
+            " .exe (`sleuth status --verbose` lists every file not indexed)")
     for ref in ("sub/tool.exe", "notes/sub/tool.exe", str(notes / "sub" / "tool.exe")):
         proc = run_cli("get", ref, "--index", str(index), env=env, check=False)
         assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (4, "", said.format(ref))
@@ -574,7 +574,7 @@ def test_a_dangling_symlink_in_the_model_folder_is_passed_over(tmp_path: Path) -
     env = {"SLEUTH_MODEL": str(real)}
     index = tmp_path / "idx-real"
     indexed = run_cli("index", str(notes), "--index", str(index), env=env)
-    assert ", 1 blocks written, 1 embedded, 0 skipped" in indexed.stdout, indexed.stdout
+    assert ", 1 block written, 1 embedded, 0 skipped" in indexed.stdout, indexed.stdout
     vector = json.loads(run_cli("status", "--index", str(index), "--format", "json", env=env).stdout)["vector_lane"]
     assert (vector["available"], vector["model"].partition("@")[0], vector["dimensions"],
             vector["blocks_with_vectors"]) == (True, "real", 384, 1)
@@ -660,3 +660,15 @@ def test_text_output_says_what_supersedes_a_hit(tmp_path: Path) -> None:
     assert lines[6] == (f"      moved above #2 0002-use-postgresql.md, which it supersedes: contribution {raise_:.6f}"
                         f"  (its score {hits[1]['score']:.4f})")
     assert lines[7] == f"      sum = {hits[1]['score']:.6f}"
+
+
+def test_a_query_of_several_unquoted_words_is_one_query(tmp_path: Path) -> None:
+    """A new user's trial: `sleuth search courgettes raised beds` failed with "Got unexpected extra
+    arguments"; the words are now one query, as if quoted."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "beds.md").write_text("# Beds\n\nCourgettes grow in raised beds.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    run_cli("index", str(tmp_path / "notes"), "--index", str(index), env={"SLEUTH_MODEL": "none"})
+    out = json.loads(run_cli("search", "courgettes", "raised", "beds", "--index", str(index), "--format", "json",
+                             env={"SLEUTH_MODEL": "none"}).stdout)
+    assert (out["query"], [h["path"] for h in out["hits"]]) == ("courgettes raised beds", ["beds.md"])

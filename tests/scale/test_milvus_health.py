@@ -158,7 +158,7 @@ def test_an_unreachable_milvus_is_reported_with_the_rest(tmp_path: Path) -> None
     assert lines[2] == f"  catalog: sqlite {Path(index) / 'catalog.sqlite3'}"
     assert lines[3].startswith(f"  milvus at {shown}, collections sleuth_*: cannot reach Milvus at {shown}: ")
     assert lines[4] == f"  milvus lanes at generation {gen} of {gen} (as the catalog records): up to date"
-    assert lines[5] == "  lanes: bm25, index, rm3, vector"
+    assert lines[5] == "  lanes: bm25, index, rm3, vector (fusion zscore)"
     assert "  project alpha: 2 documents" in status.stdout
     report = _json("doctor", "--index", index, env=env, code=1)
     assert report["ok"] is False and report["milvus"]["reachable"] is False

@@ -115,7 +115,7 @@ def render_status(st: StatusReport, verbose: bool = False, qualified: Collection
     if st.read_only:
         out.append(f"  opened read-only: {st.read_only}")
     out.extend(render_backends(st.catalog, st.milvus))
-    out.append(f"  lanes: {', '.join(st.lanes)}")
+    out.append(f"  lanes: {', '.join(st.lanes)} (fusion {st.fusion})")
     out.extend(f"  config.toml: {note}" for note in st.settings_unused)
     vec = st.vector_lane
     if vec.available:
@@ -137,7 +137,8 @@ def render_status(st: StatusReport, verbose: bool = False, qualified: Collection
     out.extend(_coverage_line(c) for c in st.coverage if c.project not in listed)
     failed = sum(c.failed for c in st.coverage)
     out.append(f"  {st.skipped:,} file(s) not indexed ({st.skipped - failed:,} skipped, {failed:,} failed):"
-               if failed and failed <= st.skipped else f"  {st.skipped:,} skipped file(s)" + (":" if st.skipped else ""))
+               if failed and failed <= st.skipped
+               else f"  {st.skipped:,} skipped file(s)" + (":" if st.skipped else ""))
     if verbose or st.files is not None:
         out.extend(f"    {s.path}: {s.reason}" for s in st.skipped_files)
     else:
@@ -180,14 +181,35 @@ def _path(project: str, root: str, path: str, qualified: Collection[str]) -> str
     return qualified_path(root, path) if project in qualified else path
 
 
+def _stale_advice(root: str, index_dir: str) -> str:
+    """What to run for a stale document of ``root``: ``sleuth index`` again, or, when the root itself
+    is gone (renamed or deleted), the command that removes its documents, naming this index (a root
+    renamed with the index folder inside it is no longer where ``sleuth index`` looks for its index)."""
+    import os
+
+    if root and not os.path.lexists(root):
+        return (f" its root {root} no longer exists: `sleuth index {shlex_quote(root)} --index"
+                f" {shlex_quote(index_dir)}` removes its documents")
+    return " run `sleuth index` again"
+
+
+def shlex_quote(value: str) -> str:
+    """``value`` quoted for a POSIX shell when it needs it (:func:`shlex.quote`)."""
+    import shlex
+
+    return shlex.quote(value)
+
+
 def render_doctor(report: DoctorReport, qualified: Collection[str] = frozenset()) -> str:
     """A doctor report as text for people (``qualified``: the projects with several roots, whose
     paths are shown with their root's label, as search results show them)."""
     out = [f"index {report.index_dir}: {'ok' if report.ok else 'needs attention'}"]
     out.extend(render_backends(report.catalog, report.milvus))
     for p in report.projects:
+        failed = f", {p.failed_files:,} failed" if 0 < p.failed_files <= p.skipped_files else ""
         out.append(f"  project {p.project_id}: {p.documents:,} documents, {p.blocks:,} blocks, "
-                   f"{p.stale_documents:,} stale, {p.skipped_files:,} skipped; memory folder {p.memory_dir}")
+                   f"{p.stale_documents:,} stale, {p.skipped_files - (p.failed_files if failed else 0):,} skipped"
+                   f"{failed}; memory folder {p.memory_dir}")
     for name, lane in report.lanes.items():  # seed 004's retrieval families, each answered by lanes
         out.append(f"  retrieval family {name} (lanes {', '.join(lane.lanes) or 'none'}): "
                    + ("available" if lane.available else f"unavailable: {lane.reason}") + _partly_embedded(lane))
@@ -195,7 +217,7 @@ def render_doctor(report: DoctorReport, qualified: Collection[str] = frozenset()
         out.append(f"  postings at generation {report.postings_generation} of {report.generation}: "
                    "the next search or index catches up")
     out.extend(f"  stale: {d.project_id} {_path(d.project_id, d.root, d.path, qualified)} (indexed {d.indexed_at}):"
-               " run `sleuth index` again"
+               + _stale_advice(d.root, report.index_dir)
                for d in report.stale_documents)
     unlisted = report.stale_document_count - len(report.stale_documents)
     if unlisted > 0:  # the report lists the first ones only (memory.doctor.STALE_LISTED_MAX)

@@ -138,6 +138,7 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
     """What ``sleuth index`` prints of ``report`` (text format); ``explicit``: the index was named
     (``--index``, ``$SLEUTH_INDEX``); ``enclosing``: the index above the first path that was used,
     with its root holding the path; ``named``: the project was named (``--project``)."""
+    from sleuth.commands.health import shlex_quote
     from sleuth.ingest.names import one_line
     from sleuth.types import INBOX_PROJECT_ID
 
@@ -146,7 +147,8 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         f"indexed project {report.project!r} into {target}: {report.scanned:,} file{'' if report.scanned == 1 else 's'}"
         " scanned, "
         f"{report.added:,} added, {report.updated:,} updated, {report.unchanged:,} unchanged, "
-        f"{report.removed:,} removed, {report.blocks:,} blocks written, {report.embedded:,} embedded, "
+        f"{report.removed:,} removed, {report.blocks:,} block{'' if report.blocks == 1 else 's'} written, "
+        f"{report.embedded:,} embedded, "
         f"{not_indexed_counts(skipped)} ({report.took_s:.2f} s)"]
     if enclosing is not None:
         first = paths[0].resolve()
@@ -177,7 +179,8 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
     for gone in report.gone_roots:
         other, _, root = gone.partition(": ")
         out.append(f"  warning: {root}, a root of project {other!r}, no longer exists: its documents stay (marked"
-                   f" stale) until `sleuth index {root}` removes them, or `sleuth projects remove {other}`")
+                   f" stale) until `sleuth index {shlex_quote(root)} --index {shlex_quote(str(target))}` removes"
+                   f" them, or `sleuth projects remove {shlex_quote(other)}`")
     if not named and report.project == f"{INBOX_PROJECT_ID}-folder":
         out.append(f"  (a folder named {INBOX_PROJECT_ID} makes the project {report.project!r}: the id "
                    f"{INBOX_PROJECT_ID!r} is the Inbox of records filed without a project)")
@@ -224,9 +227,8 @@ def render_skips(skips: list[tuple[str, str]], verbose: bool) -> list[str]:
     """Skipped files for people: a line per reason with its count and first paths, or (``verbose``)
     a line per file."""
     from sleuth.commands.health import render_skip_summary
-    from sleuth.reports import skip_summary
-
     from sleuth.freshness import skip_state
+    from sleuth.reports import skip_summary
 
     if verbose:
         return [f"  {skip_state(reason)} {path}: {reason}" for path, reason in skips]

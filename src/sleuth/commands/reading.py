@@ -93,9 +93,9 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
     ``quiet_no_model``: leave out the vector lane's "unavailable" line when the index has no model
     by choice (``model = "none"``), as for a search with the default lanes. The Inbox left out of a
     search of every project is named only when nothing was found (the JSON always carries it)."""
+    from sleuth.errors import NO_MODEL_REASON
     from sleuth.freshness import stale_note
     from sleuth.fusion import SUPERSEDES_TRACE
-    from sleuth.errors import NO_MODEL_REASON
     from sleuth.types import inbox_note
 
     out: list[str] = [f"(lane {lane} unavailable: {why})" for lane, why in resp.unavailable_lanes.items()
@@ -147,7 +147,7 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
 
 
 @click.command("search")
-@click.argument("query")
+@click.argument("words", nargs=-1, required=True, metavar="QUERY...")
 @click.option("--project", "projects", multiple=True,
               help="Search only this project (repeatable); without it, every project but the inbox (records "
                    "filed without a project), as MCP's all_projects.")
@@ -175,17 +175,19 @@ def render_text(resp: SearchResponse, explain: bool, qualified: set[str] | None 
 @index_option
 @format_option
 @handle_errors
-def search_cmd(query: str, projects: tuple[str, ...], limit: int, offset: int, paths: tuple[str, ...],
+def search_cmd(words: tuple[str, ...], projects: tuple[str, ...], limit: int, offset: int, paths: tuple[str, ...],
                kinds: tuple[str, ...], roles: tuple[str, ...], tags: tuple[str, ...], since: int | None,
                until: int | None, lanes: str | None, variants: tuple[str, ...], explain: bool,
                index_dir: Path | None, fmt: str) -> None:
-    """Search the index for QUERY. Quote words ("like this") to require an exact phrase.
+    """Search the index for QUERY (its words may come as one argument or several: `sleuth search
+    raised beds`). Quote words ("like this", inside the shell's quotes) to require an exact phrase.
 
     Filters apply inside every lane before its top results are cut, so a filtered search returns
     as many results as an unfiltered one would. A document that another one in the index
     supersedes ranks below it. When the index's broker runs (an MCP session started it), it
     answers the search, with the index and the model already loaded; $SLEUTH_BROKER=0 searches
     in this process."""
+    query = " ".join(words)  # `sleuth search raised beds` as `sleuth search "raised beds"`
     if since is not None and until is not None and since > until:
         raise click.BadParameter("--since is later than --until: no document can match", param_hint="--since")
     for given, most, hint in ((variants, SEARCH_VARIANTS_MAX, "--variant"), (paths, PATH_GLOBS_MAX, "--path")):
@@ -240,25 +242,26 @@ def _from_broker(index_dir: Path | None, request: SearchRequest) -> tuple[Search
 
 
 def _cwd_path(engine: Any, ref: str, scope: list[str] | None) -> str:
-    """``ref`` as the engine takes it: as given when it names a document (an id, a path relative to
-    its root or an absolute path), else, when it is a file relative to the current folder (``a.md``
-    typed inside ``notes/``, ``../docs/x.md``), that file's absolute path, which names its document
-    when the file lies under a root. A command line's paths are the shell's, relative to where it
-    runs; the MCP tools, which run nowhere in particular, take ids and root-relative paths only."""
+    """``ref`` as the engine takes it. A file relative to the current folder (``a.md`` typed inside
+    ``notes/``, ``./a.md``, ``../docs/x.md``) is that file, as the shell opens it (its real path:
+    ``link/../x.md`` is where the link leads), when it is a document of the index (or a file indexing
+    passed over); otherwise ``ref`` as given: an id, a path relative to its root or an absolute path.
+    The file here wins over another project's document of the same root-relative path (``./readme.md``
+    in ``a/notes`` is not project b's ``readme.md``). A command line's paths are the shell's, relative
+    to where it runs; the MCP tools, which run nowhere in particular, take ids and root-relative paths."""
     import os
 
     from sleuth.errors import SleuthError
 
     try:
-        engine.resolve(ref, scope)
-        return ref
-    except SleuthError:
         if os.path.isabs(ref) or "\0" in ref or not os.path.lexists(ref):
             return ref
-    here = os.path.abspath(ref)
+        here = os.path.realpath(ref)
+    except (OSError, ValueError):  # the current folder was deleted; a name too long
+        return ref
     try:
         engine.resolve(here, scope)
-    except SleuthError as exc:  # the error names what was typed, unless it knows the file (skipped at indexing)
+    except SleuthError as exc:  # not a document: ``ref`` as typed, unless indexing passed over the file
         return here if str(exc).startswith("not indexed: ") else ref
     return here
 

@@ -231,10 +231,12 @@ def _description_blocks(text: str, index_start: int, front_matter: dict[str, Any
     not searched) and a hit there shows its line: the value's span when it is on the key's line (quotes
     left out), else the lines after the key that continue it (a YAML ``>`` or ``|`` block, a plain
     value running on, a TOML triple-quoted string), at most ``CHUNK_MAX_CHARS`` characters. A top-level key
-    only (``params: {description: ...}`` is not the page's); none when the key's line is not found, or
-    when the page's ``body`` blocks and title hold every word of it already (a summary repeating the
-    lead paragraph: 113 of the Hugo docs' 745 summaries; it would find nothing more, and its block and
-    vector would cost as much as another's)."""
+    only (``params: {description: ...}`` is not the page's), on the first line of that key that holds
+    its value as written, else the first that holds its words (escapes); none when no line does (a
+    line that looks like the key inside another value's string), or when the page's ``body`` blocks
+    and title hold every word of it already (a summary repeating the lead paragraph: 113 of the Hugo
+    docs' 745 summaries; it would find nothing more, and its block and vector would cost as much as
+    another's)."""
     key = next((k for k in DESCRIPTION_KEYS if isinstance(front_matter.get(k), str) and front_matter[k].strip()),
                None)
     if key is None or not index_start:
@@ -247,28 +249,44 @@ def _description_blocks(text: str, index_start: int, front_matter: dict[str, Any
     if said <= held:
         return []
     head = text[:index_start]
-    found = re.search(rf"(?m)^([\"']?){re.escape(key)}\1[ \t]*[:=][ \t]*(.*)$", head)
-    if found is None:
+    value = " ".join(front_matter[key].split())
+    chosen: tuple[int, int] | None = None
+    for found in re.finditer(rf"(?m)^([\"']?){re.escape(key)}\1[ \t]*[:=][ \t]*(.*)$", head):
+        start, end = _value_span(head, found, value)
+        if start >= end:
+            continue
+        if " ".join(head[start:end].split()) == value:  # the value as written (most pages)
+            chosen = start, end
+            break
+        if chosen is None and said <= set(_WORDS.findall(head[start:end].lower())):
+            chosen = start, end  # escapes, anchors: the words of the value at least; an exact line may follow
+    if chosen is None:  # a line that looks like the key but does not hold its value (inside another string)
         return []
-    rest, rest_start = found.group(2).rstrip(), found.start(2)
-    if rest.startswith(('"""', "'''")):  # TOML multi-line string
-        close = head.find(rest[:3], rest_start + 3)
-        start, end = rest_start + 3, close if close >= 0 else rest_start + len(rest)
-    elif rest and rest[0] not in "|>":
-        start, end = rest_start, rest_start + len(rest)
-        if len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "\"'":
-            start, end = start + 1, end - 1
-        if " ".join(head[start:end].split()) != " ".join(front_matter[key].split()):
-            end = _continued(head, found.end(), end)  # a plain or quoted value running on indented lines
-    else:  # a block scalar, or the value on the lines below
-        start = found.end() + 1
-        end = _continued(head, found.end(), start)
-    start, end = trim_span(text, start, min(end, index_start))
+    start, end = trim_span(text, *chosen)
     while start < end and text[start] in " \t":  # a block scalar's indentation
         start += 1
     if end <= start:
         return []
     return blocks_for_span(text, start, min(end, start + CHUNK_MAX_CHARS), (), lines)
+
+
+def _value_span(head: str, found: re.Match[str], value: str) -> tuple[int, int]:
+    """Where the value of the key line ``found`` (its rest of line as group 2) is written in
+    ``head``: on that line (quotes left out), or on the lines that continue it (a YAML ``>`` or ``|``
+    block, a plain value running on, a TOML triple-quoted string)."""
+    rest, rest_start = found.group(2).rstrip(), found.start(2)
+    if rest.startswith(('"""', "'''")):  # TOML multi-line string
+        close = head.find(rest[:3], rest_start + 3)
+        return rest_start + 3, close if close >= 0 else rest_start + len(rest)
+    if rest and rest[0] not in "|>":
+        start, end = rest_start, rest_start + len(rest)
+        if len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "\"'":
+            start, end = start + 1, end - 1
+        if " ".join(head[start:end].split()) != value:
+            end = _continued(head, found.end(), end)  # a plain or quoted value running on indented lines
+        return start, end
+    start = found.end() + 1  # a block scalar, or the value on the lines below
+    return start, _continued(head, found.end(), start)
 
 
 def _continued(head: str, line_end: int, end: int) -> int:
@@ -412,8 +430,9 @@ def _notebook_cells(rel_path: str, text: str) -> tuple[list[dict[str, Any]], str
     try:
         nb = json.loads(text, parse_int=_notebook_int)
     except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}"
-        raise ParseError(f"{rel_path}: invalid notebook JSON ({where}: {exc.msg})") from None
+        # "Unterminated string starting at" says where in the position it leaves out: put it back
+        raise ParseError(f"{rel_path}: invalid notebook JSON ({exc.msg.removesuffix(' at')} at line {exc.lineno},"
+                         f" column {exc.colno})") from None
     except RecursionError:
         raise ParseError(f"{rel_path}: invalid notebook JSON (arrays or objects nested too deeply)") from None
     if not isinstance(nb, dict):

@@ -18,6 +18,7 @@ from sleuth.reports import (
     SkippedFileInfo,
     StaleDocument,
     skip_summary,
+    stored_skips,
 )
 from sleuth.scaleout import catalog_backend, milvus_report, one_report
 
@@ -157,10 +158,12 @@ def _doctor(engine: Engine, project_id: str | None, visible: Collection[str] | N
         index_dir=str(engine.index_dir), generation=generation, postings_generation=postings_generation,
         projects=[DoctorProject(**p.model_dump(), memory_dir=str(engine.index_dir / MEMORY_DIR_NAME / p.project_id),
                                 stale_documents=stale_counts[p.project_id],
-                                skipped_files=sum(1 for s in skipped if s["project"] == p.project_id))
+                                skipped_files=sum(1 for s in skipped if s["project"] == p.project_id),
+                                failed_files=sum(1 for s in skipped if s["project"] == p.project_id
+                                                 and skip_state(s["reason"]) == "failed"))
                   for p in projects],
         lanes=lanes, stale_documents=stale, stale_document_count=sum(stale_counts.values()),
-        skipped_file_count=len(skipped), skipped_by_reason=skip_summary((s["path"], s["reason"]) for s in skipped),
+        skipped_file_count=len(skipped), skipped_by_reason=skip_summary(stored_skips(skipped)),
         skipped_files=[SkippedFileInfo(**s, state=skip_state(s["reason"])) for s in skipped[:DOCTOR_LISTED_MAX]],
         problems=problems[:DOCTOR_LISTED_MAX], problem_count=len(problems),
         catalog=catalog_backend(engine), milvus=milvus,

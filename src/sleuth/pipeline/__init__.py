@@ -35,7 +35,7 @@ from sleuth.pipeline.results import Rows, add_details, document_hit, entity_hit,
 from sleuth.pipeline.retrieve import LanePools, Retrieval, Retriever
 from sleuth.ranking import absent_words_notice, lexical_state, semantic_notice
 from sleuth.text import ParsedQuery, parse_query
-from sleuth.types import INBOX_PROJECT_ID, Hit, inbox_note, QuestionAnswer, RankedList, SearchRequest, SearchResponse
+from sleuth.types import INBOX_PROJECT_ID, Hit, QuestionAnswer, RankedList, SearchRequest, SearchResponse, inbox_note
 
 if TYPE_CHECKING:
     from sleuth.config import Config
