@@ -161,3 +161,15 @@ def test_a_file_that_cannot_be_parsed_is_counted_failed_alike_by_index_status_an
     assert "  2 file(s) not indexed (1 skipped, 1 failed):" in doctor
     verbose = run_cli("index", str(root), "--project", "vault", "--index", str(index), "-v", env=LEXICAL).stdout
     assert "  failed bad.ipynb: cannot parse: " in verbose and "  skipped tool.exe: binary file type: .exe" in verbose
+
+
+def test_skipped_files_of_several_roots_are_told_apart(tmp_path: Path) -> None:
+    """A new user's trial: after a rename, two roots' files of one name were listed as
+    ``data/blob.bin, data/blob.bin``; they are qualified by their root's folder name."""
+    from sleuth.reports import skip_summary, stored_skips
+
+    rows = [{"project": "vault", "root": "/v/vault", "path": "data/blob.bin", "reason": "binary content"},
+            {"project": "vault2", "root": "/v/vault2", "path": "data/blob.bin", "reason": "binary content"}]
+    (group,) = skip_summary(stored_skips(rows))
+    assert (group.count, group.examples) == (2, ["vault/data/blob.bin", "vault2/data/blob.bin"])
+    assert stored_skips(rows[:1]) == [("data/blob.bin", "binary content")]  # one root: its paths as they are
