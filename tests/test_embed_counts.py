@@ -92,30 +92,29 @@ def _ended(proc: subprocess.Popen[bytes]) -> Iterator[None]:
         proc.wait()
 
 
+def _start_record(index_dir: Path, pid: int) -> None:
+    """The record start_worker writes for a worker still starting, naming process ``pid``."""
+    (index_dir / EMBED_STATE_FILE).write_text(json.dumps({
+        "pid": pid, "model": None, "state": "starting", "started_at": "2026-01-01T00:00:00Z",
+        "started_s": time.time(), "embedded": 0, "to_embed": None, "rate_blocks_per_s": None,
+        "error": None}), encoding="utf-8")
+
+
 def test_a_start_record_naming_a_process_that_is_no_worker_is_not_a_worker_starting(tmp_path: Path) -> None:
     """Attack round of stop 37: an embed.state.json saying "starting" with any live pid (here this
     test's own process) made status report a worker starting, and held back `sleuth index`'s worker,
-    for up to EMBED_START_GRACE_S (120 s). /proc tells the process is no embedding worker."""
-    (tmp_path / EMBED_STATE_FILE).write_text(json.dumps({
-        "pid": os.getpid(), "model": None, "state": "starting", "started_at": "2026-01-01T00:00:00Z",
-        "started_s": time.time(), "embedded": 0, "to_embed": None, "rate_blocks_per_s": None,
-        "error": None}), encoding="utf-8")
+    for up to EMBED_START_GRACE_S (120 s). /proc tells the process is no embedding worker of this index."""
+    _start_record(tmp_path, os.getpid())
     assert background.worker_running(tmp_path) is False
     (tmp_path / "other").mkdir()
     for index in (tmp_path / "other", None):  # the worker of another index; one naming none
         args = ["--index", str(index)] if index else []
         other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "embed", "--worker", *args])
         with _ended(other):
-            (tmp_path / EMBED_STATE_FILE).write_text(json.dumps({
-                "pid": other.pid, "model": None, "state": "starting", "started_at": "2026-01-01T00:00:00Z",
-                "started_s": time.time(), "embedded": 0, "to_embed": None, "rate_blocks_per_s": None,
-                "error": None}), encoding="utf-8")
+            _start_record(tmp_path, other.pid)
             assert background.worker_running(tmp_path) is False
     worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "embed", "--worker", "--index",
                                "."], cwd=tmp_path)  # a relative --index: of its working folder
     with _ended(worker):
-        (tmp_path / EMBED_STATE_FILE).write_text(json.dumps({
-            "pid": worker.pid, "model": None, "state": "starting", "started_at": "2026-01-01T00:00:00Z",
-            "started_s": time.time(), "embedded": 0, "to_embed": None, "rate_blocks_per_s": None,
-            "error": None}), encoding="utf-8")
+        _start_record(tmp_path, worker.pid)
         assert background.worker_running(tmp_path) is True
