@@ -32,7 +32,8 @@ def _index(tmp_path: Path) -> Path:
 def test_cli_text_and_json_name_the_absent_words(tmp_path: Path) -> None:
     index = _index(tmp_path)
     text = run_cli("search", "taxnomy templates", "--index", str(index), env=ENV).stdout.splitlines()
-    assert text[1:3] == [f"({NOTICE})", text[2]] and text[2].startswith(" 1. templates.md  [notes]  ")
+    # (no line for the vector lane: model = "none" is a choice)
+    assert text[0:2] == [f"({NOTICE})", text[1]] and text[1].startswith(" 1. templates.md  [notes]  ")
     found = json.loads(run_cli("search", "taxnomy templates", "--index", str(index), "--format", "json",
                                env=ENV).stdout)
     assert [h["path"] for h in found["hits"]] == ["templates.md"]
