@@ -470,7 +470,7 @@ def test_counts_in_human_text_have_thousands_separators_everywhere(tmp_path: Pat
     lines = proc.stdout.splitlines()
     assert lines[0].startswith(f"indexed project 'notes' into {index}: 2,000 files scanned, 1,000 added, 0 updated, "
                                "0 unchanged, 0 removed, 1,000 blocks written, 0 embedded, 1,000 skipped (")
-    assert "  skipped 1,000 file(s):" in lines
+    assert "  1,000 skipped file(s):" in lines
     assert "    1,000 binary file type (t0000.exe, t0001.exe, t0002.exe, ... (997 more))" in lines
     assert "postings 1,000/1,000 blocks" in proc.stderr
     status = run_cli("status", "--index", str(index), env=env).stdout.splitlines()

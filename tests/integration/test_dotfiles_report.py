@@ -36,7 +36,7 @@ def test_index_and_status_report_documents_not_tools_dotfiles(tmp_path: Path) ->
     lines = out.output.splitlines()
     assert any(line.startswith("indexed project 'repo' into ") and ": 3 files scanned, 2 added, " in line
                and ", 1 skipped (" in line for line in lines), lines
-    assert lines[-2:] == ["  skipped 1 file(s):", "    1 binary file type (docs/report.docx)"]
+    assert lines[-2:] == ["  1 skipped file(s):", "    1 binary file type (docs/report.docx)"]
 
     status = runner.invoke(cli, ["status", "--files", "--index", str(idx)], env=ENV)
     assert status.exit_code == 0, status.output

@@ -439,7 +439,7 @@ def test_doctor_command_reports_stale_and_skipped(tmp_path: Path) -> None:
     proc = run_cli("doctor", "--index", str(index), check=False)
     text = proc.stdout
     assert (proc.returncode, text.splitlines()[0], proc.stderr) == (1, f"index {index}: needs attention", "")
-    assert "stale: notes a.md" in text and "  1 skipped file(s):\n    1 " in text and " (broken.pdf)" in text
+    assert "stale: notes a.md" in text and "  1 failed file(s):\n    1 " in text and " (broken.pdf)" in text
     help_text = " ".join(run_cli("doctor", "--help").stdout.split())
     assert 'Exits 0 when all is well ("ok"), 1 when anything needs attention' in help_text
     missing = run_cli("doctor", "--project", "nope", "--index", str(index), check=False)

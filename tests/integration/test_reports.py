@@ -33,8 +33,8 @@ def vault(root: Path) -> Path:
 def test_skipped_files_are_summarised_by_reason_and_listed_on_request(tmp_path: Path) -> None:
     root, index = vault(tmp_path / "vault"), tmp_path / "idx"
     out = run_cli("index", str(root), "--project", "vault", "--index", str(index), env=LEXICAL).stdout.splitlines()
-    skipped = [line for line in out if line.startswith("  skipped") or line.startswith("    ")]
-    assert skipped[0] == f"  skipped {EXES + IMAGES} file(s):"
+    skipped = [line for line in out if line.endswith(" skipped file(s):") or line.startswith("    ")]
+    assert skipped[0] == f"  {EXES + IMAGES} skipped file(s):"
     assert skipped[1] == (f"    {EXES} binary file type (bin/tool000.exe, bin/tool001.exe, bin/tool002.exe,"
                           f" ... ({EXES - SKIPPED_EXAMPLES_PER_REASON} more))")
     assert skipped[2] == (f"    {IMAGES} unsupported format (img/pic000.xyz, img/pic001.xyz, img/pic002.xyz, ..."
@@ -153,7 +153,7 @@ def test_a_file_that_cannot_be_parsed_is_counted_failed_alike_by_index_status_an
     (root / "tool.exe").write_bytes(b"MZ\0\0")
     out = run_cli("index", str(root), "--project", "vault", "--index", str(index), env=LEXICAL).stdout.splitlines()
     assert out[0].endswith(", 1 skipped, 1 failed (" + out[0].rsplit(" (", 1)[1]), out
-    assert "  not indexed 2 file(s) (1 skipped, 1 failed):" in out
+    assert "  2 file(s) not indexed (1 skipped, 1 failed):" in out
     status = run_cli("status", "--index", str(index)).stdout.splitlines()
     assert f"    {root}: 1 indexed, 1 skipped, 1 failed, last indexed" in "\n".join(status)
     assert "  2 file(s) not indexed (1 skipped, 1 failed):" in status

@@ -47,6 +47,17 @@ def render_embedding(e: EmbeddingProgress) -> str:
     return f"embedding done: {counts}"
 
 
+def not_indexed_head(total: int, failed: int) -> str:
+    """The heading of a list of ``total`` files not indexed, ``failed`` of them because they could not be
+    read or parsed (:func:`sleuth.freshness.skip_state`): ``3 skipped file(s)``, ``2 failed file(s)``
+    or ``5 file(s) not indexed (3 skipped, 2 failed)``, the words of every command."""
+    if not 0 < failed <= total:
+        return f"{total:,} skipped file(s)"
+    if failed == total:
+        return f"{total:,} failed file(s)"
+    return f"{total:,} file(s) not indexed ({total - failed:,} skipped, {failed:,} failed)"
+
+
 def render_skip_summary(groups: list[SkippedReason], indent: str, hint: str) -> list[str]:
     """Skipped files counted by reason, with the first paths of each."""
     out = []
@@ -135,10 +146,7 @@ def render_status(st: StatusReport, verbose: bool = False, qualified: Collection
         out.append(f"  project {p.project_id}: {p.documents:,} documents, last indexed {when(p.last_indexed)}")
         out.extend(_coverage_line(c) for c in st.coverage if c.project == p.project_id)
     out.extend(_coverage_line(c) for c in st.coverage if c.project not in listed)
-    failed = sum(c.failed for c in st.coverage)
-    out.append(f"  {st.skipped:,} file(s) not indexed ({st.skipped - failed:,} skipped, {failed:,} failed):"
-               if failed and failed <= st.skipped
-               else f"  {st.skipped:,} skipped file(s)" + (":" if st.skipped else ""))
+    out.append("  " + not_indexed_head(st.skipped, sum(c.failed for c in st.coverage)) + (":" if st.skipped else ""))
     if verbose or st.files is not None:
         out.extend(f"    {s.path}: {s.reason}" for s in st.skipped_files)
     else:
@@ -227,9 +235,7 @@ def render_doctor(report: DoctorReport, qualified: Collection[str] = frozenset()
         from sleuth.freshness import skip_state
 
         failed = sum(g.count for g in report.skipped_by_reason if skip_state(g.reason) == "failed")
-        total = report.skipped_file_count
-        out.append(f"  {total:,} file(s) not indexed ({total - failed:,} skipped, {failed:,} failed):"
-                   if failed and failed <= total else f"  {total:,} skipped file(s):")
+        out.append(f"  {not_indexed_head(report.skipped_file_count, failed)}:")
         out.extend(render_skip_summary(report.skipped_by_reason, "    ", "`sleuth status --verbose`"))
     from sleuth.ingest.names import one_line
 

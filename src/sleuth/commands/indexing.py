@@ -226,7 +226,7 @@ def _found_here() -> Path | None:
 def render_skips(skips: list[tuple[str, str]], verbose: bool) -> list[str]:
     """Skipped files for people: a line per reason with its count and first paths, or (``verbose``)
     a line per file."""
-    from sleuth.commands.health import render_skip_summary
+    from sleuth.commands.health import not_indexed_head, render_skip_summary
     from sleuth.freshness import skip_state
     from sleuth.reports import skip_summary
 
@@ -234,9 +234,7 @@ def render_skips(skips: list[tuple[str, str]], verbose: bool) -> list[str]:
         return [f"  {skip_state(reason)} {path}: {reason}" for path, reason in skips]
     lines = render_skip_summary(skip_summary(skips), "    ", "`sleuth index --verbose` or `sleuth status --verbose`")
     failed = sum(1 for _, reason in skips if skip_state(reason) == "failed")
-    head = (f"  not indexed {len(skips):,} file(s) ({len(skips) - failed:,} skipped, {failed:,} failed):" if failed
-            else f"  skipped {len(skips):,} file(s):")
-    return [head, *lines] if lines else []
+    return [f"  {not_indexed_head(len(skips), failed)}:", *lines] if lines else []
 
 
 def not_indexed_counts(skips: list[tuple[str, str]]) -> str:
