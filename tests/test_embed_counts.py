@@ -107,9 +107,11 @@ def test_a_start_record_naming_a_process_that_is_no_worker_is_not_a_worker_start
     _start_record(tmp_path, os.getpid())
     assert background.worker_running(tmp_path) is False
     (tmp_path / "other").mkdir()
-    for index in (tmp_path / "other", None):  # the worker of another index; one naming none
-        args = ["--index", str(index)] if index else []
-        other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "embed", "--worker", *args])
+    for args in (["--index", str(tmp_path / "other")], [], ["--index"], ["--index", ""]):
+        # the worker of another index; one naming none; --index last (attack round 2 of stop 38: the
+        # empty string after cmdline's last NUL was read as its value, the working folder); an empty one
+        other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "embed", "--worker", *args],
+                                 cwd=tmp_path)
         with _ended(other):
             _start_record(tmp_path, other.pid)
             assert background.worker_running(tmp_path) is False

@@ -485,7 +485,7 @@ def _may_be_worker(pid: int, index_dir: Path) -> bool:
     ``hidepid`` hides other users' processes), where a live pid is taken at its word."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            args = f.read(CMDLINE_MAX_BYTES).split(b"\0")
+            args = f.read(CMDLINE_MAX_BYTES).removesuffix(b"\0").split(b"\0")  # each argument ends in NUL
     except FileNotFoundError:
         return not os.path.isdir("/proc/self")  # gone meanwhile (Linux), or no /proc at all
     except OSError:
@@ -493,6 +493,8 @@ def _may_be_worker(pid: int, index_dir: Path) -> bool:
     if b"embed" not in args or b"--worker" not in args or b"--index" not in args[:-1]:
         return False
     named = args[args.index(b"--index") + 1]
+    if not named:
+        return False
     try:  # a relative --index is the worker's working folder's
         return os.path.samefile(os.path.join(f"/proc/{pid}/cwd".encode(), named), index_dir)
     except (OSError, ValueError):

@@ -704,12 +704,14 @@ class Indexer:
             # Its document, if any, goes as a skipped file's does: what the index holds of a file is what
             # the file says now, not a version it no longer has (searches served that text, marked stale,
             # and `sleuth index` again did not bring it up to date). Not on a failure of the parse's
-            # bounds or process (RESOURCE_FAILURES): the file may say what it said.
-            if not outcome.reason.startswith(RESOURCE_FAILURES):
+            # bounds or process (RESOURCE_FAILURES): the file may say what it said, and the last good
+            # version stays (stale) -- so that failure is not remembered: the next run tries it again.
+            kept = state is not None and outcome.reason.startswith(RESOURCE_FAILURES)
+            if not kept:
                 rp.seen.discard(rel)
                 rp.not_parsed.add(rel)
             rp.skips.append((rel, outcome.reason))
-            if outcome.reason.startswith(REMEMBERED_FAILURES):
+            if outcome.reason.startswith(REMEMBERED_FAILURES) and not kept:
                 rp.failed[rel] = FailedFile(outcome.reason, item.mtime_ns, item.size_bytes, PARSER_VERSION)
             return
         if state and state.content_hash == outcome.content_hash and not rp.reparse:

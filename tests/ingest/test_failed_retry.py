@@ -155,3 +155,12 @@ def test_a_file_over_its_time_budget_keeps_its_last_good_version(tmp_path: Path,
         report = engine.index([root], project="p", embed=False)
         assert (report.removed, report.skipped) == (0, [{"path": "slow.md", "reason": REASON}])
         assert [h.path for h in engine.search("harbour pilot").hits] == ["slow.md"]
+        # not remembered as failed (attack round 2: the stale version stayed until --retry-failed): tried again
+        slow.write_text("# Slow\n\nA harbour master.\n", encoding="utf-8")
+        os.utime(slow, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+        assert engine.index([root], project="p", embed=False).skipped == [{"path": "slow.md", "reason": REASON}]
+        monkeypatch.delenv("SLEUTH_FAULT_SLOW_FILE")
+        assert engine.catalog.failed_files("p", str(root.resolve())) == {}
+        jobs.clear()
+        assert engine.index([root], project="p", embed=False).updated == 1 and jobs == ["slow.md"]
+        assert [h.path for h in engine.search("harbour master").hits] == ["slow.md"]

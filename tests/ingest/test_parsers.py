@@ -325,6 +325,15 @@ def test_kind_for_path_reads_names_as_pathlib_does() -> None:
      (5, 5)),
     ("---\ndescription: FIRST\ndescription: SECOND\n---\n# Body\nbody\n", "SECOND", (3, 3)),
     ('---\ndescription: "a \\"quoted\\" word"\n---\n# Body\nbody\n', 'a \\"quoted\\" word', (2, 2)),
+    # attack round 2 of stop 38: a comment, an anchor or a tag is not the summary's text
+    ("---\ndescription: Setup guide # internal: codename bluefalcon\n---\n# B\nbody\n", "Setup guide", (2, 2)),
+    ('---\ndescription: "Setup guide"  # secret note\n---\n# B\nbody\n', "Setup guide", (2, 2)),
+    ('+++\ndescription = "Setup guide" # toml secret\n+++\n# B\nbody\n', "Setup guide", (2, 2)),
+    ("---\ndescription: &d !!str Setup guide\n---\n# B\nbody\n", "Setup guide", (2, 2)),
+    ('---\ntitle: T\nother: "x\ndescription: Setup guide plus text of another key\n"\ndescription: "Setup\\tguide"\n'
+     '---\n# B\nbody\n', "Setup\\tguide", (6, 6)),
+    ('---\ndescription: "quokka habitat\n  notes continued"\nweight: 3\n---\n# Bee\nBody\n',
+     "quokka habitat\n  notes continued", (2, 3)),
 ])
 def test_a_pages_front_matter_summary_is_a_block_of_its_own(text: str, block: str, lines: tuple[int, int]) -> None:
     """A new user's trial: `description:` of the front matter was not searched (the front matter is not).

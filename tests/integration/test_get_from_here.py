@@ -34,9 +34,9 @@ def test_a_path_relative_to_the_current_folder_names_its_document(tmp_path: Path
     assert get("b.md", here)[2].startswith(f"error: not indexed: {str(here / 'b.md')!r} was skipped at indexing: ")
     assert get("c.ipynb", here)[2].startswith(
         f"error: not indexed: {str(here / 'c.ipynb')!r} could not be read or parsed at indexing: ")
-    # a file outside every root, and a name that is no file here, are not found, named as typed
-    assert get("../../elsewhere.md", here) == (4, "", "error: document not found: '../../elsewhere.md' (give a"
-                                               " document id, a block id or a path relative to its root, as"
+    # a file outside every root is not found (named by its path), nor is a name that is no file here
+    assert get("../../elsewhere.md", here) == (4, "", f"error: document not found: {str(tmp_path / 'elsewhere.md')!r}"
+                                               " (give a document id, a block id or a path relative to its root, as"
                                                " `sleuth search` shows them)\n")
     assert get("zz.md", here)[2].startswith("error: document not found: 'zz.md' ")
 
@@ -55,6 +55,16 @@ def test_the_file_here_wins_over_another_projects_path_of_the_same_name(tmp_path
         out = json.loads(run_cli("get", ref, "--index", str(index), "--format", "json", cwd=tmp_path / "a" / "notes",
                                  env=LEXICAL).stdout)
         assert (out["project"], out["path"]) == ("a", "notes/readme.md")
+    # a file here that is not indexed: a path written from here names it only; a bare name is also a
+    # root-relative path, with a note that the file here is not the one shown (attack round 2 of stop 38)
+    (tmp_path / "a" / "readme.md").write_text("# A new readme\n", encoding="utf-8")
+    written = run_cli("get", "./readme.md", "--index", str(index), cwd=tmp_path / "a", check=False, env=LEXICAL)
+    assert (written.returncode, written.stdout) == (4, "")
+    assert written.stderr.startswith(f"error: document not found: {str(tmp_path / 'a' / 'readme.md')!r}")
+    bare = run_cli("get", "readme.md", "--index", str(index), cwd=tmp_path / "a", env=LEXICAL)
+    assert bare.stdout.startswith("# B\n(b: readme.md, ") and bare.stderr == (
+        f"sleuth get: readme.md here ({tmp_path / 'a' / 'readme.md'}) is not a document of the index; shown"
+        " instead: the document whose path in its root is readme.md\n")
     # elsewhere, the root-relative path as before
     out = json.loads(run_cli("get", "readme.md", "--project", "b", "--index", str(index), "--format", "json",
                              cwd=tmp_path, env=LEXICAL).stdout)

@@ -202,10 +202,24 @@ def _stale_advice(root: str, index_dir: str) -> str:
 
 
 def shlex_quote(value: str) -> str:
-    """``value`` quoted for a POSIX shell when it needs it (:func:`shlex.quote`)."""
+    """``value`` quoted for a shell when it needs it: :func:`shlex.quote`, or, when it holds a
+    character that is not printable (a newline in a folder's name), bash's and zsh's ``$'...'`` with
+    that character as ``\\xNN`` / ``\\uNNNN`` -- a printed line must not hold it, and inside ``'...'``
+    its escaped form would name another path."""
     import shlex
 
-    return shlex.quote(value)
+    if value.isprintable():
+        return shlex.quote(value)
+    out = []
+    for ch in value:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x80 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000
+                       else f"\\U{ord(ch):08x}")
+    return "$'" + "".join(out) + "'"
 
 
 def render_doctor(report: DoctorReport, qualified: Collection[str] = frozenset()) -> str:

@@ -241,29 +241,37 @@ def _from_broker(index_dir: Path | None, request: SearchRequest) -> tuple[Search
     return search_via_broker(found, request)
 
 
-def _cwd_path(engine: Any, ref: str, scope: list[str] | None) -> str:
-    """``ref`` as the engine takes it. A file relative to the current folder (``a.md`` typed inside
-    ``notes/``, ``./a.md``, ``../docs/x.md``) is that file, as the shell opens it (its real path:
-    ``link/../x.md`` is where the link leads), when it is a document of the index (or a file indexing
-    passed over); otherwise ``ref`` as given: an id, a path relative to its root or an absolute path.
-    The file here wins over another project's document of the same root-relative path (``./readme.md``
-    in ``a/notes`` is not project b's ``readme.md``). A command line's paths are the shell's, relative
-    to where it runs; the MCP tools, which run nowhere in particular, take ids and root-relative paths."""
+def _cwd_path(engine: Any, ref: str, scope: list[str] | None) -> tuple[str, str | None]:
+    """``(ref as the engine takes it, a note for stderr or None)``. A file relative to the current
+    folder (``a.md`` typed inside ``notes/``, ``./a.md``, ``../docs/x.md``) is that file, as the shell
+    opens it (its real path: ``link/../x.md`` is where the link leads), when it is a document of the
+    index (or a file indexing passed over); it wins over another project's document of the same
+    root-relative path (``./readme.md`` in ``a/notes`` is not project b's ``readme.md``). A path
+    written from here (``./``, ``../``) names that file only: not indexed, it is not found. A bare
+    name of a file here that is not indexed is also read as a path relative to a root (the form
+    results show), with a note saying the file here is not the one shown. Otherwise ``ref`` as given:
+    an id, a path relative to its root or an absolute path. A command line's paths are the shell's;
+    the MCP tools, which run nowhere in particular, take ids and root-relative paths."""
     import os
 
     from sleuth.errors import SleuthError
 
     try:
         if os.path.isabs(ref) or "\0" in ref or not os.path.lexists(ref):
-            return ref
+            return ref, None
         here = os.path.realpath(ref)
     except (OSError, ValueError):  # the current folder was deleted; a name too long
-        return ref
+        return ref, None
     try:
         engine.resolve(here, scope)
-    except SleuthError as exc:  # not a document: ``ref`` as typed, unless indexing passed over the file
-        return here if str(exc).startswith("not indexed: ") else ref
-    return here
+    except SleuthError as exc:
+        if str(exc).startswith("not indexed: ") or ref.startswith(("./", "../")) or ref in (".", ".."):
+            return here, None  # indexing passed over the file, or a path written from here: that file's error
+        if "." not in ref and "/" not in ref:  # an id (hex, a block's ``:``) that is also a file's name here
+            return ref, None
+        return ref, (f"{ref} here ({here}) is not a document of the index; shown instead: the document whose path"
+                     f" in its root is {ref}")
+    return here, None
 
 
 @click.command("get")
@@ -286,7 +294,7 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
 
     with Engine.open(index_dir, serving=True) as engine:
         scope = project_ids(projects) or None
-        ref = _cwd_path(engine, ref, scope)
+        ref, elsewhere = _cwd_path(engine, ref, scope)
         _doc_id, block_id = engine.resolve(ref, scope)
         doc = engine.get(ref, scope)
         qualified = doc.project in engine.multi_root_projects()
@@ -295,6 +303,8 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
     gone = state == "stale" and file_gone(doc.root, doc.path)
     fresh: dict[str, Any] = {"freshness": state, "stale_reason": ("gone" if gone else "changed")
                              if state == "stale" else None}
+    if elsewhere is not None:
+        click.echo(printable(f"sleuth get: {elsewhere}"), err=True)
     note = stale_note(state, gone)
     if note and fmt != "json":
         click.echo(printable(f"sleuth get: {note}; shown as indexed -- run `sleuth index` again to read it anew"),

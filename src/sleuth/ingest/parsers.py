@@ -232,7 +232,7 @@ def _description_blocks(text: str, index_start: int, front_matter: dict[str, Any
     left out), else the lines after the key that continue it (a YAML ``>`` or ``|`` block, a plain
     value running on, a TOML triple-quoted string), at most ``CHUNK_MAX_CHARS`` characters. A top-level key
     only (``params: {description: ...}`` is not the page's), on the first line of that key that holds
-    its value as written, else the first that holds its words (escapes); none when no line does (a
+    its value as written (:func:`_loose`: escapes and spacing aside); none when no line does (an alias, a
     line that looks like the key inside another value's string), or when the page's ``body`` blocks
     and title hold every word of it already (a summary repeating the lead paragraph: 113 of the Hugo
     docs' 745 summaries; it would find nothing more, and its block and vector would cost as much as
@@ -249,20 +249,14 @@ def _description_blocks(text: str, index_start: int, front_matter: dict[str, Any
     if said <= held:
         return []
     head = text[:index_start]
-    value = " ".join(front_matter[key].split())
-    chosen: tuple[int, int] | None = None
+    value = _loose(front_matter[key])
     for found in re.finditer(rf"(?m)^([\"']?){re.escape(key)}\1[ \t]*[:=][ \t]*(.*)$", head):
         start, end = _value_span(head, found, value)
-        if start >= end:
-            continue
-        if " ".join(head[start:end].split()) == value:  # the value as written (most pages)
-            chosen = start, end
+        if start < end and _loose(head[start:end]) == value:  # the value as written: not a look-alike line
             break
-        if chosen is None and said <= set(_WORDS.findall(head[start:end].lower())):
-            chosen = start, end  # escapes, anchors: the words of the value at least; an exact line may follow
-    if chosen is None:  # a line that looks like the key but does not hold its value (inside another string)
+    else:  # no line of the key holds its value as written (an alias, a line inside another value's string)
         return []
-    start, end = trim_span(text, *chosen)
+    start, end = trim_span(text, start, end)
     while start < end and text[start] in " \t":  # a block scalar's indentation
         start += 1
     if end <= start:
@@ -270,23 +264,59 @@ def _description_blocks(text: str, index_start: int, front_matter: dict[str, Any
     return blocks_for_span(text, start, min(end, start + CHUNK_MAX_CHARS), (), lines)
 
 
+def _loose(written: str) -> str:
+    """A value as :func:`_description_blocks` compares the front matter's with the file's text:
+    whitespace runs as one space, ``\\t`` and ``\\n`` escapes as spaces, other backslashes and a
+    single-quoted string's doubled quote (``''``) as written once."""
+    return " ".join(written.replace("\\t", " ").replace("\\n", " ").replace("\\", "").replace("''", "'").split())
+
+
+#: A YAML anchor or tag before a value (``&summary``, ``!!str``), left out of the value's span.
+_VALUE_PROPERTIES = re.compile(r"(?:[&!]\S*[ \t]+)+")
+
+
 def _value_span(head: str, found: re.Match[str], value: str) -> tuple[int, int]:
     """Where the value of the key line ``found`` (its rest of line as group 2) is written in
-    ``head``: on that line (quotes left out), or on the lines that continue it (a YAML ``>`` or ``|``
-    block, a plain value running on, a TOML triple-quoted string)."""
+    ``head``: on that line (quotes, a YAML anchor or tag and a trailing ``# comment`` left out), or
+    on the lines that continue it (a YAML ``>`` or ``|`` block, a plain value running on, a TOML
+    triple-quoted string)."""
     rest, rest_start = found.group(2).rstrip(), found.start(2)
+    if (props := _VALUE_PROPERTIES.match(rest)) is not None:
+        rest, rest_start = rest[props.end():], rest_start + props.end()
     if rest.startswith(('"""', "'''")):  # TOML multi-line string
         close = head.find(rest[:3], rest_start + 3)
         return rest_start + 3, close if close >= 0 else rest_start + len(rest)
+    if rest[:1] in ("\"", "'"):  # a quoted value: to its closing quote (a comment may follow)
+        close = _closing_quote(rest)
+        if close is not None:
+            return rest_start + 1, rest_start + close
+        end = _continued(head, found.end(), rest_start + len(rest))  # running on: to the closing quote
+        return rest_start + 1, end - 1 if head[end - 1:end] == rest[0] else end
     if rest and rest[0] not in "|>":
-        start, end = rest_start, rest_start + len(rest)
-        if len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "\"'":
-            start, end = start + 1, end - 1
-        if " ".join(head[start:end].split()) != value:
-            end = _continued(head, found.end(), end)  # a plain or quoted value running on indented lines
-        return start, end
+        comment = re.search(r"[ \t]#", rest)  # YAML: a comment starts after a blank
+        end = rest_start + (comment.start() if comment else len(rest))
+        if _loose(head[rest_start:end]) != value:
+            end = _continued(head, found.end(), end)  # a plain value running on indented lines
+        return rest_start, end
     start = found.end() + 1  # a block scalar, or the value on the lines below
     return start, _continued(head, found.end(), start)
+
+
+def _closing_quote(rest: str) -> int | None:
+    """The index in ``rest`` of the quote that closes the string ``rest`` opens (``"`` with
+    backslash escapes, ``'`` with ``''`` for a quote), or None when it runs past the line."""
+    quote, i = rest[0], 1
+    while i < len(rest):
+        if quote == '"' and rest[i] == "\\":
+            i += 2
+            continue
+        if rest[i] == quote:
+            if quote == "'" and rest[i + 1:i + 2] == "'":
+                i += 2
+                continue
+            return i
+        i += 1
+    return None
 
 
 def _continued(head: str, line_end: int, end: int) -> int:
