@@ -36,3 +36,12 @@ def test_get_finds_a_file_by_its_escaped_name_not_a_look_alike(tmp_path: Path) -
     assert shown["title"] == "Latin one"
     other = json.loads(run_cli("get", "latin/xe9.md", "--index", str(index), "--format", "json").stdout)
     assert other["title"] == "Look-alike"
+
+
+def test_an_error_naming_a_folder_with_a_newline_is_one_line(tmp_path: Path) -> None:
+    """Attack round of stop 38: a folder named with a newline, given to --index, split the `error:` line."""
+    folder = tmp_path / "we\nird\x1b[31m"
+    folder.mkdir()
+    proc = run_cli("status", "--index", str(folder), check=False)
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1 and "\x1b" not in proc.stderr
+    assert proc.stderr.startswith(f"error: {tmp_path}/we\\x0aird\\x1b[31m is not a sleuth index")

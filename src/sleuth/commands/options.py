@@ -37,6 +37,14 @@ def format_option(f: F) -> F:
     )(f)
 
 
+def _say(line: str) -> None:
+    """An error on stderr as one line: a path named with a newline or an escape (a folder given to
+    --index) cannot split it or reach the terminal (:func:`sleuth.ingest.names.one_line`)."""
+    from sleuth.ingest.names import one_line
+
+    click.echo(one_line(line), err=True)
+
+
 def handle_errors(f: F) -> F:
     """Turn SleuthError, missing roots, unreadable catalogs and OS errors into one line and an exit code."""
 
@@ -45,10 +53,10 @@ def handle_errors(f: F) -> F:
         try:
             return f(*args, **kwargs)
         except SleuthError as exc:
-            click.echo(f"error: {exc}", err=True)
+            _say(f"error: {exc}")
             sys.exit(exc.exit_code)
         except (FileNotFoundError, NotADirectoryError) as exc:
-            click.echo(f"error: {exc}", err=True)
+            _say(f"error: {exc}")
             sys.exit(2)
         except sqlite3.OperationalError as exc:
             text = str(exc)
@@ -58,14 +66,13 @@ def handle_errors(f: F) -> F:
                 hint = "another sleuth process is writing; try again when it has finished"
             else:
                 hint = "the index folder may be damaged; delete it and run `sleuth index` again"
-            click.echo(f"error: the index catalog cannot be used ({text}): {hint}", err=True)
+            _say(f"error: the index catalog cannot be used ({text}): {hint}")
             sys.exit(6)
         except sqlite3.DatabaseError as exc:
-            click.echo(f"error: the index catalog is damaged ({exc}); delete the index folder and "
-                       "run `sleuth index` again", err=True)
+            _say(f"error: the index catalog is damaged ({exc}); delete the index folder and run `sleuth index` again")
             sys.exit(6)
         except OSError as exc:
-            click.echo(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
+            _say(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
             sys.exit(6)
 
     return wrapper  # type: ignore[return-value]
