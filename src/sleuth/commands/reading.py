@@ -179,8 +179,8 @@ def search_cmd(words: tuple[str, ...], projects: tuple[str, ...], limit: int, of
                kinds: tuple[str, ...], roles: tuple[str, ...], tags: tuple[str, ...], since: int | None,
                until: int | None, lanes: str | None, variants: tuple[str, ...], explain: bool,
                index_dir: Path | None, fmt: str) -> None:
-    """Search the index for QUERY (its words may come as one argument or several: `sleuth search
-    raised beds`). Quote words ("like this", inside the shell's quotes) to require an exact phrase.
+    """Search the index for QUERY. Its words may come as one argument or several (`sleuth search
+    raised beds`); quote words ("like this", inside the shell's quotes) to require an exact phrase.
 
     Filters apply inside every lane before its top results are cut, so a filtered search returns
     as many results as an unfiltered one would. A document that another one in the index
