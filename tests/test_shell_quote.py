@@ -8,8 +8,7 @@ import subprocess
 
 import pytest
 
-from sleuth.commands.health import shlex_quote
-from sleuth.ingest.names import one_line
+from sleuth.ingest.names import one_line, shlex_quote
 
 
 @pytest.mark.parametrize("path", ["/tmp/plain", "/tmp/a b", "/tmp/r o't $HOME", "/tmp/new\nline", "/tmp/e\x1bsc\tt",

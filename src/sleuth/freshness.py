@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -118,6 +118,11 @@ FAILED_REASON_PREFIXES = ("unreadable", "cannot parse", "parser failed", "cannot
 def skip_state(reason: str) -> Literal["skipped", "failed"]:
     """Whether a file not indexed for ``reason`` failed (read or parse error) or was skipped by rule."""
     return "failed" if reason.startswith(FAILED_REASON_PREFIXES) else "skipped"
+
+
+def failed_count(skips: Iterable[tuple[str, str]]) -> int:
+    """How many of ``skips`` (path, reason) could not be read or parsed (:func:`skip_state`)."""
+    return sum(1 for _, reason in skips if skip_state(reason) == "failed")
 
 
 def coverage_summary(roots: list[tuple[str, str]], indexed: list[tuple[str, str, int, str]],

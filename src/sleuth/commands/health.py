@@ -195,31 +195,12 @@ def _stale_advice(root: str, index_dir: str) -> str:
     renamed with the index folder inside it is no longer where ``sleuth index`` looks for its index)."""
     import os
 
+    from sleuth.ingest.names import shlex_quote
+
     if root and not os.path.lexists(root):
         return (f" its root {root} no longer exists: `sleuth index {shlex_quote(root)} --index"
                 f" {shlex_quote(index_dir)}` removes its documents")
     return " run `sleuth index` again"
-
-
-def shlex_quote(value: str) -> str:
-    """``value`` quoted for a shell when it needs it: :func:`shlex.quote`, or, when it holds a
-    character that is not printable (a newline in a folder's name), bash's and zsh's ``$'...'`` with
-    that character as ``\\xNN`` / ``\\uNNNN`` -- a printed line must not hold it, and inside ``'...'``
-    its escaped form would name another path."""
-    import shlex
-
-    if value.isprintable():
-        return shlex.quote(value)
-    out = []
-    for ch in value:
-        if ch in "\\'":
-            out.append("\\" + ch)
-        elif ch.isprintable():
-            out.append(ch)
-        else:
-            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x80 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000
-                       else f"\\U{ord(ch):08x}")
-    return "$'" + "".join(out) + "'"
 
 
 def render_doctor(report: DoctorReport, qualified: Collection[str] = frozenset()) -> str:

@@ -138,8 +138,7 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
     """What ``sleuth index`` prints of ``report`` (text format); ``explicit``: the index was named
     (``--index``, ``$SLEUTH_INDEX``); ``enclosing``: the index above the first path that was used,
     with its root holding the path; ``named``: the project was named (``--project``)."""
-    from sleuth.commands.health import shlex_quote
-    from sleuth.ingest.names import one_line
+    from sleuth.ingest.names import one_line, shlex_quote
     from sleuth.types import INBOX_PROJECT_ID
 
     skipped = [(s["path"], s["reason"]) for s in report.skipped]
@@ -227,22 +226,21 @@ def render_skips(skips: list[tuple[str, str]], verbose: bool) -> list[str]:
     """Skipped files for people: a line per reason with its count and first paths, or (``verbose``)
     a line per file."""
     from sleuth.commands.health import not_indexed_head, render_skip_summary
-    from sleuth.freshness import skip_state
+    from sleuth.freshness import failed_count, skip_state
     from sleuth.reports import skip_summary
 
     if verbose:
         return [f"  {skip_state(reason)} {path}: {reason}" for path, reason in skips]
     lines = render_skip_summary(skip_summary(skips), "    ", "`sleuth index --verbose` or `sleuth status --verbose`")
-    failed = sum(1 for _, reason in skips if skip_state(reason) == "failed")
-    return [f"  {not_indexed_head(len(skips), failed)}:", *lines] if lines else []
+    return [f"  {not_indexed_head(len(skips), failed_count(skips))}:", *lines] if lines else []
 
 
 def not_indexed_counts(skips: list[tuple[str, str]]) -> str:
     """``"N skipped"``, or ``"N skipped, M failed"`` when some of ``skips`` (path, reason) could not be
     read or parsed (:func:`sleuth.freshness.skip_state`): the words and counts of ``sleuth status``."""
-    from sleuth.freshness import skip_state
+    from sleuth.freshness import failed_count
 
-    failed = sum(1 for _, reason in skips if skip_state(reason) == "failed")
+    failed = failed_count(skips)
     return f"{len(skips) - failed:,} skipped" + (f", {failed:,} failed" if failed else "")
 
 

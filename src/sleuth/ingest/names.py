@@ -109,4 +109,25 @@ def is_valid_text(name: str) -> bool:
     return True
 
 
-__all__ = ["fs_name", "index_name", "is_valid_text", "one_line", "printable"]
+def shlex_quote(value: str) -> str:
+    """``value`` quoted for a shell when it needs it: :func:`shlex.quote`, or, when it holds a
+    character that is not printable (a newline in a folder's name), bash's and zsh's ``$'...'`` with
+    that character as ``\\xNN`` / ``\\uNNNN`` -- a printed line must not hold it, and inside ``'...'``
+    its escaped form would name another path."""
+    import shlex
+
+    if value.isprintable():
+        return shlex.quote(value)
+    out = []
+    for ch in value:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x80 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000
+                       else f"\\U{ord(ch):08x}")
+    return "$'" + "".join(out) + "'"
+
+
+__all__ = ["fs_name", "index_name", "is_valid_text", "one_line", "printable", "shlex_quote"]
