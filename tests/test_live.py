@@ -294,3 +294,24 @@ class FakeEmbedder:
         out = np.asarray([np.frombuffer(hashlib.sha256(t.encode()).digest()[:32], dtype=np.uint8)[:8] for t in texts],
                          dtype=np.float32) + 1.0
         return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_a_root_walked_without_a_change_is_indexed_then(tree: Path, tmp_path: Path) -> None:
+    """A root's "last indexed" was its newest document's time, so after a run that changed nothing
+    it lagged behind its project's (a new user read it as the root not being walked); it is the
+    last run that walked all of it now. A refresh of a path under it does not count as a walk."""
+    with Engine(tmp_path / "idx", LEXICAL) as eng:
+        eng.index([tree], project="notes")
+        with eng.catalog.write() as conn:  # as if indexed long ago, unchanged since
+            conn.execute("UPDATE documents SET indexed_at='2020-01-01T00:00:00.000Z'")
+            conn.execute("DELETE FROM meta WHERE key LIKE 'root_walked%'")
+        assert eng.status().model_dump()["coverage"][0]["last_indexed"] == "2020-01-01T00:00:00.000Z"
+        eng.index([tree / "sub"], project="notes")  # refreshed within the root: not a walk of it
+        assert eng.status().model_dump()["coverage"][0]["last_indexed"] == "2020-01-01T00:00:00.000Z"
+        report = eng.index([tree], project="notes")
+        assert (report.added, report.updated) == (0, 0)
+        project = {p.project_id: p for p in eng.projects()}["notes"]
+        st = eng.status().model_dump()
+        assert st["coverage"][0]["last_indexed"] == project.last_indexed > "2020"
+        eng.remove_project("notes")  # its walked times go with it
+        assert eng.catalog.conn.execute("SELECT COUNT(*) FROM meta WHERE key LIKE 'root_walked%'").fetchone()[0] == 0

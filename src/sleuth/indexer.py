@@ -289,8 +289,10 @@ class Indexer:
             roots: folders (or single files) to walk; one inside a folder root of the project that
                 the root's walk reaches is refreshed within that root instead of becoming a root
                 (:mod:`sleuth.ingest.placement`).
-            project: project name; default: :func:`sleuth.ingest.placement.default_project` (the
-                project that has the first root among its roots or holds it, else its folder's name).
+            project: project name; default: :func:`sleuth.ingest.placement.choose_project` (the
+                project that has the first root among its roots or holds it, else its folder's name,
+                or its parent's and its own when another project's folders have that name:
+                ``report.name_taken_by``).
             progress: called with each indexed file's path (for a progress display).
             embed_progress: called with (blocks embedded, blocks to embed) after each batch.
             embed: embed the blocks without a vector before returning (False: leave them to
@@ -306,7 +308,7 @@ class Indexer:
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
         """
         from sleuth.ingest.names import index_name, is_valid_text
-        from sleuth.ingest.placement import default_project, outermost, place, shared_roots
+        from sleuth.ingest.placement import choose_project, outermost, place, shared_roots
         from sleuth.ingest.pool import prestart
         from sleuth.ingest.walk import normalize_rel_paths
         from sleuth.locate import index_folder_holding
@@ -332,7 +334,8 @@ class Indexer:
         # files would return every page twice), and a path inside a project's folder root is
         # refreshed there (sleuth.ingest.placement).
         paths = outermost(paths)  # a path inside another one given is walked with it
-        name = project or default_project(paths[0], roots_by_project, self.folder.index_dir)
+        name, name_taken_by = (project, []) if project else choose_project(paths[0], roots_by_project,
+                                                                         self.folder.index_dir)
         pid = self._project_id(name, roots_by_project)
         placement = place(paths, roots_by_project.get(pid, []))
         shared = shared_roots(placement.roots, roots_by_project, pid, self.folder.index_dir)
@@ -367,6 +370,7 @@ class Indexer:
                 self.catalog.delete_project(pid)
                 run.report.project_removed = True
         run.report.shared_roots = shared
+        run.report.name_taken_by = name_taken_by
         memory = self.folder.index_dir
         run.report.gone_roots = [f"{other}: {key}" for other, keys in sorted(self.catalog.roots().items())
                                  for key in keys if not Path(key).is_relative_to(memory) and not os.path.lexists(key)]
@@ -653,6 +657,8 @@ class Indexer:
         self.catalog.record_failed_files(run.pid, rp.root_key, rp.failed)
         if root.exists() and self.catalog.parser_version(run.pid, rp.root_key) != PARSER_VERSION:
             self.catalog.set_parser_version(run.pid, rp.root_key, PARSER_VERSION)  # every file of it parsed now
+        if root.exists():
+            self.catalog.mark_root_walked(run.pid, rp.root_key, run.now)
 
     def _index_items(self, rp: _RootPass, items: Iterable[FileCandidate | SkippedFile], last: bool = True) -> None:
         """Index a root's candidates in order; what needs parsing is parsed by worker processes

@@ -444,6 +444,10 @@ class IndexReport(Model):
         " taken out of the project"))
     project_removed: bool = Field(default=False, description=(
         "The project had no root and no document left after this run (its last root gone), so it was removed"))
+    name_taken_by: list[str] = Field(default_factory=list, description=(
+        "Without a project named: 'project: root' of each folder of the project that has this folder's "
+        "name (this folder's project is then named after its parent folder too, e.g. 'home-notes'); "
+        "empty otherwise"))
     gone_roots: list[str] = Field(default_factory=list, description=(
         "'project: root' of every root of the index that no longer exists (renamed or deleted): its "
         "documents stay, marked stale, until it is indexed again (which removes them) or its project removed"))

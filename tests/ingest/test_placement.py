@@ -13,7 +13,7 @@ import pytest
 
 from sleuth.config import Config
 from sleuth.engine import Engine
-from sleuth.ingest.placement import default_project, nested_root_excludes, place
+from sleuth.ingest.placement import choose_project, default_project, nested_root_excludes, place
 from sleuth.ingest.walk import OTHER_INDEX_REASON, reaches
 from sleuth.locate import enclosing_index
 from tests.integration.conftest import run_cli
@@ -391,3 +391,45 @@ def test_sleuth_index_of_a_renamed_root_says_what_it_removed(tmp_path: Path) -> 
         " a root of project 'proj'",
         "  project 'proj' had no root left, so it was removed (index the folder's new path to search it again)"]
     assert run_cli("projects", "--index", str(index)).stdout == "no projects yet: run `sleuth index PATH`\n"
+
+
+def test_a_second_folder_of_the_same_name_is_a_project_of_its_own(tmp_path: Path) -> None:
+    """Two unrelated folders named ``notes`` were filed into one project ``notes`` (a search of it
+    returned both); the second is ``<parent>-notes`` now, then ``notes-2``..., and says so. A
+    project whose folders are all gone (a moved folder), or that has only its memory folder, lends
+    its name as before; ``--project`` still adds a folder to a project on purpose."""
+    lexical = {"SLEUTH_MODEL": "none"}
+    for parent, text in (("work", "alpha"), ("home", "beta"), ("x/home", "gamma")):
+        write(tmp_path / parent / "notes", "a.md", f"# A\n\n{text}\n")
+    index = tmp_path / "idx"
+    with Engine(index, Config(model="none")) as engine:
+        first = engine.index([tmp_path / "work" / "notes"], embed=False)
+        assert (first.project, first.name_taken_by) == ("notes", [])
+        second = engine.index([tmp_path / "home" / "notes"], embed=False)
+        assert (second.project, second.name_taken_by) == ("home-notes", [f"notes: {tmp_path / 'work' / 'notes'}"])
+        third = engine.index([tmp_path / "x" / "home" / "notes" / "a.md"], embed=False)
+        assert third.project == "notes-2"  # home-notes is taken too
+        again = engine.index([tmp_path / "home" / "notes"], embed=False)  # its own root: its project
+        assert (again.project, again.name_taken_by, again.unchanged) == ("home-notes", [], 1)
+        assert sorted(engine.catalog.roots()) == ["home-notes", "notes", "notes-2"]
+    roots = {"notes": [str(tmp_path / "gone" / "notes")]}  # moved away: the name is free to join
+    assert choose_project(tmp_path / "work" / "notes", roots) == ("notes", [])
+    memory = {"notes": [str(index / "memory" / "notes")]}  # only project_memory_record's folder
+    assert choose_project(tmp_path / "work" / "notes", memory, index) == ("notes", [])
+    taken = {"notes": [str(tmp_path / "work" / "notes")], "home-notes": [], "notes-2": []}
+    assert choose_project(tmp_path / "home" / "notes", taken) == ("notes-3", [f"notes: {tmp_path / 'work' / 'notes'}"])
+    inbox = {"inbox-folder": [str(tmp_path / "work" / "notes")]}  # "inbox-folder" taken: never the Inbox's id
+    write(tmp_path / "y" / "inbox", "i.md", "# I\n\ndelta\n")
+    assert choose_project(tmp_path / "y" / "inbox", inbox)[0] == "y-inbox-folder"
+    index2 = str(tmp_path / "idx2")
+    run_cli("index", str(tmp_path / "x" / "home" / "notes"), "--index", index2, env=lexical)
+    out = run_cli("index", str(tmp_path / "home" / "notes"), "--index", index2, env=lexical).stdout
+    assert (f"  (project 'notes' already holds another folder of this name, {tmp_path / 'x' / 'home' / 'notes'}:"
+            f" this one is project 'home-notes'; `--project notes` adds it to 'notes' instead)") in out.splitlines()
+    out = run_cli("index", str(tmp_path / "work" / "notes"), "--project", "notes", "--index", str(tmp_path / "idx2"),
+                  env=lexical).stdout
+    assert out.startswith("indexed project 'notes' into") and "already holds" not in out
+    with Engine(tmp_path / "idx2", Config(model="none")) as engine:
+        roots = engine.catalog.roots()
+        assert roots["notes"] == [str(tmp_path / "x" / "home" / "notes"), str(tmp_path / "work" / "notes")]
+        assert roots["home-notes"] == [str(tmp_path / "home" / "notes")]

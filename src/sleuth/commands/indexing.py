@@ -180,6 +180,11 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         out.append(f"  warning: {root}, a root of project {other!r}, no longer exists: its documents stay (marked"
                    f" stale) until `sleuth index {shlex_quote(root)} --index {shlex_quote(str(target))}` removes"
                    f" them, or `sleuth projects remove {shlex_quote(other)}`")
+    if report.name_taken_by:
+        other = report.name_taken_by[0].partition(": ")[0]
+        held = ", ".join(taken.partition(": ")[2] for taken in report.name_taken_by)
+        out.append(f"  (project {other!r} already holds another folder of this name, {held}: this one is project"
+                   f" {report.project!r}; `--project {shlex_quote(other)}` adds it to {other!r} instead)")
     if not named and report.project == f"{INBOX_PROJECT_ID}-folder":
         out.append(f"  (a folder named {INBOX_PROJECT_ID} makes the project {report.project!r}: the id "
                    f"{INBOX_PROJECT_ID!r} is the Inbox of records filed without a project)")

@@ -16,11 +16,16 @@ Without ``--project`` the first path chooses the project (:func:`default_project
 that has it as a root, else the one whose folder root holds it (the deepest), else the one
 project whose roots lie inside it (a file indexed first, its folder later), else a new project
 named after the folder (a file's folder, for a file; a folder named ``inbox`` makes the project
-``inbox-folder``, not the Inbox of records filed without a project).
+``inbox-folder``, not the Inbox of records filed without a project). A folder name already taken by a
+project of other folders that exist (``~/work/notes`` indexed, then ``~/home/notes``) gives a name of
+its own, its parent's name first (``home-notes``, else ``notes-2``, ``notes-3``...), as qmd refuses a
+second collection of one name: two unrelated folders are never searched as one project unless
+``--project`` says so (:func:`choose_project`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -29,7 +34,7 @@ from sleuth.errors import QueryError
 from sleuth.ingest.names import is_valid_text
 from sleuth.ingest.walk import reaches
 from sleuth.pathglob import gitignore_literal
-from sleuth.types import INBOX_PROJECT_ID, project_id_for
+from sleuth.types import INBOX_PROJECT_ID, PROJECT_ID_MAX_BYTES, project_id_for
 
 
 class Placement(NamedTuple):
@@ -66,40 +71,81 @@ def _holding_root(path: Path, roots: Sequence[str]) -> tuple[str, str] | None:
 
 
 def default_project(first: Path, roots_by_project: Mapping[str, Sequence[str]], index_dir: Path | None = None) -> str:
+    """The project a path goes to when no project is named: :func:`choose_project`'s name."""
+    return choose_project(first, roots_by_project, index_dir)[0]
+
+
+def choose_project(first: Path, roots_by_project: Mapping[str, Sequence[str]],
+                   index_dir: Path | None = None) -> tuple[str, list[str]]:
     """The project a path goes to when no project is named (see the module docstring).
 
     Args:
         first: the first path given, resolved.
         roots_by_project: ``{project_id: roots}`` of the index (roots resolved, as kept).
         index_dir: the index folder: roots inside it (the memory folders ``project_memory_record``
-            writes) never make a folder around them join their project.
+            writes) never make a folder around them join their project, nor take a name.
     Returns:
-        A project id, or for a new project the folder name to make one from (``"default"`` for
-        the file system's root; ``"<name>-folder"`` when the name's id is the Inbox's,
-        :data:`sleuth.types.INBOX_PROJECT_ID`).
+        ``(name, taken)``: a project id, or for a new project the name to make one from (the
+        folder's name, ``"default"`` for the file system's root, ``"<name>-folder"`` when the name's
+        id is the Inbox's, :data:`sleuth.types.INBOX_PROJECT_ID`); ``taken``: when the folder's own
+        name belongs to a project of other folders that exist, those folders (the name returned is
+        then another one, :func:`_free_name`) as ``"project_id: root"``, else empty.
     """
     ordered = sorted(roots_by_project.items())
     for pid, roots in ordered:
         if str(first) in roots:
-            return pid
+            return pid, []
     holding = [(len(hit[0]), pid) for pid, roots in ordered if (hit := _holding_root(first, roots)) is not None]
     if holding:
-        return min(holding, key=lambda item: (-item[0], item[1]))[1]
+        return min(holding, key=lambda item: (-item[0], item[1]))[1], []
     if first.is_dir():
         inside = [pid for pid, roots in ordered
                   if any(Path(r) != first and Path(r).is_relative_to(first)
                          and not (index_dir is not None and Path(r).is_relative_to(index_dir)) for r in roots)]
         if len(inside) == 1:
-            return inside[0]
+            return inside[0], []
     folder = first if first.is_dir() else first.parent
     name = folder.name or "default"
     try:
         reserved = project_id_for(name) == INBOX_PROJECT_ID
     except QueryError:  # nothing usable in the name: project_id_for says so to the caller
-        return name
+        return name, []
     # A folder named "inbox" is not the Inbox of records filed without a project, which a search of
     # every project leaves out.
-    return f"{name}-folder" if reserved else name
+    name = f"{name}-folder" if reserved else name
+    pid = project_id_for(name)
+    taken = [f"{pid}: {root}" for root in _other_folders(pid, folder, roots_by_project, index_dir)]
+    return (_free_name(name, folder, roots_by_project), taken) if taken else (name, [])
+
+
+def _other_folders(pid: str, folder: Path, roots_by_project: Mapping[str, Sequence[str]],
+                   index_dir: Path | None) -> list[str]:
+    """The roots of project ``pid`` unrelated to ``folder`` (neither holding it nor inside it) that
+    exist and lie outside ``index_dir``: other folders that hold its name. A project with none (no
+    root, only its memory folder, only roots that are gone, as after a folder was moved, or only
+    ``folder``'s own: a file its root's ignore rules leave out, given alone) lends its name to the
+    folder being indexed, which joins it."""
+    return [r for r in roots_by_project.get(pid, [])
+            if not (index_dir is not None and Path(r).is_relative_to(index_dir)) and os.path.lexists(r)
+            and not folder.is_relative_to(r) and not Path(r).is_relative_to(folder)]
+
+
+def _free_name(name: str, folder: Path, roots_by_project: Mapping[str, Sequence[str]]) -> str:
+    """A name for a new project of ``folder`` whose id no project has: ``<parent>-<name>``
+    (``home-notes``), else ``<name>-2``, ``<name>-3``...; each a valid new id (at most
+    :data:`sleuth.types.PROJECT_ID_MAX_BYTES`, not the Inbox's)."""
+    parent = folder.parent.name
+    short = name.encode()[:PROJECT_ID_MAX_BYTES // 2].decode(errors="ignore")  # room for "-<n>"
+    candidates = [f"{parent}-{name}"] if parent else []
+    candidates += [f"{short}-{n}" for n in range(2, len(roots_by_project) + 3)]
+    for candidate in candidates:  # len + 1 numbers for len projects: one is free
+        try:
+            pid = project_id_for(candidate, PROJECT_ID_MAX_BYTES)
+        except QueryError:  # too long, or nothing usable
+            continue
+        if pid not in roots_by_project and pid != INBOX_PROJECT_ID:
+            return candidate
+    raise QueryError(f"no free project name for {name!r}: pass --project NAME")  # not reached
 
 
 def outermost(paths: Sequence[Path]) -> list[Path]:

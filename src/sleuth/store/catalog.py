@@ -439,7 +439,8 @@ class Catalog(DocumentReads, VectorTable):
         """Remove the project's row, its skipped files, problems and parser versions (its documents
         must be deleted first: :meth:`delete_documents`). No new generation: nothing a lane holds
         changes here."""
-        prefixes = (self._parser_key(project_id, ""), self._failed_key(project_id, ""))
+        prefixes = (self._parser_key(project_id, ""), self._failed_key(project_id, ""),
+                    self._walked_key(project_id, ""))
         with self.write() as conn:
             for table in ("skipped", "problems"):
                 conn.execute(f"DELETE FROM {table} WHERE project_id=?", (project_id,))
@@ -459,12 +460,25 @@ class Catalog(DocumentReads, VectorTable):
             conn.execute("UPDATE projects SET roots=? WHERE project_id=?", (json.dumps(kept), project_id))
             for table in ("skipped", "problems"):
                 conn.execute(f"DELETE FROM {table} WHERE project_id=? AND root=?", (project_id, root))
-            for key in (self._parser_key(project_id, root), self._failed_key(project_id, root)):
+            for key in (self._parser_key(project_id, root), self._failed_key(project_id, root),
+                        self._walked_key(project_id, root)):
                 conn.execute("DELETE FROM meta WHERE key=?", (key,))
 
     def mark_indexed(self, project_id: str, now: str) -> None:
         with self.write() as conn:
             conn.execute("UPDATE projects SET last_indexed=? WHERE project_id=?", (now, project_id))
+
+    @staticmethod
+    def _walked_key(project_id: str, root: str) -> str:
+        return f"root_walked\x1f{project_id}\x1f{root}"
+
+    def mark_root_walked(self, project_id: str, root: str, now: str) -> None:
+        """Record that a run walked the whole of ``root`` at ``now`` (RFC 3339, UTC), changed or not:
+        the root's "last indexed" (:meth:`indexed_counts`), which its newest document's time alone
+        left behind after runs that changed nothing. Derived bookkeeping: no new generation."""
+        with self.write() as conn:
+            conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                         (self._walked_key(project_id, root), now))
 
     def roots(self) -> dict[str, list[str]]:
         """``{project_id: roots}`` of every project (cheap: no counting)."""
@@ -748,9 +762,14 @@ class Catalog(DocumentReads, VectorTable):
         return self.conn.execute(f"{select}{where} ORDER BY project_id, root, {path_column}", args).fetchall()
 
     def indexed_counts(self) -> list[tuple[str, str, int, str]]:
-        """``[(project, root, documents, last indexed_at)]`` per root holding documents."""
+        """``[(project, root, documents, last indexed_at)]`` per root holding documents; the last time
+        is the later of its newest document's and of the last run that walked all of it
+        (:meth:`mark_root_walked`; the same RFC 3339 form, so they compare as strings)."""
+        prefix = self._walked_key("", "")[:-1]  # "root_walked<US>"
+        walked = {str(k): str(v) for k, v in self.conn.execute(
+            "SELECT key, value FROM meta WHERE substr(key, 1, ?)=?", (len(prefix), prefix))}
         return [
-            (str(r[0]), str(r[1]), int(r[2]), str(r[3]))
+            (str(r[0]), str(r[1]), int(r[2]), max(str(r[3]), walked.get(self._walked_key(str(r[0]), str(r[1])), "")))
             for r in self.conn.execute(
                 "SELECT project_id, root, COUNT(*), MAX(indexed_at) FROM documents GROUP BY project_id, root"
                 " ORDER BY project_id, root"
