@@ -27,7 +27,7 @@ from tests.integration.http_server import ANSWER_WAIT_S, INIT, HttpServer, http_
 ATTACKER = "127.0.0.2"
 #: Half-sent connections the attacker holds open at once.
 HALF_SENT = 600
-#: HTTP_PENDING_PER_CLIENT_MAX and HTTP_SESSIONS_PER_USER_MAX, as the README states them.
+#: HTTP_PENDING_PER_CLIENT_MAX and HTTP_SESSIONS_PER_USER_MAX, as docs/LIMITS.md states them.
 PENDING_PER_CLIENT_MAX = 32
 SESSIONS_PER_USER_MAX = 32
 
@@ -471,7 +471,7 @@ def _head_of(port: int, total_bytes: int) -> bytes:
 
 def test_a_request_head_over_the_documented_bound_gets_400(index: Path, tmp_path: Path,
                                                           sockets: list[socket.socket]) -> None:
-    """HTTP_HEAD_MAX_BYTES (16 KiB, README) holds for a head sent at once: one byte over gets 400,
+    """HTTP_HEAD_MAX_BYTES (16 KiB, docs/LIMITS.md) holds for a head sent at once: one byte over gets 400,
     as do heads of 17 kB and 100 kB (they got 401: h11's bound only held for a head still incomplete
     after a read, and a read takes up to 256 KiB); a head of exactly the bound is read (401: its
     token is wrong)."""

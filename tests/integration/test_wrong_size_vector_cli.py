@@ -1,5 +1,5 @@
 """Attack session 3: a stored vector of the wrong size (3 bytes) for one block, seen by the real
-command line. README: "the next `sleuth index` (or `sleuth embed`) embeds a block whose vector is of
+command line. docs/RANKING.md: "the next `sleuth index` (or `sleuth embed`) embeds a block whose vector is of
 the wrong size again". But `sleuth index` (without SLEUTH_INDEX_WAIT) decides whether to start the
 background embedding from the catalog's counts (``vector_counts``), which count any row as a
 vector: it starts none, and `sleuth status` reports every block embedded."""

@@ -1,5 +1,5 @@
 """The shared input limits: one cap table that holds every seed schema's maxima and bounds every
-other string and array, the README's table of them, and the checks' messages."""
+other string and array, docs/LIMITS.md's table of them, and the checks' messages."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from sleuth.mcp.limits import (
     check_arguments,
 )
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+LIMITS_DOC = Path(__file__).resolve().parents[2] / "docs" / "LIMITS.md"
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "search_project": project_tools.SEARCH_PROJECT_SCHEMA,
@@ -71,9 +71,8 @@ def test_every_tool_has_caps_holding_its_schema_maxima_and_bounding_every_text_a
         assert set(caps) <= {p for p, _ in paths(schema)}, f"{tool}: caps for paths its schema lacks"
 
 
-def test_the_readme_table_lists_every_limit_with_its_value() -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Limits"):text.index("## How it ranks")]
+def test_the_limits_table_lists_every_limit_with_its_value() -> None:
+    section = LIMITS_DOC.read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([A-Z_]+)` \| ([\d,]+) \| (\w+) \|", section, re.MULTILINE)
     assert rows == [(limit.name, f"{limit.value:,}", limit.unit) for limit in TOOL_LIMITS]
 

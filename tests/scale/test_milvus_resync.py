@@ -345,7 +345,7 @@ def test_two_indexes_naming_the_same_collections_never_drop_each_others(tmp_path
 def test_a_search_while_milvus_is_down_answers_from_the_local_lanes(server: Server,
                                                                     synced: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
     """A new user's trial (stop 29): with the Milvus server down, every `sleuth search` exited 6
-    ("cannot reach Milvus ..."), though the README says a lane that stops answering (an
+    ("cannot reach Milvus ..."), though docs/LIMITS.md says a lane that stops answering (an
     unreachable Milvus server) is reported as degraded while the other lanes answer, and rm3 and
     the exact lane are local. Searching and serving now open without Milvus: its lanes are named
     in the failed lanes and the local ones answer. Indexing still fails readably."""

@@ -177,7 +177,7 @@ def run_http(settings: HttpSettings, profiles: Sequence[str], index: str | Path 
         app = anyio.run(build_app, server, engine, settings, users, verifier, audit, allowed_projects, page)
         if not is_loopback(settings.host) and not settings.resource.startswith("https://"):
             log.warning("listening on %s without TLS: bearer tokens cross the network in clear text; put a TLS "
-                        "proxy in front and pass its https:// URL with --url (README: 'Serving a team over HTTP')",
+                        "proxy in front and pass its https:// URL with --url (docs/MCP.md: 'Serving a team over HTTP')",
                         settings.host)
         log.info("serving MCP at %s (metadata %s); users from %s; tokens for it: "
                  "sleuth users token NAME --url %s", settings.resource, settings.metadata_url, users.path,

@@ -1,7 +1,7 @@
 """Input limits and the argument checks every MCP tool of every profile passes, in one place.
 
 Elasticsearch-style: each limit is a named constant with its unit, listed once in
-:data:`TOOL_LIMITS` (the README's "Limits" table shows the same rows), and an argument beyond one
+:data:`TOOL_LIMITS` (docs/LIMITS.md's table shows the same rows), and an argument beyond one
 gets an error that names the argument and states the limit. Before a tool runs,
 :class:`CheckedTool` applies :func:`check_arguments`:
 
@@ -218,7 +218,7 @@ ARGUMENT_CAPS: dict[str, dict[str, Cap]] = {
     "project_memory_doctor": {"project_id": Cap(PROJECT_ID)},
 }
 
-#: Every limit of a tool call, in the order of the README's table: (name, value, unit, what it bounds).
+#: Every limit of a tool call, in the order of docs/LIMITS.md's table: (name, value, unit, what it bounds).
 #: Numeric ranges each tool checks itself are listed too.
 TOOL_LIMITS: tuple[Limit, ...] = (
     QUERY, GROUP_QUERY, GROUP_ID, QUERIES, VARIANTS, VARIANT, PROJECT_ID, INCLUDE_PROJECTS, REQUEST_ID,
