@@ -64,3 +64,21 @@ def test_a_write_lock_wait_without_end_or_out_of_range_is_refused(raw: str, monk
     assert str(caught.value) == f"SLEUTH_WRITE_LOCK_TIMEOUT_S must be a number of seconds from 0 to 86,400, got {raw!r}"
     monkeypatch.setenv(WRITE_LOCK_TIMEOUT_ENV, "86400")
     assert write_lock_timeout_s() == 86_400.0
+
+
+def test_a_holder_named_by_a_path_that_is_not_utf8_is_written_escaped(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sleuth index` of a root whose name is not UTF-8 ended in a UnicodeEncodeError traceback once the
+    project was chosen under the write lock: the lock writes its holder's command line, which held
+    the surrogate-escaped byte. The PostgreSQL lock's application_name would have failed alike."""
+    from sleuth.locks import WriteLock
+    from sleuth.store.pg import _application_name
+
+    monkeypatch.setattr("sys.argv", ["sleuth", "index", os.fsdecode(b"/tmp/r\xe9pertoire")])
+    lock = WriteLock(tmp_path / "write.lock", 1.0)
+    assert lock.acquire()
+    try:
+        assert lock.holder() == f"process {os.getpid()} (sleuth index /tmp/r\\udce9pertoire)"
+    finally:
+        lock.release()
+    assert _application_name() == f"sleuth {os.getpid()} sleuth index r\\udce9pertoire"

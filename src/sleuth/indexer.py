@@ -307,13 +307,39 @@ class Indexer:
             ConfigError: a root's own name is not valid UTF-8, or it is (inside) an index folder.
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
         """
+        from sleuth.ingest.pool import prestart
+
+        prestart()  # a parse worker starts while the index is opened and the roots walked
+        # The project is chosen from the catalog's projects as this run will find them: two runs at
+        # once would each see the other's new folder missing and file both under one name.
+        with self.folder.write_lock.held():
+            return self._index_held(roots, project, progress, embed_progress, embed, phases, retry_failed)
+
+    def grants(self) -> dict[str, list[str]]:
+        """``{project_id: [user, ...]}``: the users of ``sleuth serve --http`` (the index folder's
+        users file) by the projects they hold a grant on; empty when there is no users file or it
+        cannot be read (``sleuth serve --http`` says why)."""
+        from sleuth.auth.users import UserStore
+
+        try:
+            users = UserStore(self.folder.index_dir).users()
+        except (ConfigError, OSError):
+            return {}
+        out: dict[str, list[str]] = {}
+        for user in sorted(users.values(), key=lambda u: u.name):
+            for granted in user.projects:
+                out.setdefault(granted, []).append(user.name)
+        return out
+
+    def _index_held(self, roots: Sequence[str | Path], project: str | None,
+                    progress: Callable[[str], None] | None, embed_progress: Callable[[int, int], None] | None,
+                    embed: bool, phases: Progress | None, retry_failed: bool) -> IndexReport:
+        """:meth:`index` with the write lock held."""
         from sleuth.ingest.names import index_name, is_valid_text
         from sleuth.ingest.placement import choose_project, outermost, place, shared_roots
-        from sleuth.ingest.pool import prestart
         from sleuth.ingest.walk import normalize_rel_paths
         from sleuth.locate import index_folder_holding
 
-        prestart()  # a parse worker starts while the index is opened and the roots walked
         paths = [Path(r).expanduser().resolve() for r in roots]
         roots_by_project = self.catalog.roots()
         for p in paths:
@@ -334,14 +360,17 @@ class Indexer:
         # files would return every page twice), and a path inside a project's folder root is
         # refreshed there (sleuth.ingest.placement).
         paths = outermost(paths)  # a path inside another one given is walked with it
-        name, name_taken_by = (project, []) if project else choose_project(paths[0], roots_by_project,
-                                                                         self.folder.index_dir)
+        grants = self.grants()
+        name, name_taken_by = (project, []) if project else choose_project(paths, roots_by_project,
+                                                                         self.folder.index_dir, grants)
         pid = self._project_id(name, roots_by_project)
+        stale_grants = grants.get(pid, []) if pid not in roots_by_project else []
         placement = place(paths, roots_by_project.get(pid, []))
         shared = shared_roots(placement.roots, roots_by_project, pid, self.folder.index_dir)
         new_roots = [str(p) for p in placement.roots]
         with self._run(pid, new_roots, embed_progress, progress, name=name, embed=embed, phases=phases,
-                       shown_roots=[*new_roots, *(r for r in placement.refresh if r not in new_roots)]) as run:
+                       shown_roots=[*new_roots, *(r for r in placement.refresh if r not in new_roots)],
+                       locked=True) as run:
             run.retry_failed = retry_failed
             walked = [*placement.roots]
             taken: dict[Path, list[str]] = {}
@@ -371,6 +400,7 @@ class Indexer:
                 run.report.project_removed = True
         run.report.shared_roots = shared
         run.report.name_taken_by = name_taken_by
+        run.report.stale_grants = stale_grants
         memory = self.folder.index_dir
         run.report.gone_roots = [f"{other}: {key}" for other, keys in sorted(self.catalog.roots().items())
                                  for key in keys if not Path(key).is_relative_to(memory) and not os.path.lexists(key)]
@@ -529,16 +559,18 @@ class Indexer:
     @contextlib.contextmanager
     def _run(self, pid: str, roots: list[str], embed_progress: Callable[[int, int], None] | None,
              progress: Callable[[str], None] | None = None, name: str | None = None, embed: bool = True,
-             phases: Progress | None = None, shown_roots: list[str] | None = None) -> Iterator[_Run]:
+             phases: Progress | None = None, shown_roots: list[str] | None = None,
+             locked: bool = False) -> Iterator[_Run]:
         """One indexing run: the lock, the catch-up, (the project's row with ``roots`` added when
         ``name`` is given), the body, the last batch, the project marked indexed, the embedding
         (unless not ``embed``) and the lanes' warm-up (told whether the run changed a document: a
         no-op run rebuilds nothing that only a query needs). ``shown_roots``: the roots the report
-        names (default ``roots``)."""
+        names (default ``roots``). ``locked``: the caller holds the write lock already."""
         started = time.perf_counter()
         run = _Run(pid, _new_report(pid, roots if shown_roots is None else shown_roots), now_rfc3339(), progress,
                    phases)
-        with self.folder.write_lock.held(), self.folder.postings_writable(), fewer_collections():
+        held = contextlib.nullcontext() if locked else self.folder.write_lock.held()
+        with held, self.folder.postings_writable(), fewer_collections():
             self.postings.catch_up(self.catalog)
             generation = self.catalog.generation()
             if name is not None:

@@ -156,7 +156,9 @@ class WriteLock:
         self._fd = fd
         with contextlib.suppress(OSError):  # who holds it, for the message of a writer that waits
             os.ftruncate(fd, 0)
-            os.pwrite(fd, f"process {os.getpid()} ({' '.join(sys.argv[:3])[:200]})".encode(), 0)
+            holder = f"process {os.getpid()} ({' '.join(sys.argv[:3])[:200]})"
+            # A path in argv that is not UTF-8 (a surrogate-escaped byte) is written escaped.
+            os.pwrite(fd, holder.encode(errors="backslashreplace"), 0)
         return True
 
     def release(self) -> None:

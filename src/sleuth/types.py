@@ -448,6 +448,9 @@ class IndexReport(Model):
         "Without a project named: 'project: root' of each folder of the project that has this folder's "
         "name (this folder's project is then named after its parent folder too, e.g. 'home-notes'); "
         "empty otherwise"))
+    stale_grants: list[str] = Field(default_factory=list, description=(
+        "Users of `sleuth serve --http` who still hold a grant on the id of the project this run made (a "
+        "project of that id was removed before): they may search it; empty otherwise"))
     gone_roots: list[str] = Field(default_factory=list, description=(
         "'project: root' of every root of the index that no longer exists (renamed or deleted): its "
         "documents stay, marked stale, until it is indexed again (which removes them) or its project removed"))

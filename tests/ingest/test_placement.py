@@ -395,41 +395,113 @@ def test_sleuth_index_of_a_renamed_root_says_what_it_removed(tmp_path: Path) -> 
 
 def test_a_second_folder_of_the_same_name_is_a_project_of_its_own(tmp_path: Path) -> None:
     """Two unrelated folders named ``notes`` were filed into one project ``notes`` (a search of it
-    returned both); the second is ``<parent>-notes`` now, then ``notes-2``..., and says so. A
-    project whose folders are all gone (a moved folder), or that has only its memory folder, lends
-    its name as before; ``--project`` still adds a folder to a project on purpose."""
+    returned both); the second is ``<parent>-notes`` now, then ``notes-2``..., and says so, even
+    when the first folder is gone (moved, or a drive not mounted). A project with only its memory
+    folder lends its name as before; ``--project``, or both folders given to one run, still file a
+    folder into the project on purpose."""
     lexical = {"SLEUTH_MODEL": "none"}
-    for parent, text in (("work", "alpha"), ("home", "beta"), ("x/home", "gamma")):
+    for parent, text in (("work", "alpha"), ("home", "beta"), ("x/home", "gamma"), ("y", "delta")):
         write(tmp_path / parent / "notes", "a.md", f"# A\n\n{text}\n")
+    work, home = tmp_path / "work" / "notes", tmp_path / "home" / "notes"
     index = tmp_path / "idx"
     with Engine(index, Config(model="none")) as engine:
-        first = engine.index([tmp_path / "work" / "notes"], embed=False)
+        first = engine.index([work], embed=False)
         assert (first.project, first.name_taken_by) == ("notes", [])
-        second = engine.index([tmp_path / "home" / "notes"], embed=False)
-        assert (second.project, second.name_taken_by) == ("home-notes", [f"notes: {tmp_path / 'work' / 'notes'}"])
+        second = engine.index([home], embed=False)
+        assert (second.project, second.name_taken_by) == ("home-notes", [f"notes: {work}"])
         third = engine.index([tmp_path / "x" / "home" / "notes" / "a.md"], embed=False)
         assert third.project == "notes-2"  # home-notes is taken too
-        again = engine.index([tmp_path / "home" / "notes"], embed=False)  # its own root: its project
+        again = engine.index([home], embed=False)  # its own root: its project
         assert (again.project, again.name_taken_by, again.unchanged) == ("home-notes", [], 1)
+        both = engine.index([tmp_path / "y" / "notes", work], embed=False)  # given with notes' folder: notes
+        assert (both.project, both.name_taken_by) == ("notes", [])
         assert sorted(engine.catalog.roots()) == ["home-notes", "notes", "notes-2"]
-    roots = {"notes": [str(tmp_path / "gone" / "notes")]}  # moved away: the name is free to join
-    assert choose_project(tmp_path / "work" / "notes", roots) == ("notes", [])
+        assert engine.catalog.roots()["notes"] == [str(work), str(tmp_path / "y" / "notes")]
+    gone = {"notes": [str(tmp_path / "gone" / "notes")]}  # moved away, or only away: its name stays its own
+    assert choose_project([work], gone) == ("work-notes", [f"notes: {tmp_path / 'gone' / 'notes'}"])
     memory = {"notes": [str(index / "memory" / "notes")]}  # only project_memory_record's folder
-    assert choose_project(tmp_path / "work" / "notes", memory, index) == ("notes", [])
-    taken = {"notes": [str(tmp_path / "work" / "notes")], "home-notes": [], "notes-2": []}
-    assert choose_project(tmp_path / "home" / "notes", taken) == ("notes-3", [f"notes: {tmp_path / 'work' / 'notes'}"])
-    inbox = {"inbox-folder": [str(tmp_path / "work" / "notes")]}  # "inbox-folder" taken: never the Inbox's id
+    assert choose_project([work], memory, index) == ("notes", [])
+    taken = {"notes": [str(work)], "home-notes": [], "notes-2": []}
+    assert choose_project([home], taken) == ("notes-3", [f"notes: {work}"])
+    assert choose_project([home], taken, reserved={"notes-3", "notes-4"}) == ("notes-5", [f"notes: {work}"])
+    inbox = {"inbox-folder": [str(work)]}  # "inbox-folder" taken: never the Inbox's id
     write(tmp_path / "y" / "inbox", "i.md", "# I\n\ndelta\n")
-    assert choose_project(tmp_path / "y" / "inbox", inbox)[0] == "y-inbox-folder"
+    assert choose_project([tmp_path / "y" / "inbox"], inbox)[0] == "y-inbox-folder"
     index2 = str(tmp_path / "idx2")
     run_cli("index", str(tmp_path / "x" / "home" / "notes"), "--index", index2, env=lexical)
-    out = run_cli("index", str(tmp_path / "home" / "notes"), "--index", index2, env=lexical).stdout
-    assert (f"  (project 'notes' already holds another folder of this name, {tmp_path / 'x' / 'home' / 'notes'}:"
-            f" this one is project 'home-notes'; `--project notes` adds it to 'notes' instead)") in out.splitlines()
-    out = run_cli("index", str(tmp_path / "work" / "notes"), "--project", "notes", "--index", str(tmp_path / "idx2"),
-                  env=lexical).stdout
-    assert out.startswith("indexed project 'notes' into") and "already holds" not in out
+    out = run_cli("index", str(home), "--index", index2, env=lexical).stdout
+    assert (f"  (project 'notes' already has this folder's name, with other folders"
+            f" ({tmp_path / 'x' / 'home' / 'notes'}): this one is project 'home-notes'; `--project notes` adds it to"
+            f" 'notes' instead)") in out.splitlines()
+    out = run_cli("index", str(work), "--project", "notes", "--index", index2, env=lexical).stdout
+    assert out.startswith("indexed project 'notes' into") and "already has" not in out
     with Engine(tmp_path / "idx2", Config(model="none")) as engine:
         roots = engine.catalog.roots()
-        assert roots["notes"] == [str(tmp_path / "x" / "home" / "notes"), str(tmp_path / "work" / "notes")]
-        assert roots["home-notes"] == [str(tmp_path / "home" / "notes")]
+        assert roots["notes"] == [str(tmp_path / "x" / "home" / "notes"), str(work)]
+        assert roots["home-notes"] == [str(home)]
+
+
+def test_the_name_line_is_bounded_and_stale_grants_are_named(tmp_path: Path) -> None:
+    """A project made by --project over 40 folders had every one of them listed in the line saying it
+    has the folder's name (850 characters); a removed project's users still hold their grant, and a
+    new project of that id is theirs to search: both commands say so, and a name made for a
+    folder passes such ids over."""
+    lexical = {"SLEUTH_MODEL": "none"}
+    index = str(tmp_path / "idx")
+    folders = [tmp_path / f"d{i}" for i in range(5)]
+    for folder in folders:
+        write(folder, "a.md", "# A\n\nalpha\n")
+    write(tmp_path / "h" / "notes", "b.md", "# B\n\nbeta\n")
+    run_cli("index", *map(str, folders), "--project", "notes", "--index", index, env=lexical)
+    out = run_cli("index", str(tmp_path / "h" / "notes"), "--index", index, env=lexical).stdout
+    assert (f"  (project 'notes' already has this folder's name, with other folders ({folders[0]}, {folders[1]},"
+            f" {folders[2]} and 2 more): this one is project 'h-notes'; `--project notes` adds it to 'notes'"
+            f" instead)") in out.splitlines()
+    run_cli("users", "add", "bob", "--project", "h-notes", "--index", index, env=lexical)
+    out = run_cli("projects", "remove", "h-notes", "--index", index, env=lexical).stdout
+    assert out.splitlines()[1] == ("  user(s) bob of `sleuth serve --http` still hold a grant on 'h-notes': a project"
+                                   " made later under that id is theirs to search too (`sleuth users remove NAME`,"
+                                   " then `sleuth users add NAME --project ...`, changes a user's projects)")
+    out = run_cli("index", str(tmp_path / "h" / "notes"), "--index", index, env=lexical).stdout
+    assert out.startswith("indexed project 'notes-2' into")  # h-notes is bob's: passed over
+    write(tmp_path / "other" / "h-notes", "c.md", "# C\n\ngamma\n")  # named so: bob's grant covers it, said
+    out = run_cli("index", str(tmp_path / "other" / "h-notes"), "--index", index, env=lexical).stdout
+    assert out.startswith("indexed project 'h-notes' into")
+    assert ("  warning: user(s) bob of `sleuth serve --http` still hold a grant on 'h-notes' from a project of that"
+            " id removed before, so they may search this one: `sleuth users list` shows their grants"
+            ) in out.splitlines()
+
+
+def test_two_runs_at_once_never_file_two_folders_under_one_name(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The project was chosen from the catalog before the write lock was taken: two runs at once,
+    each seeing the other's folder missing, filed both under ``notes`` (an attack round, 2 of 3
+    tries). The project ``notes`` is made here while the second run waits for the lock: it is
+    seen once the lock is taken."""
+    import threading
+
+    from sleuth.locks import WriteLock
+
+    write(tmp_path / "a" / "notes", "a.md", "# A\n\nalpha\n")
+    write(tmp_path / "b" / "notes", "b.md", "# B\n\nbeta\n")
+    waiting = threading.Event()
+    acquire = WriteLock.acquire
+
+    def acquire_told(self: WriteLock, blocking: bool = True) -> bool:
+        waiting.set()
+        return acquire(self, blocking)
+
+    lexical = Config(model="none")
+    with Engine(tmp_path / "idx", lexical) as first, Engine(tmp_path / "idx", lexical) as second:
+        reports: list[object] = []
+        with first.folder.write_lock.held():
+            monkeypatch.setattr(WriteLock, "acquire", acquire_told)
+            runner = threading.Thread(
+                target=lambda: reports.append(second.index([tmp_path / "b" / "notes"], embed=False)))
+            runner.start()
+            assert waiting.wait(60)
+            monkeypatch.setattr(WriteLock, "acquire", acquire)
+            first.catalog.upsert_project("notes", "notes", [str(tmp_path / "a" / "notes")],
+                                         "2026-01-01T00:00:00.000Z")
+        runner.join(120)
+        assert [r.project for r in reports] == ["b-notes"]  # type: ignore[attr-defined]

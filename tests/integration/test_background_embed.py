@@ -364,7 +364,8 @@ def test_sleuth_index_leaves_new_blocks_to_the_worker_already_running(tmp_path: 
         with Engine(index) as engine:
             assert engine.embed_pending() == 2  # the worker takes the blocks of both runs
     assert report["embedding"] == {"state": "background", "pending_blocks": 2, "started": False, "pid": None}
-    assert "the embedding worker already running embeds these 2 block(s) too" in text
+    assert ("the embedding worker already running has 2 block(s) of the index left to embed, this run's among"
+            " them") in text
     assert not (index / "embed.log").exists()  # no worker process was started
 
 

@@ -18,13 +18,15 @@ from sleuth.locate import INDEX_DIR_NAME, INDEX_ENV, enclosing_index, find_index
 if TYPE_CHECKING:
     from sleuth.types import IndexReport
 
+#: Folders of another project named in the line saying it has this folder's name (the rest counted).
+NAMED_FOLDERS_MAX = 3
 
 
 @click.command("index")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--project", default=None,
               help="Project name (default: the project that has the first path as a root or holds it in a root, "
-                   "else the first path's folder name).")
+                   "else the first path's folder name, with its parent's when another project has that name).")
 @click.option("--wait/--no-wait", "wait", default=None,
               help="Embed before returning (default: return once keyword search works, embed in a background "
                    "worker; $SLEUTH_INDEX_WAIT=1 makes --wait the default).")
@@ -182,10 +184,18 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
                    f" them, or `sleuth projects remove {shlex_quote(other)}`")
     if report.name_taken_by:
         other = report.name_taken_by[0].partition(": ")[0]
-        held = ", ".join(taken.partition(": ")[2] for taken in report.name_taken_by)
-        out.append(f"  (project {other!r} already holds another folder of this name, {held}: this one is project"
-                   f" {report.project!r}; `--project {shlex_quote(other)}` adds it to {other!r} instead)")
-    if not named and report.project == f"{INBOX_PROJECT_ID}-folder":
+        folders = [taken.partition(": ")[2] for taken in report.name_taken_by]
+        shown_folders = [f"{f} (gone)" if not os.path.lexists(f) else f for f in folders[:NAMED_FOLDERS_MAX]]
+        more = f" and {len(folders) - NAMED_FOLDERS_MAX:,} more" if len(folders) > NAMED_FOLDERS_MAX else ""
+        out.append(f"  (project {other!r} already has this folder's name, with other folders"
+                   f" ({', '.join(shown_folders)}{more}): this one is project {report.project!r};"
+                   f" `--project {shlex_quote(other)}` adds it to {other!r} instead)")
+    if report.stale_grants:
+        out.append(f"  warning: user(s) {', '.join(report.stale_grants)} of `sleuth serve --http` still hold a grant on"
+                   f" {report.project!r} from a project of that id removed before, so they may search this one:"
+                   f" `sleuth users list` shows their grants")
+    renamed_from = report.name_taken_by[0].partition(": ")[0] if report.name_taken_by else report.project
+    if not named and renamed_from == f"{INBOX_PROJECT_ID}-folder":
         out.append(f"  (a folder named {INBOX_PROJECT_ID} makes the project {report.project!r}: the id "
                    f"{INBOX_PROJECT_ID!r} is the Inbox of records filed without a project)")
     if report.project == INBOX_PROJECT_ID:
@@ -208,9 +218,9 @@ def _embedding_line(embedding: dict[str, Any]) -> str:
     """What ``sleuth index`` says of the embedding left to a background worker."""
     if embedding.get("started") is False:
         worker = f" (process {embedding['pid']})" if embedding["pid"] else ""
-        return (f"  keyword search is ready; the embedding worker already running{worker} embeds these "
-                f"{embedding['pending_blocks']:,} block(s) too: `sleuth status` shows how far, `sleuth embed` "
-                "waits for it")
+        return (f"  keyword search is ready; the embedding worker already running{worker} has "
+                f"{embedding['pending_blocks']:,} block(s) of the index left to embed, this run's among them:"
+                " `sleuth status` shows how far, `sleuth embed` waits for it")
     if embedding.get("pid"):
         return (f"  keyword search is ready; embedding {embedding['pending_blocks']:,} block(s) in the background "
                 f"(process {embedding['pid']}): `sleuth status` shows how far, `sleuth embed` waits for it")

@@ -372,7 +372,12 @@ def projects_remove_cmd(project: str, index_dir: Path | None, fmt: str) -> None:
     project = project_ids([project])[0]  # a name as `sleuth index --project` made it an id
     with Engine.open(index_dir, serving=True) as engine:
         removed = engine.remove_project(project)
+        granted = engine.indexer.grants().get(project, [])
     if fmt == "json":
-        emit_json({"project": project, "removed": True, "documents": removed})
+        emit_json({"project": project, "removed": True, "documents": removed, "granted_to": granted})
     else:
         click.echo(f"removed project {project!r}: {removed:,} document(s) left the index (no file was deleted)")
+        if granted:
+            click.echo(f"  user(s) {', '.join(granted)} of `sleuth serve --http` still hold a grant on {project!r}: a"
+                       f" project made later under that id is theirs to search too (`sleuth users remove NAME`, then"
+                       f" `sleuth users add NAME --project ...`, changes a user's projects)")

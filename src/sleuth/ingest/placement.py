@@ -17,16 +17,15 @@ that has it as a root, else the one whose folder root holds it (the deepest), el
 project whose roots lie inside it (a file indexed first, its folder later), else a new project
 named after the folder (a file's folder, for a file; a folder named ``inbox`` makes the project
 ``inbox-folder``, not the Inbox of records filed without a project). A folder name already taken by a
-project of other folders that exist (``~/work/notes`` indexed, then ``~/home/notes``) gives a name of
-its own, its parent's name first (``home-notes``, else ``notes-2``, ``notes-3``...), as qmd refuses a
-second collection of one name: two unrelated folders are never searched as one project unless
-``--project`` says so (:func:`choose_project`).
+project of other folders (``~/work/notes`` indexed, then ``~/home/notes``; theirs gone from disk too)
+gives a name of its own, its parent's name first (``home-notes``, else ``notes-2``, ``notes-3``...), as
+qmd refuses a second collection of one name: two unrelated folders are never searched as one project
+unless ``--project`` says so, or both are given to one run (:func:`choose_project`).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -72,25 +71,28 @@ def _holding_root(path: Path, roots: Sequence[str]) -> tuple[str, str] | None:
 
 def default_project(first: Path, roots_by_project: Mapping[str, Sequence[str]], index_dir: Path | None = None) -> str:
     """The project a path goes to when no project is named: :func:`choose_project`'s name."""
-    return choose_project(first, roots_by_project, index_dir)[0]
+    return choose_project([first], roots_by_project, index_dir)[0]
 
 
-def choose_project(first: Path, roots_by_project: Mapping[str, Sequence[str]],
-                   index_dir: Path | None = None) -> tuple[str, list[str]]:
-    """The project a path goes to when no project is named (see the module docstring).
+def choose_project(paths: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]],
+                   index_dir: Path | None = None, reserved: Collection[str] = ()) -> tuple[str, list[str]]:
+    """The project the paths of one run go to when no project is named (see the module docstring).
 
     Args:
-        first: the first path given, resolved.
+        paths: the paths given, resolved; the first one chooses.
         roots_by_project: ``{project_id: roots}`` of the index (roots resolved, as kept).
         index_dir: the index folder: roots inside it (the memory folders ``project_memory_record``
             writes) never make a folder around them join their project, nor take a name.
+        reserved: project ids a new name must not take besides the projects' (the ids users still
+            hold grants on, their project removed: a folder named anew is not theirs).
     Returns:
         ``(name, taken)``: a project id, or for a new project the name to make one from (the
         folder's name, ``"default"`` for the file system's root, ``"<name>-folder"`` when the name's
         id is the Inbox's, :data:`sleuth.types.INBOX_PROJECT_ID`); ``taken``: when the folder's own
-        name belongs to a project of other folders that exist, those folders (the name returned is
-        then another one, :func:`_free_name`) as ``"project_id: root"``, else empty.
+        name belongs to a project of other folders (:func:`_other_folders`), those folders as
+        ``"project_id: root"`` (the name returned is then another one, :func:`_free_name`), else empty.
     """
+    first = paths[0]
     ordered = sorted(roots_by_project.items())
     for pid, roots in ordered:
         if str(first) in roots:
@@ -107,43 +109,49 @@ def choose_project(first: Path, roots_by_project: Mapping[str, Sequence[str]],
     folder = first if first.is_dir() else first.parent
     name = folder.name or "default"
     try:
-        reserved = project_id_for(name) == INBOX_PROJECT_ID
+        inbox = project_id_for(name) == INBOX_PROJECT_ID
     except QueryError:  # nothing usable in the name: project_id_for says so to the caller
         return name, []
     # A folder named "inbox" is not the Inbox of records filed without a project, which a search of
     # every project leaves out.
-    name = f"{name}-folder" if reserved else name
+    name = f"{name}-folder" if inbox else name
     pid = project_id_for(name)
-    taken = [f"{pid}: {root}" for root in _other_folders(pid, folder, roots_by_project, index_dir)]
-    return (_free_name(name, folder, roots_by_project), taken) if taken else (name, [])
+    folders = [p if p.is_dir() else p.parent for p in paths]
+    taken = [f"{pid}: {root}" for root in _other_folders(pid, folders, roots_by_project, index_dir)]
+    return (_free_name(name, folder, roots_by_project, reserved), taken) if taken else (name, [])
 
 
-def _other_folders(pid: str, folder: Path, roots_by_project: Mapping[str, Sequence[str]],
+def _other_folders(pid: str, folders: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]],
                    index_dir: Path | None) -> list[str]:
-    """The roots of project ``pid`` unrelated to ``folder`` (neither holding it nor inside it) that
-    exist and lie outside ``index_dir``: other folders that hold its name. A project with none (no
-    root, only its memory folder, only roots that are gone, as after a folder was moved, or only
-    ``folder``'s own: a file its root's ignore rules leave out, given alone) lends its name to the
-    folder being indexed, which joins it."""
-    return [r for r in roots_by_project.get(pid, [])
-            if not (index_dir is not None and Path(r).is_relative_to(index_dir)) and os.path.lexists(r)
-            and not folder.is_relative_to(r) and not Path(r).is_relative_to(folder)]
+    """The roots of project ``pid`` outside ``index_dir``, gone from disk or not, when none of them
+    is related to one of ``folders`` (the folders of the paths given: a root holding one, or inside
+    one); else none. A project with such roots keeps its name for its folders: a folder of the same
+    name elsewhere gets another, even when theirs are gone (moved, or only away: a drive not
+    mounted). A project with none (no root, only its memory folder, or roots of the paths given:
+    ``sleuth index home/notes work/notes``, or a file its root's ignore rules leave out, given
+    alone) lends its name to the paths, which join it."""
+    roots = [r for r in roots_by_project.get(pid, [])
+             if not (index_dir is not None and Path(r).is_relative_to(index_dir))]
+    if any(folder.is_relative_to(r) or Path(r).is_relative_to(folder) for r in roots for folder in folders):
+        return []
+    return roots
 
 
-def _free_name(name: str, folder: Path, roots_by_project: Mapping[str, Sequence[str]]) -> str:
-    """A name for a new project of ``folder`` whose id no project has: ``<parent>-<name>``
-    (``home-notes``), else ``<name>-2``, ``<name>-3``...; each a valid new id (at most
-    :data:`sleuth.types.PROJECT_ID_MAX_BYTES`, not the Inbox's)."""
+def _free_name(name: str, folder: Path, roots_by_project: Mapping[str, Sequence[str]],
+               reserved: Collection[str] = ()) -> str:
+    """A name for a new project of ``folder`` whose id no project has and is not ``reserved``:
+    ``<parent>-<name>`` (``home-notes``), else ``<name>-2``, ``<name>-3``...; each a valid new id (at
+    most :data:`sleuth.types.PROJECT_ID_MAX_BYTES`, not the Inbox's)."""
     parent = folder.parent.name
     short = name.encode()[:PROJECT_ID_MAX_BYTES // 2].decode(errors="ignore")  # room for "-<n>"
     candidates = [f"{parent}-{name}"] if parent else []
-    candidates += [f"{short}-{n}" for n in range(2, len(roots_by_project) + 3)]
-    for candidate in candidates:  # len + 1 numbers for len projects: one is free
+    candidates += [f"{short}-{n}" for n in range(2, len(roots_by_project) + len(reserved) + 3)]
+    for candidate in candidates:  # one number more than there are ids taken: one is free
         try:
             pid = project_id_for(candidate, PROJECT_ID_MAX_BYTES)
         except QueryError:  # too long, or nothing usable
             continue
-        if pid not in roots_by_project and pid != INBOX_PROJECT_ID:
+        if pid not in roots_by_project and pid not in reserved and pid != INBOX_PROJECT_ID:
             return candidate
     raise QueryError(f"no free project name for {name!r}: pass --project NAME")  # not reached
 

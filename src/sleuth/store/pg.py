@@ -245,8 +245,10 @@ def binary_copy_int64(values: Sequence[np.ndarray]) -> bytes:
 
 
 def _application_name() -> str:
-    """``sleuth PID command``: what a writer that waits for the lock reports as its holder."""
-    return f"sleuth {os.getpid()} {' '.join(os.path.basename(a) for a in sys.argv[:3])}"[:63]
+    """``sleuth PID command``: what a writer that waits for the lock reports as its holder. ASCII,
+    escaped (``\\udce9``: a path in argv that is not UTF-8 could not be sent to the server)."""
+    name = f"sleuth {os.getpid()} {' '.join(os.path.basename(a) for a in sys.argv[:3])}"
+    return name.encode("ascii", "backslashreplace").decode("ascii")[:63]
 
 
 class PgCatalog(Catalog):
