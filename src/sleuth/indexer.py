@@ -310,10 +310,34 @@ class Indexer:
         from sleuth.ingest.pool import prestart
 
         prestart()  # a parse worker starts while the index is opened and the roots walked
+        paths = [Path(r).expanduser().resolve() for r in roots]
+        self._check_paths(paths, self.catalog.roots())  # a bad path is said at once, not after a wait
         # The project is chosen from the catalog's projects as this run will find them: two runs at
         # once would each see the other's new folder missing and file both under one name.
         with self.folder.write_lock.held():
-            return self._index_held(roots, project, progress, embed_progress, embed, phases, retry_failed)
+            return self._index_held(paths, project, progress, embed_progress, embed, phases, retry_failed)
+
+    def _check_paths(self, paths: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]]) -> None:
+        """Refuse a resolved path given to :meth:`index` that does not exist and is no root nor under
+        one (``roots_by_project``: the catalog's), whose name is not UTF-8, or that is (inside) an
+        index folder. Raises FileNotFoundError or ConfigError (see :meth:`index`)."""
+        from sleuth.ingest.names import index_name, is_valid_text
+        from sleuth.locate import index_folder_holding
+
+        for p in paths:
+            # A path gone from disk is looked at only when it is a root or lies under one: its
+            # documents are then removed (a deleted or renamed folder, file or root).
+            if not p.exists() and not any(p == Path(r) or p.is_relative_to(r)
+                                          for keys in roots_by_project.values() for r in keys):
+                raise FileNotFoundError(f"path does not exist: {p}")
+            if not is_valid_text(str(p)):
+                raise ConfigError(f"the root {index_name(str(p))} has a name that is not valid UTF-8: index a folder"
+                                  " above it (names below a root may be anything) or rename it")
+            if (index_folder := index_folder_holding(p, self.folder.index_dir)) is not None:
+                where = ("an index folder" if index_folder == p
+                         else f"inside the index folder {index_name(str(index_folder))}")
+                raise ConfigError(f"{index_name(str(p))} is {where}: sleuth does not index an index's own files (its"
+                                  " users, keys, logs and settings); index the folder that holds it")
 
     def grants(self) -> dict[str, list[str]]:
         """``{project_id: [user, ...]}``: the users of ``sleuth serve --http`` (the index folder's
@@ -331,31 +355,15 @@ class Indexer:
                 out.setdefault(granted, []).append(user.name)
         return out
 
-    def _index_held(self, roots: Sequence[str | Path], project: str | None,
+    def _index_held(self, paths: list[Path], project: str | None,
                     progress: Callable[[str], None] | None, embed_progress: Callable[[int, int], None] | None,
                     embed: bool, phases: Progress | None, retry_failed: bool) -> IndexReport:
-        """:meth:`index` with the write lock held."""
-        from sleuth.ingest.names import index_name, is_valid_text
+        """:meth:`index` of the resolved ``paths`` with the write lock held."""
         from sleuth.ingest.placement import choose_project, outermost, place, shared_roots
         from sleuth.ingest.walk import normalize_rel_paths
-        from sleuth.locate import index_folder_holding
 
-        paths = [Path(r).expanduser().resolve() for r in roots]
         roots_by_project = self.catalog.roots()
-        for p in paths:
-            # A path gone from disk is looked at only when it is a root or lies under one: its
-            # documents are then removed (a deleted or renamed folder, file or root).
-            if not p.exists() and not any(p == Path(r) or p.is_relative_to(r)
-                                          for keys in roots_by_project.values() for r in keys):
-                raise FileNotFoundError(f"path does not exist: {p}")
-            if not is_valid_text(str(p)):
-                raise ConfigError(f"the root {index_name(str(p))} has a name that is not valid UTF-8: index a folder"
-                                  " above it (names below a root may be anything) or rename it")
-            if (index_folder := index_folder_holding(p, self.folder.index_dir)) is not None:
-                where = ("an index folder" if index_folder == p
-                         else f"inside the index folder {index_name(str(index_folder))}")
-                raise ConfigError(f"{index_name(str(p))} is {where}: sleuth does not index an index's own files (its"
-                                  " users, keys, logs and settings); index the folder that holds it")
+        self._check_paths(paths, roots_by_project)  # again: another run may have dropped a root meanwhile
         # Without a name, a root indexed before keeps its project (a second project over the same
         # files would return every page twice), and a path inside a project's folder root is
         # refreshed there (sleuth.ingest.placement).
