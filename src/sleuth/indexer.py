@@ -193,6 +193,7 @@ class _Run:
     batch: Batch = field(default_factory=list)
     retry_failed: bool = False  # parse files whose parse failed before even when unchanged
     taking_in: set[str] = field(default_factory=set)  # roots being taken into a root walked now: not left out
+    walked: list[str] = field(default_factory=list)  # roots walked whole: marked so when the run ends
 
 
 @dataclass
@@ -307,8 +308,11 @@ class Indexer:
             ConfigError: a root's own name is not valid UTF-8, or it is (inside) an index folder.
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
         """
+        from sleuth.ingest.names import is_valid_text
         from sleuth.ingest.pool import prestart
 
+        if project is not None and not is_valid_text(project):  # a name typed in a Latin-1 shell
+            raise ConfigError(f"the project name {shown(project)} is not valid UTF-8: name it in UTF-8")
         prestart()  # a parse worker starts while the index is opened and the roots walked
         paths = [Path(r).expanduser().resolve() for r in roots]
         self._check_paths(paths, self.catalog.roots())  # a bad path is said at once, not after a wait
@@ -339,21 +343,22 @@ class Indexer:
                 raise ConfigError(f"{index_name(str(p))} is {where}: sleuth does not index an index's own files (its"
                                   " users, keys, logs and settings); index the folder that holds it")
 
-    def grants(self) -> dict[str, list[str]]:
-        """``{project_id: [user, ...]}``: the users of ``sleuth serve --http`` (the index folder's
-        users file) by the projects they hold a grant on; empty when there is no users file or it
-        cannot be read (``sleuth serve --http`` says why)."""
+    def grants(self) -> tuple[dict[str, list[str]], str]:
+        """``({project_id: [user, ...]}, problem)``: the users of ``sleuth serve --http`` (the index
+        folder's users file) by the projects they hold a grant on, and ``""``; or ``({}, why)`` when
+        the file exists but cannot be read (malformed, readable by others, not a regular file: what
+        ``sleuth serve --http`` refuses it for). No file: ``({}, "")``."""
         from sleuth.auth.users import UserStore
 
         try:
             users = UserStore(self.folder.index_dir).users()
-        except (ConfigError, OSError):
-            return {}
+        except (ConfigError, OSError) as exc:
+            return {}, shown(str(exc), 300)
         out: dict[str, list[str]] = {}
         for user in sorted(users.values(), key=lambda u: u.name):
             for granted in user.projects:
                 out.setdefault(granted, []).append(user.name)
-        return out
+        return out, ""
 
     def _index_held(self, paths: list[Path], project: str | None,
                     progress: Callable[[str], None] | None, embed_progress: Callable[[int, int], None] | None,
@@ -368,11 +373,12 @@ class Indexer:
         # files would return every page twice), and a path inside a project's folder root is
         # refreshed there (sleuth.ingest.placement).
         paths = outermost(paths)  # a path inside another one given is walked with it
-        grants = self.grants()
+        grants, grants_problem = self.grants()
         name, name_taken_by = (project, []) if project else choose_project(paths, roots_by_project,
                                                                          self.folder.index_dir, grants)
         pid = self._project_id(name, roots_by_project)
         stale_grants = grants.get(pid, []) if pid not in roots_by_project else []
+        grants_unchecked = grants_problem if pid not in roots_by_project else ""
         placement = place(paths, roots_by_project.get(pid, []))
         shared = shared_roots(placement.roots, roots_by_project, pid, self.folder.index_dir)
         new_roots = [str(p) for p in placement.roots]
@@ -409,6 +415,7 @@ class Indexer:
         run.report.shared_roots = shared
         run.report.name_taken_by = name_taken_by
         run.report.stale_grants = stale_grants
+        run.report.grants_unchecked = grants_unchecked
         memory = self.folder.index_dir
         run.report.gone_roots = [f"{other}: {key}" for other, keys in sorted(self.catalog.roots().items())
                                  for key in keys if not Path(key).is_relative_to(memory) and not os.path.lexists(key)]
@@ -589,6 +596,8 @@ class Indexer:
                 for phase in ("scan", "parse", "postings"):
                     phases.finish(phase)
             self.catalog.mark_indexed(pid, run.now)
+            for key in run.walked:  # only a run that ends marks them: one cut short leaves the old times
+                self.catalog.mark_root_walked(pid, key, run.now)
             if embed:
                 run.report.embedded = self.embed_pending(_counting_embedding(embed_progress, phases))
                 if phases is not None:
@@ -698,7 +707,7 @@ class Indexer:
         if root.exists() and self.catalog.parser_version(run.pid, rp.root_key) != PARSER_VERSION:
             self.catalog.set_parser_version(run.pid, rp.root_key, PARSER_VERSION)  # every file of it parsed now
         if root.exists():
-            self.catalog.mark_root_walked(run.pid, rp.root_key, run.now)
+            run.walked.append(rp.root_key)
 
     def _index_items(self, rp: _RootPass, items: Iterable[FileCandidate | SkippedFile], last: bool = True) -> None:
         """Index a root's candidates in order; what needs parsing is parsed by worker processes

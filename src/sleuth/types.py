@@ -451,6 +451,9 @@ class IndexReport(Model):
     stale_grants: list[str] = Field(default_factory=list, description=(
         "Users of `sleuth serve --http` who still hold a grant on the id of the project this run made (a "
         "project of that id was removed before): they may search it; empty otherwise"))
+    grants_unchecked: str = Field(default="", description=(
+        "Why the users file could not be read when this run made a new project (its id may be one users "
+        "still hold a grant on, unchecked); empty otherwise"))
     gone_roots: list[str] = Field(default_factory=list, description=(
         "'project: root' of every root of the index that no longer exists (renamed or deleted): its "
         "documents stay, marked stale, until it is indexed again (which removes them) or its project removed"))

@@ -13,7 +13,7 @@ import pytest
 
 from sleuth.config import Config
 from sleuth.engine import Engine
-from sleuth.ingest.placement import choose_project, default_project, nested_root_excludes, place
+from sleuth.ingest.placement import _free_name, choose_project, default_project, nested_root_excludes, place
 from sleuth.ingest.walk import OTHER_INDEX_REASON, reaches
 from sleuth.locate import enclosing_index
 from tests.integration.conftest import run_cli
@@ -505,3 +505,59 @@ def test_two_runs_at_once_never_file_two_folders_under_one_name(tmp_path: Path,
                                          "2026-01-01T00:00:00.000Z")
         runner.join(120)
         assert [r.project for r in reports] == ["b-notes"]  # type: ignore[attr-defined]
+
+
+def test_an_unreadable_users_file_is_said_and_never_waited_on(tmp_path: Path) -> None:
+    """Grants are read at every `sleuth index` now: a users file that is a FIFO (or a link to
+    /dev/stdin) held the run, with the write lock, until something wrote to it; one that could
+    not be read (readable by others, malformed) dropped the grant check without a word."""
+    lexical = {"SLEUTH_MODEL": "none"}
+    index = tmp_path / "idx"
+    write(tmp_path / "a" / "notes", "a.md", "# A\n\nalpha\n")
+    write(tmp_path / "b" / "notes", "b.md", "# B\n\nbeta\n")
+    write(tmp_path / "c" / "..notes", "c.md", "# C\n\ngamma\n")
+    run_cli("index", str(tmp_path / "a" / "notes"), "--index", str(index), env=lexical)
+    os.mkfifo(index / "users.json")
+    out = run_cli("index", str(tmp_path / "b" / "notes"), "--index", str(index), env=lexical).stdout
+    assert out.startswith("indexed project 'b-notes' into")
+    assert (f"  warning: the users file could not be read ({index / 'users.json'} is not a regular file: the users"
+            " file must be one), so whether users of `sleuth serve --http` still hold a grant on the new project"
+            " 'b-notes' was not checked") in out.splitlines()
+    (index / "users.json").unlink()
+    (index / "users.json").symlink_to("/dev/stdin")
+    out = run_cli("index", str(tmp_path / "c" / "..notes"), "--index", str(index), env=lexical).stdout
+    assert out.startswith("indexed project 'c-..notes' into")  # '..notes' is the id 'notes': taken
+    assert "is a symbolic link: the users file must be a regular file" in out
+    gone = run_cli("projects", "remove", "c-..notes", "--index", str(index), env=lexical).stdout
+    assert "warning: the users file could not be read" in gone
+    # a numbered name keeps the folder's id, not its first characters as typed (all dots: "2")
+    assert _free_name("." * 150 + "notes", Path("/x"), {"notes": []}) == "notes-2"
+
+
+def test_a_project_name_not_utf8_is_refused_readably(tmp_path: Path) -> None:
+    write(tmp_path / "notes", "a.md", "# A\n\nalpha\n")
+    proc = run_cli("index", str(tmp_path / "notes"), "--project", os.fsdecode(b"caf\xe9"), "--index",
+                   str(tmp_path / "idx"), check=False, env={"SLEUTH_MODEL": "none"})
+    assert (proc.returncode, proc.stderr) == (2, "error: the project name caf\\udce9 is not valid UTF-8: name it in"
+                                                 " UTF-8\n")
+
+
+def test_a_run_cut_short_leaves_the_roots_last_indexed_as_they_were(tmp_path: Path) -> None:
+    """A root's "last indexed" is set when the run ends: a run interrupted after walking it (on the
+    next root) set it, while its project said "never"."""
+    for name in ("one", "two"):
+        write(tmp_path / name, "a.md", f"# {name}\n\nalpha\n")
+        write(tmp_path / name, "b.md", f"# {name} b\n\nbeta\n")
+
+    def interrupt_in_two(rel: str) -> None:
+        if seen.append(rel) or len(seen) > 2:  # the third file: the second root's first
+            raise KeyboardInterrupt
+
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        seen: list[str] = []
+        with pytest.raises(KeyboardInterrupt):
+            engine.index([tmp_path / "one", tmp_path / "two"], project="p", progress=interrupt_in_two, embed=False)
+        assert engine.catalog.conn.execute("SELECT COUNT(*) FROM meta WHERE key LIKE 'root_walked%'").fetchone()[0] == 0
+        engine.index([tmp_path / "one", tmp_path / "two"], project="p", embed=False)
+        walked = engine.catalog.conn.execute("SELECT COUNT(*) FROM meta WHERE key LIKE 'root_walked%'").fetchone()[0]
+        assert walked == 2

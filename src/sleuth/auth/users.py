@@ -17,6 +17,7 @@ matches again.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -141,11 +142,20 @@ class UserStore:
         return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
     def _read(self) -> dict[str, User]:
+        # Not followed if a link, never waited on (a FIFO, or a link to /dev/stdin, held every
+        # `sleuth index` that reads the grants, with the index's write lock): a regular file only.
         try:
-            with open(self.path, "rb") as f:
-                raw = f.read(USERS_FILE_MAX_BYTES + 1)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             return {}
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ConfigError(f"{self.path} is a symbolic link: the users file must be a regular file") from None
+            raise
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ConfigError(f"{self.path} is not a regular file: the users file must be one")
+            raw = f.read(USERS_FILE_MAX_BYTES + 1)
         if len(raw) > USERS_FILE_MAX_BYTES:
             raise ConfigError(f"{self.path} is larger than {USERS_FILE_MAX_BYTES} bytes")
         check_private(self.path, "the users file")

@@ -182,22 +182,7 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         out.append(f"  warning: {root}, a root of project {other!r}, no longer exists: its documents stay (marked"
                    f" stale) until `sleuth index {shlex_quote(root)} --index {shlex_quote(str(target))}` removes"
                    f" them, or `sleuth projects remove {shlex_quote(other)}`")
-    if report.name_taken_by:
-        other = report.name_taken_by[0].partition(": ")[0]
-        folders = [taken.partition(": ")[2] for taken in report.name_taken_by]
-        shown_folders = [f"{f} (gone)" if not os.path.lexists(f) else f for f in folders[:NAMED_FOLDERS_MAX]]
-        more = f" and {len(folders) - NAMED_FOLDERS_MAX:,} more" if len(folders) > NAMED_FOLDERS_MAX else ""
-        out.append(f"  (project {other!r} already has this folder's name, with other folders"
-                   f" ({', '.join(shown_folders)}{more}): this one is project {report.project!r};"
-                   f" `--project {shlex_quote(other)}` adds it to {other!r} instead)")
-    if report.stale_grants:
-        out.append(f"  warning: user(s) {', '.join(report.stale_grants)} of `sleuth serve --http` still hold a grant on"
-                   f" {report.project!r} from a project of that id removed before, so they may search this one:"
-                   f" `sleuth users list` shows their grants")
-    renamed_from = report.name_taken_by[0].partition(": ")[0] if report.name_taken_by else report.project
-    if not named and renamed_from == f"{INBOX_PROJECT_ID}-folder":
-        out.append(f"  (a folder named {INBOX_PROJECT_ID} makes the project {report.project!r}: the id "
-                   f"{INBOX_PROJECT_ID!r} is the Inbox of records filed without a project)")
+    out += _project_lines(report, named)
     if report.project == INBOX_PROJECT_ID:
         out.append(f"  project {INBOX_PROJECT_ID!r} is the Inbox of records filed without a project: a search of every "
                    f"project leaves it out (`--project {INBOX_PROJECT_ID}` searches it)")
@@ -212,6 +197,35 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
     out += render_skips(skipped, verbose)
     out += [f"  warning {p['path']}: {p['problem']}" for p in report.problems]
     return [one_line(line) for line in out]  # a root named with a newline cannot forge a line
+
+
+def _project_lines(report: IndexReport, named: bool) -> list[str]:
+    """What ``sleuth index`` says of the project's name (another project had the folder's, a folder
+    named inbox) and of users who may search it (grants left from a removed project of its id)."""
+    from sleuth.ingest.names import shlex_quote
+    from sleuth.types import INBOX_PROJECT_ID
+
+    out: list[str] = []
+    if report.name_taken_by:
+        other = report.name_taken_by[0].partition(": ")[0]
+        folders = [taken.partition(": ")[2] for taken in report.name_taken_by]
+        shown_folders = [f"{f} (gone)" if not os.path.lexists(f) else f for f in folders[:NAMED_FOLDERS_MAX]]
+        more = f" and {len(folders) - NAMED_FOLDERS_MAX:,} more" if len(folders) > NAMED_FOLDERS_MAX else ""
+        out.append(f"  (project {other!r} already has this folder's name, with other folders"
+                   f" ({', '.join(shown_folders)}{more}): this one is project {report.project!r};"
+                   f" `--project {shlex_quote(other)}` adds it to {other!r} instead)")
+    if report.stale_grants:
+        out.append(f"  warning: user(s) {', '.join(report.stale_grants)} of `sleuth serve --http` still hold a grant on"
+                   f" {report.project!r} from a project of that id removed before, so they may search this one:"
+                   f" `sleuth users list` shows their grants")
+    if report.grants_unchecked:
+        out.append(f"  warning: the users file could not be read ({report.grants_unchecked}), so whether users of"
+                   f" `sleuth serve --http` still hold a grant on the new project {report.project!r} was not checked")
+    renamed_from = report.name_taken_by[0].partition(": ")[0] if report.name_taken_by else report.project
+    if not named and renamed_from == f"{INBOX_PROJECT_ID}-folder":
+        out.append(f"  (a folder named {INBOX_PROJECT_ID} makes the project {report.project!r}: the id "
+                   f"{INBOX_PROJECT_ID!r} is the Inbox of records filed without a project)")
+    return out
 
 
 def _embedding_line(embedding: dict[str, Any]) -> str:

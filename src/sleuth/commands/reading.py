@@ -372,11 +372,16 @@ def projects_remove_cmd(project: str, index_dir: Path | None, fmt: str) -> None:
     project = project_ids([project])[0]  # a name as `sleuth index --project` made it an id
     with Engine.open(index_dir, serving=True) as engine:
         removed = engine.remove_project(project)
-        granted = engine.indexer.grants().get(project, [])
+        grants, problem = engine.indexer.grants()
+        granted = grants.get(project, [])
     if fmt == "json":
-        emit_json({"project": project, "removed": True, "documents": removed, "granted_to": granted})
+        emit_json({"project": project, "removed": True, "documents": removed, "granted_to": granted,
+                   "grants_unchecked": problem})
     else:
         click.echo(f"removed project {project!r}: {removed:,} document(s) left the index (no file was deleted)")
+        if problem:
+            click.echo(f"  warning: the users file could not be read ({problem}), so the users still holding a grant"
+                       f" on {project!r} are not named")
         if granted:
             click.echo(f"  user(s) {', '.join(granted)} of `sleuth serve --http` still hold a grant on {project!r}: a"
                        f" project made later under that id is theirs to search too (`sleuth users remove NAME`, then"

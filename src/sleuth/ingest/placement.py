@@ -143,7 +143,8 @@ def _free_name(name: str, folder: Path, roots_by_project: Mapping[str, Sequence[
     ``<parent>-<name>`` (``home-notes``), else ``<name>-2``, ``<name>-3``...; each a valid new id (at
     most :data:`sleuth.types.PROJECT_ID_MAX_BYTES`, not the Inbox's)."""
     parent = folder.parent.name
-    short = name.encode()[:PROJECT_ID_MAX_BYTES // 2].decode(errors="ignore")  # room for "-<n>"
+    # The name's id, cut to leave room for "-<n>" (a name cut as typed could keep only punctuation).
+    short = project_id_for(name).encode()[:PROJECT_ID_MAX_BYTES // 2].decode(errors="ignore")
     candidates = [f"{parent}-{name}"] if parent else []
     candidates += [f"{short}-{n}" for n in range(2, len(roots_by_project) + len(reserved) + 3)]
     for candidate in candidates:  # one number more than there are ids taken: one is free
