@@ -343,27 +343,11 @@ class Indexer:
                 raise ConfigError(f"{index_name(str(p))} is {where}: sleuth does not index an index's own files (its"
                                   " users, keys, logs and settings); index the folder that holds it")
 
-    def grants(self) -> tuple[dict[str, list[str]], str]:
-        """``({project_id: [user, ...]}, problem)``: the users of ``sleuth serve --http`` (the index
-        folder's users file) by the projects they hold a grant on, and ``""``; or ``({}, why)`` when
-        the file exists but cannot be read (malformed, readable by others, not a regular file: what
-        ``sleuth serve --http`` refuses it for). No file: ``({}, "")``."""
-        from sleuth.auth.users import UserStore
-
-        try:
-            users = UserStore(self.folder.index_dir).users()
-        except (ConfigError, OSError) as exc:
-            return {}, shown(str(exc), 300)
-        out: dict[str, list[str]] = {}
-        for user in sorted(users.values(), key=lambda u: u.name):
-            for granted in user.projects:
-                out.setdefault(granted, []).append(user.name)
-        return out, ""
-
     def _index_held(self, paths: list[Path], project: str | None,
                     progress: Callable[[str], None] | None, embed_progress: Callable[[int, int], None] | None,
                     embed: bool, phases: Progress | None, retry_failed: bool) -> IndexReport:
         """:meth:`index` of the resolved ``paths`` with the write lock held."""
+        from sleuth.auth.users import grants_by_project
         from sleuth.ingest.placement import choose_project, outermost, place, shared_roots
         from sleuth.ingest.walk import normalize_rel_paths
 
@@ -373,7 +357,7 @@ class Indexer:
         # files would return every page twice), and a path inside a project's folder root is
         # refreshed there (sleuth.ingest.placement).
         paths = outermost(paths)  # a path inside another one given is walked with it
-        grants, grants_problem = self.grants()
+        grants, grants_problem = grants_by_project(self.folder.index_dir)
         name, name_taken_by = (project, []) if project else choose_project(paths, roots_by_project,
                                                                          self.folder.index_dir, grants)
         pid = self._project_id(name, roots_by_project)

@@ -13,7 +13,7 @@ import pytest
 
 from sleuth.config import Config
 from sleuth.engine import Engine
-from sleuth.ingest.placement import _free_name, choose_project, default_project, nested_root_excludes, place
+from sleuth.ingest.placement import _free_name, choose_project, nested_root_excludes, place
 from sleuth.ingest.walk import OTHER_INDEX_REASON, reaches
 from sleuth.locate import enclosing_index
 from tests.integration.conftest import run_cli
@@ -50,15 +50,16 @@ def test_reaches_follows_the_walks_rules(notes: Path) -> None:
 
 def test_default_project_and_placement(notes: Path) -> None:
     roots = {"notes": [str(notes)], "zz": [str(notes / "sub")]}
-    assert default_project(notes, roots) == "notes"  # its own root
-    assert default_project(notes / "sub" / "p1.md", roots) == "zz"  # the deepest holding root
-    assert default_project(notes / "top.md", roots) == "notes"
-    assert default_project(notes / "build", roots) == "build"  # ignored by the holding root: its own
-    assert default_project(notes.parent, {"notes": [str(notes / "top.md")]}) == "notes"  # one project inside
-    assert default_project(notes.parent, {"a": [str(notes / "top.md")], "b": [str(notes / "sub")]}) == notes.parent.name
-    assert default_project(notes / "top.md", {}) == "notes"  # a file: its folder's name
+    assert choose_project([notes], roots)[0] == "notes"  # its own root
+    assert choose_project([notes / "sub" / "p1.md"], roots)[0] == "zz"  # the deepest holding root
+    assert choose_project([notes / "top.md"], roots)[0] == "notes"
+    assert choose_project([notes / "build"], roots)[0] == "build"  # ignored by the holding root: its own
+    assert choose_project([notes.parent], {"notes": [str(notes / "top.md")]})[0] == "notes"  # one project inside
+    two_inside = {"a": [str(notes / "top.md")], "b": [str(notes / "sub")]}
+    assert choose_project([notes.parent], two_inside)[0] == notes.parent.name
+    assert choose_project([notes / "top.md"], {})[0] == "notes"  # a file: its folder's name
     memory = {"inbox": [str(notes / ".sleuth" / "memory" / "inbox")]}  # project_memory_record's folder
-    assert default_project(notes, memory, notes / ".sleuth") == "notes"
+    assert choose_project([notes], memory, notes / ".sleuth")[0] == "notes"
     placed = place([notes / "sub", notes / "top.md", notes / "build", notes], [str(notes)])
     assert placed.roots == [notes / "build", notes]
     assert placed.refresh == {str(notes): ["sub", "top.md"]}
@@ -300,8 +301,8 @@ def test_a_folder_named_inbox_is_not_the_inbox(tmp_path: Path) -> None:
     ``--project inbox`` files into the Inbox on purpose, and ``sleuth index`` says what that means."""
     lexical = {"SLEUTH_MODEL": "none"}
     write(tmp_path / "Inbox", "todo.md", "# Todo\n\nwombat errands\n")
-    assert default_project(tmp_path / "Inbox", {}) == "Inbox-folder"
-    assert default_project(tmp_path / "Inbox" / "todo.md", {}) == "Inbox-folder"
+    assert choose_project([tmp_path / "Inbox"], {})[0] == "Inbox-folder"
+    assert choose_project([tmp_path / "Inbox" / "todo.md"], {})[0] == "Inbox-folder"
     # Before any record is filed the Inbox is there to name, empty (it was "project not found").
     write(tmp_path, "empty/e.md", "# E\n\nwombat\n")
     run_cli("index", str(tmp_path / "empty"), env=lexical)

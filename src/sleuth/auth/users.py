@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, shown
 from sleuth.locks import lock_exclusive
 
 #: The users file, in the index folder.
@@ -249,3 +249,21 @@ class UserStore:
     def set_disabled(self, name: str, disabled: bool) -> User:
         """Disable (or enable again) user ``name``: their tokens are refused while disabled."""
         return self._replace(name, disabled=disabled)
+
+
+def grants_by_project(index_dir: Path) -> tuple[dict[str, list[str]], str]:
+    """``({project_id: [user, ...]}, problem)``: the users of ``index_dir``'s users file by the
+    projects they hold a grant on (names sorted), and ``""``; or ``({}, why)`` when the file exists
+    but cannot be read (malformed, readable by others, not a regular file: what ``sleuth serve
+    --http`` refuses it for). No file: ``({}, "")``. A removed project's grants stay, so
+    ``sleuth index`` and ``sleuth projects remove`` ask this of the id they make or drop."""
+    try:
+        users = UserStore(index_dir).users()
+    except (ConfigError, OSError) as exc:
+        return {}, shown(str(exc), 300)
+    out: dict[str, list[str]] = {}
+    for user in sorted(users.values(), key=lambda u: u.name):
+        for granted in user.projects:
+            out.setdefault(granted, []).append(user.name)
+    return out, ""
+

@@ -206,8 +206,8 @@ def _project_lines(report: IndexReport, named: bool) -> list[str]:
     from sleuth.types import INBOX_PROJECT_ID
 
     out: list[str] = []
+    other = report.name_taken_by[0].partition(": ")[0] if report.name_taken_by else ""  # whose name it was
     if report.name_taken_by:
-        other = report.name_taken_by[0].partition(": ")[0]
         folders = [taken.partition(": ")[2] for taken in report.name_taken_by]
         shown_folders = [f"{f} (gone)" if not os.path.lexists(f) else f for f in folders[:NAMED_FOLDERS_MAX]]
         more = f" and {len(folders) - NAMED_FOLDERS_MAX:,} more" if len(folders) > NAMED_FOLDERS_MAX else ""
@@ -221,8 +221,7 @@ def _project_lines(report: IndexReport, named: bool) -> list[str]:
     if report.grants_unchecked:
         out.append(f"  warning: the users file could not be read ({report.grants_unchecked}), so whether users of"
                    f" `sleuth serve --http` still hold a grant on the new project {report.project!r} was not checked")
-    renamed_from = report.name_taken_by[0].partition(": ")[0] if report.name_taken_by else report.project
-    if not named and renamed_from == f"{INBOX_PROJECT_ID}-folder":
+    if not named and (other or report.project) == f"{INBOX_PROJECT_ID}-folder":
         out.append(f"  (a folder named {INBOX_PROJECT_ID} makes the project {report.project!r}: the id "
                    f"{INBOX_PROJECT_ID!r} is the Inbox of records filed without a project)")
     return out

@@ -367,12 +367,13 @@ def projects_remove_cmd(project: str, index_dir: Path | None, fmt: str) -> None:
     """Remove PROJECT from the index: its documents leave every lane and `sleuth watch`, and its
     roots can be indexed again under another project. No file is deleted (records written by MCP
     stay in the index's memory folder); vectors stay cached for texts indexed again."""
+    from sleuth.auth.users import grants_by_project
     from sleuth.engine import Engine
 
     project = project_ids([project])[0]  # a name as `sleuth index --project` made it an id
     with Engine.open(index_dir, serving=True) as engine:
         removed = engine.remove_project(project)
-        grants, problem = engine.indexer.grants()
+        grants, problem = grants_by_project(engine.index_dir)
         granted = grants.get(project, [])
     if fmt == "json":
         emit_json({"project": project, "removed": True, "documents": removed, "granted_to": granted,

@@ -12,7 +12,7 @@ second home for its files:
   leave out, in the same run; until a take-in is done a root's walk leaves out the project's other
   roots inside it (:func:`nested_root_excludes`), so no file is filed twice in one project.
 
-Without ``--project`` the first path chooses the project (:func:`default_project`): the project
+Without ``--project`` the first path chooses the project (:func:`choose_project`): the project
 that has it as a root, else the one whose folder root holds it (the deepest), else the one
 project whose roots lie inside it (a file indexed first, its folder later), else a new project
 named after the folder (a file's folder, for a file; a folder named ``inbox`` makes the project
@@ -67,11 +67,6 @@ def _holding_root(path: Path, roots: Sequence[str]) -> tuple[str, str] | None:
         if reached and (best is None or len(root) > len(best[0])):
             best = (root, rel)
     return best
-
-
-def default_project(first: Path, roots_by_project: Mapping[str, Sequence[str]], index_dir: Path | None = None) -> str:
-    """The project a path goes to when no project is named: :func:`choose_project`'s name."""
-    return choose_project([first], roots_by_project, index_dir)[0]
 
 
 def choose_project(paths: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]],
