@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 #: How often a waiting process tries the lock again, in seconds.
 LOCK_POLL_S = 0.05
@@ -137,20 +138,50 @@ def write_lock_timeout_s() -> float:
     return value
 
 
+class _Waiting(Protocol):
+    on_wait: Callable[[str], None] | None
+
+    def holder(self) -> str: ...
+
+
+def once_waiting(lock: _Waiting) -> Callable[[], None] | None:
+    """The ``waiting`` callback of :func:`retry_until` that calls ``lock.on_wait(lock.holder())``
+    before the first pause only; None when ``lock.on_wait`` is None."""
+    on_wait = lock.on_wait
+    if on_wait is None:
+        return None
+    said: list[bool] = []
+
+    def waiting() -> None:
+        if not said:
+            said.append(True)
+            on_wait(lock.holder() or "another process")
+
+    return waiting
+
+
 class WriteLock:
     """An exclusive ``flock`` on ``<index>/write.lock``, waited for at most ``timeout_s`` seconds.
 
     The holder writes ``process PID (command)`` into the file, so a writer that waits in vain can
     say who holds the index.
+
+    Attributes:
+        on_wait: called once with the holder (:meth:`holder`) when :meth:`acquire` has to wait (a
+            command says what it waits for, as cargo's "Blocking waiting for file lock").
+        taken: whether :meth:`held` has taken the lock since this object was made (a command
+            stopped before it did wrote nothing).
     """
 
     def __init__(self, path: Path, timeout_s: float) -> None:
         self.path, self.timeout_s = path, timeout_s
         self._fd: int | None = None
+        self.on_wait: Callable[[str], None] | None = None
+        self.taken = False
 
     def acquire(self, blocking: bool = True) -> bool:
         """Take the lock (waiting at most ``timeout_s`` when ``blocking``); False when not taken."""
-        fd = lock_exclusive(self.path, self.timeout_s if blocking else 0)
+        fd = lock_exclusive(self.path, self.timeout_s if blocking else 0, waiting=once_waiting(self))
         if fd is None:
             return False
         self._fd = fd
@@ -195,6 +226,7 @@ class WriteLock:
                 f"{holder} is writing to the index {self.path.parent}; waited {self.timeout_s:g} s for it: try again"
                 f" when it has finished (or wait longer: ${WRITE_LOCK_TIMEOUT_ENV}=seconds)"
             )
+        self.taken = True
         try:
             yield
         finally:

@@ -10,9 +10,11 @@ Each is signalled once it answers (the watch: once it says it watches)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -66,6 +68,50 @@ def test_ctrl_c_during_sleuth_index_says_what_stays_and_exits_130(tmp_path: Path
     assert (code, out) == (130, "")
     assert err.rstrip().splitlines()[-1] == ("sleuth index: interrupted; what it wrote stays indexed (and the vectors "
                                              "it made): run the same command again to go on")
+
+
+def test_ctrl_c_while_sleuth_index_waits_for_the_lock_says_it_wrote_nothing(tmp_path: Path) -> None:
+    """Attack round of stop 39: Ctrl-C while another process held the write lock said "what it wrote
+    stays indexed", and the wait itself was silent. Now the wait is said once, naming the holder, and
+    the interrupt says nothing was written (nor was anything: the new page is not found)."""
+    from sleuth.locks import WriteLock
+    from sleuth.store.folder import WRITE_LOCK_FILE
+
+    index = _notes_index(tmp_path)
+    (tmp_path / "notes" / "b.md").write_text("# Beta\n\nnumbats\n", encoding="utf-8")
+    other = WriteLock(index / WRITE_LOCK_FILE, 0)
+    assert other.acquire()
+    try:
+        env = {**os.environ, "SLEUTH_MODEL": "none", "SLEUTH_WRITE_LOCK_TIMEOUT_S": "600"}
+        code, out, err = _interrupted([*SLEUTH, "index", str(tmp_path / "notes"), "--index", str(index)], env,
+                                      lambda line: line.startswith("sleuth index: waiting for"), skip_lines=True)
+    finally:
+        other.release()
+    assert (code, out) == (130, "")
+    assert err.rstrip().splitlines()[-1] == ("sleuth index: interrupted before it wrote anything: run the same "
+                                             "command again to index")
+    found = run_cli("search", "numbats", "--index", str(index), "--format", "json", env={"SLEUTH_MODEL": "none"})
+    assert json.loads(found.stdout)["hits"] == []
+
+
+def test_sleuth_index_says_once_whom_it_waits_for(tmp_path: Path) -> None:
+    """The line a waiting run writes: the holder as the lock file names it, and the bound."""
+    from sleuth.locks import WriteLock
+    from sleuth.store.folder import WRITE_LOCK_FILE
+
+    index = _notes_index(tmp_path)
+    other = WriteLock(index / WRITE_LOCK_FILE, 0)
+    assert other.acquire()
+    try:
+        proc = subprocess.run([*SLEUTH, "index", str(tmp_path / "notes"), "--index", str(index)],
+                              env={**os.environ, "SLEUTH_MODEL": "none", "SLEUTH_WRITE_LOCK_TIMEOUT_S": "0.5"},
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        other.release()
+    assert proc.returncode != 0
+    waits = [line for line in proc.stderr.splitlines() if "waiting for" in line]
+    assert waits == [f"sleuth index: waiting for process {os.getpid()} ({' '.join(sys.argv[:3])[:200]}) to finish "
+                     "writing to the index (at most 0.5 s; Ctrl-C stops)"]
 
 
 def test_ctrl_c_during_sleuth_embed_says_the_vectors_stay_and_exits_130(tmp_path: Path) -> None:

@@ -116,6 +116,14 @@ def test_processes_share_one_index_and_one_write_lock(tmp_path: Path, catalog_ur
                               capture_output=True, text=True, timeout=300)
         assert busy.returncode != 0
         assert f"sleuth {os.getpid()}" in busy.stderr and "is writing to the index" in busy.stderr
+        # a writer given time to wait says once whom it waits for (the session's application name)
+        waited = subprocess.run([*exe, "index", str(tmp_path / "src"), "--project", "p", "--index",
+                                 str(tmp_path / "a")], env={**env, "SLEUTH_WRITE_LOCK_TIMEOUT_S": "0.5"},
+                                capture_output=True, text=True, timeout=300)
+        assert waited.returncode != 0
+        waits = [line for line in waited.stderr.splitlines() if "waiting for" in line]
+        assert len(waits) == 1 and waits[0].startswith(f"sleuth index: waiting for sleuth {os.getpid()} "), waits
+        assert waits[0].endswith(" to finish writing to the index (at most 0.5 s; Ctrl-C stops)"), waits
         with pytest.raises(IndexBusy):
             Engine(tmp_path / "c").index([tmp_path / "src"], project="p")
     finally:

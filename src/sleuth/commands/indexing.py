@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -75,10 +76,13 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     sink = terminal_sink(label="sleuth index")
     phases = Progress(sink)
     embedding: dict[str, Any] = {}
+    lock: Any = None
     try:
         with stop_on_interrupt(), Engine(target) as engine:
             if (owner := foreign_owner(engine.index_dir)) is not None:
                 click.echo(f"warning: {owner}", err=True)
+            lock = engine.folder.write_lock
+            lock.on_wait = functools.partial(_say_waiting, lock.timeout_s)
             report = engine.index(list(paths), project=project, embed=False, phases=phases,
                                   retry_failed=retry_failed)
             if wait:
@@ -90,8 +94,12 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                 embedding, no_model = background.embed_in_background(engine)
     except KeyboardInterrupt:
         sink.close()
-        click.echo("sleuth index: interrupted; what it wrote stays indexed (and the vectors it made): run the "
-                   "same command again to go on", err=True)
+        if lock is None or not lock.taken:  # stopped before the index was its to write
+            click.echo("sleuth index: interrupted before it wrote anything: run the same command again to index",
+                       err=True)
+        else:
+            click.echo("sleuth index: interrupted; what it wrote stays indexed (and the vectors it made): run the "
+                       "same command again to go on", err=True)
         sys.exit(INTERRUPTED_EXIT)
     finally:
         sink.close()
@@ -105,6 +113,15 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                               explicit=index_dir is not None or bool(os.environ.get(INDEX_ENV)), verbose=verbose,
                               named=project is not None):
         click.echo(line)
+
+
+def _say_waiting(timeout_s: float, holder: str) -> None:
+    """One line on stderr when the write lock is busy: who holds it (as the lock file says: escaped),
+    and how long this waits."""
+    from sleuth.ingest.names import one_line
+
+    click.echo(f"sleuth index: waiting for {one_line(holder)} to finish writing to the index (at most {timeout_s:g} s;"
+               " Ctrl-C stops)", err=True)
 
 
 def _check_paths(paths: tuple[Path, ...], target: Path) -> None:

@@ -22,7 +22,7 @@ import re
 import sys
 import threading
 import weakref
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from sleuth.errors import IndexBusy, IndexFormatError, StorageError, scale_package_missing
-from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV, retry_until
+from sleuth.locks import LOCK_POLL_S, WRITE_LOCK_TIMEOUT_ENV, once_waiting, retry_until
 from sleuth.store.catalog import _SCHEMA, SCHEMA_VERSION, Catalog
 from sleuth.store.rows import embedding_text, sync_block_query
 from sleuth.store.urls import redact_driver_message, redact_url
@@ -459,6 +459,8 @@ class PgWriteLock:
         self.path = Path(redact_url(url))  # for messages
         self._conn: Any = None
         self._depth_lock = threading.Lock()
+        self.on_wait: Callable[[str], None] | None = None  # as WriteLock's
+        self.taken = False
 
     @property
     def held_here(self) -> bool:
@@ -484,7 +486,7 @@ class PgWriteLock:
             return bool(row and row[0])
 
         try:
-            if retry_until(take, self.timeout_s if blocking else 0, LOCK_POLL_S):
+            if retry_until(take, self.timeout_s if blocking else 0, LOCK_POLL_S, once_waiting(self)):
                 self._conn = conn
                 return True
         except BaseException:
@@ -530,6 +532,7 @@ class PgWriteLock:
             holder = self.holder() or "another process"
             raise IndexBusy(f"{holder} is writing to the index at {self.path}; waited {self.timeout_s:g} s for it:"
                             f" try again when it has finished (or wait longer: ${WRITE_LOCK_TIMEOUT_ENV}=seconds)")
+        self.taken = True
         try:
             yield
         finally:
