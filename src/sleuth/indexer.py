@@ -231,6 +231,19 @@ def _outer_roots(root: Path, own_roots: Sequence[str]) -> list[tuple[str, str]]:
             if Path(key) != root and root.is_relative_to(key) and Path(key).is_dir()]
 
 
+def _elsewhere_message(elsewhere: Sequence[tuple[Path, str]], pid: str) -> str:
+    """Why a run without ``--project`` refuses paths of other projects (``elsewhere``: each path and
+    its project's id), what to run instead; paths escaped (:func:`sleuth.ingest.names.index_name`)."""
+    from sleuth.ingest.names import index_name, shlex_quote
+
+    said = "; ".join(f"{index_name(str(path))} is indexed in project {other!r}" for path, other in elsewhere[:3])
+    more = f" (and {len(elsewhere) - 3} more)" if len(elsewhere) > 3 else ""
+    first = shlex_quote(index_name(str(elsewhere[0][0])))
+    return (f"{said}{more}, and this run's paths go to project {pid!r} (the first path's): filed there too, their"
+            f" files would be in both projects. Index them on their own (`sleuth index {first}` refreshes it in"
+            f" {elsewhere[0][1]!r}), or give --project to put every path in one project")
+
+
 def _new_report(project: str, roots: list[str]) -> IndexReport:
     return IndexReport(project=project, roots=roots, scanned=0, added=0, updated=0, unchanged=0, removed=0,
                        skipped=[], problems=[], blocks=0, took_s=0.0)
@@ -305,7 +318,9 @@ class Indexer:
         Raises:
             FileNotFoundError: a path does not exist and is no root nor under one (a root or a path
                 under one that is gone loses its documents).
-            ConfigError: a root's own name is not valid UTF-8, or it is (inside) an index folder.
+            ConfigError: a root's own name is not valid UTF-8, or it is (inside) an index folder; or,
+                without ``project``, a path is another project's than the one chosen
+                (:func:`sleuth.ingest.placement.other_projects_paths`): nothing is written.
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
         """
         from sleuth.ingest.names import is_valid_text
@@ -348,7 +363,7 @@ class Indexer:
                     embed: bool, phases: Progress | None, retry_failed: bool) -> IndexReport:
         """:meth:`index` of the resolved ``paths`` with the write lock held."""
         from sleuth.auth.users import grants_by_project
-        from sleuth.ingest.placement import choose_project, outermost, place, shared_roots
+        from sleuth.ingest.placement import choose_project, other_projects_paths, outermost, place, shared_roots
         from sleuth.ingest.walk import normalize_rel_paths
 
         roots_by_project = self.catalog.roots()
@@ -361,6 +376,8 @@ class Indexer:
         name, name_taken_by = (project, []) if project else choose_project(paths, roots_by_project,
                                                                          self.folder.index_dir, grants)
         pid = self._project_id(name, roots_by_project)
+        if not project and (elsewhere := other_projects_paths(paths, pid, roots_by_project)):
+            raise ConfigError(_elsewhere_message(elsewhere, pid))
         stale_grants = grants.get(pid, []) if pid not in roots_by_project else []
         grants_unchecked = grants_problem if pid not in roots_by_project else ""
         placement = place(paths, roots_by_project.get(pid, []))

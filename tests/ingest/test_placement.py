@@ -442,6 +442,35 @@ def test_a_second_folder_of_the_same_name_is_a_project_of_its_own(tmp_path: Path
         assert roots["home-notes"] == [str(home)]
 
 
+def test_a_run_without_a_project_refuses_paths_of_another_project(tmp_path: Path) -> None:
+    """Attack round of stop 39: ``sleuth index home/notes x/docs`` (docs a project of its own) filed
+    x/docs into the new project home-notes too, its files then in two projects (only warned). Without
+    --project a path of another project is refused now, and nothing is written; its own project
+    refreshes it, and --project files both into one project on purpose (warned, as before)."""
+    from sleuth.errors import ConfigError
+
+    for parent, text in (("work/notes", "alpha"), ("home/notes", "beta"), ("x/docs", "gamma")):
+        write(tmp_path / parent, "a.md", f"# A\n\n{text}\n")
+    work, home, xdocs = tmp_path / "work" / "notes", tmp_path / "home" / "notes", tmp_path / "x" / "docs"
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        engine.index([work], embed=False)
+        engine.index([xdocs], embed=False)
+        before = docs(engine)
+        for paths in ([home, xdocs], [home, xdocs / "a.md"], [work, xdocs]):
+            with pytest.raises(ConfigError) as refused:
+                engine.index(paths, embed=False)
+            chosen = "home-notes" if paths[0] == home else "notes"
+            assert str(refused.value) == (
+                f"{paths[1]} is indexed in project 'docs', and this run's paths go to project {chosen!r} (the first"
+                f" path's): filed there too, their files would be in both projects. Index them on their own (`sleuth"
+                f" index {paths[1]}` refreshes it in 'docs'), or give --project to put every path in one project")
+        assert docs(engine) == before and sorted(engine.catalog.roots()) == ["docs", "notes"]
+        joined = engine.index([xdocs, home], embed=False)  # the first path's project takes a new folder
+        assert (joined.project, joined.added) == ("docs", 1)
+        named = engine.index([home, xdocs], project="both", embed=False)
+        assert named.shared_roots == [f"docs: {xdocs}", f"docs: {home}"]
+
+
 def test_the_name_line_is_bounded_and_stale_grants_are_named(tmp_path: Path) -> None:
     """A project made by --project over 40 folders had every one of them listed in the line saying it
     has the folder's name (850 characters); a removed project's users still hold their grant, and a

@@ -20,7 +20,9 @@ named after the folder (a file's folder, for a file; a folder named ``inbox`` ma
 project of other folders (``~/work/notes`` indexed, then ``~/home/notes``; theirs gone from disk too)
 gives a name of its own, its parent's name first (``home-notes``, else ``notes-2``, ``notes-3``...), as
 qmd refuses a second collection of one name: two unrelated folders are never searched as one project
-unless ``--project`` says so, or both are given to one run (:func:`choose_project`).
+unless ``--project`` says so, or both are given to one run (:func:`choose_project`). A path of
+another project than the one chosen is refused (:func:`other_projects_paths`): filed under both,
+its files would be searched twice.
 """
 
 from __future__ import annotations
@@ -114,6 +116,25 @@ def choose_project(paths: Sequence[Path], roots_by_project: Mapping[str, Sequenc
     folders = [p if p.is_dir() else p.parent for p in paths]
     taken = [f"{pid}: {root}" for root in _other_folders(pid, folders, roots_by_project, index_dir)]
     return (_free_name(name, folder, roots_by_project, reserved), taken) if taken else (name, [])
+
+
+def other_projects_paths(paths: Sequence[Path], pid: str,
+                         roots_by_project: Mapping[str, Sequence[str]]) -> list[tuple[Path, str]]:
+    """The ``paths`` (resolved) that another project than ``pid`` has as a root or holds in a folder
+    root whose walk reaches them, and ``pid`` does not: ``[(path, that project's id)]`` (the first
+    such project by id). A run without ``--project`` refuses them: filed under ``pid`` too, their
+    files would be in two projects (a search of every project returns them twice)."""
+    out: list[tuple[Path, str]] = []
+    ordered = sorted(roots_by_project.items())
+    for path in paths:
+        own = roots_by_project.get(pid, [])
+        if str(path) in own or _holding_root(path, own) is not None:
+            continue
+        for other, roots in ordered:
+            if other != pid and (str(path) in roots or _holding_root(path, roots) is not None):
+                out.append((path, other))
+                break
+    return out
 
 
 def _other_folders(pid: str, folders: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]],
