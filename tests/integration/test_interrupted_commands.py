@@ -94,24 +94,27 @@ def test_ctrl_c_while_sleuth_index_waits_for_the_lock_says_it_wrote_nothing(tmp_
     assert json.loads(found.stdout)["hits"] == []
 
 
-def test_sleuth_index_says_once_whom_it_waits_for(tmp_path: Path) -> None:
-    """The line a waiting run writes: the holder as the lock file names it, and the bound."""
+@pytest.mark.parametrize("command", [["index", "notes"], ["projects", "remove", "notes"]], ids=["index", "remove"])
+def test_a_writing_command_says_once_whom_it_waits_for(tmp_path: Path, command: list[str]) -> None:
+    """The line a waiting run writes: the holder as the lock file names it, and the bound (`sleuth
+    projects remove` waited silently too)."""
     from sleuth.locks import WriteLock
     from sleuth.store.folder import WRITE_LOCK_FILE
 
     index = _notes_index(tmp_path)
+    args = [str(tmp_path / a) if a == "notes" and command[0] == "index" else a for a in command]
     other = WriteLock(index / WRITE_LOCK_FILE, 0)
     assert other.acquire()
     try:
-        proc = subprocess.run([*SLEUTH, "index", str(tmp_path / "notes"), "--index", str(index)],
+        proc = subprocess.run([*SLEUTH, *args, "--index", str(index)],
                               env={**os.environ, "SLEUTH_MODEL": "none", "SLEUTH_WRITE_LOCK_TIMEOUT_S": "0.5"},
                               capture_output=True, text=True, timeout=120)
     finally:
         other.release()
-    assert proc.returncode != 0
+    assert proc.returncode != 0 and "is writing to the index" in proc.stderr
     waits = [line for line in proc.stderr.splitlines() if "waiting for" in line]
-    assert waits == [f"sleuth index: waiting for process {os.getpid()} ({' '.join(sys.argv[:3])[:200]}) to finish "
-                     "writing to the index (at most 0.5 s; Ctrl-C stops)"]
+    assert waits == [f"sleuth {' '.join(command[:-1])}: waiting for process {os.getpid()} "
+                     f"({' '.join(sys.argv[:3])[:200]}) to finish writing to the index (at most 0.5 s; Ctrl-C stops)"]
 
 
 def test_ctrl_c_during_sleuth_embed_says_the_vectors_stay_and_exits_130(tmp_path: Path) -> None:

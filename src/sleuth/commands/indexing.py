@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sleuth.commands.options import emit_json, format_option, handle_errors, index_option
+from sleuth.commands.options import emit_json, format_option, handle_errors, index_option, say_waiting
 from sleuth.interrupts import INTERRUPTED_EXIT
 from sleuth.locate import INDEX_DIR_NAME, INDEX_ENV, enclosing_index, find_index_dir, has_catalog
 
@@ -82,7 +81,7 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
             if (owner := foreign_owner(engine.index_dir)) is not None:
                 click.echo(f"warning: {owner}", err=True)
             lock = engine.folder.write_lock
-            lock.on_wait = functools.partial(_say_waiting, lock.timeout_s)
+            say_waiting("sleuth index", lock)
             report = engine.index(list(paths), project=project, embed=False, phases=phases,
                                   retry_failed=retry_failed)
             if wait:
@@ -113,15 +112,6 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                               explicit=index_dir is not None or bool(os.environ.get(INDEX_ENV)), verbose=verbose,
                               named=project is not None):
         click.echo(line)
-
-
-def _say_waiting(timeout_s: float, holder: str) -> None:
-    """One line on stderr when the write lock is busy: who holds it (as the lock file says: escaped),
-    and how long this waits."""
-    from sleuth.ingest.names import one_line
-
-    click.echo(f"sleuth index: waiting for {one_line(holder)} to finish writing to the index (at most {timeout_s:g} s;"
-               " Ctrl-C stops)", err=True)
 
 
 def _check_paths(paths: tuple[Path, ...], target: Path) -> None:

@@ -83,6 +83,19 @@ def handle_errors(f: F) -> F:
 _TERMINAL_UNSAFE_RE = re.compile("[\u0080-\u009f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
+def say_waiting(command: str, lock: Any) -> None:
+    """Make ``lock`` (the index's write lock, :class:`sleuth.locks.WriteLock` or its PostgreSQL
+    twin) say one line on stderr when ``command`` has to wait for it: who holds it (as the lock
+    says: escaped onto one line) and how long this waits."""
+    from sleuth.ingest.names import one_line
+
+    def said(holder: str) -> None:
+        click.echo(f"{command}: waiting for {one_line(holder)} to finish writing to the index (at most"
+                   f" {lock.timeout_s:g} s; Ctrl-C stops)", err=True)
+
+    lock.on_wait = said
+
+
 def emit_json(obj: Any) -> None:
     """``obj`` as indented JSON on stdout; characters a terminal would act on (C1 controls, bidi
     controls) are written as ``\\uXXXX`` escapes, so the data read back is the same."""

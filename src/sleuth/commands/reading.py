@@ -15,6 +15,7 @@ from sleuth.commands.options import (
     handle_errors,
     index_option,
     parse_lanes,
+    say_waiting,
     when,
 )
 from sleuth.ingest.names import one_line, printable
@@ -372,6 +373,7 @@ def projects_remove_cmd(project: str, index_dir: Path | None, fmt: str) -> None:
 
     project = project_ids([project])[0]  # a name as `sleuth index --project` made it an id
     with Engine.open(index_dir, serving=True) as engine:
+        say_waiting("sleuth projects remove", engine.folder.write_lock)
         removed = engine.remove_project(project)
         grants, problem = grants_by_project(engine.index_dir)
         granted = grants.get(project, [])
