@@ -459,3 +459,39 @@ def test_a_misspelt_request_field_is_an_error_not_ignored(engine, src):
         with pytest.raises(pydantic.ValidationError, match=r"(limt|kind)\n  Extra inputs are not permitted"):
             make()
     assert engine.search("cats", limit=1).hits
+
+
+SIGNING_KEYS = """# Signing keys
+
+How we handle the release signing keys.
+
+## Rotation procedure
+
+We rotate the keys every 90 days. The release manager generates a new key pair on the offline
+machine and publishes the public key.
+
+## Revocation
+
+If a key leaks, publish the revocation certificate and tell every mirror. Keys are revoked, not rotated.
+
+## Escrow
+
+A copy of each key is kept in escrow with two officers.
+"""
+
+
+@pytest.mark.parametrize("lanes", [None, ["bm25"]], ids=["default", "bm25"])
+def test_a_lone_matching_note_shows_the_section_that_matched(tmp_path: Path, lanes: list[str] | None) -> None:
+    """A new user's trial of stop 40: when one note alone matched, every section of it got the same
+    score from each lexical lane and the first block id won ("rotate the keys every 90 days" showed
+    "Revocation", even with the bm25 lane alone)."""
+    root = tmp_path / "notes"
+    write(root, "signing-keys.md", SIGNING_KEYS)
+    write(root, "garden.md", "# Garden\n\nTomatoes need sun and water.\n")
+    with Engine(tmp_path / "idx", Config(model="none")) as e:
+        e.index([root], embed=False)
+        for query, section in (("rotate the keys every 90 days", "Rotation procedure"),
+                               ("how do we rotate the signing keys", "Rotation procedure"),
+                               ("revocation certificate", "Revocation"), ("escrow officers", "Escrow")):
+            hits = e.search(SearchRequest(query=query, lanes=lanes)).hits
+            assert [(h.path, h.heading_path) for h in hits] == [("signing-keys.md", ["Signing keys", section])], query

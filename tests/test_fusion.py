@@ -303,6 +303,26 @@ def test_zscore_depth_flat_and_errors():
         zscore(lists, doc_of, {"bm25": 1.0}, depth_docs=0)
 
 
+def test_zscore_a_lone_document_keeps_its_blocks_in_the_lanes_order():
+    """A new user's trial of stop 40: a query only one note matched showed that note's wrong section
+    (every block of a lone document got the flat part, and the first block id won: "rotate the keys
+    every 90 days" showed "Revocation"). A flat lane orders the document's blocks by their scores
+    in the spread of its block scores; the document's score is unchanged."""
+    lane = scored("bm25", [("d1:z", 6.0), ("d1:m", 4.0), ("d1:a", 1.0)])  # ids against the scores
+    fused = zscore([lane], doc_of, {"bm25": 0.5})
+    assert [(d.doc_id, d.score, d.block_ids) for d in fused] == [("d1", 0.5 * ZSCORE_FLAT, ["d1:z", "d1:m", "d1:a"])]
+    # two flat lanes: each block's parts summed, each lane's in its own spread (index's two blocks lie
+    # 2 of its spreads apart, as two documents do in a lane: the lower gets 0 from it)
+    other = scored("index", [("d1:m", 2.0), ("d1:z", 1.9)])
+    fused = zscore([lane, other], doc_of, {"bm25": 0.5, "index": 0.5})
+    spread = math.sqrt(sum((v - 11 / 3) ** 2 for v in (6.0, 4.0, 1.0)) / 3)
+    m = 0.5 * ZSCORE_FLAT - 0.5 * (6.0 - 4.0) / spread + 0.5 * ZSCORE_FLAT  # 1.51 against z's 1.0
+    assert (fused[0].block_ids, fused[0].score) == (["d1:m", "d1:z", "d1:a"], 2 * 0.5 * ZSCORE_FLAT)
+    assert m > 0.5 * ZSCORE_FLAT
+    equal = zscore([scored("bm25", [("d1:z", 2.0), ("d1:a", 2.0)])], doc_of, {"bm25": 1.0})
+    assert equal[0].block_ids == ["d1:a", "d1:z"]  # equal scores: by id, as before
+
+
 @settings(max_examples=200, deadline=None)
 @given(lane_lists(), st.randoms(use_true_random=False), st.integers(min_value=0, max_value=8))
 def test_property_zscore_order_independent_trace_adds_up_limit(data, rnd, limit):
@@ -388,10 +408,19 @@ def reference_zscore(lists, doc_of, weights, depth_docs, limit):
         std = math.sqrt(math.fsum([(v - mean) ** 2 for v in best]) / len(best))
         low = min(best)
         block_score = dict(zip(r.block_ids, r.scores, strict=True))
+        # a flat lane (std 0) orders a document's blocks in the spread of all its block scores
+        block_mean = math.fsum(r.scores) / len(r.scores)
+        block_std = math.sqrt(math.fsum([(v - block_mean) ** 2 for v in r.scores]) / len(r.scores))
         for rank, (d, blocks, s) in enumerate(grouped, start=1):
             part = w * ((s - low) / std if std > 0 else ZSCORE_FLAT)
-            parts = [(blocks[0], part)] + [(b, w * (max(0.0, block_score[b] - low) / std) if std > 0 else part)
-                                           for b in blocks[1:]]
+            parts = [(blocks[0], part)]
+            for b in blocks[1:]:
+                if std > 0:
+                    parts.append((b, w * (max(0.0, block_score[b] - low) / std)))
+                elif block_std > 0:
+                    parts.append((b, max(0.0, part - w * (s - block_score[b]) / block_std)))
+                else:
+                    parts.append((b, part))
             scores[d] = scores[d] + part if d in scores else part
             traces.setdefault(d, []).append((r.lane, rank, w, part, s))
             blocks_of.setdefault(d, []).extend(parts)
