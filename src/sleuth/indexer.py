@@ -415,6 +415,9 @@ class Indexer:
                 run.report.project_removed = True
         run.report.shared_roots = shared
         run.report.name_taken_by = name_taken_by
+        if not project and roots_by_project.get(pid):  # paths of this run that joined an existing project
+            run.report.joined_roots = [r for r in new_roots if r not in roots_by_project[pid]
+                                       and r not in run.report.forgotten_roots]
         run.report.stale_grants = stale_grants
         run.report.grants_unchecked = grants_unchecked
         memory = self.folder.index_dir

@@ -448,6 +448,9 @@ class IndexReport(Model):
         "Without a project named: 'project: root' of each folder of the project that has this folder's "
         "name (this folder's project is then named after its parent folder too, e.g. 'home-notes'); "
         "empty otherwise"))
+    joined_roots: list[str] = Field(default_factory=list, description=(
+        "Without a project named: the roots this run added to a project that had roots before, chosen by "
+        "another of its paths (the first path's project); empty otherwise"))
     stale_grants: list[str] = Field(default_factory=list, description=(
         "Users of `sleuth serve --http` who still hold a grant on the id of the project this run made (a "
         "project of that id was removed before): they may search it; empty otherwise"))

@@ -466,9 +466,15 @@ def test_a_run_without_a_project_refuses_paths_of_another_project(tmp_path: Path
                 f" index {paths[1]}` refreshes it in 'docs'), or give --project to put every path in one project")
         assert docs(engine) == before and sorted(engine.catalog.roots()) == ["docs", "notes"]
         joined = engine.index([xdocs, home], embed=False)  # the first path's project takes a new folder
-        assert (joined.project, joined.added) == ("docs", 1)
+        assert (joined.project, joined.added, joined.joined_roots) == ("docs", 1, [str(home)])  # and says so
+        assert engine.index([xdocs, home], embed=False).joined_roots == []  # its root now
         named = engine.index([home, xdocs], project="both", embed=False)
         assert named.shared_roots == [f"docs: {xdocs}", f"docs: {home}"]
+    write(tmp_path / "y", "b.md", "# B\n\ndelta\n")
+    out = run_cli("index", str(work), str(tmp_path / "y"), "--index", str(tmp_path / "idx"),
+                  env={"SLEUTH_MODEL": "none"}).stdout.splitlines()
+    assert out[1] == (f"  {tmp_path / 'y'} is a new root of project 'notes', the project of this run's first path"
+                      " (index it alone, or with --project NAME, to file it elsewhere)")
 
 
 def test_the_name_line_is_bounded_and_stale_grants_are_named(tmp_path: Path) -> None:
