@@ -82,3 +82,14 @@ def test_a_holder_named_by_a_path_that_is_not_utf8_is_written_escaped(tmp_path: 
     finally:
         lock.release()
     assert _application_name() == f"sleuth {os.getpid()} sleuth index r\\udce9pertoire"
+
+
+def test_the_holder_quoted_is_bounded_and_without_nuls(tmp_path: Path) -> None:
+    """Attack round of stop 40: a planted lock file's 4,096 bytes of NULs and text made a waiting
+    line and the busy error of about 16 KB each (a NUL escaped is 4 characters)."""
+    from sleuth.locks import HOLDER_MAX_CHARS, WriteLock
+
+    path = tmp_path / "write.lock"
+    path.write_bytes(b"holder Y" + b"\x00" * 3000 + b"z" * 5000)
+    holder = WriteLock(path, 0).holder()
+    assert holder == ("holder Y" + "z" * 5000)[:HOLDER_MAX_CHARS] and len(holder) == 240

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from sleuth.errors import ConfigError, ProjectNotFound, shown
 from sleuth.ingest import PARSER_VERSION
+from sleuth.locate import resolved
 from sleuth.progress import counting
 from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
 from sleuth.store.rows import FailedFile
@@ -231,16 +232,18 @@ def _outer_roots(root: Path, own_roots: Sequence[str]) -> list[tuple[str, str]]:
             if Path(key) != root and root.is_relative_to(key) and Path(key).is_dir()]
 
 
-def _elsewhere_message(elsewhere: Sequence[tuple[Path, str]], pid: str) -> str:
+def _elsewhere_message(elsewhere: Sequence[tuple[Path, str]], pid: str, index_dir: Path) -> str:
     """Why a run without ``--project`` refuses paths of other projects (``elsewhere``: each path and
-    its project's id), what to run instead; paths escaped (:func:`sleuth.ingest.names.index_name`)."""
+    its project's id), and the command that refreshes the first in its project (``index_dir``: the
+    index's folder); paths escaped onto one line (:func:`sleuth.ingest.names.index_name`), the
+    command's quoted for a shell (:func:`sleuth.ingest.names.shlex_quote`)."""
     from sleuth.ingest.names import index_name, shlex_quote
 
     said = "; ".join(f"{index_name(str(path))} is indexed in project {other!r}" for path, other in elsewhere[:3])
     more = f" (and {len(elsewhere) - 3} more)" if len(elsewhere) > 3 else ""
-    first = shlex_quote(index_name(str(elsewhere[0][0])))
+    command = f"sleuth index {shlex_quote(str(elsewhere[0][0]))} --index {shlex_quote(str(index_dir))}"
     return (f"{said}{more}, and this run's paths go to project {pid!r} (the first path's): filed there too, their"
-            f" files would be in both projects. Index them on their own (`sleuth index {first}` refreshes it in"
+            f" files would be in both projects. Index them on their own (`{command}` refreshes it in"
             f" {elsewhere[0][1]!r}), or give --project to put every path in one project")
 
 
@@ -326,15 +329,41 @@ class Indexer:
         from sleuth.ingest.names import is_valid_text
         from sleuth.ingest.pool import prestart
 
+        if project is not None and not project.strip():  # `--project ''` was taken as no project
+            raise ConfigError("the project name is empty: name a project, or leave --project out to file the paths"
+                              " under the first path's project")
         if project is not None and not is_valid_text(project):  # a name typed in a Latin-1 shell
             raise ConfigError(f"the project name {shown(project)} is not valid UTF-8: name it in UTF-8")
         prestart()  # a parse worker starts while the index is opened and the roots walked
-        paths = [Path(r).expanduser().resolve() for r in roots]
-        self._check_paths(paths, self.catalog.roots())  # a bad path is said at once, not after a wait
+        paths = [resolved(Path(r)) for r in roots]
+        roots_by_project = self.catalog.roots()
+        self._check_paths(paths, roots_by_project)  # a bad path is said at once, not after a wait
+        if not project:  # as is a path of another project (checked again under the lock)
+            self._choose(paths, roots_by_project)
         # The project is chosen from the catalog's projects as this run will find them: two runs at
         # once would each see the other's new folder missing and file both under one name.
         with self.folder.write_lock.held():
             return self._index_held(paths, project, progress, embed_progress, embed, phases, retry_failed)
+
+    def _choose(self, paths: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]]
+                ) -> tuple[str, list[str], str, dict[str, list[str]], str]:
+        """The project a run of ``paths`` (resolved) without a name goes to: ``(name, name_taken_by,
+        project id, the users' grants by project, why they could not be read)``
+        (:func:`sleuth.ingest.placement.choose_project`, names passing over ids users hold grants on).
+
+        Raises:
+            ConfigError: a path another project has (:func:`sleuth.ingest.placement.other_projects_paths`).
+        """
+        from sleuth.auth.users import grants_by_project
+        from sleuth.ingest.placement import choose_project, other_projects_paths, outermost
+
+        paths = outermost(paths)
+        grants, grants_problem = grants_by_project(self.folder.index_dir)
+        name, name_taken_by = choose_project(paths, roots_by_project, self.folder.index_dir, grants)
+        pid = self._project_id(name, roots_by_project)
+        if elsewhere := other_projects_paths(paths, pid, roots_by_project):
+            raise ConfigError(_elsewhere_message(elsewhere, pid, self.folder.index_dir))
+        return name, name_taken_by, pid, grants, grants_problem
 
     def _check_paths(self, paths: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]]) -> None:
         """Refuse a resolved path given to :meth:`index` that does not exist and is no root nor under
@@ -363,7 +392,7 @@ class Indexer:
                     embed: bool, phases: Progress | None, retry_failed: bool) -> IndexReport:
         """:meth:`index` of the resolved ``paths`` with the write lock held."""
         from sleuth.auth.users import grants_by_project
-        from sleuth.ingest.placement import choose_project, other_projects_paths, outermost, place, shared_roots
+        from sleuth.ingest.placement import outermost, place, shared_roots
         from sleuth.ingest.walk import normalize_rel_paths
 
         roots_by_project = self.catalog.roots()
@@ -372,12 +401,12 @@ class Indexer:
         # files would return every page twice), and a path inside a project's folder root is
         # refreshed there (sleuth.ingest.placement).
         paths = outermost(paths)  # a path inside another one given is walked with it
-        grants, grants_problem = grants_by_project(self.folder.index_dir)
-        name, name_taken_by = (project, []) if project else choose_project(paths, roots_by_project,
-                                                                         self.folder.index_dir, grants)
-        pid = self._project_id(name, roots_by_project)
-        if not project and (elsewhere := other_projects_paths(paths, pid, roots_by_project)):
-            raise ConfigError(_elsewhere_message(elsewhere, pid))
+        if project:
+            grants, grants_problem = grants_by_project(self.folder.index_dir)
+            name, name_taken_by = project, []
+            pid = self._project_id(name, roots_by_project)
+        else:
+            name, name_taken_by, pid, grants, grants_problem = self._choose(paths, roots_by_project)
         stale_grants = grants.get(pid, []) if pid not in roots_by_project else []
         grants_unchecked = grants_problem if pid not in roots_by_project else ""
         placement = place(paths, roots_by_project.get(pid, []))

@@ -106,6 +106,21 @@ def absolute_path(given: str | Path) -> Path:
         return Path(os.path.abspath(path))
 
 
+def resolved(path: Path) -> Path:
+    """``path`` with ``~`` expanded, made absolute, symbolic links followed (``Path.resolve``).
+
+    Raises:
+        ConfigError: a loop of symbolic links (Python 3.11's RuntimeError: a traceback before).
+    """
+    try:
+        return path.expanduser().resolve()
+    except RuntimeError as exc:
+        from sleuth.errors import ConfigError
+        from sleuth.ingest.names import index_name
+
+        raise ConfigError(f"{index_name(str(path))} is a loop of symbolic links: sleuth cannot index it") from exc
+
+
 def find_index_dir(explicit: str | Path | None, start: Path | None = None) -> Path | None:
     """The index folder: ``explicit``, else ``$SLEUTH_INDEX``, else the nearest ``.sleuth/`` found
     in ``start`` (default: the current folder) or its parents, as git finds ``.git``. Never raises

@@ -138,6 +138,11 @@ def write_lock_timeout_s() -> float:
     return value
 
 
+#: The most of a lock file's holder text a message quotes, in characters (the holder writes
+#: ``process PID (command)``, the command cut to 200; a planted file may hold anything).
+HOLDER_MAX_CHARS = 240
+
+
 class _Waiting(Protocol):
     on_wait: Callable[[str], None] | None
 
@@ -199,7 +204,8 @@ class WriteLock:
             self._fd = None
 
     def holder(self) -> str:
-        """Who took the lock last (``process PID (command)``), or ``""``."""
+        """Who took the lock last (``process PID (command)``), or ``""``; NULs left out, at most
+        ``HOLDER_MAX_CHARS`` characters."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
@@ -207,7 +213,8 @@ class WriteLock:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return ""
-            return os.pread(fd, 4096, 0).decode("utf-8", errors="replace").strip()
+            text = os.pread(fd, 4096, 0).decode("utf-8", errors="replace")
+            return text.replace("\x00", "").strip()[:HOLDER_MAX_CHARS]
         except OSError:
             return ""
         finally:

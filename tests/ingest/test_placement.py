@@ -13,7 +13,14 @@ import pytest
 
 from sleuth.config import Config
 from sleuth.engine import Engine
-from sleuth.ingest.placement import _free_name, choose_project, nested_root_excludes, place
+from sleuth.ingest.placement import (
+    _free_name,
+    choose_project,
+    nested_root_excludes,
+    other_projects_paths,
+    outermost,
+    place,
+)
 from sleuth.ingest.walk import OTHER_INDEX_REASON, reaches
 from sleuth.locate import enclosing_index
 from tests.integration.conftest import run_cli
@@ -463,7 +470,13 @@ def test_a_run_without_a_project_refuses_paths_of_another_project(tmp_path: Path
             assert str(refused.value) == (
                 f"{paths[1]} is indexed in project 'docs', and this run's paths go to project {chosen!r} (the first"
                 f" path's): filed there too, their files would be in both projects. Index them on their own (`sleuth"
-                f" index {paths[1]}` refreshes it in 'docs'), or give --project to put every path in one project")
+                f" index {paths[1]} --index {tmp_path / 'idx'}` refreshes it in 'docs'), or give --project to put"
+                f" every path in one project")
+        # the first path given chooses, even inside a later one (it is walked with it): home, not docs
+        with pytest.raises(ConfigError, match="go to project 'home-notes'"):
+            engine.index([home / "a.md", xdocs, home], embed=False)
+        with pytest.raises(ConfigError, match="the project name is empty"):  # it was taken as no project
+            engine.index([home, xdocs], project=" ", embed=False)
         assert docs(engine) == before and sorted(engine.catalog.roots()) == ["docs", "notes"]
         joined = engine.index([xdocs, home], embed=False)  # the first path's project takes a new folder
         assert (joined.project, joined.added, joined.joined_roots) == ("docs", 1, [str(home)])  # and says so
@@ -475,6 +488,24 @@ def test_a_run_without_a_project_refuses_paths_of_another_project(tmp_path: Path
                   env={"SLEUTH_MODEL": "none"}).stdout.splitlines()
     assert out[1] == (f"  {tmp_path / 'y'} is a new root of project 'notes', the project of this run's first path"
                       " (index it alone, or with --project NAME, to file it elsewhere)")
+
+
+def test_outermost_keeps_the_first_paths_place_and_other_projects_paths_names_the_deepest(tmp_path: Path) -> None:
+    """Attack round of stop 40: ``outermost`` kept a path at its own place, so ``index c/sub b c``
+    chose b's project (c joined it); it compared every two paths (1,500 paths: 37 s). The refusal
+    named the first project by id holding a path, not the one its own run files it under."""
+    for rel in ("c/sub/a.md", "b/a.md", "p/b/sub/a.md"):
+        write(tmp_path, rel, "# A\n\nalpha\n")
+    c, b = tmp_path / "c", tmp_path / "b"
+    assert outermost([c / "sub", b, c, c / "sub"]) == [c, b]
+    assert outermost([b, c / "sub" / "a.md", c / "sub"]) == [b, c / "sub"]
+    files = [write(tmp_path, f"many/f{i}.md", "# F\n") for i in range(1500)]
+    assert outermost([*files, tmp_path / "many"]) == [tmp_path / "many"]
+    p = tmp_path / "p"
+    roots = {"aaa": [str(p)], "bbb": [str(p / "b")]}
+    assert other_projects_paths([p / "b" / "sub"], "new", roots) == [(p / "b" / "sub", "bbb")]
+    assert other_projects_paths([p / "b"], "new", roots) == [(p / "b", "bbb")]
+    assert other_projects_paths([p / "b" / "sub"], "bbb", roots) == []
 
 
 def test_the_name_line_is_bounded_and_stale_grants_are_named(tmp_path: Path) -> None:

@@ -117,6 +117,37 @@ def test_a_writing_command_says_once_whom_it_waits_for(tmp_path: Path, command: 
                      f"({' '.join(sys.argv[:3])[:200]}) to finish writing to the index (at most 0.5 s; Ctrl-C stops)"]
 
 
+def test_a_waiting_line_that_cannot_be_written_does_not_end_the_wait(tmp_path: Path) -> None:
+    """Attack round of stop 40: with stderr full (``2>/dev/full``) the waiting line's write error was
+    taken for the lock file's ("no space left on device while writing the lock file"): exit 1 at once.
+    The wait goes on now and ends as a busy index does (exit status 5)."""
+    from sleuth.locks import WriteLock
+    from sleuth.store.folder import WRITE_LOCK_FILE
+
+    index = _notes_index(tmp_path)
+    other = WriteLock(index / WRITE_LOCK_FILE, 0)
+    assert other.acquire()
+    try:
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run([*SLEUTH, "index", str(tmp_path / "notes"), "--index", str(index)], stderr=full,
+                                  stdout=subprocess.PIPE, text=True, timeout=120,
+                                  env={**os.environ, "SLEUTH_MODEL": "none", "SLEUTH_WRITE_LOCK_TIMEOUT_S": "0.5"})
+    finally:
+        other.release()
+    assert (proc.returncode, proc.stdout) == (5, "")
+
+
+def test_a_symbolic_link_loop_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Attack round of stop 40: ``sleuth index notes loop`` (``loop -> loop``) ended in a traceback."""
+    index = _notes_index(tmp_path)
+    (tmp_path / "loop").symlink_to("loop")
+    for args in ([str(tmp_path / "notes"), str(tmp_path / "loop"), "--index", str(index)], [str(tmp_path / "loop")]):
+        proc = subprocess.run([*SLEUTH, "index", *args], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "SLEUTH_MODEL": "none"})
+        assert (proc.returncode, proc.stdout, proc.stderr) == (
+            2, "", f"error: {tmp_path / 'loop'} is a loop of symbolic links: sleuth cannot index it\n")
+
+
 def test_ctrl_c_during_sleuth_embed_says_the_vectors_stay_and_exits_130(tmp_path: Path) -> None:
     from sleuth.background import HOLD_AFTER_ENV
     from sleuth.engine import Engine

@@ -13,7 +13,7 @@ import click
 
 from sleuth.commands.options import emit_json, format_option, handle_errors, index_option, say_waiting
 from sleuth.interrupts import INTERRUPTED_EXIT
-from sleuth.locate import INDEX_DIR_NAME, INDEX_ENV, enclosing_index, find_index_dir, has_catalog
+from sleuth.locate import INDEX_DIR_NAME, INDEX_ENV, enclosing_index, find_index_dir, has_catalog, resolved
 
 if TYPE_CHECKING:
     from sleuth.types import IndexReport
@@ -60,7 +60,7 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     if index_dir is not None or os.environ.get(INDEX_ENV):
         target = find_index_dir(index_dir)
     else:
-        first = paths[0].resolve()
+        first = resolved(paths[0])
         target = (first if first.is_dir() else first.parent) / INDEX_DIR_NAME
         if not has_catalog(target) and (enclosing := enclosing_index(first)) is not None:
             target = enclosing[0]  # as git adds a path to the repository it is in
@@ -127,15 +127,15 @@ def _check_paths(paths: tuple[Path, ...], target: Path) -> None:
     from sleuth.locate import index_folder_holding
 
     for p in paths:
-        resolved = p.resolve()
-        if not resolved.exists():
+        resolved_p = resolved(p)
+        if not resolved_p.exists():
             if not has_catalog(target):
                 raise FileNotFoundError(f"path does not exist: {p}")
             continue
-        if not (resolved.is_dir() or resolved.is_file()):
+        if not (resolved_p.is_dir() or resolved_p.is_file()):
             raise ConfigError(f"{p} is neither a folder nor a regular file: sleuth indexes folders and files")
-        if (held := index_folder_holding(resolved, target)) is not None:
-            where = "the index folder" if held == resolved else f"inside the index folder {held}"
+        if (held := index_folder_holding(resolved_p, target)) is not None:
+            where = "the index folder" if held == resolved_p else f"inside the index folder {held}"
             given = " (where --index or $SLEUTH_INDEX puts the index)" if held == target else ""
             raise ConfigError(f"{p} is {where}{given}: sleuth does not index an index's own files (its users, keys,"
                               " logs and settings); index the folder that holds it")

@@ -39,10 +39,14 @@ def format_option(f: F) -> F:
 
 def _say(line: str) -> None:
     """An error on stderr as one line: a path named with a newline or an escape (a folder given to
-    --index) cannot split it or reach the terminal (:func:`sleuth.ingest.names.one_line`)."""
+    --index) cannot split it or reach the terminal (:func:`sleuth.ingest.names.one_line`). A stderr
+    that cannot take it (full, closed) loses the line, not the exit code."""
     from sleuth.ingest.names import one_line
 
-    click.echo(one_line(line), err=True)
+    try:
+        click.echo(one_line(line), err=True)
+    except (OSError, ValueError):
+        pass
 
 
 def handle_errors(f: F) -> F:
@@ -86,12 +90,16 @@ _TERMINAL_UNSAFE_RE = re.compile("[\u0080-\u009f\u202a-\u202e\u2066-\u2069\u2028
 def say_waiting(command: str, lock: Any) -> None:
     """Make ``lock`` (the index's write lock, :class:`sleuth.locks.WriteLock` or its PostgreSQL
     twin) say one line on stderr when ``command`` has to wait for it: who holds it (as the lock
-    says: escaped onto one line) and how long this waits."""
+    says: escaped onto one line) and how long this waits. A line that cannot be written is left
+    out (the run goes on)."""
     from sleuth.ingest.names import one_line
 
     def said(holder: str) -> None:
-        click.echo(f"{command}: waiting for {one_line(holder)} to finish writing to the index (at most"
-                   f" {lock.timeout_s:g} s; Ctrl-C stops)", err=True)
+        try:
+            click.echo(f"{command}: waiting for {one_line(holder)} to finish writing to the index (at most"
+                       f" {lock.timeout_s:g} s; Ctrl-C stops)", err=True)
+        except (OSError, ValueError):  # stderr full or closed: the wait goes on without its line
+            pass
 
     lock.on_wait = said
 

@@ -121,19 +121,23 @@ def choose_project(paths: Sequence[Path], roots_by_project: Mapping[str, Sequenc
 def other_projects_paths(paths: Sequence[Path], pid: str,
                          roots_by_project: Mapping[str, Sequence[str]]) -> list[tuple[Path, str]]:
     """The ``paths`` (resolved) that another project than ``pid`` has as a root or holds in a folder
-    root whose walk reaches them, and ``pid`` does not: ``[(path, that project's id)]`` (the first
-    such project by id). A run without ``--project`` refuses them: filed under ``pid`` too, their
-    files would be in two projects (a search of every project returns them twice)."""
+    root whose walk reaches them, and ``pid`` does not: ``[(path, that project's id)]``, the project
+    being the one a run of that path alone files it under (:func:`choose_project`: a root of it,
+    else the deepest root holding it). A run without ``--project`` refuses them: filed under ``pid``
+    too, their files would be in two projects (a search of every project returns them twice)."""
     out: list[tuple[Path, str]] = []
     ordered = sorted(roots_by_project.items())
+    own = roots_by_project.get(pid, [])
     for path in paths:
-        own = roots_by_project.get(pid, [])
         if str(path) in own or _holding_root(path, own) is not None:
             continue
-        for other, roots in ordered:
-            if other != pid and (str(path) in roots or _holding_root(path, roots) is not None):
-                out.append((path, other))
-                break
+        exact = [other for other, roots in ordered if str(path) in roots]
+        if exact:
+            out.append((path, exact[0]))
+            continue
+        holding = [(len(hit[0]), other) for other, roots in ordered if (hit := _holding_root(path, roots)) is not None]
+        if holding:
+            out.append((path, min(holding, key=lambda item: (-item[0], item[1]))[1]))
     return out
 
 
@@ -175,9 +179,25 @@ def _free_name(name: str, folder: Path, roots_by_project: Mapping[str, Sequence[
 
 def outermost(paths: Sequence[Path]) -> list[Path]:
     """Resolved ``paths`` without repeats and without those inside another one of them whose walk
-    reaches them (they are walked with it), in the order given."""
-    given = [str(p) for p in dict.fromkeys(paths)]
-    return [p for p in dict.fromkeys(paths) if _holding_root(p, [g for g in given if g != str(p)]) is None]
+    reaches them (they are walked with it). Each path kept stands where the first path it holds (or
+    itself) was given: ``[notes/sub, docs, notes]`` gives ``[notes, docs]``, so the first path given
+    still chooses the project. Only a path's ancestors among the paths given are looked at (linear
+    in the number of paths, not quadratic: 1,500 paths took 37 s)."""
+    unique = list(dict.fromkeys(paths))
+    given = {str(p) for p in unique}
+
+    def holder(path: Path) -> Path | None:
+        ancestors = [str(a) for a in path.parents if str(a) in given]
+        hit = _holding_root(path, ancestors) if ancestors else None
+        return None if hit is None else Path(hit[0])
+
+    out: dict[Path, None] = {}
+    for path in unique:
+        top = path
+        while (up := holder(top)) is not None:  # each step a shorter path: it ends
+            top = up
+        out.setdefault(top, None)
+    return list(out)
 
 
 def place(paths: Sequence[Path], own_roots: Sequence[str]) -> Placement:
