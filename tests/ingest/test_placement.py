@@ -455,6 +455,8 @@ def test_a_run_without_a_project_refuses_paths_of_another_project(tmp_path: Path
     --project a path of another project is refused now, and nothing is written; its own project
     refreshes it, and --project files both into one project on purpose (warned, as before)."""
     from sleuth.errors import ConfigError
+    from sleuth.locks import WriteLock
+    from sleuth.store.folder import WRITE_LOCK_FILE
 
     for parent, text in (("work/notes", "alpha"), ("home/notes", "beta"), ("x/docs", "gamma")):
         write(tmp_path / parent, "a.md", f"# A\n\n{text}\n")
@@ -478,6 +480,16 @@ def test_a_run_without_a_project_refuses_paths_of_another_project(tmp_path: Path
         with pytest.raises(ConfigError, match="the project name is empty"):  # it was taken as no project
             engine.index([home, xdocs], project=" ", embed=False)
         assert docs(engine) == before and sorted(engine.catalog.roots()) == ["docs", "notes"]
+        # refused before the lock is waited for (another writer holds it: an IndexBusy had it waited)
+        other = WriteLock(tmp_path / "idx" / WRITE_LOCK_FILE, 0)
+        assert other.acquire()
+        try:
+            engine.folder.write_lock.timeout_s = 0.5
+            with pytest.raises(ConfigError, match="is indexed in project 'docs'"):
+                engine.index([home, xdocs], embed=False)
+        finally:
+            other.release()
+            engine.folder.write_lock.timeout_s = 30.0
         joined = engine.index([xdocs, home], embed=False)  # the first path's project takes a new folder
         assert (joined.project, joined.added, joined.joined_roots) == ("docs", 1, [str(home)])  # and says so
         assert engine.index([xdocs, home], embed=False).joined_roots == []  # its root now
