@@ -307,9 +307,9 @@ def test_index_without_a_model_and_a_first_run_that_never_finished(tmp_path: Pat
         conn.execute("UPDATE projects SET last_indexed = NULL")
     never = "last indexed never (no indexing run has finished; run `sleuth index`)"
     assert run_cli("projects", "--index", str(index)).stdout.splitlines()[0] == (
-        f"notes: 1 documents, 1 blocks, {never}")
+        f"notes: 1 document, 1 block, {never}")
     status = run_cli("status", "--index", str(index)).stdout.splitlines()
-    assert f"  project notes: 1 documents, {never}" in status
+    assert f"  project notes: 1 document, {never}" in status
     # The embedding stopped too (no vector: the default model, no worker): `sleuth embed` alone would
     # leave the index partial, and status said only that (a new user's trial).
     assert any(line.startswith("  embedding stopped: 0 of 1 blocks") for line in status), status

@@ -143,7 +143,8 @@ def render_status(st: StatusReport, verbose: bool = False, qualified: Collection
                        " `sleuth index` goes on with it, then embeds")
     listed = {p.project_id for p in st.projects}
     for p in st.projects:  # each project's roots under it (a root may belong to several projects)
-        out.append(f"  project {p.project_id}: {p.documents:,} documents, last indexed {when(p.last_indexed)}")
+        out.append(f"  project {p.project_id}: {p.documents:,} document{'' if p.documents == 1 else 's'}, last indexed"
+                   f" {when(p.last_indexed)}")
         out.extend(_coverage_line(c) for c in st.coverage if c.project == p.project_id)
     out.extend(_coverage_line(c) for c in st.coverage if c.project not in listed)
     out.append("  " + not_indexed_head(st.skipped, sum(c.failed for c in st.coverage)) + (":" if st.skipped else ""))
@@ -210,7 +211,8 @@ def render_doctor(report: DoctorReport, qualified: Collection[str] = frozenset()
     out.extend(render_backends(report.catalog, report.milvus))
     for p in report.projects:
         failed = f", {p.failed_files:,} failed" if 0 < p.failed_files <= p.skipped_files else ""
-        out.append(f"  project {p.project_id}: {p.documents:,} documents, {p.blocks:,} blocks, "
+        out.append(f"  project {p.project_id}: {p.documents:,} document{'' if p.documents == 1 else 's'}, "
+                   f"{p.blocks:,} block{'' if p.blocks == 1 else 's'}, "
                    f"{p.stale_documents:,} stale, {p.skipped_files - (p.failed_files if failed else 0):,} skipped"
                    f"{failed}; memory folder {p.memory_dir}")
     for name, lane in report.lanes.items():  # seed 004's retrieval families, each answered by lanes
