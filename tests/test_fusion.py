@@ -306,21 +306,23 @@ def test_zscore_depth_flat_and_errors():
 def test_zscore_a_lone_document_keeps_its_blocks_in_the_lanes_order():
     """A new user's trial of stop 40: a query only one note matched showed that note's wrong section
     (every block of a lone document got the flat part, and the first block id won: "rotate the keys
-    every 90 days" showed "Revocation"). A flat lane orders the document's blocks by their scores
-    in the spread of its block scores; the document's score is unchanged."""
-    lane = scored("bm25", [("d1:z", 6.0), ("d1:m", 4.0), ("d1:a", 1.0)])  # ids against the scores
+    every 90 days" showed "Revocation"). A flat lane gives a later block the best block's part times
+    score / best (its attack round: a floor of 0 tied the lower blocks, by id); the document's score
+    is unchanged."""
+    lane = scored("bm25", [("d1:z", 10.0), ("d1:y", 1.0), ("d1:x", 0.9), ("d1:w", 0.8), ("d1:v", 0.7)])
     fused = zscore([lane], doc_of, {"bm25": 0.5})
-    assert [(d.doc_id, d.score, d.block_ids) for d in fused] == [("d1", 0.5 * ZSCORE_FLAT, ["d1:z", "d1:m", "d1:a"])]
-    # two flat lanes: each block's parts summed, each lane's in its own spread (index's two blocks lie
-    # 2 of its spreads apart, as two documents do in a lane: the lower gets 0 from it)
-    other = scored("index", [("d1:m", 2.0), ("d1:z", 1.9)])
+    assert [(d.doc_id, d.score, d.block_ids) for d in fused] == [
+        ("d1", 0.5 * ZSCORE_FLAT, ["d1:z", "d1:y", "d1:x", "d1:w", "d1:v"])]
+    # two flat lanes: each block's parts summed
+    other = scored("index", [("d1:y", 2.0), ("d1:z", 1.9)])
     fused = zscore([lane, other], doc_of, {"bm25": 0.5, "index": 0.5})
-    spread = math.sqrt(sum((v - 11 / 3) ** 2 for v in (6.0, 4.0, 1.0)) / 3)
-    m = 0.5 * ZSCORE_FLAT - 0.5 * (6.0 - 4.0) / spread + 0.5 * ZSCORE_FLAT  # 1.51 against z's 1.0
-    assert (fused[0].block_ids, fused[0].score) == (["d1:m", "d1:z", "d1:a"], 2 * 0.5 * ZSCORE_FLAT)
-    assert m > 0.5 * ZSCORE_FLAT
+    assert (fused[0].block_ids, fused[0].score) == (["d1:z", "d1:y", "d1:x", "d1:w", "d1:v"], 2 * 0.5 * ZSCORE_FLAT)
+    other = scored("index", [("d1:y", 2.0), ("d1:z", 0.1)])  # z: 2 + 0.1, y: 0.2 + 2: y first
+    assert zscore([lane, other], doc_of, {"bm25": 1.0, "index": 1.0})[0].block_ids[:2] == ["d1:y", "d1:z"]
     equal = zscore([scored("bm25", [("d1:z", 2.0), ("d1:a", 2.0)])], doc_of, {"bm25": 1.0})
     assert equal[0].block_ids == ["d1:a", "d1:z"]  # equal scores: by id, as before
+    huge = zscore([scored("bm25", [("d1:a", 1e200), ("d1:b", 0.0)])], doc_of, {"bm25": 1.0})
+    assert huge[0].block_ids == ["d1:a", "d1:b"]  # no spread computed: no overflow
 
 
 @settings(max_examples=200, deadline=None)
@@ -408,17 +410,14 @@ def reference_zscore(lists, doc_of, weights, depth_docs, limit):
         std = math.sqrt(math.fsum([(v - mean) ** 2 for v in best]) / len(best))
         low = min(best)
         block_score = dict(zip(r.block_ids, r.scores, strict=True))
-        # a flat lane (std 0) orders a document's blocks in the spread of all its block scores
-        block_mean = math.fsum(r.scores) / len(r.scores)
-        block_std = math.sqrt(math.fsum([(v - block_mean) ** 2 for v in r.scores]) / len(r.scores))
         for rank, (d, blocks, s) in enumerate(grouped, start=1):
             part = w * ((s - low) / std if std > 0 else ZSCORE_FLAT)
             parts = [(blocks[0], part)]
             for b in blocks[1:]:
                 if std > 0:
                     parts.append((b, w * (max(0.0, block_score[b] - low) / std)))
-                elif block_std > 0:
-                    parts.append((b, max(0.0, part - w * (s - block_score[b]) / block_std)))
+                elif s > 0:  # a flat lane (std 0): the best block's part times score / best
+                    parts.append((b, part * max(0.0, block_score[b]) / s))
                 else:
                     parts.append((b, part))
             scores[d] = scores[d] + part if d in scores else part

@@ -261,23 +261,22 @@ def _extra_part(lane: _ZLane, part: float, best: float, score: float) -> float:
     """What a block after its document's first (its best, whose part is ``part`` and lane score
     ``best``) gets from ``lane``, its lane score being ``score``: its z-score as the best block's
     (floored at 0). In a lane whose documents all score the same (``std`` 0: one document, say),
-    ``part`` less how far the block lies below the best block in the spread of the lane's block
-    scores (``block_std``), floored at 0: the lane still orders a document's blocks, so the block
-    shown is the one that matched best (every block of a lone document got the same part, and the
-    first block id won)."""
+    ``part`` times ``score / best`` (0 for a negative score): the best block's score normalised by
+    the lane's best with 0 as its floor (theoretical min-max, Bruch, Gai & Ingber 2023, §4), so the
+    lane still orders a document's blocks and the hit shows the section that matched best (every
+    block of a lone document got the same part, and the first block id won). A lane whose best
+    score is not positive gives every block ``part``."""
     if lane.std > 0:
         return lane.weight * (max(0.0, score - lane.low) / lane.std)
-    if lane.block_std > 0:
-        return max(0.0, part - lane.weight * (best - score) / lane.block_std)
+    if best > 0:
+        return part * max(0.0, score) / best
     return part
 
 
 class _ZLane(NamedTuple):
     """One lane's part in :func:`zscore`: its documents (each once, best first, at most the depth),
     their best blocks, MaxP scores and weighted z-scores (``parts``), each document's position, the
-    blocks after a document's first (``extra``) with their scores, the lane's minimum and spread over
-    its documents, and (when that spread is 0 and a document has several blocks) the spread of its
-    block scores (``block_std``; else 0)."""
+    blocks after a document's first (``extra``) with their scores, and the lane's minimum and spread."""
 
     lane: str
     weight: float
@@ -290,7 +289,6 @@ class _ZLane(NamedTuple):
     block_score: dict[str, float]
     low: float
     std: float
-    block_std: float
 
 
 def _z_lane(ranked: RankedList, doc_of: Callable[[str], str], w: float, depth_docs: int) -> _ZLane:
@@ -320,13 +318,8 @@ def _z_lane(ranked: RankedList, doc_of: Callable[[str], str], w: float, depth_do
     std = math.sqrt(math.fsum([(v - mean) ** 2 for v in best]) / len(best))
     low = min(best)
     parts = [w * ((s - low) / std) for s in best] if std > 0 else [w * ZSCORE_FLAT] * len(best)
-    block_std = 0.0
-    if std == 0 and extra:
-        every = ranked.scores
-        block_mean = math.fsum(every) / len(every)
-        block_std = math.sqrt(math.fsum([(v - block_mean) ** 2 for v in every]) / len(every))
     return _ZLane(ranked.lane, w, docs, best_blocks, best, parts, dict(zip(docs, range(len(docs)), strict=True)),
-                  extra, block_score, low, std, block_std)
+                  extra, block_score, low, std)
 
 
 def _documents(scores: dict[str, float], traces: dict[str, list[tuple[str, int, float, float, float]]],

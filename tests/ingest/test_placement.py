@@ -499,7 +499,7 @@ def test_a_run_without_a_project_refuses_paths_of_another_project(tmp_path: Path
     out = run_cli("index", str(work), str(tmp_path / "y"), "--index", str(tmp_path / "idx"),
                   env={"SLEUTH_MODEL": "none"}).stdout.splitlines()
     assert out[1] == (f"  {tmp_path / 'y'} is a new root of project 'notes', the project of this run's first path"
-                      " (index it alone, or with --project NAME, to file it elsewhere)")
+                      " (so are its files now)")
 
 
 def test_outermost_keeps_the_first_paths_place_and_other_projects_paths_names_the_deepest(tmp_path: Path) -> None:

@@ -118,7 +118,8 @@ def render_backends(catalog: CatalogBackend, milvus: MilvusReport | None) -> lis
 def render_status(st: StatusReport, verbose: bool = False, qualified: Collection[str] = frozenset()) -> str:
     """A status report as text for people (``verbose``: every skipped file, not a summary by reason)."""
     out = [f"index {st.index_dir}",
-           f"  {st.documents:,} documents, {st.blocks:,} blocks, {len(st.projects):,} project(s), generation "
+           f"  {st.documents:,} document{'' if st.documents == 1 else 's'}, {st.blocks:,} block"
+           f"{'' if st.blocks == 1 else 's'}, {len(st.projects):,} project(s), generation "
            f"{st.generation} (postings at {st.postings_generation})"]
     if st.postings_behind:
         out.append(f"  the bm25, index, rm3 and exact lanes answer from generation {st.postings_generation}:"

@@ -173,8 +173,10 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         out.append(f"  {paths[0]} {where} (`--index {own}` makes a separate index)")
     out += [f"  {root}, a root of project {report.project!r} inside this run's root, is part of it now: its files "
             "are filed under it (and refreshed with it)" for root in report.merged_roots]
-    out += [f"  {root} is a new root of project {report.project!r}, the project of this run's first path (index it"
-            " alone, or with --project NAME, to file it elsewhere)" for root in report.joined_roots]
+    first_given = str(resolved(paths[0]))
+    out += [f"  {root} is a new root of project {report.project!r}" + (
+            "" if root == first_given else ", the project of this run's first path (so are its files now)")
+            for root in report.joined_roots]
     for shared in report.shared_roots:
         other, _, root = shared.partition(": ")
         out.append(f"  warning: project {other!r} has a root that overlaps this run's ({root}): their files are in "
