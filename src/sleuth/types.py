@@ -291,7 +291,7 @@ def project_id_for(name: str, max_bytes: int | None = None) -> str:
     if not pid or (max_bytes is not None and len(pid.encode("utf-8")) > max_bytes):
         from sleuth.errors import QueryError
 
-        why = ("use letters, digits, '.', '_' or '-'" if not pid
+        why = ("it needs a letter or digit ('.', '_' and '-' may join them)" if not pid
                else f"a project id holds at most {max_bytes} bytes of UTF-8")
         raise QueryError(f"invalid project name {name[:80]!r}{'...' if len(name) > 80 else ''}: {why}")
     return pid
