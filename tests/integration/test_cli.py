@@ -127,6 +127,10 @@ def test_unknown_project_and_lane(hugo_index: Path) -> None:
         run_cli("get", first, "--project", "hugo", "--index", str(hugo_index)).stdout
     proc = run_cli("search", "x", "--project", "!!!", "--index", str(hugo_index), check=False)
     assert proc.returncode == 2 and "invalid project name '!!!'" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("projects", "remove", "", "--index", str(hugo_index), check=False)  # the argument, named so
+    assert proc.returncode == 2 and proc.stderr.splitlines()[-1] == (
+        "Error: Invalid value for 'PROJECT': invalid project name '': it needs a letter or digit ('.', '_' and '-' may"
+        " join them)")
     # attack session 32: an unknown name was repeated whole (5,000 characters); now cut as other names are
     proc = run_cli("search", "x", "--project", "p" * 5000, "--index", str(hugo_index), check=False)
     assert proc.returncode == 4 and proc.stderr.strip() == \

@@ -53,10 +53,10 @@ class DateParam(click.ParamType):
         return ns
 
 
-def project_ids(names: Sequence[str]) -> list[str]:
+def project_ids(names: Sequence[str], param_hint: str = "'--project'") -> list[str]:
     """The project ids of ``--project`` values: a name is read as ``sleuth index --project`` reads
     it (``"My Notes!"`` is the project ``my-notes``, :func:`sleuth.types.project_id_for`); an id
-    is itself. Raises click.BadParameter for a name with nothing usable in it."""
+    is itself. Raises click.BadParameter (naming ``param_hint``) for a name with nothing usable in it."""
     from sleuth.errors import QueryError
     from sleuth.types import project_id_for
 
@@ -65,7 +65,7 @@ def project_ids(names: Sequence[str]) -> list[str]:
         try:
             out.append(project_id_for(name))
         except QueryError as exc:
-            raise click.BadParameter(str(exc), param_hint="'--project'") from None
+            raise click.BadParameter(str(exc), param_hint=param_hint) from None
     return list(dict.fromkeys(out))
 
 
@@ -372,7 +372,7 @@ def projects_remove_cmd(project: str, index_dir: Path | None, fmt: str) -> None:
     from sleuth.auth.users import grants_by_project
     from sleuth.engine import Engine
 
-    project = project_ids([project])[0]  # a name as `sleuth index --project` made it an id
+    project = project_ids([project], "'PROJECT'")[0]  # a name as `sleuth index --project` made it an id
     with Engine.open(index_dir, serving=True) as engine:
         say_waiting("sleuth projects remove", engine.folder.write_lock)
         removed = engine.remove_project(project)
