@@ -326,7 +326,9 @@ class Indexer:
                 (:func:`sleuth.ingest.placement.other_projects_paths`): nothing is written.
             IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
         """
+        from sleuth.auth.users import grants_by_project
         from sleuth.ingest.names import is_valid_text
+        from sleuth.ingest.placement import outermost
         from sleuth.ingest.pool import prestart
 
         if project is not None and not project.strip():  # `--project ''` was taken as no project
@@ -339,31 +341,29 @@ class Indexer:
         roots_by_project = self.catalog.roots()
         self._check_paths(paths, roots_by_project)  # a bad path is said at once, not after a wait
         if not project:  # as is a path of another project (checked again under the lock)
-            self._choose(paths, roots_by_project)
+            self._choose(outermost(paths), roots_by_project, grants_by_project(self.folder.index_dir)[0])
         # The project is chosen from the catalog's projects as this run will find them: two runs at
         # once would each see the other's new folder missing and file both under one name.
         with self.folder.write_lock.held():
             return self._index_held(paths, project, progress, embed_progress, embed, phases, retry_failed)
 
-    def _choose(self, paths: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]]
-                ) -> tuple[str, list[str], str, dict[str, list[str]], str]:
-        """The project a run of ``paths`` (resolved) without a name goes to: ``(name, name_taken_by,
-        project id, the users' grants by project, why they could not be read)``
-        (:func:`sleuth.ingest.placement.choose_project`, names passing over ids users hold grants on).
+    def _choose(self, paths: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]],
+                grants: Mapping[str, Sequence[str]]) -> tuple[str, list[str], str]:
+        """The project a run of ``paths`` (resolved, :func:`sleuth.ingest.placement.outermost` ones)
+        without a name goes to: ``(name, name_taken_by, project id)``
+        (:func:`sleuth.ingest.placement.choose_project`; a new name passes over the ids of ``grants``,
+        the users' grants by project).
 
         Raises:
             ConfigError: a path another project has (:func:`sleuth.ingest.placement.other_projects_paths`).
         """
-        from sleuth.auth.users import grants_by_project
-        from sleuth.ingest.placement import choose_project, other_projects_paths, outermost
+        from sleuth.ingest.placement import choose_project, other_projects_paths
 
-        paths = outermost(paths)
-        grants, grants_problem = grants_by_project(self.folder.index_dir)
         name, name_taken_by = choose_project(paths, roots_by_project, self.folder.index_dir, grants)
         pid = self._project_id(name, roots_by_project)
         if elsewhere := other_projects_paths(paths, pid, roots_by_project):
             raise ConfigError(_elsewhere_message(elsewhere, pid, self.folder.index_dir))
-        return name, name_taken_by, pid, grants, grants_problem
+        return name, name_taken_by, pid
 
     def _check_paths(self, paths: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]]) -> None:
         """Refuse a resolved path given to :meth:`index` that does not exist and is no root nor under
@@ -401,12 +401,9 @@ class Indexer:
         # files would return every page twice), and a path inside a project's folder root is
         # refreshed there (sleuth.ingest.placement).
         paths = outermost(paths)  # a path inside another one given is walked with it
-        if project:
-            grants, grants_problem = grants_by_project(self.folder.index_dir)
-            name, name_taken_by = project, []
-            pid = self._project_id(name, roots_by_project)
-        else:
-            name, name_taken_by, pid, grants, grants_problem = self._choose(paths, roots_by_project)
+        grants, grants_problem = grants_by_project(self.folder.index_dir)
+        name, name_taken_by, pid = ((project, [], self._project_id(project, roots_by_project)) if project
+                                    else self._choose(paths, roots_by_project, grants))
         stale_grants = grants.get(pid, []) if pid not in roots_by_project else []
         grants_unchecked = grants_problem if pid not in roots_by_project else ""
         placement = place(paths, roots_by_project.get(pid, []))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from sleuth.commands.options import emit_json, format_option, handle_errors, index_option, when
+from sleuth.commands.options import counted, emit_json, format_option, handle_errors, index_option, when
 
 if TYPE_CHECKING:  # imported by the commands that open the index, not when `sleuth` starts
     from sleuth.reports import (
@@ -118,9 +118,8 @@ def render_backends(catalog: CatalogBackend, milvus: MilvusReport | None) -> lis
 def render_status(st: StatusReport, verbose: bool = False, qualified: Collection[str] = frozenset()) -> str:
     """A status report as text for people (``verbose``: every skipped file, not a summary by reason)."""
     out = [f"index {st.index_dir}",
-           f"  {st.documents:,} document{'' if st.documents == 1 else 's'}, {st.blocks:,} block"
-           f"{'' if st.blocks == 1 else 's'}, {len(st.projects):,} project(s), generation "
-           f"{st.generation} (postings at {st.postings_generation})"]
+           f"  {counted(st.documents, 'document')}, {counted(st.blocks, 'block')}, {len(st.projects):,} project(s),"
+           f" generation {st.generation} (postings at {st.postings_generation})"]
     if st.postings_behind:
         out.append(f"  the bm25, index, rm3 and exact lanes answer from generation {st.postings_generation}:"
                    f" {st.postings_behind}")
@@ -144,8 +143,7 @@ def render_status(st: StatusReport, verbose: bool = False, qualified: Collection
                        " `sleuth index` goes on with it, then embeds")
     listed = {p.project_id for p in st.projects}
     for p in st.projects:  # each project's roots under it (a root may belong to several projects)
-        out.append(f"  project {p.project_id}: {p.documents:,} document{'' if p.documents == 1 else 's'}, last indexed"
-                   f" {when(p.last_indexed)}")
+        out.append(f"  project {p.project_id}: {counted(p.documents, 'document')}, last indexed {when(p.last_indexed)}")
         out.extend(_coverage_line(c) for c in st.coverage if c.project == p.project_id)
     out.extend(_coverage_line(c) for c in st.coverage if c.project not in listed)
     out.append("  " + not_indexed_head(st.skipped, sum(c.failed for c in st.coverage)) + (":" if st.skipped else ""))
@@ -212,8 +210,7 @@ def render_doctor(report: DoctorReport, qualified: Collection[str] = frozenset()
     out.extend(render_backends(report.catalog, report.milvus))
     for p in report.projects:
         failed = f", {p.failed_files:,} failed" if 0 < p.failed_files <= p.skipped_files else ""
-        out.append(f"  project {p.project_id}: {p.documents:,} document{'' if p.documents == 1 else 's'}, "
-                   f"{p.blocks:,} block{'' if p.blocks == 1 else 's'}, "
+        out.append(f"  project {p.project_id}: {counted(p.documents, 'document')}, {counted(p.blocks, 'block')}, "
                    f"{p.stale_documents:,} stale, {p.skipped_files - (p.failed_files if failed else 0):,} skipped"
                    f"{failed}; memory folder {p.memory_dir}")
     for name, lane in report.lanes.items():  # seed 004's retrieval families, each answered by lanes

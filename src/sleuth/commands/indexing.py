@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sleuth.commands.options import emit_json, format_option, handle_errors, index_option, say_waiting
+from sleuth.commands.options import counted, emit_json, format_option, handle_errors, index_option, say_waiting
 from sleuth.interrupts import INTERRUPTED_EXIT
 from sleuth.locate import INDEX_DIR_NAME, INDEX_ENV, enclosing_index, find_index_dir, has_catalog, resolved
 
@@ -152,10 +152,10 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
 
     skipped = [(s["path"], s["reason"]) for s in report.skipped]
     out = [
-        f"indexed project {report.project!r} into {target}: {report.scanned:,} file{'' if report.scanned == 1 else 's'}"
+        f"indexed project {report.project!r} into {target}: {counted(report.scanned, 'file')}"
         " scanned, "
         f"{report.added:,} added, {report.updated:,} updated, {report.unchanged:,} unchanged, "
-        f"{report.removed:,} removed, {report.blocks:,} block{'' if report.blocks == 1 else 's'} written, "
+        f"{report.removed:,} removed, {counted(report.blocks, 'block')} written, "
         f"{report.embedded:,} embedded, "
         f"{not_indexed_counts(skipped)} ({report.took_s:.2f} s)"]
     if enclosing is not None:

@@ -38,9 +38,10 @@ def format_option(f: F) -> F:
 
 
 def _say(line: str) -> None:
-    """An error on stderr as one line: a path named with a newline or an escape (a folder given to
-    --index) cannot split it or reach the terminal (:func:`sleuth.ingest.names.one_line`). A stderr
-    that cannot take it (full, closed) loses the line, not the exit code."""
+    """A line on stderr (an error, a wait) kept on one line: a path named with a newline or an escape
+    (a folder given to --index) cannot split it or reach the terminal
+    (:func:`sleuth.ingest.names.one_line`). A stderr that cannot take it (full, closed) loses the
+    line, not the exit code."""
     from sleuth.ingest.names import one_line
 
     try:
@@ -92,16 +93,17 @@ def say_waiting(command: str, lock: Any) -> None:
     twin) say one line on stderr when ``command`` has to wait for it: who holds it (as the lock
     says: escaped onto one line) and how long this waits. A line that cannot be written is left
     out (the run goes on)."""
-    from sleuth.ingest.names import one_line
-
-    def said(holder: str) -> None:
-        try:
-            click.echo(f"{command}: waiting for {one_line(holder)} to finish writing to the index (at most"
-                       f" {lock.timeout_s:g} s; Ctrl-C stops)", err=True)
-        except (OSError, ValueError):  # stderr full or closed: the wait goes on without its line
-            pass
+    def said(holder: str) -> None:  # _say: one line, lost (not raised) on a full or closed stderr
+        _say(f"{command}: waiting for {holder} to finish writing to the index (at most {lock.timeout_s:g} s;"
+             " Ctrl-C stops)")
 
     lock.on_wait = said
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` (thousands separated) and ``noun``, plural unless ``n`` is 1: ``"1 document"``,
+    ``"1,234 blocks"``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def emit_json(obj: Any) -> None:

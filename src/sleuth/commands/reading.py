@@ -10,6 +10,7 @@ import click
 
 from sleuth.commands.options import (
     LanesOption,
+    counted,
     emit_json,
     format_option,
     handle_errors,
@@ -353,8 +354,7 @@ def projects_cmd(ctx: click.Context, index_dir: Path | None, fmt: str) -> None:
     if not projects:
         click.echo("no projects yet: run `sleuth index PATH`")
     for p in projects:
-        click.echo(f"{p.project_id}: {p.documents:,} document{'' if p.documents == 1 else 's'}, "
-                   f"{p.blocks:,} block{'' if p.blocks == 1 else 's'}, "
+        click.echo(f"{p.project_id}: {counted(p.documents, 'document')}, {counted(p.blocks, 'block')}, "
                    f"last indexed {when(p.last_indexed)}")
         for root in p.roots:
             click.echo(f"    {one_line(root)}")  # a root named with a newline cannot forge a line

@@ -71,6 +71,17 @@ def _holding_root(path: Path, roots: Sequence[str]) -> tuple[str, str] | None:
     return best
 
 
+def _owner(path: Path, ordered: Sequence[tuple[str, Sequence[str]]]) -> str | None:
+    """The project that has ``path`` (resolved) as a root (the first of ``ordered``, ``(project_id,
+    roots)`` by id), else the one whose folder root holds it, the deepest (its walk reaching it);
+    None when no project has it."""
+    for pid, roots in ordered:
+        if str(path) in roots:
+            return pid
+    holding = [(len(hit[0]), pid) for pid, roots in ordered if (hit := _holding_root(path, roots)) is not None]
+    return min(holding, key=lambda item: (-item[0], item[1]))[1] if holding else None
+
+
 def choose_project(paths: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]],
                    index_dir: Path | None = None, reserved: Collection[str] = ()) -> tuple[str, list[str]]:
     """The project the paths of one run go to when no project is named (see the module docstring).
@@ -91,12 +102,8 @@ def choose_project(paths: Sequence[Path], roots_by_project: Mapping[str, Sequenc
     """
     first = paths[0]
     ordered = sorted(roots_by_project.items())
-    for pid, roots in ordered:
-        if str(first) in roots:
-            return pid, []
-    holding = [(len(hit[0]), pid) for pid, roots in ordered if (hit := _holding_root(first, roots)) is not None]
-    if holding:
-        return min(holding, key=lambda item: (-item[0], item[1]))[1], []
+    if (owner := _owner(first, ordered)) is not None:
+        return owner, []
     if first.is_dir():
         inside = [pid for pid, roots in ordered
                   if any(Path(r) != first and Path(r).is_relative_to(first)
@@ -131,13 +138,8 @@ def other_projects_paths(paths: Sequence[Path], pid: str,
     for path in paths:
         if str(path) in own or _holding_root(path, own) is not None:
             continue
-        exact = [other for other, roots in ordered if str(path) in roots]
-        if exact:
-            out.append((path, exact[0]))
-            continue
-        holding = [(len(hit[0]), other) for other, roots in ordered if (hit := _holding_root(path, roots)) is not None]
-        if holding:
-            out.append((path, min(holding, key=lambda item: (-item[0], item[1]))[1]))
+        if (owner := _owner(path, ordered)) is not None:
+            out.append((path, owner))
     return out
 
 
