@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from sleuth.errors import ConfigError, ProjectNotFound, shown
 from sleuth.ingest import PARSER_VERSION
+from sleuth.ingest.confine import Roots
 from sleuth.locate import resolved
 from sleuth.progress import counting
 from sleuth.store.catalog import DocumentRow, FileState, IndexedBlock
@@ -195,6 +196,33 @@ class _Run:
     retry_failed: bool = False  # parse files whose parse failed before even when unchanged
     taking_in: set[str] = field(default_factory=set)  # roots being taken into a root walked now: not left out
     walked: list[str] = field(default_factory=list)  # roots walked whole: marked so when the run ends
+    #: The project's roots as last read (their catalog order) with what is derived from them, read
+    #: once a run, not once a root: with a root per file given (``sleuth index notes/*.md``) a pass
+    #: each reading and deriving them took time quadratic in the files (1,501 files: 3 minutes). The
+    #: run holds the write lock, so only its own changes move them: each sets this to None.
+    roots_seen: _ProjectRoots | None = None
+
+
+@dataclass(frozen=True)
+class _ProjectRoots:
+    """A project's roots (``keys``, in the catalog's order), as paths (``paths``), as real paths
+    (``real``: what nothing outside is read from; ``real_of``: each key's) and each one's document-id
+    label (``labels``, :func:`id_labels`). Resolved once, when first read: a root swapped for a
+    symbolic link during the run does not move what the run may read."""
+
+    keys: tuple[str, ...]
+    paths: list[Path]
+    real: Roots
+    real_of: dict[str, str]
+    labels: dict[str, str]
+
+    @classmethod
+    def of(cls, keys: Sequence[str]) -> _ProjectRoots:
+        """What ``keys`` (the project's roots) derive to: a ``realpath`` and one or two ``stat``
+        calls a root."""
+        real_of = {key: os.path.realpath(key) for key in keys}
+        return cls(tuple(keys), [Path(k) for k in keys], Roots.from_real(dict.fromkeys(real_of.values())), real_of,
+                   id_labels(keys))
 
 
 @dataclass
@@ -209,6 +237,8 @@ class _RootPass:
     root_label: str
     known: dict[tuple[str, str], FileState]
     confine: list[Path]  # every root of the project: nothing outside them is read
+    real_roots: Roots  # the same, as real paths
+    real_root: str  # this root's real path: what its files' real paths lie in
     seen: set[str] = field(default_factory=set)
     touched: list[tuple[str, int, int]] = field(default_factory=list)
     verified: list[str] = field(default_factory=list)
@@ -223,13 +253,15 @@ class _RootPass:
     not_parsed: set[str] = field(default_factory=set)
 
 
-def _outer_roots(root: Path, own_roots: Sequence[str]) -> list[tuple[str, str]]:
+def _outer_roots(root: Path, own_roots: Mapping[str, int]) -> list[tuple[str, str]]:
     """``(outer root, root relative to it)`` for each of ``own_roots`` (the project's roots, as the
-    catalog keeps them) that is a folder holding the new root ``root``: a root whose walk reached
-    it would have refreshed it instead (:func:`sleuth.ingest.placement.place`), so each leaves it
-    out now, and its copies of the files there (made before its ignore rules changed) go."""
-    return [(key, root.relative_to(key).as_posix()) for key in own_roots
-            if Path(key) != root and root.is_relative_to(key) and Path(key).is_dir()]
+    catalog keeps them, each with its place in the catalog's order) that is a folder holding the
+    new root ``root``, in that order: a root whose walk reached it would have refreshed it instead
+    (:func:`sleuth.ingest.placement.place`), so each leaves it out now, and its copies of the files
+    there (made before its ignore rules changed) go. Looks up ``root``'s folders, not every root (a
+    run with a root per file compared each with every other: 50 s for 1,500)."""
+    outer = sorted((key for key in map(str, root.parents) if key in own_roots), key=own_roots.__getitem__)
+    return [(key, root.relative_to(key).as_posix()) for key in outer if Path(key).is_dir()]
 
 
 def _elsewhere_message(elsewhere: Sequence[tuple[Path, str]], pid: str, index_dir: Path) -> str:
@@ -420,8 +452,9 @@ class Indexer:
                 walked += [inner for inner in nested if inner not in walked]
                 run.taking_in.update(taken[root])
             refresh = {**placement.refresh}
+            own_roots = {key: place for place, key in reversed(list(enumerate(roots_by_project.get(pid, []))))}
             for root in placement.roots:  # a new root that a root holding it leaves out (ignored now)
-                for outer, rel in _outer_roots(root, roots_by_project.get(pid, [])):
+                for outer, rel in _outer_roots(root, own_roots):
                     refresh.setdefault(outer, []).append(rel)  # loses the outer root's old copies
             steps = len(walked) + len(refresh)
             with self.postings.bulk():
@@ -429,6 +462,7 @@ class Indexer:
                     self._index_root(run, root, last=i == steps - 1)
                     if not os.path.lexists(root):  # a root that is gone, its documents removed now: forgotten
                         self.catalog.remove_root(pid, str(root))
+                        run.roots_seen = None  # read again by the next pass
                         run.report.forgotten_roots.append(str(root))
                     for inner in taken.get(root, []):  # filed under ``root`` now: the inner copies go
                         self._drop_root(run, inner)
@@ -490,6 +524,7 @@ class Indexer:
             gen = self.catalog.delete_documents(doc_ids)
             self.postings.apply([], doc_ids, [], gen)
         self.catalog.remove_root(run.pid, key)
+        run.roots_seen = None  # read again by the next pass
         run.taking_in.discard(key)
         run.report.merged_roots.append(key)
 
@@ -534,7 +569,8 @@ class Indexer:
         root_key = str(root)
         rp = self._root_pass(run, root, rels)
         self._index_items(rp, self._candidates(root, rp.confine, rels, _unchanged_test(rp),
-                                               rp.ignore_files.__setitem__, run.taking_in), last=last)
+                                               rp.ignore_files.__setitem__, run.taking_in, rp.real_roots,
+                                               rp.real_root), last=last)
         self._finish_root(rp)
         self.catalog.replace_skips(run.pid, root_key, rels, rp.skips, run.now)
         self.catalog.record_failed_files(run.pid, root_key, rp.failed, rels)
@@ -711,11 +747,17 @@ class Indexer:
     def _root_pass(self, run: _Run, root: Path, rel_paths: Sequence[str] | None = None) -> _RootPass:
         """A pass over ``root`` (over ``rel_paths`` under it only, when given)."""
         root_key = str(root)
-        roots = self.catalog.roots().get(run.pid, [root_key])
+        seen = run.roots_seen
+        if seen is None or root_key not in seen.real_of:
+            roots = tuple(self.catalog.roots().get(run.pid, [root_key]))
+            if seen is None or seen.keys != roots:
+                seen = run.roots_seen = _ProjectRoots.of(roots)
+        label = seen.labels[root_key] if root_key in seen.labels else id_label(root, ())
         known = self.catalog.file_states(run.pid, [root_key], rel_paths)
         reparse = bool(known) and self.catalog.parser_version(run.pid, root_key) < PARSER_VERSION
         failed_before = {} if run.retry_failed else self.catalog.failed_files(run.pid, root_key)
-        return _RootPass(run, root_key, id_label(root, roots), known, [Path(r) for r in roots], reparse=reparse,
+        return _RootPass(run, root_key, label, known, seen.paths, seen.real,
+                         seen.real_of.get(root_key) or os.path.realpath(root_key), reparse=reparse,
                          failed_before=failed_before, scope=None if rel_paths is None else list(rel_paths))
 
     def _index_root(self, run: _Run, root: Path, last: bool = True) -> None:
@@ -730,7 +772,8 @@ class Indexer:
         if root.exists():
             self._index_items(rp, self._candidates(root, rp.confine, unchanged=_unchanged_test(rp),
                                                    on_ignore_file=rp.ignore_files.__setitem__,
-                                                   taking_in=run.taking_in), last)
+                                                   taking_in=run.taking_in, real_roots=rp.real_roots,
+                                                   real_root=rp.real_root), last)
         self._finish_root(rp)
         self.catalog.record_skips(run.pid, rp.root_key, rp.skips, run.now)
         self.catalog.record_failed_files(run.pid, rp.root_key, rp.failed)
@@ -832,17 +875,20 @@ class Indexer:
 
     def _candidates(self, root: Path, confine: Sequence[Path], rel_paths: Sequence[str] | None = None,
                     unchanged: Unchanged | None = None, on_ignore_file: IgnoreFileHook | None = None,
-                    taking_in: Collection[str] = (),
-                    ) -> Iterator[FileCandidate | SkippedFile]:
+                    taking_in: Collection[str] = (), real_roots: Roots | None = None,
+                    real_root: str | None = None) -> Iterator[FileCandidate | SkippedFile]:
         """Files under ``root`` (only ``rel_paths`` under it when given), archives expanded to their
         members (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason. The index
         folder, when inside ``root``, is left out; nothing outside ``confine`` (the project's roots)
         is read (see sleuth.ingest.confine); a file ``unchanged`` says is as indexed is not opened
         (:func:`sleuth.ingest.walk.walk_roots`). ``on_ignore_file``: told of each ``.gitignore`` read
-        (:data:`sleuth.ingest.walk.IgnoreFileHook`)."""
+        (:data:`sleuth.ingest.walk.IgnoreFileHook`). ``real_roots``: ``confine`` as real paths, when
+        known (else derived here). ``real_root``: ``root``'s real path, when known: the parse worker
+        then checks a file's real path against it alone (a file walked under ``root`` lies in it, no
+        symbolic link being followed), not against every root (a job per file carried all of them:
+        a run of 5,000 single-file roots pickled 25 million paths)."""
         from sleuth.ingest import walk_roots
         from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
-        from sleuth.ingest.confine import Roots
         from sleuth.ingest.guard import ParseJob
         from sleuth.ingest.placement import nested_root_excludes
         from sleuth.ingest.walk import max_bytes_for, tool_dotfile, walk_paths
@@ -855,10 +901,12 @@ class Indexer:
             excludes.append(f"/{gitignore_literal(index_dir.relative_to(root).as_posix())}/")
         if root.is_dir():  # the project's roots inside this one keep their own files (unless taken in)
             excludes.extend(nested_root_excludes(root, [r for r in confine if str(r) not in taking_in], index_dir))
-        items = (walk_roots([root], excludes, confine, unchanged, on_ignore_file, own_index=index_dir)
+        if real_roots is None:
+            real_roots = Roots(confine)
+        job_roots = real_roots.real if real_root is None else (real_root,)
+        items = (walk_roots([root], excludes, real_roots, unchanged, on_ignore_file, own_index=index_dir)
                  if rel_paths is None
-                 else walk_paths(root, rel_paths, excludes, confine, unchanged, on_ignore_file, own_index=index_dir))
-        real_roots = Roots(confine)
+                 else walk_paths(root, rel_paths, excludes, real_roots, unchanged, on_ignore_file, own_index=index_dir))
         from sleuth.ingest.limits import ARCHIVE_MAX_MEMBERS
 
         max_members = self.archive_max_members() if self.archive_max_members is not None else ARCHIVE_MAX_MEMBERS
@@ -879,7 +927,7 @@ class Indexer:
                 except ArchiveError as exc:
                     yield SkippedFile(item.rel_path, str(exc))
             else:
-                job = ParseJob(item.rel_path, str(item.path), identity=item.identity, roots=real_roots.real,
+                job = ParseJob(item.rel_path, str(item.path), identity=item.identity, roots=job_roots,
                                max_bytes=max_bytes_for(item.rel_path))
                 yield FileCandidate(item.rel_path, item.mtime_ns, item.size_bytes, job)
 
@@ -957,21 +1005,43 @@ def _failed_unchanged(rp: _RootPass, item: FileCandidate) -> FailedFile | None:
     return before
 
 
+def _label_folder(p: Path) -> Path:
+    """The folder whose name labels the root ``p``: ``p`` itself, or a file root's parent."""
+    return p if p.is_dir() or not p.exists() else p.parent
+
+
 def id_label(root: Path, roots: Sequence[str]) -> str:
     """The root part of the document ids of ``root`` among its project's ``roots`` (in their
     order): its folder's name (a file root: its parent folder's), or, when an earlier root of the
     project has that name (``a/docs`` and ``b/docs``; a memory folder named like the project's first
-    root), as many of its last path parts as make it unique. Two roots never share document ids."""
-    def folder(p: Path) -> Path:
-        return p if p.is_dir() or not p.exists() else p.parent
+    root), as many of its last path parts as make it unique. Two roots never share document ids.
+    One root's label; :func:`id_labels` gives every root's at once."""
+    key = str(root)
+    return id_labels([*roots[: roots.index(key)], key] if key in roots else [key])[key]
 
-    mine = folder(root)
-    earlier = [folder(Path(r)) for r in roots[: roots.index(str(root))]] if str(root) in roots else []
-    for n in range(1, len(mine.parts) + 1):
-        label = "/".join(mine.parts[-n:])
-        if all("/".join(e.parts[-n:]) != label for e in earlier):
-            return label if n == 1 else label.lstrip("/")
-    return str(mine)
+
+def id_labels(roots: Sequence[str]) -> dict[str, str]:
+    """:func:`id_label` of each of ``roots`` (its first place where it is listed twice) among those
+    listed before it, in time linear in the roots and their depths: the last ``n`` parts of every
+    root's label folder are kept in a set per ``n``, so that a root's label is found by lookups, not by
+    comparing it with every earlier root (a project of 1,500 single-file roots: 2.25 million comparisons)."""
+    suffixes: dict[int, set[str]] = {}  # n -> "/".join(parts[-n:]) of the roots so far, n <= len(parts)
+    whole: dict[int, set[str]] = {}  # len(parts) -> "/".join(parts): what parts[-n:] joins to for larger n
+    labels: dict[str, str] = {}
+    for key in roots:
+        parts = _label_folder(Path(key)).parts
+        label = str(Path(*parts)) if parts else ""
+        for n in range(1, len(parts) + 1):
+            candidate = "/".join(parts[-n:])
+            if candidate not in suffixes.get(n, ()) and not any(
+                    candidate in joined for depth, joined in whole.items() if depth < n):
+                label = candidate if n == 1 else candidate.lstrip("/")
+                break
+        labels.setdefault(key, label)
+        for n in range(1, len(parts) + 1):
+            suffixes.setdefault(n, set()).add("/".join(parts[-n:]))
+        whole.setdefault(len(parts), set()).add("/".join(parts))
+    return labels
 
 
 def document_row(pid: str, root_key: str, root_label: str, rel: str, parsed: ParsedDocument,
