@@ -213,3 +213,16 @@ def test_a_notebook_in_a_notes_folder_is_a_notebook(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     assert sorted((h["path"], h["kind"], h["format"]) for h in json.loads(out.output)["hits"]) == [
         ("mine/analysis/churn2.ipynb", "notebook", "notebook"), ("mine/notes/churn.ipynb", "notebook", "notebook")]
+
+
+def test_a_file_given_as_a_root_is_shown_under_its_folder_name(tmp_path: Path) -> None:
+    """``sleuth index docs README.md``: the README's hit reads ``proj/README.md`` (its folder's name,
+    as its document ids use), not ``README.md/README.md``; path globs and ``get`` take that name."""
+    proj = tmp_path / "proj"
+    write(proj, "docs/guide.md", "# Guide\n\nHow to deploy the frobnicator.\n")
+    write(proj, "README.md", "# Readme\n\nThe frobnicator project.\n")
+    with Engine(tmp_path / "idx", config=Config(lanes=LEXICAL, model="none")) as engine:
+        engine.index([proj / "docs", proj / "README.md"], project="p")
+        assert sorted(search(engine, "frobnicator")) == ["docs/guide.md", "proj/README.md"]
+        assert search(engine, "frobnicator", paths=["proj/**"]) == ["proj/README.md"]
+        assert engine.get("proj/README.md").text.startswith("# Readme")

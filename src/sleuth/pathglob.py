@@ -19,6 +19,7 @@ glob may name it.
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from collections.abc import Sequence
@@ -153,8 +154,11 @@ def gitignore_literal(path: str) -> str:
 @lru_cache(maxsize=1024)
 def root_label(root: str) -> str:
     """The label of a project root: its folder's name (``/work/site/en`` → ``en``); ``""`` for ``/``.
-    Remembered per root (every hit of every search shows its root's)."""
-    return PurePath(root).name
+    A file given as a root (``sleuth index docs README.md``) is labelled by the folder holding it, as
+    its document ids are (:func:`sleuth.indexer.id_label`): ``proj/README.md``, not ``README.md/README.md``.
+    Remembered per root (every hit of every search shows its root's): one ``stat`` per root a process."""
+    path = PurePath(root)
+    return path.parent.name if os.path.isfile(root) else path.name
 
 
 def qualified_path(root: str, rel_path: str) -> str:
