@@ -339,6 +339,25 @@ def test_id_labels_match_their_definition_by_comparison(tmp_path: Path, seed: in
     assert id_label(made / "elsewhere", roots) == _id_label_by_comparison(made / "elsewhere", roots)
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_roots_inside_a_root_are_those_path_semantics_say(seed: int) -> None:
+    """``_ProjectRoots.inside`` (bisection of the sorted keys) lists the roots strictly inside a
+    root, in the catalog's order, as ``Path.is_relative_to`` does: ``/a/b`` holds ``/a/b/c``, not
+    ``/a/bc`` or ``/a/b-c``; ``/`` holds everything but itself."""
+    import random
+
+    from sleuth.indexer import _ProjectRoots
+
+    rng = random.Random(seed)
+    names = ["a", "b", "bc", "b-c", "b.c", "c", "z"]
+    keys = list(dict.fromkeys("/" + "/".join(rng.choice(names) for _ in range(rng.randint(0, 4)))
+                              for _ in range(rng.randint(1, 15))))
+    roots = _ProjectRoots.of(keys)
+    for probe in [*keys, "/", "/a", "/a/b", "/b/bc"]:
+        expected = [k for k in keys if Path(k) != Path(probe) and Path(k).is_relative_to(probe)]
+        assert roots.inside(Path(probe)) == expected, (probe, keys)
+
+
 def test_a_root_per_file_costs_each_root_a_few_real_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``sleuth index notes/*.md`` makes a root of each file: the run resolves each root a bounded
     number of times, not once for every other root (1,501 roots took 3 minutes, 4.5 million

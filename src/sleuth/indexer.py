@@ -9,6 +9,7 @@ with their index terms, into the next batch.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import gc
@@ -16,7 +17,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,7 +45,7 @@ from sleuth.types import (
 if TYPE_CHECKING:
     from sleuth.ingest.guard import Outcome, ParseJob
     from sleuth.ingest.tabular import TabularRule
-    from sleuth.ingest.walk import IgnoreFileHook, Unchanged
+    from sleuth.ingest.walk import Unchanged
     from sleuth.lanes.model import SharedModel
     from sleuth.progress import Progress
     from sleuth.store.folder import IndexFolder
@@ -205,24 +206,35 @@ class _Run:
 
 @dataclass(frozen=True)
 class _ProjectRoots:
-    """A project's roots (``keys``, in the catalog's order), as paths (``paths``), as real paths
-    (``real``: what nothing outside is read from; ``real_of``: each key's) and each one's document-id
+    """A project's roots (``keys``, in the catalog's order), as real paths (``real``: what nothing
+    outside is read from; ``real_of``: each key's) and each one's document-id
     label (``labels``, :func:`id_labels`). Resolved once, when first read: a root swapped for a
     symbolic link during the run does not move what the run may read."""
 
     keys: tuple[str, ...]
-    paths: list[Path]
     real: Roots
     real_of: dict[str, str]
     labels: dict[str, str]
+    by_name: list[str]  # the keys sorted, for :meth:`inside`
 
     @classmethod
     def of(cls, keys: Sequence[str]) -> _ProjectRoots:
         """What ``keys`` (the project's roots) derive to: a ``realpath`` and one or two ``stat``
         calls a root."""
         real_of = {key: os.path.realpath(key) for key in keys}
-        return cls(tuple(keys), [Path(k) for k in keys], Roots.from_real(dict.fromkeys(real_of.values())), real_of,
-                   id_labels(keys))
+        return cls(tuple(keys), Roots.from_real(dict.fromkeys(real_of.values())), real_of,
+                   id_labels(keys), sorted(set(keys)))
+
+    def inside(self, root: Path) -> list[str]:
+        """The keys of the roots strictly inside ``root`` (as ``Path.is_relative_to`` says of keys
+        kept as resolved paths), in the catalog's order: found by bisection of the sorted keys, not
+        by asking every root (1,500 folder roots asked each other 4.5 million times: 80 s)."""
+        top = str(root)
+        prefix = top if top.endswith(os.sep) else top + os.sep
+        start = bisect.bisect_left(self.by_name, prefix)
+        end = bisect.bisect_left(self.by_name, prefix[:-1] + chr(ord(os.sep) + 1))
+        found = set(self.by_name[start:end]) - {top}  # the root itself, when it is / (its own prefix)
+        return [key for key in dict.fromkeys(self.keys) if key in found] if len(found) > 1 else list(found)
 
 
 @dataclass
@@ -236,8 +248,7 @@ class _RootPass:
     root_key: str
     root_label: str
     known: dict[tuple[str, str], FileState]
-    confine: list[Path]  # every root of the project: nothing outside them is read
-    real_roots: Roots  # the same, as real paths
+    roots: _ProjectRoots  # every root of the project: nothing outside them is read
     real_root: str  # this root's real path: what its files' real paths lie in
     seen: set[str] = field(default_factory=set)
     touched: list[tuple[str, int, int]] = field(default_factory=list)
@@ -501,9 +512,11 @@ class Indexer:
         index_dir = self.folder.index_dir
         taken: list[str] = []
         nested: list[Path] = []
-        for key in self.catalog.roots().get(run.pid, []):
+        if run.roots_seen is None:
+            run.roots_seen = _ProjectRoots.of(tuple(self.catalog.roots().get(run.pid, [])))
+        for key in run.roots_seen.inside(root):
             inner = Path(key)
-            if inner == root or not inner.is_relative_to(root) or inner.is_relative_to(index_dir):
+            if inner.is_relative_to(index_dir):
                 continue
             rel = inner.relative_to(root).as_posix()
             try:
@@ -568,9 +581,7 @@ class Indexer:
         ``root``; documents of files gone from there are removed. ``last``: as for :meth:`_index_root`."""
         root_key = str(root)
         rp = self._root_pass(run, root, rels)
-        self._index_items(rp, self._candidates(root, rp.confine, rels, _unchanged_test(rp),
-                                               rp.ignore_files.__setitem__, run.taking_in, rp.real_roots,
-                                               rp.real_root), last=last)
+        self._index_items(rp, self._candidates(rp, root, rels), last=last)
         self._finish_root(rp)
         self.catalog.replace_skips(run.pid, root_key, rels, rp.skips, run.now)
         self.catalog.record_failed_files(run.pid, root_key, rp.failed, rels)
@@ -756,8 +767,8 @@ class Indexer:
         known = self.catalog.file_states(run.pid, [root_key], rel_paths)
         reparse = bool(known) and self.catalog.parser_version(run.pid, root_key) < PARSER_VERSION
         failed_before = {} if run.retry_failed else self.catalog.failed_files(run.pid, root_key)
-        return _RootPass(run, root_key, label, known, seen.paths, seen.real,
-                         seen.real_of.get(root_key) or os.path.realpath(root_key), reparse=reparse,
+        return _RootPass(run, root_key, label, known, seen, seen.real_of.get(root_key) or os.path.realpath(root_key),
+                         reparse=reparse,
                          failed_before=failed_before, scope=None if rel_paths is None else list(rel_paths))
 
     def _index_root(self, run: _Run, root: Path, last: bool = True) -> None:
@@ -770,10 +781,7 @@ class Indexer:
             # files to be found unchanged by the next one, not parsed again and counted as updated.
             self.catalog.set_parser_version(run.pid, rp.root_key, PARSER_VERSION)
         if root.exists():
-            self._index_items(rp, self._candidates(root, rp.confine, unchanged=_unchanged_test(rp),
-                                                   on_ignore_file=rp.ignore_files.__setitem__,
-                                                   taking_in=run.taking_in, real_roots=rp.real_roots,
-                                                   real_root=rp.real_root), last)
+            self._index_items(rp, self._candidates(rp, root), last)
         self._finish_root(rp)
         self.catalog.record_skips(run.pid, rp.root_key, rp.skips, run.now)
         self.catalog.record_failed_files(run.pid, rp.root_key, rp.failed)
@@ -873,20 +881,17 @@ class Indexer:
                                      scope=rp.scope)
         run.report.skipped.extend({"path": p, "reason": r} for p, r in rp.skips)
 
-    def _candidates(self, root: Path, confine: Sequence[Path], rel_paths: Sequence[str] | None = None,
-                    unchanged: Unchanged | None = None, on_ignore_file: IgnoreFileHook | None = None,
-                    taking_in: Collection[str] = (), real_roots: Roots | None = None,
-                    real_root: str | None = None) -> Iterator[FileCandidate | SkippedFile]:
+    def _candidates(self, rp: _RootPass, root: Path, rel_paths: Sequence[str] | None = None,
+                    ) -> Iterator[FileCandidate | SkippedFile]:
         """Files under ``root`` (only ``rel_paths`` under it when given), archives expanded to their
         members (``archive.tar.gz/inner/path.md``), or SkippedFile with a reason. The index
-        folder, when inside ``root``, is left out; nothing outside ``confine`` (the project's roots)
-        is read (see sleuth.ingest.confine); a file ``unchanged`` says is as indexed is not opened
-        (:func:`sleuth.ingest.walk.walk_roots`). ``on_ignore_file``: told of each ``.gitignore`` read
-        (:data:`sleuth.ingest.walk.IgnoreFileHook`). ``real_roots``: ``confine`` as real paths, when
-        known (else derived here). ``real_root``: ``root``'s real path, when known: the parse worker
-        then checks a file's real path against it alone (a file walked under ``root`` lies in it, no
-        symbolic link being followed), not against every root (a job per file carried all of them:
-        a run of 5,000 single-file roots pickled 25 million paths)."""
+        folder, when inside ``root``, is left out, as are the project's roots inside it (unless the
+        run takes them in: ``rp.run.taking_in``); nothing outside ``rp.roots`` (the project's roots)
+        is read (see sleuth.ingest.confine); a file :func:`_unchanged_test` says is as indexed is not
+        opened (:func:`sleuth.ingest.walk.walk_roots`); each ``.gitignore`` read is kept in
+        ``rp.ignore_files``. The parse worker checks a file's real path against ``rp.real_root``
+        alone (a file walked under ``root`` lies in it, no symbolic link being followed), not against
+        every root (a job per file carried all of them: 5,000 single-file roots pickled 25 million paths)."""
         from sleuth.ingest import walk_roots
         from sleuth.ingest.archive import ArchiveError, is_archive, iter_archive
         from sleuth.ingest.guard import ParseJob
@@ -900,10 +905,10 @@ class Indexer:
             # as written: an index folder named i[x] or i[z-a] is not a glob (it was walked, or stopped the walk)
             excludes.append(f"/{gitignore_literal(index_dir.relative_to(root).as_posix())}/")
         if root.is_dir():  # the project's roots inside this one keep their own files (unless taken in)
-            excludes.extend(nested_root_excludes(root, [r for r in confine if str(r) not in taking_in], index_dir))
-        if real_roots is None:
-            real_roots = Roots(confine)
-        job_roots = real_roots.real if real_root is None else (real_root,)
+            inner = [Path(key) for key in rp.roots.inside(root) if key not in rp.run.taking_in]
+            excludes.extend(nested_root_excludes(root, inner, index_dir))
+        real_roots, job_roots = rp.roots.real, (rp.real_root,)
+        unchanged, on_ignore_file = _unchanged_test(rp), rp.ignore_files.__setitem__
         items = (walk_roots([root], excludes, real_roots, unchanged, on_ignore_file, own_index=index_dir)
                  if rel_paths is None
                  else walk_paths(root, rel_paths, excludes, real_roots, unchanged, on_ignore_file, own_index=index_dir))

@@ -155,10 +155,14 @@ def gitignore_literal(path: str) -> str:
 def root_label(root: str) -> str:
     """The label of a project root: its folder's name (``/work/site/en`` → ``en``); ``""`` for ``/``.
     A file given as a root (``sleuth index docs README.md``) is labelled by the folder holding it, as
-    its document ids are (:func:`sleuth.indexer.id_label`): ``proj/README.md``, not ``README.md/README.md``.
-    Remembered per root (every hit of every search shows its root's): one ``stat`` per root a process."""
+    its document ids are (:func:`sleuth.indexer.id_label`): ``proj/README.md``, not ``README.md/README.md``;
+    so is a root that is gone and whose name has an extension (a deleted file root's stale document:
+    the catalog does not record which roots were files). Remembered per root (every hit of every
+    search shows its root's): one ``stat`` per root a process."""
     path = PurePath(root)
-    return path.parent.name if os.path.isfile(root) else path.name
+    if os.path.isfile(root) or (path.suffix and not os.path.lexists(root)):
+        return path.parent.name
+    return path.name
 
 
 def qualified_path(root: str, rel_path: str) -> str:

@@ -23,7 +23,7 @@ NAMED_FOLDERS_MAX = 3
 
 
 @click.command("index")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=False, type=click.Path(path_type=Path))
 @click.option("--project", default=None,
               help="Project name (default: the project that has the first path as a root or holds it in a root, "
                    "else the first path's folder name, with its parent's when another project has that name).")
@@ -44,6 +44,10 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     Without --index the index is PATHS[0]/.sleuth (a file's folder), unless an index further up has
     PATHS[0] under one of its roots: it is indexed there, as git adds a path to its repository.
 
+    Without PATHS, every root of every project of the index found here (the nearest .sleuth/ in this
+    folder or above it, or --index) is indexed again, or only the roots of --project: what the advice
+    "run `sleuth index` again" means.
+
     Keyword search (bm25, index, rm3, exact lanes) works as soon as this returns; the embeddings of new
     blocks are made by a background worker (`sleuth status` shows how far it is, `sleuth embed`
     waits for it), unless --wait."""
@@ -56,6 +60,9 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     from sleuth.reports import skip_summary
     from sleuth.store.folder import foreign_owner
 
+    if not paths:
+        _refresh(project, wait, verbose, retry_failed, index_dir, fmt)
+        return
     enclosing: tuple[Path, str] | None = None
     if index_dir is not None or os.environ.get(INDEX_ENV):
         target = find_index_dir(index_dir)
@@ -112,6 +119,86 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
                               explicit=index_dir is not None or bool(os.environ.get(INDEX_ENV)), verbose=verbose,
                               named=project is not None):
         click.echo(line)
+
+
+def _refresh(project: str | None, wait: bool | None, verbose: bool, retry_failed: bool, index_dir: Path | None,
+             fmt: str) -> None:
+    """``sleuth index`` without PATHS: index again every root of every project of the index found
+    here (or of ``project`` alone), one run per project, as ``sleuth index ROOTS --project NAME`` would
+    (a root gone since is forgotten, its documents removed); the memory folders inside the index
+    folder are left to the MCP tools that write them. Then one background embedding (or ``wait``).
+
+    Raises:
+        ConfigError: no index is found here, or it has no root to index.
+        ProjectNotFound: ``project`` is not a project of the index.
+    """
+    from sleuth import background
+    from sleuth.engine import Engine
+    from sleuth.errors import ConfigError
+    from sleuth.interrupts import stop_on_interrupt
+    from sleuth.progress import Progress, terminal_sink
+    from sleuth.reports import skip_summary
+
+    target = find_index_dir(index_dir)
+    if target is None or not has_catalog(target):
+        where = f"at {target}" if target is not None else "in this folder or above it (and no --index)"
+        raise ConfigError(f"no index {where}: give the PATHS to index (`sleuth index ~/notes`)")
+    wait = background.wait_by_default() if wait is None else wait
+    reports: list[IndexReport] = []
+    runs: list[tuple[str, list[Path]]] = []
+    refreshed: set[str] = set()  # the ids of the projects indexed again
+    embedding: dict[str, Any] = {}
+    lock: Any = None
+    sink = terminal_sink(label="sleuth index")
+    try:
+        with stop_on_interrupt(), Engine(target) as engine:
+            wanted = engine.searcher.check_projects([project] if project is not None else None)
+            for row in engine.catalog.projects():
+                keys = row["roots"] if isinstance(row["roots"], list) else []
+                roots = [Path(str(key)) for key in keys if not Path(str(key)).is_relative_to(engine.index_dir)]
+                if roots and (wanted is None or row["project_id"] in wanted):
+                    runs.append((str(row["name"]), roots))
+                    refreshed.add(str(row["project_id"]))
+            if not runs:
+                raise ConfigError(f"the index {target} has no root to index" + (
+                    f" in project {project!r}" if project is not None else "") + ": give the PATHS to index")
+            lock = engine.folder.write_lock
+            say_waiting("sleuth index", lock)
+            for name, roots in runs:
+                reports.append(engine.index(roots, project=name, embed=False, phases=Progress(sink),
+                                            retry_failed=retry_failed))
+            if wait:
+                started = time.perf_counter()
+                reports[-1].embedded = background.embed_now(engine, Progress(sink)) or 0
+                reports[-1].took_s = round(reports[-1].took_s + time.perf_counter() - started, 3)
+                no_model = engine.model_unavailable
+            else:
+                embedding, no_model = background.embed_in_background(engine)
+    except KeyboardInterrupt:
+        sink.close()
+        if lock is None or not lock.taken:
+            click.echo("sleuth index: interrupted before it wrote anything: run the same command again to index",
+                       err=True)
+        else:
+            click.echo("sleuth index: interrupted; what it wrote stays indexed (and the vectors it made): run the "
+                       "same command again to go on", err=True)
+        sys.exit(INTERRUPTED_EXIT)
+    finally:
+        sink.close()
+    if fmt == "json":
+        emit_json({"index_dir": str(target), "projects": [
+            {**r.model_dump(), "skipped_by_reason": [
+                g.model_dump() for g in skip_summary([(s["path"], s["reason"]) for s in r.skipped])]}
+            for r in reports], **({"embedding": embedding} if embedding else {})})
+        return
+    for i, (report, (_, roots)) in enumerate(zip(reports, runs, strict=True)):
+        last = i == len(reports) - 1
+        # a gone root of a project this command indexes again is forgotten by its own run (said there)
+        report.gone_roots = [g for g in report.gone_roots if g.partition(": ")[0] not in refreshed]
+        for line in _report_lines(report, tuple(roots), target, None,
+                                  no_model if last else None, embedding if last else {}, explicit=True,
+                                  verbose=verbose, named=True):
+            click.echo(line)
 
 
 def _check_paths(paths: tuple[Path, ...], target: Path) -> None:
@@ -177,9 +264,15 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
     out += [f"  {root} is a new root of project {report.project!r}" + (
             "" if root == first_given else ", the project of this run's first path (so are its files now)")
             for root in report.joined_roots]
+    overlapping: dict[str, list[str]] = {}  # another project -> its roots overlapping this run's, one line each
     for shared in report.shared_roots:
         other, _, root = shared.partition(": ")
-        out.append(f"  warning: project {other!r} has a root that overlaps this run's ({root}): their files are in "
+        overlapping.setdefault(other, []).append(root)
+    for other, roots in overlapping.items():
+        more = f" and {len(roots) - NAMED_FOLDERS_MAX:,} more" if len(roots) > NAMED_FOLDERS_MAX else ""
+        listed = ", ".join(roots[:NAMED_FOLDERS_MAX]) + more
+        out.append(f"  warning: project {other!r} has {'a root' if len(roots) == 1 else 'roots'} that overlap"
+                   f"{'s' if len(roots) == 1 else ''} this run's ({listed}): their files are in "
                    f"both projects, and a search of every project returns them twice (`sleuth projects remove "
                    f"{other}` drops that project, or index with --project {other})")
     for root in report.forgotten_roots:

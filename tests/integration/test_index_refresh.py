@@ -1,0 +1,73 @@
+"""`sleuth index` without PATHS indexes again every root of the index found here (or of --project):
+what every "run `sleuth index` again" means (a new user's trial: a bare `sleuth index` said "Missing
+argument 'PATHS...'" while each stale hit advised it). Files given one by one (a root per file) read
+``notes/a.md``, not ``a.md/a.md``; a project overlapping another is said once, not once a root."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import run_cli
+
+ENV = {"SLEUTH_MODEL": "none", "SLEUTH_INDEX_WAIT": "0"}
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    """kb/ indexed as project kb (its .sleuth/ inside), and its notes and README given one by one
+    as project mine (the same index: they lie in kb's root)."""
+    kb = tmp_path / "kb"
+    (kb / "notes").mkdir(parents=True)
+    for name in ("a", "b", "c"):
+        (kb / "notes" / f"{name}.md").write_text(f"# Note {name}\n\nabout dunning {name}\n", encoding="utf-8")
+    (kb / "README.md").write_text("# Readme\n\nthe kb readme\n", encoding="utf-8")
+    run_cli("index", ".", cwd=kb, env=ENV)
+    out = run_cli("index", "notes/a.md", "notes/b.md", "notes/c.md", "README.md", "--project", "mine",
+                  cwd=kb, env=ENV).stdout
+    overlap = [line for line in out.splitlines() if "overlap" in line]
+    assert len(overlap) == 1 and "project 'kb' has a root that overlaps this run's" in overlap[0]
+    return kb
+
+
+def hits(kb: Path, query: str, *args: str) -> list[tuple[str, str, str | None]]:
+    resp = json.loads(run_cli("search", query, "--format", "json", *args, cwd=kb, env=ENV).stdout)
+    return sorted((h["project"], f"{h['root_label']}/{h['path']}", h["freshness"]) for h in resp["hits"])
+
+
+def test_index_without_paths_refreshes_every_project_of_the_index_here(kb: Path) -> None:
+    (kb / "notes" / "a.md").write_text("# Note a\n\nabout dunning a, changed\n", encoding="utf-8")
+    (kb / "notes" / "b.md").unlink()
+    assert ("mine", "notes/b.md", "stale") in hits(kb, "dunning")
+    done = run_cli("index", cwd=kb / "notes", env=ENV)  # found upwards, as other commands find it
+    lines = done.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines if line.startswith("indexed project")] == [
+        f"indexed project 'kb' into {kb.resolve() / '.sleuth'}", f"indexed project 'mine' into {kb.resolve() / '.sleuth'}"]
+    kb_run = next(line for line in lines if line.startswith("indexed project 'kb'"))
+    assert "1 updated" in kb_run and "1 removed" in kb_run
+    gone = str(kb.resolve() / "notes" / "b.md")
+    assert f"  {gone} no longer exists (renamed or deleted): its documents were removed and it is no longer a root " \
+           "of project 'mine'" in lines
+    assert not any("no longer exists: its documents stay" in line for line in lines)  # forgotten in this command
+    assert hits(kb, "dunning") == [("kb", "kb/notes/a.md", "current"), ("kb", "kb/notes/c.md", "current"),
+                                   ("mine", "notes/a.md", "current"), ("mine", "notes/c.md", "current")]
+
+
+def test_index_without_paths_refreshes_one_project_and_says_what_it_cannot(kb: Path, tmp_path: Path) -> None:
+    (kb / "notes" / "c.md").unlink()
+    report = json.loads(run_cli("index", "--project", "mine", "--format", "json", cwd=kb, env=ENV).stdout)
+    assert [(p["project"], p["removed"], p["forgotten_roots"]) for p in report["projects"]] == [
+        ("mine", 1, [str(kb.resolve() / "notes" / "c.md")])]
+    assert ("kb", "kb/notes/c.md", "stale") in hits(kb, "dunning")  # kb was not indexed again
+    missing = run_cli("index", "--project", "nope", cwd=kb, env=ENV, check=False)
+    assert missing.returncode != 0 and "project not found: nope" in missing.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**ENV, "SLEUTH_INDEX": ""}
+    none = run_cli("index", cwd=elsewhere, env=env, check=False)
+    assert none.returncode != 0 and "no index in this folder or above it (and no --index): give the PATHS to index" \
+        in none.stderr
+    assert not (elsewhere / ".sleuth").exists() and os.listdir(elsewhere) == []
