@@ -226,3 +226,14 @@ def test_a_file_given_as_a_root_is_shown_under_its_folder_name(tmp_path: Path) -
         assert sorted(search(engine, "frobnicator")) == ["docs/guide.md", "proj/README.md"]
         assert search(engine, "frobnicator", paths=["proj/**"]) == ["proj/README.md"]
         assert engine.get("proj/README.md").text.startswith("# Readme")
+        readme = str((proj / "README.md").resolve())
+        assert engine.get(readme).text.startswith("# Readme")  # by its absolute path: the root itself
+        assert engine.resolve(readme)[0] == engine.resolve("proj/README.md")[0]
+        with pytest.raises(DocumentNotFound):
+            engine.resolve(str((proj / "docs").resolve()))  # a folder root is no document
+    from sleuth.pathglob import root_label
+
+    (proj / "README.md").unlink()  # gone: its stale hit keeps the name it had (a new process)
+    root_label.cache_clear()
+    with Engine(tmp_path / "idx", config=Config(lanes=LEXICAL, model="none")) as engine:
+        assert sorted(search(engine, "frobnicator")) == ["docs/guide.md", "proj/README.md"]

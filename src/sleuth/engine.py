@@ -102,6 +102,18 @@ def _resolved_under(ref: str, root: Path) -> Path | None:
     return inside if inside.is_relative_to(root) and inside != root else None
 
 
+def _is_file_root(ref: str, root: Path) -> bool:
+    """Whether the absolute path ``ref`` is ``root`` itself, a root that is not a folder (a file given
+    as a root, or one gone since), lexically and with its symbolic links resolved (as
+    :func:`_resolved_under` checks a path under a root)."""
+    if Path(os.path.normpath(ref)) != root or root.is_dir():
+        return False
+    try:
+        return Path(ref).resolve(strict=False) == root
+    except (RuntimeError, OSError, ValueError):
+        return False
+
+
 def document_not_found(ref: str) -> DocumentNotFound:
     """The error for a reference that names no document the caller may see (the same words whether
     it names none or one elsewhere)."""
@@ -402,6 +414,8 @@ class Engine:
                         # a path on the file system: its names in their index form (sleuth.ingest.names)
                         candidates += [c for c in rows_at(index_name(inside.relative_to(root).as_posix()))
                                        if c[1] == pid and c[2] == root]
+                    elif _is_file_root(ref, Path(root)):  # a file given as a root: its document, under its name
+                        candidates += [c for c in rows_at(index_name(Path(root).name)) if c[1] == pid and c[2] == root]
         return list(dict.fromkeys(candidates))
 
     def get(self, doc_id: str, projects: Sequence[str] | None = None) -> DocumentContent:

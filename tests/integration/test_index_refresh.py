@@ -71,3 +71,13 @@ def test_index_without_paths_refreshes_one_project_and_says_what_it_cannot(kb: P
     assert none.returncode != 0 and "no index in this folder or above it (and no --index): give the PATHS to index" \
         in none.stderr
     assert not (elsewhere / ".sleuth").exists() and os.listdir(elsewhere) == []
+
+
+def test_get_of_a_file_root_from_its_folder(kb: Path) -> None:
+    """A file given as a root is found by its path from here (it said "not a document of the index;
+    shown instead ..."), and a file two projects hold is refused naming both, as any such path."""
+    got = run_cli("get", "notes/a.md", "--project", "mine", cwd=kb, env=ENV)
+    assert got.stderr == "" and got.stdout.startswith("# Note a") and "(mine: notes/a.md, document" in got.stdout
+    both = run_cli("get", "a.md", cwd=kb / "notes", env=ENV, check=False)
+    assert both.returncode != 0 and "names 2 documents: kb/notes/a.md (project kb" in both.stderr \
+        and "notes/a.md (project mine" in both.stderr and "choose one with --project kb or --project mine" in both.stderr

@@ -256,7 +256,7 @@ def _cwd_path(engine: Any, ref: str, scope: list[str] | None) -> tuple[str, str 
     the MCP tools, which run nowhere in particular, take ids and root-relative paths."""
     import os
 
-    from sleuth.errors import SleuthError
+    from sleuth.errors import QueryError, SleuthError
 
     try:
         if os.path.isabs(ref) or "\0" in ref or not os.path.lexists(ref):
@@ -266,6 +266,8 @@ def _cwd_path(engine: Any, ref: str, scope: list[str] | None) -> tuple[str, str 
         return ref, None
     try:
         engine.resolve(here, scope)
+    except QueryError:  # the file here is a document of several projects: that error, naming them
+        return here, None
     except SleuthError as exc:
         if str(exc).startswith("not indexed: ") or ref.startswith(("./", "../")) or ref in (".", ".."):
             return here, None  # indexing passed over the file, or a path written from here: that file's error
