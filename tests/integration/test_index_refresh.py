@@ -44,8 +44,9 @@ def test_index_without_paths_refreshes_every_project_of_the_index_here(kb: Path)
     assert ("mine", "notes/b.md", "stale") in hits(kb, "dunning")
     done = run_cli("index", cwd=kb / "notes", env=ENV)  # found upwards, as other commands find it
     lines = done.stdout.splitlines()
+    index = kb.resolve() / ".sleuth"
     assert [line.split(":")[0] for line in lines if line.startswith("indexed project")] == [
-        f"indexed project 'kb' into {kb.resolve() / '.sleuth'}", f"indexed project 'mine' into {kb.resolve() / '.sleuth'}"]
+        f"indexed project 'kb' into {index}", f"indexed project 'mine' into {index}"]
     kb_run = next(line for line in lines if line.startswith("indexed project 'kb'"))
     assert "1 updated" in kb_run and "1 removed" in kb_run
     gone = str(kb.resolve() / "notes" / "b.md")
@@ -79,5 +80,5 @@ def test_get_of_a_file_root_from_its_folder(kb: Path) -> None:
     got = run_cli("get", "notes/a.md", "--project", "mine", cwd=kb, env=ENV)
     assert got.stderr == "" and got.stdout.startswith("# Note a") and "(mine: notes/a.md, document" in got.stdout
     both = run_cli("get", "a.md", cwd=kb / "notes", env=ENV, check=False)
-    assert both.returncode != 0 and "names 2 documents: kb/notes/a.md (project kb" in both.stderr \
-        and "notes/a.md (project mine" in both.stderr and "choose one with --project kb or --project mine" in both.stderr
+    assert both.returncode != 0 and "names 2 documents: kb/notes/a.md (project kb" in both.stderr
+    assert "notes/a.md (project mine" in both.stderr and "choose one with --project kb or --project mine" in both.stderr
