@@ -294,21 +294,30 @@ def test_id_labels_of_roots_that_share_a_folder_name(tmp_path: Path) -> None:
     roots = [str(a), str(b), str(c)]
     assert [id_label(Path(r), roots) for r in roots] == ["docs", "b/docs", "y/b/docs"]
     assert id_label(a, [str(a)]) == "docs"  # a lone root keeps its folder's name (ids unchanged)
+    from sleuth.indexer import id_labels
+
+    assert id_labels(["/a/a/b/a", "/a"]) == {"/a/a/b/a": "a", "/a": "/a"}  # "a" twice lost a document
 
 
 def _id_label_by_comparison(root: Path, roots: list[str]) -> str:
     """The definition of a root's id label, as written before ``id_labels``: each candidate label
-    compared with every earlier root's (quadratic in the roots)."""
+    compared with every earlier root's (quadratic in the roots); then, as attack session 41 asked, a
+    label another folder of an earlier root has already (``/a`` after ``/a/a/b/a``: both ``a``, one
+    document lost) gives way to the folder's whole path."""
     def folder(p: Path) -> Path:
         return p if p.is_dir() or not p.exists() else p.parent
 
     mine = folder(root)
-    earlier = [folder(Path(r)) for r in roots[: roots.index(str(root))]] if str(root) in roots else []
+    before = roots[: roots.index(str(root))] if str(root) in roots else []
+    earlier = [folder(Path(r)) for r in before]
+    label = str(mine)
     for n in range(1, len(mine.parts) + 1):
-        label = "/".join(mine.parts[-n:])
-        if all("/".join(e.parts[-n:]) != label for e in earlier):
-            return label if n == 1 else label.lstrip("/")
-    return str(mine)
+        candidate = "/".join(mine.parts[-n:])
+        if all("/".join(e.parts[-n:]) != candidate for e in earlier):
+            label = candidate if n == 1 else candidate.lstrip("/")
+            break
+    taken = {_id_label_by_comparison(Path(r), roots): folder(Path(r)) for r in reversed(before)}
+    return str(mine) if label in taken and taken[label] != mine else label
 
 
 _LABEL_PARTS = ["docs", "a", "b", "x", "notes.md", "n1.md"]
@@ -335,6 +344,9 @@ def test_id_labels_match_their_definition_by_comparison(tmp_path: Path, seed: in
         roots.append(str(Path(base, *parts)))
     expected = {r: _id_label_by_comparison(Path(r), roots) for r in roots}
     assert id_labels(roots) == expected
+    folders = {label: {Path(r) if Path(r).is_dir() or not Path(r).exists() else Path(r).parent
+                       for r in roots if expected[r] == label} for label in expected.values()}
+    assert all(len(f) == 1 for f in folders.values()), folders  # a label names one folder
     assert {r: id_label(Path(r), roots) for r in roots} == expected
     assert id_label(made / "elsewhere", roots) == _id_label_by_comparison(made / "elsewhere", roots)
 
@@ -585,3 +597,33 @@ def test_a_lone_matching_note_shows_the_section_that_matched(tmp_path: Path, lan
                                ("revocation certificate", "Revocation"), ("escrow officers", "Escrow")):
             hits = e.search(SearchRequest(query=query, lanes=lanes)).hits
             assert [(h.path, h.heading_path) for h in hits] == [("signing-keys.md", ["Signing keys", section])], query
+
+
+def test_a_root_swapped_for_a_link_while_the_run_waits_for_the_lock_is_refused(tmp_path: Path) -> None:
+    """Attack session 41: ``sleuth index proj/docs`` resolves its path, then waits for the write lock;
+    a folder swapped meanwhile for a symbolic link to a secret folder had the run read the secret
+    (the roots' real paths were taken at the first pass). A root is now the path it was given as:
+    one that leads elsewhere is refused, its documents kept, and said."""
+    from sleuth.locks import lock_exclusive
+
+    docs, secret = tmp_path / "proj" / "docs", tmp_path / "secret"
+    docs.mkdir(parents=True)
+    secret.mkdir()
+    (docs / "a.md").write_text("# A\n\nordinary docs text\n")
+    (secret / "s.md").write_text("# S\n\nTOPSECRET words\n")
+    with Engine(tmp_path / "idx", Config(model="none")) as engine:
+        engine.index([docs], project="p")
+        held = lock_exclusive(engine.index_dir / "write.lock", 0)
+        assert held is not None
+
+        def swap_then_release(_holder: str) -> None:  # told once the run waits: the window, injected
+            os.rename(docs, tmp_path / "proj" / "docs-away")
+            os.symlink(secret, docs)
+            os.close(held)
+
+        engine.folder.write_lock.on_wait = swap_then_release
+        report = engine.index([docs], project="p")
+        assert [p["path"] for p in report.problems] == [str((tmp_path / "proj").resolve() / "docs")]
+        assert "this root leads to " + str(secret.resolve()) + " now" in report.problems[0]["problem"]
+        assert engine.search("TOPSECRET", limit=5).hits == []
+        assert [h.path for h in engine.search("ordinary", limit=5).hits] == ["a.md"]  # kept (stale)

@@ -206,24 +206,21 @@ class _Run:
 
 @dataclass(frozen=True)
 class _ProjectRoots:
-    """A project's roots (``keys``, in the catalog's order), as real paths (``real``: what nothing
-    outside is read from; ``real_of``: each key's) and each one's document-id
-    label (``labels``, :func:`id_labels`). Resolved once, when first read: a root swapped for a
-    symbolic link during the run does not move what the run may read."""
+    """A project's roots (``keys``, in the catalog's order), as :class:`Roots` (``real``: what
+    nothing outside is read from) and each one's document-id label (``labels``, :func:`id_labels`).
+    The keys are the real paths the roots had when they were given (resolved then), and are taken as
+    they are: a root that leads elsewhere now (swapped for a symbolic link, while a run waited for the
+    lock or since) does not move what a run may read; its pass refuses it (:func:`_moved_root`)."""
 
     keys: tuple[str, ...]
     real: Roots
-    real_of: dict[str, str]
     labels: dict[str, str]
     by_name: list[str]  # the keys sorted, for :meth:`inside`
 
     @classmethod
     def of(cls, keys: Sequence[str]) -> _ProjectRoots:
-        """What ``keys`` (the project's roots) derive to: a ``realpath`` and one or two ``stat``
-        calls a root."""
-        real_of = {key: os.path.realpath(key) for key in keys}
-        return cls(tuple(keys), Roots.from_real(dict.fromkeys(real_of.values())), real_of,
-                   id_labels(keys), sorted(set(keys)))
+        """What ``keys`` (the project's roots) derive to: one or two ``stat`` calls a root."""
+        return cls(tuple(keys), Roots.from_real(dict.fromkeys(keys)), id_labels(keys), sorted(set(keys)))
 
     def inside(self, root: Path) -> list[str]:
         """The keys of the roots strictly inside ``root`` (as ``Path.is_relative_to`` says of keys
@@ -262,6 +259,31 @@ class _RootPass:
     failed: dict[str, FailedFile] = field(default_factory=dict)  # what this pass leaves remembered
     #: Files of this pass that could not be read or parsed: their documents go, counted as failed, not removed.
     not_parsed: set[str] = field(default_factory=set)
+
+
+def _moved_root(key: str) -> str | None:
+    """Where the root ``key`` (its real path when it was given) leads now, when that is elsewhere: a
+    symbolic link put in its place or in one of its folders' (while a run waited for the write lock,
+    or since); None when it is where it was, or gone."""
+    try:
+        real = os.path.realpath(key)
+        return real if real != key and os.path.lexists(key) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _refused_moved(run: _Run, key: str) -> bool:
+    """Whether the root ``key`` is refused this run because it leads elsewhere now (:func:`_moved_root`):
+    nothing is read through it and its documents stay (stale until it is back or removed); the report
+    says so. A root is trusted as the path it was given as, never as what it points to later."""
+    moved = _moved_root(key)
+    if moved is None:
+        return False
+    run.report.problems.append({"path": key, "problem": (
+        f"this root leads to {moved} now (a symbolic link in its place or in one of its folders): not indexed"
+        " (its documents stay, stale); index the path you mean by its own path, or remove the root with"
+        " `sleuth projects remove`")})
+    return True
 
 
 def _outer_roots(root: Path, own_roots: Mapping[str, int]) -> list[tuple[str, str]]:
@@ -415,11 +437,12 @@ class Indexer:
         from sleuth.ingest.names import index_name, is_valid_text
         from sleuth.locate import index_folder_holding
 
+        every_root = {key for keys in roots_by_project.values() for key in keys}
         for p in paths:
             # A path gone from disk is looked at only when it is a root or lies under one: its
-            # documents are then removed (a deleted or renamed folder, file or root).
-            if not p.exists() and not any(p == Path(r) or p.is_relative_to(r)
-                                          for keys in roots_by_project.values() for r in keys):
+            # documents are then removed (a deleted or renamed folder, file or root). Its folders are
+            # looked up, not compared with every root (3,000 gone paths: 27 s).
+            if not p.exists() and str(p) not in every_root and not any(str(a) in every_root for a in p.parents):
                 raise FileNotFoundError(f"path does not exist: {p}")
             if not is_valid_text(str(p)):
                 raise ConfigError(f"the root {index_name(str(p))} has a name that is not valid UTF-8: index a folder"
@@ -469,14 +492,17 @@ class Indexer:
                     refresh.setdefault(outer, []).append(rel)  # loses the outer root's old copies
             steps = len(walked) + len(refresh)
             with self.postings.bulk():
+                gone: list[str] = []
                 for i, root in enumerate(walked):
                     self._index_root(run, root, last=i == steps - 1)
-                    if not os.path.lexists(root):  # a root that is gone, its documents removed now: forgotten
-                        self.catalog.remove_root(pid, str(root))
-                        run.roots_seen = None  # read again by the next pass
-                        run.report.forgotten_roots.append(str(root))
+                    if not os.path.lexists(root):  # a root that is gone, its documents removed now
+                        gone.append(str(root))
                     for inner in taken.get(root, []):  # filed under ``root`` now: the inner copies go
                         self._drop_root(run, inner)
+                for key in gone:  # forgotten after the passes, whose roots stay as read (3,000 gone: 1,000 re-reads)
+                    self.catalog.remove_root(pid, key)
+                    run.roots_seen = None  # read again by the next pass
+                    run.report.forgotten_roots.append(key)
                 for j, (outer, rels) in enumerate(refresh.items(), start=len(walked)):
                     self._index_under(run, Path(outer), normalize_rel_paths(rels), last=j == steps - 1)
             if (run.report.forgotten_roots and pid != INBOX_PROJECT_ID and not self.catalog.roots().get(pid)
@@ -580,6 +606,8 @@ class Indexer:
         """Index the files at or under ``rels`` (normalised, ``/``-separated) of the folder root
         ``root``; documents of files gone from there are removed. ``last``: as for :meth:`_index_root`."""
         root_key = str(root)
+        if _refused_moved(run, root_key):
+            return
         rp = self._root_pass(run, root, rels)
         self._index_items(rp, self._candidates(rp, root, rels), last=last)
         self._finish_root(rp)
@@ -759,7 +787,7 @@ class Indexer:
         """A pass over ``root`` (over ``rel_paths`` under it only, when given)."""
         root_key = str(root)
         seen = run.roots_seen
-        if seen is None or root_key not in seen.real_of:
+        if seen is None or root_key not in seen.labels:
             roots = tuple(self.catalog.roots().get(run.pid, [root_key]))
             if seen is None or seen.keys != roots:
                 seen = run.roots_seen = _ProjectRoots.of(roots)
@@ -767,13 +795,15 @@ class Indexer:
         known = self.catalog.file_states(run.pid, [root_key], rel_paths)
         reparse = bool(known) and self.catalog.parser_version(run.pid, root_key) < PARSER_VERSION
         failed_before = {} if run.retry_failed else self.catalog.failed_files(run.pid, root_key)
-        return _RootPass(run, root_key, label, known, seen, seen.real_of.get(root_key) or os.path.realpath(root_key),
-                         reparse=reparse,
+        return _RootPass(run, root_key, label, known, seen, root_key, reparse=reparse,
                          failed_before=failed_before, scope=None if rel_paths is None else list(rel_paths))
 
     def _index_root(self, run: _Run, root: Path, last: bool = True) -> None:
         """Index every file under ``root``; documents of files gone from it are removed (all of
-        them when ``root`` itself is gone). ``last``: no root follows (the scan ends with it)."""
+        them when ``root`` itself is gone). ``last``: no root follows (the scan ends with it). A root
+        that leads elsewhere now is refused (:func:`_refused_moved`)."""
+        if _refused_moved(run, str(root)):
+            return
         rp = self._root_pass(run, root)
         if root.exists() and not rp.known and self.catalog.parser_version(run.pid, rp.root_key) != PARSER_VERSION:
             # A root with no document yet: whatever this pass commits is parsed by this parser, so the
@@ -1019,7 +1049,8 @@ def id_label(root: Path, roots: Sequence[str]) -> str:
     """The root part of the document ids of ``root`` among its project's ``roots`` (in their
     order): its folder's name (a file root: its parent folder's), or, when an earlier root of the
     project has that name (``a/docs`` and ``b/docs``; a memory folder named like the project's first
-    root), as many of its last path parts as make it unique. Two roots never share document ids.
+    root), as many of its last path parts as make it unique, else its whole path. Two roots share a
+    label only when they share the folder (file roots of one folder), so never a document id.
     One root's label; :func:`id_labels` gives every root's at once."""
     key = str(root)
     return id_labels([*roots[: roots.index(key)], key] if key in roots else [key])[key]
@@ -1033,15 +1064,19 @@ def id_labels(roots: Sequence[str]) -> dict[str, str]:
     suffixes: dict[int, set[str]] = {}  # n -> "/".join(parts[-n:]) of the roots so far, n <= len(parts)
     whole: dict[int, set[str]] = {}  # len(parts) -> "/".join(parts): what parts[-n:] joins to for larger n
     labels: dict[str, str] = {}
+    folder_of: dict[str, str] = {}  # label -> the folder it names
     for key in roots:
-        parts = _label_folder(Path(key)).parts
-        label = str(Path(*parts)) if parts else ""
+        folder = _label_folder(Path(key))
+        parts = folder.parts
+        label = str(folder)
         for n in range(1, len(parts) + 1):
             candidate = "/".join(parts[-n:])
             if candidate not in suffixes.get(n, ()) and not any(
                     candidate in joined for depth, joined in whole.items() if depth < n):
                 label = candidate if n == 1 else candidate.lstrip("/")
                 break
+        if folder_of.setdefault(label, str(folder)) != str(folder):  # the whole path, its "/" stripped, is
+            label = str(folder)  # another folder's name (``/a`` after ``/x/a``): the path with its "/"
         labels.setdefault(key, label)
         for n in range(1, len(parts) + 1):
             suffixes.setdefault(n, set()).add("/".join(parts[-n:]))

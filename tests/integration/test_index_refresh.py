@@ -82,3 +82,18 @@ def test_get_of_a_file_root_from_its_folder(kb: Path) -> None:
     both = run_cli("get", "a.md", cwd=kb / "notes", env=ENV, check=False)
     assert both.returncode != 0 and "names 2 documents: kb/notes/a.md (project kb" in both.stderr
     assert "notes/a.md (project mine" in both.stderr and "choose one with --project kb or --project mine" in both.stderr
+
+
+def test_a_path_given_that_is_a_symbolic_link_is_said(tmp_path: Path) -> None:
+    """Attack session 41: ``sleuth index notes/*.md`` with a planted ``notes/c.md -> <a folder of
+    secrets>`` indexed that folder without a word (a folder's walk never follows the link)."""
+    notes, away = tmp_path / "repo" / "notes", tmp_path / "away"
+    notes.mkdir(parents=True)
+    away.mkdir()
+    (notes / "a.md").write_text("# A\n\nwords\n", encoding="utf-8")
+    (away / "env.md").write_text("SECRET=x\n", encoding="utf-8")
+    (notes / "c.md").symlink_to(away)
+    out = run_cli("index", "notes/a.md", "notes/c.md", "--index", str(tmp_path / "idx"), cwd=tmp_path / "repo",
+                  env=ENV).stdout
+    assert f"  warning: notes/c.md is a symbolic link to {away.resolve()}: indexed as a root of its own" in out
+    assert "notes/a.md is a symbolic link" not in out

@@ -245,6 +245,7 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         f"{report.removed:,} removed, {counted(report.blocks, 'block')} written, "
         f"{report.embedded:,} embedded, "
         f"{not_indexed_counts(skipped)} ({report.took_s:.2f} s)"]
+    out += _link_lines(paths, report.project)
     if enclosing is not None:
         first = paths[0].resolve()
         own = (first if first.is_dir() else first.parent) / INDEX_DIR_NAME
@@ -301,6 +302,26 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
     out += render_skips(skipped, verbose)
     out += [f"  warning {p['path']}: {p['problem']}" for p in report.problems]
     return [one_line(line) for line in out]  # a root named with a newline cannot forge a line
+
+
+def _link_lines(paths: tuple[Path, ...], project: str) -> list[str]:
+    """A warning for each path given that is a symbolic link (``notes/*.md`` catching a planted
+    ``notes/key.md -> ~/.ssh/id_rsa``): such a root is indexed as what it leads to, which a walk of
+    its folder never reads (links are not followed there); at most ``NAMED_FOLDERS_MAX`` named."""
+    links = [p for p in paths if os.path.islink(p)]
+    out = []
+    for p in links[:NAMED_FOLDERS_MAX]:
+        try:
+            target = str(p.resolve())
+        except (OSError, RuntimeError):
+            target = "?"
+        out.append(f"  warning: {p} is a symbolic link to {target}: indexed as a root of its own (the walk of a"
+                   f" folder never follows links); if that was not meant, `sleuth projects remove {project}` and"
+                   " index the paths you mean")
+    if len(links) > NAMED_FOLDERS_MAX:
+        out.append(f"  warning: {len(links) - NAMED_FOLDERS_MAX:,} more paths given are symbolic links, indexed as"
+                   " what they lead to")
+    return out
 
 
 def _project_lines(report: IndexReport, named: bool) -> list[str]:

@@ -324,7 +324,8 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
                        "root_label": doc.root_label, "title": doc.title, "kind": doc.kind, **block, "text": text,
                        **fresh})
         else:
-            click.echo(printable(f"# {doc.title}\n({doc.project}: {path}, {block['location']}, block {block_id})\n"))
+            click.echo(printable(f"# {one_line(doc.title)}\n({doc.project}: {one_line(path)}, {block['location']},"
+                                 f" block {block_id})\n"))
             click.echo(printable(text))
         return
     if fmt == "json":
@@ -332,7 +333,9 @@ def get_cmd(ref: str, projects: tuple[str, ...], index_dir: Path | None, fmt: st
     else:
         status = f", {doc.status}" if doc.status else ""
         # control characters of the file (terminal escapes) shown escaped, never sent to the terminal
-        click.echo(printable(f"# {doc.title}\n({doc.project}: {path}, {doc.kind}{status}, revision {doc.revision})\n"))
+        # the header's title and path on their own lines: a name holding a newline cannot forge a line
+        click.echo(printable(f"# {one_line(doc.title)}\n({doc.project}: {one_line(path)}, {doc.kind}{status},"
+                             f" revision {doc.revision})\n"))
         click.echo(printable(doc.text))
 
 
