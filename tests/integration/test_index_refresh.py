@@ -97,3 +97,27 @@ def test_a_path_given_that_is_a_symbolic_link_is_said(tmp_path: Path) -> None:
                   env=ENV).stdout
     assert f"  warning: notes/c.md is a symbolic link to {away.resolve()}: indexed as a root of its own" in out
     assert "notes/a.md is a symbolic link" not in out
+
+
+def test_many_roots_gone_are_said_in_one_line(tmp_path: Path) -> None:
+    """A glob's files deleted: one line for the roots forgotten, one for another run's gone roots (a
+    line each before: 400 lines for 200 files)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    files = []
+    for i in range(8):
+        (notes / f"n{i}.md").write_text(f"# n{i}\n\nwords\n", encoding="utf-8")
+        files.append(f"notes/n{i}.md")
+    index = str(tmp_path / "idx")
+    run_cli("index", *files, "--project", "p", "--index", index, cwd=tmp_path, env=ENV)
+    for i in range(6):
+        (notes / f"n{i}.md").unlink()
+    out = run_cli("index", *files[2:], "--project", "p", "--index", index, cwd=tmp_path, env=ENV).stdout
+    gone = [line for line in out.splitlines() if "no longer exist" in line]
+    n = str(notes.resolve())
+    assert gone == [
+        f"  4 roots no longer exist (renamed or deleted; {n}/n2.md, {n}/n3.md, {n}/n4.md and 1 more): their documents"
+        " were removed and they are no longer roots of project 'p'",
+        f"  warning: 2 roots of project 'p' no longer exist ({n}/n0.md, {n}/n1.md): their documents stay (marked"
+        f" stale) until `sleuth index --project p --index {index}` (every root of it again) removes them, or"
+        " `sleuth projects remove p`"]

@@ -234,7 +234,7 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
     """What ``sleuth index`` prints of ``report`` (text format); ``explicit``: the index was named
     (``--index``, ``$SLEUTH_INDEX``); ``enclosing``: the index above the first path that was used,
     with its root holding the path; ``named``: the project was named (``--project``)."""
-    from sleuth.ingest.names import one_line, shlex_quote
+    from sleuth.ingest.names import one_line
     from sleuth.types import INBOX_PROJECT_ID
 
     skipped = [(s["path"], s["reason"]) for s in report.skipped]
@@ -265,28 +265,7 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
     out += [f"  {root} is a new root of project {report.project!r}" + (
             "" if root == first_given else ", the project of this run's first path (so are its files now)")
             for root in report.joined_roots]
-    overlapping: dict[str, list[str]] = {}  # another project -> its roots overlapping this run's, one line each
-    for shared in report.shared_roots:
-        other, _, root = shared.partition(": ")
-        overlapping.setdefault(other, []).append(root)
-    for other, roots in overlapping.items():
-        more = f" and {len(roots) - NAMED_FOLDERS_MAX:,} more" if len(roots) > NAMED_FOLDERS_MAX else ""
-        listed = ", ".join(roots[:NAMED_FOLDERS_MAX]) + more
-        out.append(f"  warning: project {other!r} has {'a root' if len(roots) == 1 else 'roots'} that overlap"
-                   f"{'s' if len(roots) == 1 else ''} this run's ({listed}): their files are in "
-                   f"both projects, and a search of every project returns them twice (`sleuth projects remove "
-                   f"{other}` drops that project, or index with --project {other})")
-    for root in report.forgotten_roots:
-        out.append(f"  {root} no longer exists (renamed or deleted): its documents were removed and it is no"
-                   f" longer a root of project {report.project!r}")
-    if report.project_removed:
-        out.append(f"  project {report.project!r} had no root left, so it was removed (index the folder's new"
-                   " path to search it again)")
-    for gone in report.gone_roots:
-        other, _, root = gone.partition(": ")
-        out.append(f"  warning: {root}, a root of project {other!r}, no longer exists: its documents stay (marked"
-                   f" stale) until `sleuth index {shlex_quote(root)} --index {shlex_quote(str(target))}` removes"
-                   f" them, or `sleuth projects remove {shlex_quote(other)}`")
+    out += _root_change_lines(report, target)
     out += _project_lines(report, named)
     if report.project == INBOX_PROJECT_ID:
         out.append(f"  project {INBOX_PROJECT_ID!r} is the Inbox of records filed without a project: a search of every "
@@ -302,6 +281,56 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
     out += render_skips(skipped, verbose)
     out += [f"  warning {p['path']}: {p['problem']}" for p in report.problems]
     return [one_line(line) for line in out]  # a root named with a newline cannot forge a line
+
+
+def _root_change_lines(report: IndexReport, target: Path) -> list[str]:
+    """What ``sleuth index`` says of roots: another project's overlapping this run's, roots gone and
+    forgotten, the project removed with its last root, other roots gone (one line a project when
+    several: a glob's deleted files made a line each)."""
+    from sleuth.ingest.names import shlex_quote
+
+    out: list[str] = []
+    overlapping: dict[str, list[str]] = {}  # another project -> its roots overlapping this run's, one line each
+    for shared in report.shared_roots:
+        other, _, root = shared.partition(": ")
+        overlapping.setdefault(other, []).append(root)
+    for other, roots in overlapping.items():
+        listed = _some(roots)
+        out.append(f"  warning: project {other!r} has {'a root' if len(roots) == 1 else 'roots'} that overlap"
+                   f"{'s' if len(roots) == 1 else ''} this run's ({listed}): their files are in "
+                   f"both projects, and a search of every project returns them twice (`sleuth projects remove "
+                   f"{other}` drops that project, or index with --project {other})")
+    if 0 < len(report.forgotten_roots) <= NAMED_FOLDERS_MAX:
+        out += [f"  {root} no longer exists (renamed or deleted): its documents were removed and it is no"
+                f" longer a root of project {report.project!r}" for root in report.forgotten_roots]
+    elif report.forgotten_roots:  # a glob's files deleted: one line, not one a file
+        out.append(f"  {len(report.forgotten_roots):,} roots no longer exist (renamed or deleted; "
+                   f"{_some(report.forgotten_roots)}): their documents were removed and they are no longer roots of"
+                   f" project {report.project!r}")
+    if report.project_removed:
+        out.append(f"  project {report.project!r} had no root left, so it was removed (index the folder's new"
+                   " path to search it again)")
+    gone_by_project: dict[str, list[str]] = {}
+    for gone in report.gone_roots:
+        other, _, root = gone.partition(": ")
+        gone_by_project.setdefault(other, []).append(root)
+    for other, roots in gone_by_project.items():
+        if len(roots) == 1:
+            out.append(f"  warning: {roots[0]}, a root of project {other!r}, no longer exists: its documents stay"
+                       f" (marked stale) until `sleuth index {shlex_quote(roots[0])} --index"
+                       f" {shlex_quote(str(target))}` removes them, or `sleuth projects remove {shlex_quote(other)}`")
+        else:
+            out.append(f"  warning: {len(roots):,} roots of project {other!r} no longer exist ({_some(roots)}): their"
+                       f" documents stay (marked stale) until `sleuth index --project {shlex_quote(other)} --index"
+                       f" {shlex_quote(str(target))}` (every root of it again) removes them, or `sleuth projects"
+                       f" remove {shlex_quote(other)}`")
+    return out
+
+
+def _some(paths: list[str]) -> str:
+    """The first ``NAMED_FOLDERS_MAX`` of ``paths``, and how many more."""
+    more = f" and {len(paths) - NAMED_FOLDERS_MAX:,} more" if len(paths) > NAMED_FOLDERS_MAX else ""
+    return ", ".join(paths[:NAMED_FOLDERS_MAX]) + more
 
 
 def _link_lines(paths: tuple[Path, ...], project: str) -> list[str]:
