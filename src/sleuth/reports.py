@@ -269,7 +269,7 @@ class DoctorReport(Model):
 
     ok: bool = Field(description="Nothing stale, the postings current, the vector lane available (or the model"
                                  " turned off on purpose: model = 'none'), Milvus (when used) reachable and at the"
-                                 " catalog's generation")
+                                 " catalog's generation, no two projects overlapping")
     index_dir: str
     generation: int
     postings_generation: int
@@ -282,6 +282,10 @@ class DoctorReport(Model):
     skipped_files: list[SkippedFileInfo] = Field(description="The first ones (all are counted)")
     problems: list[ProblemInfo] = Field(description="The first files indexed with a warning (all are counted)")
     problem_count: int = Field(description="Files indexed with a warning")
+    overlapping: list[str] = Field(default_factory=list, description=(
+        "Pairs of the projects whose roots overlap, 'a and b: root' (a root of both, or inside a folder root"
+        " of the other that its walk reaches): their files are in both, and a search of every project returns"
+        " them twice; needs attention"))
     catalog: CatalogBackend
     milvus: MilvusReport | None = Field(default=None, exclude_if=_absent,
                                         description="The lanes in Milvus, when milvus_uri is set")

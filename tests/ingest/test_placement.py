@@ -640,3 +640,23 @@ def test_a_run_cut_short_leaves_the_roots_last_indexed_as_they_were(tmp_path: Pa
         engine.index([tmp_path / "one", tmp_path / "two"], project="p", embed=False)
         walked = engine.catalog.conn.execute("SELECT COUNT(*) FROM meta WHERE key LIKE 'root_walked%'").fetchone()[0]
         assert walked == 2
+
+
+def test_overlapping_projects_are_pairs_whose_roots_hold_the_same_files(tmp_path: Path) -> None:
+    """A new user's trial: two projects over the same files left `sleuth doctor` saying ok while every
+    search of all projects returned them twice. A root inside another project's folder root counts
+    when the walk reaches it (an ignored folder is not shared); only the projects asked about count."""
+    from sleuth.ingest.placement import overlapping_projects
+
+    kb = tmp_path / "kb"
+    (kb / "notes").mkdir(parents=True)
+    (kb / "private").mkdir()
+    (kb / ".gitignore").write_text("private/\n")
+    (kb / "notes" / "a.md").write_text("# a\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    roots = {"kb": [str(kb)], "mine": [str(kb / "notes" / "a.md")], "secret": [str(kb / "private")],
+             "twin": [str(other)], "twin2": [str(other)], "memo": [str(tmp_path / "idx" / "memory" / "memo")]}
+    assert overlapping_projects(roots, roots, tmp_path / "idx") == [
+        f"kb and mine: {kb / 'notes' / 'a.md'}", f"twin and twin2: {other}"]
+    assert overlapping_projects(roots, ["mine", "twin"], tmp_path / "idx") == []  # kb and twin2 not asked about

@@ -121,3 +121,12 @@ def test_many_roots_gone_are_said_in_one_line(tmp_path: Path) -> None:
         f"  warning: 2 roots of project 'p' no longer exist ({n}/n0.md, {n}/n1.md): their documents stay (marked"
         f" stale) until `sleuth index --project p --index {index}` (every root of it again) removes them, or"
         " `sleuth projects remove p`"]
+
+
+def test_doctor_says_two_projects_hold_the_same_files(kb: Path) -> None:
+    done = run_cli("doctor", cwd=kb, env=ENV, check=False)
+    assert done.returncode == 1 and done.stdout.startswith(f"index {kb.resolve() / '.sleuth'}: needs attention")
+    assert f"  overlapping: projects kb and mine both hold {kb.resolve() / 'notes' / 'a.md'}: their files are in both" \
+        in done.stdout
+    assert run_cli("projects", "remove", "mine", cwd=kb, env=ENV).returncode == 0
+    assert run_cli("doctor", cwd=kb, env=ENV, check=False).returncode == 0

@@ -219,6 +219,10 @@ def render_doctor(report: DoctorReport, qualified: Collection[str] = frozenset()
     if report.postings_generation != report.generation:
         out.append(f"  postings at generation {report.postings_generation} of {report.generation}: "
                    "the next search or index catches up")
+    for pair in report.overlapping:
+        projects, _, root = pair.partition(": ")
+        out.append(f"  overlapping: projects {projects} both hold {root}: their files are in both, and a search of"
+                   " every project returns them twice (`sleuth projects remove NAME` drops one; no file is deleted)")
     out.extend(f"  stale: {d.project_id} {_path(d.project_id, d.root, d.path, qualified)} (indexed {d.indexed_at}):"
                + _stale_advice(d.root, report.index_dir)
                for d in report.stale_documents)
@@ -266,10 +270,10 @@ def status_cmd(files: bool, verbose: bool, index_dir: Path | None, fmt: str) -> 
 def doctor_cmd(project: str | None, index_dir: Path | None, fmt: str) -> None:
     """Check index health: stale documents (changed or deleted since indexed), skipped files, lanes.
 
-    Exits 0 when all is well ("ok"), 1 when anything needs attention (stale documents, postings
-    behind the catalog, no vector lane although a model is configured, blocks waiting for a vector
-    with no process embedding them, Milvus unreachable or behind the catalog: the report says what,
-    in text or JSON), and with the codes of every
+    Exits 0 when all is well ("ok"), 1 when anything needs attention (stale documents, two projects
+    holding the same files, postings behind the catalog, no vector lane although a model is
+    configured, blocks waiting for a vector with no process embedding them, Milvus unreachable or
+    behind the catalog: the report says what, in text or JSON), and with the codes of every
     command on errors (3: no index, 4: no such project, ...). A model turned off
     (SLEUTH_MODEL=none) is reported, not counted; so are skipped files and documents left out of
     Milvus."""

@@ -247,3 +247,40 @@ def nested_root_excludes(root: Path, project_roots: Sequence[Path], index_dir: P
         literal = gitignore_literal(other.relative_to(root).as_posix())
         lines.append(f"/{literal}/" if other.is_dir() else f"/{literal}")
     return lines
+
+
+def overlapping_projects(roots_by_project: Mapping[str, Sequence[str]], projects: Collection[str],
+                         index_dir: Path | None = None) -> list[str]:
+    """``"a and b: root"`` for each pair of ``projects`` whose roots overlap, with one root where
+    they do: a root of both, or a root of one inside a folder root of the other whose walk reaches
+    it (the files there are in both projects, and a search of every project returns them twice).
+    Roots inside ``index_dir`` (the memory folders) are left out. Each root's folders are looked up
+    (linear in the roots); only the pairs so found read ``.gitignore`` files
+    (:func:`sleuth.ingest.walk.reaches`). Pairs sorted, each once."""
+    owners: dict[str, list[str]] = {}
+    for pid in sorted(projects):
+        for key in roots_by_project.get(pid, []):
+            if index_dir is None or not Path(key).is_relative_to(index_dir):
+                owners.setdefault(key, []).append(pid)
+    found: dict[tuple[str, str], str] = {}
+    for key, pids in owners.items():
+        for i, a in enumerate(pids):
+            for b in pids[i + 1:]:
+                found.setdefault((a, b) if a < b else (b, a), key)
+        path = Path(key)
+        for folder in path.parents:
+            for holder in owners.get(str(folder), ()):
+                for pid in pids:
+                    pair = (holder, pid) if holder < pid else (pid, holder)
+                    if holder != pid and pair not in found and _reached(folder, path):
+                        found[pair] = key
+    return [f"{a} and {b}: {key}" for (a, b), key in sorted(found.items())]
+
+
+def _reached(folder: Path, path: Path) -> bool:
+    """Whether a walk of the folder ``folder`` reaches ``path`` under it (False when it cannot say)."""
+    rel = path.relative_to(folder).as_posix()
+    try:
+        return folder.is_dir() and is_valid_text(rel) and reaches(folder, rel)
+    except (OSError, ValueError):
+        return False

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.errors import ProjectNotFound, shown
 from sleuth.freshness import row_freshness, skip_state
+from sleuth.ingest.placement import overlapping_projects
 from sleuth.lanes import registry
 from sleuth.memory.records import MEMORY_DIR_NAME
 from sleuth.reports import (
@@ -102,7 +103,8 @@ def doctor(engine: Engine, project_id: str | None = None, visible: Collection[st
 
     Needs attention (``ok`` False): stale documents, postings behind the catalog, no vector lane
     although a model is configured, blocks waiting for a vector with no process embedding them,
-    Milvus unreachable or behind.
+    Milvus unreachable or behind, two of the chosen projects overlapping
+    (:func:`sleuth.ingest.placement.overlapping_projects`: their files are in both).
 
     Stale documents are found by one ``stat`` per indexed file (changed or vanished since indexed).
     Everything reported -- projects, stale documents, skipped files, problems, the graph's and the
@@ -153,8 +155,12 @@ def _doctor(engine: Engine, project_id: str | None, visible: Collection[str] | N
     # documents left out of Milvus are reported as skipped files are, not counted
     milvus = milvus_report(engine, wanted, DOCTOR_LISTED_MAX)
     milvus_ok = milvus is None or (milvus.reachable and milvus.up_to_date)
+    # projects the caller may see only: another's roots are never named
+    overlapping = overlapping_projects(engine.catalog.roots(), wanted, engine.index_dir)
     return DoctorReport(
-        ok=not stale and postings_generation == generation and vector_ok and embedding_ok and milvus_ok,
+        ok=(not stale and postings_generation == generation and vector_ok and embedding_ok and milvus_ok
+            and not overlapping),
+        overlapping=overlapping,
         index_dir=str(engine.index_dir), generation=generation, postings_generation=postings_generation,
         projects=[DoctorProject(**p.model_dump(), memory_dir=str(engine.index_dir / MEMORY_DIR_NAME / p.project_id),
                                 stale_documents=stale_counts[p.project_id],
