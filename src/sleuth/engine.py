@@ -282,6 +282,12 @@ class Engine:
         return self.indexer.index(roots, project, progress, embed_progress, embed=embed, phases=phases,
                                   retry_failed=retry_failed)
 
+    def refresh(self, project_id: str, within: Path | None = None, embed: bool = True,
+                phases: Progress | None = None, retry_failed: bool = False) -> IndexReport | None:
+        """See :meth:`sleuth.indexer.Indexer.refresh` (``sleuth index`` without paths): every root
+        of the project indexed again; None when the project is gone."""
+        return self.indexer.refresh(project_id, within, embed=embed, phases=phases, retry_failed=retry_failed)
+
     def update_paths(self, project: str, root: str | Path, rel_paths: Iterable[str],
                      embed_progress: Callable[[int, int], None] | None = None, embed: bool = True,
                      phases: Progress | None = None) -> IndexReport:

@@ -412,6 +412,58 @@ class Indexer:
         with self.folder.write_lock.held():
             return self._index_held(paths, project, progress, embed_progress, embed, phases, retry_failed)
 
+    def refresh(self, project_id: str, within: Path | None = None, progress: Callable[[str], None] | None = None,
+                embed_progress: Callable[[int, int], None] | None = None, embed: bool = True,
+                phases: Progress | None = None, retry_failed: bool = False) -> IndexReport | None:
+        """Index again every root of the project ``project_id`` (``sleuth index`` without paths), as
+        the catalog keeps them, read under the write lock: a project removed meanwhile is not made
+        again (None is returned), a root forgotten meanwhile is not indexed. The roots are taken as
+        they are kept (their real paths when given), never resolved: a root that leads elsewhere
+        now is refused by its pass (:func:`_refused_moved`). Left out, each with a problem in the
+        report: the memory folders (inside the index folder: the MCP tools write them); a root that
+        is not an absolute, normalised path (the catalog holds what sleuth never writes: a planted or
+        hand-edited one); with ``within`` (the folder of an index found by looking upwards, which may
+        have come with that folder, e.g. a cloned repository), a root outside it; a root that exists
+        and is neither a folder nor a regular file (a FIFO: its documents stay).
+
+        Raises:
+            IndexBusy: another process held the write lock for ``WRITE_LOCK_TIMEOUT_S``.
+        """
+        from sleuth.ingest.names import index_name, is_valid_text
+        from sleuth.ingest.pool import prestart
+
+        prestart()
+        with self.folder.write_lock.held():
+            row = next((p for p in self.catalog.projects() if p["project_id"] == project_id), None)
+            if row is None:
+                return None
+            keys = row["roots"] if isinstance(row["roots"], list) else []
+            paths: list[Path] = []
+            left_out: list[dict[str, str]] = []
+            for key in keys:
+                if not isinstance(key, str) or not key or not os.path.isabs(key) or os.path.normpath(key) != key \
+                        or not is_valid_text(key):
+                    left_out.append({"path": index_name(str(key)), "problem": "not an absolute, normalised path:"
+                                     " left out (sleuth keeps the real path of each root it is given)"})
+                elif Path(key).is_relative_to(self.folder.index_dir):
+                    continue  # a memory folder
+                elif within is not None and not Path(key).is_relative_to(within):
+                    left_out.append({"path": key, "problem": f"outside {within}, the folder of the index found"
+                                     f" here (which may have come with it): left out; `sleuth index --index"
+                                     f" {self.folder.index_dir}` indexes it again"})
+                elif os.path.lexists(key) and not (os.path.isdir(key) or os.path.isfile(key)):
+                    left_out.append({"path": key, "problem": "neither a folder nor a regular file now: left out"
+                                     " (its documents stay)"})
+                else:
+                    paths.append(Path(key))
+            if paths:
+                report = self._index_held(paths, str(row["name"]), progress, embed_progress, embed, phases,
+                                          retry_failed)
+            else:
+                report = _new_report(project_id, [])
+            report.problems[:0] = left_out
+            return report
+
     def _choose(self, paths: Sequence[Path], roots_by_project: Mapping[str, Sequence[str]],
                 grants: Mapping[str, Sequence[str]]) -> tuple[str, list[str], str]:
         """The project a run of ``paths`` (resolved, :func:`sleuth.ingest.placement.outermost` ones)

@@ -130,3 +130,20 @@ def test_doctor_says_two_projects_hold_the_same_files(kb: Path) -> None:
         in done.stdout
     assert run_cli("projects", "remove", "mine", cwd=kb, env=ENV).returncode == 0
     assert run_cli("doctor", cwd=kb, env=ENV, check=False).returncode == 0
+
+
+def test_an_index_found_upwards_is_refreshed_within_its_folder(tmp_path: Path) -> None:
+    """Attack session 41: a `.sleuth/` that came with a folder (a cloned repository) may name any root;
+    a bare `sleuth index` found upwards indexes only the roots inside that folder and names the others."""
+    repo, outside = tmp_path / "repo", tmp_path / "secrets"
+    for folder, text in ((repo, "repo words"), (outside, "TOPSECRET words")):
+        folder.mkdir()
+        (folder / "n.md").write_text(f"# n\n\n{text}\n", encoding="utf-8")
+    run_cli("index", "repo", "secrets", "--project", "p", cwd=tmp_path, env=ENV)
+    (outside / "n2.md").write_text("# n2\n\nTOPSECRET more\n", encoding="utf-8")
+    out = run_cli("index", cwd=repo, env=ENV).stdout
+    index = repo.resolve() / ".sleuth"
+    assert f"  warning {outside.resolve()}: outside {repo.resolve()}, the folder of the index found here (which may" \
+           f" have come with it): left out; `sleuth index --index {index}` indexes it again" in out
+    assert "0 added" in out
+    assert "1 added" in run_cli("index", "--index", str(index), cwd=tmp_path, env=ENV).stdout

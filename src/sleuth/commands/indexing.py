@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -91,22 +91,10 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
             say_waiting("sleuth index", lock)
             report = engine.index(list(paths), project=project, embed=False, phases=phases,
                                   retry_failed=retry_failed)
-            if wait:
-                started = time.perf_counter()
-                report.embedded = background.embed_now(engine, phases) or 0
-                report.took_s = round(report.took_s + time.perf_counter() - started, 3)
-                no_model = engine.model_unavailable
-            else:
-                embedding, no_model = background.embed_in_background(engine)
+            embedding, no_model = _embed_after(engine, report, wait, phases)
     except KeyboardInterrupt:
         sink.close()
-        if lock is None or not lock.taken:  # stopped before the index was its to write
-            click.echo("sleuth index: interrupted before it wrote anything: run the same command again to index",
-                       err=True)
-        else:
-            click.echo("sleuth index: interrupted; what it wrote stays indexed (and the vectors it made): run the "
-                       "same command again to go on", err=True)
-        sys.exit(INTERRUPTED_EXIT)
+        _interrupted(lock)
     finally:
         sink.close()
     skipped = [(s["path"], s["reason"]) for s in report.skipped]
@@ -121,15 +109,43 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
         click.echo(line)
 
 
+def _embed_after(engine: Any, report: IndexReport, wait: bool, phases: Any) -> tuple[dict[str, Any], str | None]:
+    """The embedding after an indexing run: done now when ``wait`` (counted in ``report``: its
+    ``embedded`` and ``took_s``; ``phases`` shows it), else left to a background worker.
+    Returns ``(the worker's state, {} when waited; why the vector lane is unavailable, or None)``."""
+    from sleuth import background
+
+    if not wait:
+        return background.embed_in_background(engine)
+    started = time.perf_counter()
+    report.embedded = background.embed_now(engine, phases) or 0
+    report.took_s = round(report.took_s + time.perf_counter() - started, 3)
+    return {}, engine.model_unavailable
+
+
+def _interrupted(lock: Any) -> NoReturn:
+    """Say what a ``sleuth index`` stopped by Ctrl-C leaves (``lock``: the index's write lock, None
+    before the index was opened) and exit with ``INTERRUPTED_EXIT``."""
+    if lock is None or not lock.taken:  # stopped before the index was its to write
+        click.echo("sleuth index: interrupted before it wrote anything: run the same command again to index", err=True)
+    else:
+        click.echo("sleuth index: interrupted; what it wrote stays indexed (and the vectors it made): run the "
+                   "same command again to go on", err=True)
+    sys.exit(INTERRUPTED_EXIT)
+
+
 def _refresh(project: str | None, wait: bool | None, verbose: bool, retry_failed: bool, index_dir: Path | None,
              fmt: str) -> None:
     """``sleuth index`` without PATHS: index again every root of every project of the index found
-    here (or of ``project`` alone), one run per project, as ``sleuth index ROOTS --project NAME`` would
-    (a root gone since is forgotten, its documents removed); the memory folders inside the index
-    folder are left to the MCP tools that write them. Then one background embedding (or ``wait``).
+    here (or of ``project`` alone), one run per project (:meth:`sleuth.engine.Engine.refresh`: the
+    roots read under the write lock and taken as kept, a root gone since forgotten, one that leads
+    elsewhere now refused). An index found by looking upwards (no --index, no $SLEUTH_INDEX) may have
+    come with the folder (a cloned repository): only its roots inside that folder are indexed, the
+    others named, and one that belongs to another user is refused. Then one background embedding
+    (or ``wait``).
 
     Raises:
-        ConfigError: no index is found here, or it has no root to index.
+        ConfigError: no index is found here, another user's was found, or it has no project to index.
         ProjectNotFound: ``project`` is not a project of the index.
     """
     from sleuth import background
@@ -138,51 +154,43 @@ def _refresh(project: str | None, wait: bool | None, verbose: bool, retry_failed
     from sleuth.interrupts import stop_on_interrupt
     from sleuth.progress import Progress, terminal_sink
     from sleuth.reports import skip_summary
+    from sleuth.store.folder import foreign_owner
 
+    explicit = index_dir is not None or bool(os.environ.get(INDEX_ENV))
     target = find_index_dir(index_dir)
     if target is None or not has_catalog(target):
         where = f"at {target}" if target is not None else "in this folder or above it (and no --index)"
         raise ConfigError(f"no index {where}: give the PATHS to index (`sleuth index ~/notes`)")
+    if (owner := foreign_owner(target)) is not None:
+        if not explicit:
+            raise ConfigError(f"{owner}: `sleuth index` without paths indexes only into an index of your own"
+                              " found here; name it with --index to use it")
+        click.echo(f"warning: {owner}", err=True)
     wait = background.wait_by_default() if wait is None else wait
     reports: list[IndexReport] = []
-    runs: list[tuple[str, list[Path]]] = []
-    refreshed: set[str] = set()  # the ids of the projects indexed again
     embedding: dict[str, Any] = {}
     lock: Any = None
     sink = terminal_sink(label="sleuth index")
     try:
         with stop_on_interrupt(), Engine(target) as engine:
             wanted = engine.searcher.check_projects([project] if project is not None else None)
-            for row in engine.catalog.projects():
-                keys = row["roots"] if isinstance(row["roots"], list) else []
-                roots = [Path(str(key)) for key in keys if not Path(str(key)).is_relative_to(engine.index_dir)]
-                if roots and (wanted is None or row["project_id"] in wanted):
-                    runs.append((str(row["name"]), roots))
-                    refreshed.add(str(row["project_id"]))
-            if not runs:
-                raise ConfigError(f"the index {target} has no root to index" + (
-                    f" in project {project!r}" if project is not None else "") + ": give the PATHS to index")
+            ids = [str(row["project_id"]) for row in engine.catalog.projects()
+                   if wanted is None or row["project_id"] in wanted]
+            if not ids:
+                raise ConfigError(f"the index {target} has no project to index: give the PATHS to index")
             lock = engine.folder.write_lock
             say_waiting("sleuth index", lock)
-            for name, roots in runs:
-                reports.append(engine.index(roots, project=name, embed=False, phases=Progress(sink),
-                                            retry_failed=retry_failed))
-            if wait:
-                started = time.perf_counter()
-                reports[-1].embedded = background.embed_now(engine, Progress(sink)) or 0
-                reports[-1].took_s = round(reports[-1].took_s + time.perf_counter() - started, 3)
-                no_model = engine.model_unavailable
-            else:
-                embedding, no_model = background.embed_in_background(engine)
+            for pid in ids:
+                report = engine.refresh(pid, None if explicit else target.parent, embed=False, phases=Progress(sink),
+                                        retry_failed=retry_failed)
+                if report is not None:  # None: removed meanwhile
+                    reports.append(report)
+            if not reports:
+                raise ConfigError(f"the index {target} has no project to index now: give the PATHS to index")
+            embedding, no_model = _embed_after(engine, reports[-1], wait, Progress(sink))
     except KeyboardInterrupt:
         sink.close()
-        if lock is None or not lock.taken:
-            click.echo("sleuth index: interrupted before it wrote anything: run the same command again to index",
-                       err=True)
-        else:
-            click.echo("sleuth index: interrupted; what it wrote stays indexed (and the vectors it made): run the "
-                       "same command again to go on", err=True)
-        sys.exit(INTERRUPTED_EXIT)
+        _interrupted(lock)
     finally:
         sink.close()
     if fmt == "json":
@@ -191,13 +199,12 @@ def _refresh(project: str | None, wait: bool | None, verbose: bool, retry_failed
                 g.model_dump() for g in skip_summary([(s["path"], s["reason"]) for s in r.skipped])]}
             for r in reports], **({"embedding": embedding} if embedding else {})})
         return
-    for i, (report, (_, roots)) in enumerate(zip(reports, runs, strict=True)):
+    refreshed = {r.project for r in reports}  # a gone root of one of these is forgotten by its own run
+    for i, report in enumerate(reports):
         last = i == len(reports) - 1
-        # a gone root of a project this command indexes again is forgotten by its own run (said there)
         report.gone_roots = [g for g in report.gone_roots if g.partition(": ")[0] not in refreshed]
-        for line in _report_lines(report, tuple(roots), target, None,
-                                  no_model if last else None, embedding if last else {}, explicit=True,
-                                  verbose=verbose, named=True):
+        for line in _report_lines(report, (), target, None, no_model if last else None, embedding if last else {},
+                                  explicit=True, verbose=verbose, named=True):
             click.echo(line)
 
 
@@ -261,7 +268,7 @@ def _report_lines(report: IndexReport, paths: tuple[Path, ...], target: Path, en
         out.append(f"  {paths[0]} {where} (`--index {own}` makes a separate index)")
     out += [f"  {root}, a root of project {report.project!r} inside this run's root, is part of it now: its files "
             "are filed under it (and refreshed with it)" for root in report.merged_roots]
-    first_given = str(resolved(paths[0]))
+    first_given = str(resolved(paths[0])) if paths else ""
     out += [f"  {root} is a new root of project {report.project!r}" + (
             "" if root == first_given else ", the project of this run's first path (so are its files now)")
             for root in report.joined_roots]

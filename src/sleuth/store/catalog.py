@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -168,6 +169,20 @@ def _within(path: str, rel_paths: Sequence[str]) -> bool:
     """Whether ``path`` (relative to its root) is one of ``rel_paths`` or under one ("": the whole root)."""
     return any(not r or path == r or path.startswith(r + "/") for r in rel_paths)
 
+
+
+def _root_list(text: object) -> list[str]:
+    """A project's roots as the ``projects.roots`` column keeps them (a JSON list of real paths);
+    what sleuth never writes there (a hand-edited or planted catalog: not JSON, not a list, an entry
+    that is not an absolute, normalised path: ``relative/x``, ``/a/../b``, ``~/x``, a number) reads
+    as no root, or is left out: no walk, confinement or label ever sees it."""
+    try:
+        roots = json.loads(text) if isinstance(text, (str, bytes)) else None
+    except ValueError:
+        return []
+    if not isinstance(roots, list):
+        return []
+    return [r for r in roots if isinstance(r, str) and os.path.isabs(r) and os.path.normpath(r) == r]
 
 class Catalog(DocumentReads, VectorTable):
     """Thread-safe access to one catalog database (one connection per thread).
@@ -428,7 +443,7 @@ class Catalog(DocumentReads, VectorTable):
                     (project_id, name, json.dumps(list(roots)), now),
                 )
             else:
-                merged = list(dict.fromkeys([*json.loads(row[0]), *roots]))
+                merged = list(dict.fromkeys([*_root_list(row[0]), *roots]))
                 conn.execute("UPDATE projects SET roots=? WHERE project_id=?", (json.dumps(merged), project_id))
 
     def project_doc_ids(self, project_id: str) -> list[str]:
@@ -456,7 +471,7 @@ class Catalog(DocumentReads, VectorTable):
             row = conn.execute("SELECT roots FROM projects WHERE project_id=?", (project_id,)).fetchone()
             if row is None:
                 return
-            kept = [r for r in json.loads(row[0]) if r != root]
+            kept = [r for r in _root_list(row[0]) if r != root]
             conn.execute("UPDATE projects SET roots=? WHERE project_id=?", (json.dumps(kept), project_id))
             for table in ("skipped", "problems"):
                 conn.execute(f"DELETE FROM {table} WHERE project_id=? AND root=?", (project_id, root))
@@ -482,13 +497,13 @@ class Catalog(DocumentReads, VectorTable):
 
     def roots(self) -> dict[str, list[str]]:
         """``{project_id: roots}`` of every project (cheap: no counting)."""
-        return {r[0]: json.loads(r[1]) for r in self.conn.execute("SELECT project_id, roots FROM projects")}
+        return {r[0]: _root_list(r[1]) for r in self.conn.execute("SELECT project_id, roots FROM projects")}
 
     def project_with_root(self, root: str) -> str | None:
         """The name of the project that has ``root`` (a resolved path, as the roots are kept) among
         its roots, the first by project id when several do; None when none does."""
         for name, roots in self.conn.execute("SELECT name, roots FROM projects ORDER BY project_id"):
-            if root in json.loads(roots):
+            if root in _root_list(roots):
                 return str(name)
         return None
 
@@ -505,7 +520,7 @@ class Catalog(DocumentReads, VectorTable):
             {
                 "project_id": r[0],
                 "name": r[1],
-                "roots": json.loads(r[2]),
+                "roots": _root_list(r[2]),
                 "last_indexed": r[3],
                 "documents": r[4],
                 "blocks": r[5],
