@@ -281,8 +281,7 @@ def _refused_moved(run: _Run, key: str) -> bool:
         return False
     run.report.problems.append({"path": key, "problem": (
         f"this root leads to {moved} now (a symbolic link in its place or in one of its folders): not indexed"
-        " (its documents stay, stale); index the path you mean by its own path, or remove the root with"
-        " `sleuth projects remove`")})
+        " (its documents stay, stale until it leads back); to index what it leads to, give that path itself")})
     return True
 
 
