@@ -76,3 +76,17 @@ def test_an_index_found_upwards_refreshes_only_its_folders_roots(tmp_path: Path)
         assert [h.path for h in engine.search("TOPSECRET").hits] == ["s.md"]  # s2.md not read
         report = engine.refresh("p")  # the index named (--index): every root
         assert report is not None and report.added == 1
+
+
+def test_a_watch_of_an_index_found_upwards_watches_only_its_folders_roots(tmp_path: Path) -> None:
+    """As ``sleuth index`` without paths: an index found upwards may have come with its folder."""
+    from sleuth.watch import left_out_roots, watched_roots
+
+    repo, outside = tmp_path / "repo", tmp_path / "secrets"
+    note(repo / "r.md", "repo words")
+    note(outside / "s.md", "secret words")
+    with Engine(repo / ".sleuth", Config(model="none")) as engine:
+        engine.index([repo, outside], project="p")
+        assert [str(r.path) for r in watched_roots(engine, None, repo)] == [str(repo)]
+        assert left_out_roots(engine, None, repo) == [str(outside)]
+        assert [str(r.path) for r in watched_roots(engine)] == [str(repo), str(outside)]

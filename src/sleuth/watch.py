@@ -71,8 +71,12 @@ class WatchBatch:
     embedding: dict[str, Any] | None = None
 
 
-def watched_roots(engine: Engine, projects: Sequence[str] | None = None) -> list[WatchedRoot]:
-    """The roots of ``projects`` (default: every project of the index), as stored in the catalog.
+def watched_roots(engine: Engine, projects: Sequence[str] | None = None,
+                  within: Path | None = None) -> list[WatchedRoot]:
+    """The roots of ``projects`` (default: every project of the index), as stored in the catalog;
+    with ``within`` (the folder of an index found by looking upwards, which may have come with it:
+    a cloned repository), only those inside it (:func:`left_out_roots` names the others), as a
+    ``sleuth index`` without paths indexes them.
 
     Raises:
         ProjectNotFound: a named project does not exist.
@@ -83,9 +87,19 @@ def watched_roots(engine: Engine, projects: Sequence[str] | None = None) -> list
         if wanted is not None and project not in wanted:
             continue
         for root in roots:
-            if root and os.path.isabs(root):
+            if root and os.path.isabs(root) and (within is None or Path(root).is_relative_to(within)
+                                                 or Path(root).is_relative_to(engine.index_dir)):
                 out.append(WatchedRoot(project, Path(root), os.path.isfile(root)))
     return out
+
+
+def left_out_roots(engine: Engine, projects: Sequence[str] | None, within: Path) -> list[str]:
+    """The roots of ``projects`` (default: every project) that :func:`watched_roots` leaves out for
+    lying outside ``within``."""
+    kept = {str(r.path) for r in watched_roots(engine, projects, within)}
+    wanted = engine.searcher.check_projects(projects)
+    return [root for project, roots in sorted(engine.catalog.roots().items())
+            if wanted is None or project in wanted for root in roots if root not in kept]
 
 
 def _presence(root: WatchedRoot) -> tuple[int, int] | None:
@@ -139,8 +153,8 @@ class _Watcher:
     def __init__(self, engine: Engine, projects: Sequence[str] | None, stop: threading.Event,
                  debounce_ms: int, max_batch_ms: int, on_batch: Callable[[WatchBatch], None] | None,
                  ready: Callable[[list[WatchedRoot]], None] | None,
-                 progress: Callable[[], Progress] | None = None) -> None:
-        self.engine, self.projects, self.stop = engine, projects, stop
+                 progress: Callable[[], Progress] | None = None, within: Path | None = None) -> None:
+        self.engine, self.projects, self.stop, self.within = engine, projects, stop, within
         self.debounce_ms, self.max_batch_ms = debounce_ms, max_batch_ms
         self.on_batch, self.ready, self.progress = on_batch, ready, progress
         self.pending: dict[WatchedRoot, set[str]] = {}
@@ -190,7 +204,7 @@ class _Watcher:
         scanned: set[WatchedRoot] = set()
         presence_before: dict[WatchedRoot, tuple[int, int] | None] = {}
         while not self.stop.is_set():
-            roots = watched_roots(self.engine, self.projects)
+            roots = watched_roots(self.engine, self.projects, self.within)
             presence = {r: _presence(r) for r in roots}
             for root in roots:  # a new root is scanned whole; so is one that vanished or came back
                 if root not in scanned or presence[root] != presence_before.get(root):
@@ -240,7 +254,7 @@ class _Watcher:
                 self.pending.setdefault(root, set()).update(rels)
             self.apply_pending()
             self._ready(roots)
-            now_roots = watched_roots(self.engine, self.projects)
+            now_roots = watched_roots(self.engine, self.projects, self.within)
             touched = folders_set & {os.path.normpath(p) for _, p in changes}
             # A change to a watched folder itself (deleted, made again: its inode number may be
             # reused) means the watch may follow a folder that is gone: watch again.
@@ -277,7 +291,7 @@ class _Watcher:
 def watch_index(engine: Engine, projects: Sequence[str] | None = None, stop_event: threading.Event | None = None,
                 debounce_ms: int = DEBOUNCE_MS, on_batch: Callable[[WatchBatch], None] | None = None,
                 max_batch_ms: int = MAX_BATCH_MS, ready: Callable[[list[WatchedRoot]], None] | None = None,
-                progress: Callable[[], Progress] | None = None) -> None:
+                progress: Callable[[], Progress] | None = None, within: Path | None = None) -> None:
     """Keep ``engine``'s index current with the files under ``projects``' roots until ``stop_event`` is set.
 
     Every watched root is first re-indexed incrementally (changes made while nothing watched),
@@ -295,9 +309,10 @@ def watch_index(engine: Engine, projects: Sequence[str] | None = None, stop_even
         ready: called once with the watched roots, when the watch is in place and the first scan done.
         progress: makes the counter of each batch's phases (sleuth.progress), e.g. plain lines on
             stderr for a batch that lasts (the first scan of a large root).
+        within: watch only the roots inside this folder (:func:`watched_roots`).
     Raises:
         ProjectNotFound: a named project does not exist.
     """
     _Watcher(engine, projects, stop_event or threading.Event(), debounce_ms, max_batch_ms, on_batch, ready,
-             progress).run()
+             progress, within).run()
 

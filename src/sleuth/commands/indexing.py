@@ -524,7 +524,7 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
     from sleuth.engine import Engine
     from sleuth.ingest.names import one_line
     from sleuth.interrupts import stopped_by_signals
-    from sleuth.watch import DEBOUNCE_MS, WatchBatch, WatchedRoot, watch_index
+    from sleuth.watch import DEBOUNCE_MS, WatchBatch, WatchedRoot, left_out_roots, watch_index
 
     stop = threading.Event()
 
@@ -563,5 +563,12 @@ def watch_cmd(projects: tuple[str, ...], debounce_ms: int | None, index_dir: Pat
     # Ctrl-C or SIGTERM stops the watch at once, a batch under way too (what it committed stays; the
     # rest is found again by the next watch's first scan): "sleuth watch: stopped", exit 0.
     with stopped_by_signals("watch", stop), Engine.open(index_dir) as engine:
+        # An index found upwards may have come with its folder (a cloned repository): its roots there only
+        explicit = index_dir is not None or bool(os.environ.get(INDEX_ENV))
+        within = None if explicit else engine.index_dir.parent
+        if within is not None and (outside := left_out_roots(engine, list(projects) or None, within)):
+            click.echo(one_line(f"sleuth watch: {len(outside):,} root(s) outside {within}, the folder of the index"
+                                f" found here, left out ({_some(outside)}): `sleuth watch --index"
+                                f" {engine.index_dir}` watches them"), err=True)
         watch_index(engine, list(projects) or None, stop, debounce_ms or DEBOUNCE_MS, on_batch=show, ready=ready,
-                    progress=progress)
+                    progress=progress, within=within)
