@@ -63,12 +63,19 @@ def test_a_project_removed_before_the_refresh_takes_the_lock_is_not_made_again(t
         assert engine.refresh("p") is None and "p" not in engine.catalog.roots()
 
 
-def test_an_index_found_upwards_refreshes_only_its_folders_roots(tmp_path: Path) -> None:
+def repo_and_outside(tmp_path: Path) -> tuple[Path, Path, Engine]:
+    """A repository folder holding its index, whose project has a second root outside it."""
     repo, outside = tmp_path / "repo", tmp_path / "secrets"
     note(repo / "r.md", "repo words")
     note(outside / "s.md", "TOPSECRET words")
-    with Engine(repo / ".sleuth", Config(model="none")) as engine:
-        engine.index([repo, outside], project="p")
+    engine = Engine(repo / ".sleuth", Config(model="none"))
+    engine.index([repo, outside], project="p")
+    return repo, outside, engine
+
+
+def test_an_index_found_upwards_refreshes_only_its_folders_roots(tmp_path: Path) -> None:
+    repo, outside, engine = repo_and_outside(tmp_path)
+    with engine:
         note(outside / "s2.md", "TOPSECRET more")
         report = engine.refresh("p", within=repo)
         assert report is not None and [p["path"] for p in report.problems] == [str(outside)]
@@ -82,11 +89,8 @@ def test_a_watch_of_an_index_found_upwards_watches_only_its_folders_roots(tmp_pa
     """As ``sleuth index`` without paths: an index found upwards may have come with its folder."""
     from sleuth.watch import left_out_roots, watched_roots
 
-    repo, outside = tmp_path / "repo", tmp_path / "secrets"
-    note(repo / "r.md", "repo words")
-    note(outside / "s.md", "secret words")
-    with Engine(repo / ".sleuth", Config(model="none")) as engine:
-        engine.index([repo, outside], project="p")
+    repo, outside, engine = repo_and_outside(tmp_path)
+    with engine:
         assert [str(r.path) for r in watched_roots(engine, None, repo)] == [str(repo)]
         assert left_out_roots(engine, None, repo) == [str(outside)]
         assert [str(r.path) for r in watched_roots(engine)] == [str(repo), str(outside)]
