@@ -170,7 +170,6 @@ def _within(path: str, rel_paths: Sequence[str]) -> bool:
     return any(not r or path == r or path.startswith(r + "/") for r in rel_paths)
 
 
-
 def _root_list(text: object) -> list[str]:
     """A project's roots as the ``projects.roots`` column keeps them (a JSON list of real paths);
     what sleuth never writes there (a hand-edited or planted catalog: not JSON, not a list, an entry
@@ -183,6 +182,7 @@ def _root_list(text: object) -> list[str]:
     if not isinstance(roots, list):
         return []
     return [r for r in roots if isinstance(r, str) and os.path.isabs(r) and os.path.normpath(r) == r]
+
 
 class Catalog(DocumentReads, VectorTable):
     """Thread-safe access to one catalog database (one connection per thread).
