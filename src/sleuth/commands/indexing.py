@@ -57,7 +57,6 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
     from sleuth.ingest.names import is_valid_text, printable
     from sleuth.interrupts import stop_on_interrupt
     from sleuth.progress import Progress, terminal_sink
-    from sleuth.reports import skip_summary
     from sleuth.store.folder import foreign_owner
 
     if not paths:
@@ -97,16 +96,22 @@ def index_cmd(paths: tuple[Path, ...], project: str | None, wait: bool | None, v
         _interrupted(lock)
     finally:
         sink.close()
-    skipped = [(s["path"], s["reason"]) for s in report.skipped]
     if fmt == "json":
-        emit_json({"index_dir": str(target), **report.model_dump(),
-                   "skipped_by_reason": [g.model_dump() for g in skip_summary(skipped)],
-                   **({"embedding": embedding} if embedding else {})})
+        emit_json({"index_dir": str(target), **_report_json(report), **({"embedding": embedding} if embedding else {})})
         return
     for line in _report_lines(report, paths, target, enclosing, no_model, embedding,
                               explicit=index_dir is not None or bool(os.environ.get(INDEX_ENV)), verbose=verbose,
                               named=project is not None):
         click.echo(line)
+
+
+def _report_json(report: IndexReport) -> dict[str, Any]:
+    """A run's report as ``sleuth index --format json`` gives it: its fields, and the skipped files
+    counted by reason."""
+    from sleuth.reports import skip_summary
+
+    skipped = [(s["path"], s["reason"]) for s in report.skipped]
+    return {**report.model_dump(), "skipped_by_reason": [g.model_dump() for g in skip_summary(skipped)]}
 
 
 def _embed_after(engine: Any, report: IndexReport, wait: bool, phases: Any) -> tuple[dict[str, Any], str | None]:
@@ -153,7 +158,6 @@ def _refresh(project: str | None, wait: bool | None, verbose: bool, retry_failed
     from sleuth.errors import ConfigError
     from sleuth.interrupts import stop_on_interrupt
     from sleuth.progress import Progress, terminal_sink
-    from sleuth.reports import skip_summary
     from sleuth.store.folder import foreign_owner
 
     explicit = index_dir is not None or bool(os.environ.get(INDEX_ENV))
@@ -194,10 +198,8 @@ def _refresh(project: str | None, wait: bool | None, verbose: bool, retry_failed
     finally:
         sink.close()
     if fmt == "json":
-        emit_json({"index_dir": str(target), "projects": [
-            {**r.model_dump(), "skipped_by_reason": [
-                g.model_dump() for g in skip_summary([(s["path"], s["reason"]) for s in r.skipped])]}
-            for r in reports], **({"embedding": embedding} if embedding else {})})
+        emit_json({"index_dir": str(target), "projects": [_report_json(r) for r in reports],
+                   **({"embedding": embedding} if embedding else {})})
         return
     refreshed = {r.project for r in reports}  # a gone root of one of these is forgotten by its own run
     for i, report in enumerate(reports):
